@@ -1,0 +1,1 @@
+"""The `evaltrace` command line."""

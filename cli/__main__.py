@@ -1,0 +1,3 @@
+from evaltrace.cli.main import run
+
+run()

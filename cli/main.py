@@ -1,0 +1,71 @@
+"""The `evaltrace` command: a Typer app with one error boundary.
+
+Exit codes (CONTRACT.md): 0 the gate passed (or the command succeeded), 1 the gate failed,
+2 bad input or usage, as one `Error: ...` line on stderr with no traceback. Anything else that
+escapes is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from evaltrace.collector.errors import EvaltraceError
+
+# Locals are hidden in tracebacks: trace contents can be sensitive.
+app = typer.Typer(
+    name="evaltrace",
+    help="Record agent spans to Parquet and score them offline.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+
+
+
+@app.callback()
+def _root() -> None:
+    """Record agent spans to Parquet and score them offline."""
+
+
+@app.command()
+def version() -> None:
+    """Print the evaltrace version."""
+    from importlib.metadata import version as dist_version
+
+    typer.echo(dist_version("evaltrace"))
+
+
+# Command modules register themselves on `app` when imported.
+from evaltrace.cli import _collect, _score, _traces  # noqa: E402, F401
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    try:
+        result = app(args=list(argv) if argv is not None else None, prog_name="evaltrace", standalone_mode=False)
+    except EvaltraceError as exc:
+        _error(str(exc))
+        return 2
+    except typer.TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            print(exc.format_message(), file=sys.stderr)  # the help text itself
+        else:
+            _error(exc.format_message())
+        return 2
+    except (typer.Abort, KeyboardInterrupt):
+        _error("interrupted")
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+def _error(message: str) -> None:
+    # One line: a multi-line message is folded so scripts can rely on `Error:` being the line.
+    print("Error: " + " ".join(message.split()), file=sys.stderr)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

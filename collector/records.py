@@ -1,0 +1,252 @@
+"""Records rebuilt from spans: what scorers see of an agent run.
+
+A `Trace` is one agent run: the user's input, one `Iteration` per model call, the `ToolCall`s
+the agent made (in the order it made them), the final output or error, token usage summed over
+model calls only, and the tool definitions the model was offered. Nested agents (an agent used
+as a tool, a handoff) become child traces reachable from the tool call that started them.
+
+Content that was not captured is `None`, never an empty string: scorers must be able to tell
+"the agent said nothing" from "the instrumentation did not record what it said".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TraceStatus = Literal["success", "error", "timeout", "unknown"]
+PartType = Literal["text", "tool_call", "tool_result", "other"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Usage(_Record):
+    """Token counts. `None` means no model call reported that count."""
+
+    input_tokens: int | None = None
+    """Prompt tokens, cached and uncached together."""
+    output_tokens: int | None = None
+    """Completion tokens, reasoning tokens included."""
+    cache_read_tokens: int | None = None
+    """Part of `input_tokens` served from the provider's prompt cache."""
+    reasoning_tokens: int | None = None
+    """Part of `output_tokens` spent on hidden reasoning."""
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Input plus output tokens, or `None` when neither was reported."""
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def __add__(self, other: Usage) -> Usage:
+        def add(a: int | None, b: int | None) -> int | None:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
+        return Usage(
+            input_tokens=add(self.input_tokens, other.input_tokens),
+            output_tokens=add(self.output_tokens, other.output_tokens),
+            cache_read_tokens=add(self.cache_read_tokens, other.cache_read_tokens),
+            reasoning_tokens=add(self.reasoning_tokens, other.reasoning_tokens),
+        )
+
+
+class MessagePart(_Record):
+    """One part of a chat message."""
+
+    type: PartType
+    text: str | None = None
+    """Text content (`type == "text"`), or a textual rendering of an `other` part."""
+    call_id: str | None = None
+    """Tool call id (`tool_call` and `tool_result` parts)."""
+    name: str | None = None
+    """Tool name (`tool_call`, and `tool_result` where recorded)."""
+    arguments: Any = None
+    """Tool call arguments: a JSON object when they parse as one, else the raw value."""
+    result: Any = None
+    """Tool result (`tool_result` parts)."""
+
+
+class Message(_Record):
+    """A chat message: a role and its parts."""
+
+    role: str
+    """`system`, `user`, `assistant` or `tool` (provider synonyms such as `model` are normalised)."""
+    parts: list[MessagePart] = Field(default_factory=list)
+    name: str | None = None
+
+    @property
+    def text(self) -> str | None:
+        """The text parts joined by newlines, or `None` when the message has no text part."""
+        texts = [p.text for p in self.parts if p.type == "text" and p.text is not None]
+        return "\n".join(texts) if texts else None
+
+
+class ToolSchema(_Record):
+    """A tool definition offered to the model."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    """JSON Schema of the arguments, when recorded."""
+
+
+class ToolCall(_Record):
+    """One tool call made by the agent, with its outcome."""
+
+    call_id: str | None = None
+    name: str
+    arguments: Any = None
+    """A JSON object when the recorded arguments parse as one; else the raw value; `None` if not captured."""
+    result: Any = None
+    """The tool's result (text, or parsed JSON when the instrumentation stored structured data)."""
+    error: str | None = None
+    """Error text when the tool failed (span status ERROR or an exception event)."""
+    iteration: int | None = None
+    """Index of the iteration (model call) that requested this call, when known."""
+    span_id: str | None = None
+    """The tool's own span, when one was recorded."""
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    arguments_truncated: bool = False
+    """The recorded arguments were cut mid-JSON; `arguments` holds the raw text."""
+    child: Trace | None = None
+    """The nested agent run this call started (agent-as-tool, handoff)."""
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """Wall time of the tool span, when recorded."""
+        if self.start_time is None or self.end_time is None:
+            return None
+        return (self.end_time - self.start_time).total_seconds()
+
+
+class Iteration(_Record):
+    """One model call inside the agent loop."""
+
+    index: int
+    span_id: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    input_messages: list[Message] | None = None
+    """The prompt sent (system instructions first), `None` when not captured."""
+    output_messages: list[Message] | None = None
+    """The model's reply, `None` when not captured."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Tool calls the model requested in this reply."""
+    finish_reasons: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    error: str | None = None
+
+    @property
+    def output_text(self) -> str | None:
+        """The reply's text parts, or `None`."""
+        if not self.output_messages:
+            return None
+        texts = [m.text for m in self.output_messages if m.text is not None]
+        return "\n".join(texts) if texts else None
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """Wall time of the model call."""
+        if self.start_time is None or self.end_time is None:
+            return None
+        return (self.end_time - self.start_time).total_seconds()
+
+
+class Trace(_Record):
+    """One agent run rebuilt from its spans."""
+
+    trace_id: str
+    root_span_id: str | None = None
+    name: str | None = None
+    """Name of the root span."""
+    agent_name: str | None = None
+    input: str | None = None
+    """The user's message text."""
+    output: str | None = None
+    """The final answer text."""
+    error: str | None = None
+    status: TraceStatus = "unknown"
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """This agent's tool calls in the order made (nested agents' calls live in `ToolCall.child`)."""
+    iterations: list[Iteration] = Field(default_factory=list)
+    tool_schemas: list[ToolSchema] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    """Summed over model calls only (agent spans often repeat their children's totals)."""
+    models: list[str] = Field(default_factory=list)
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    conversation_id: str | None = None
+    case_id: str | None = None
+    run_id: str | None = None
+    service_name: str | None = None
+    convention: str | None = None
+    """The span convention(s) the trace was read from, e.g. `genai`, `openinference`."""
+    span_count: int = 0
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    """`evaltrace.*` attributes found on the trace's spans (case id, repeat index, ...)."""
+    warnings: list[str] = Field(default_factory=list)
+    """What could not be recovered (orphan spans, truncated JSON, missing content)."""
+
+    def all_tool_calls(self, *, nested: bool = False) -> list[ToolCall]:
+        """The tool calls in order; with `nested`, nested agents' calls follow the call that started them."""
+        if not nested:
+            return list(self.tool_calls)
+        calls: list[ToolCall] = []
+        for call in self.tool_calls:
+            calls.append(call)
+            if call.child is not None:
+                calls.extend(call.child.all_tool_calls(nested=True))
+        return calls
+
+    def has_error(self) -> bool:
+        """Whether the run or any of its tool calls or model calls failed."""
+        return bool(self.errors())
+
+    def errors(self) -> list[str]:
+        """Every error text: the run's, then each failed model call's and tool call's."""
+        found = [self.error] if self.error else []
+        found += [it.error for it in self.iterations if it.error]
+        found += [f"{c.name}: {c.error}" for c in self.tool_calls if c.error]
+        return found
+
+    def final_answer(self) -> str | None:
+        """The final output text, falling back to the last model reply's text."""
+        if self.output is not None:
+            return self.output
+        for iteration in reversed(self.iterations):
+            if iteration.output_text is not None:
+                return iteration.output_text
+        return None
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """Total execution time of the run."""
+        if self.start_time is None or self.end_time is None:
+            return None
+        return (self.end_time - self.start_time).total_seconds()
+
+    def find_tool_calls(self, name: str) -> list[ToolCall]:
+        """The calls of the tool `name`, in order."""
+        return [c for c in self.tool_calls if c.name == name]
+
+    def to_contract_json(self) -> dict[str, Any]:
+        """The JSON object `evaltrace traces --json` prints (CONTRACT.md keys first)."""
+        return self.model_dump(mode="json")
+
+
+class Conversation(_Record):
+    """The traces of one conversation (turns), ordered by start time."""
+
+    conversation_id: str
+    traces: list[Trace] = Field(default_factory=list)
+
+
+ToolCall.model_rebuild()

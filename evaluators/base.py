@@ -1,0 +1,85 @@
+"""The scorer interface and its result type.
+
+A scorer is a small pydantic model whose fields are its configuration (unknown keys rejected),
+registered by name. `score(trace, case)` returns a `Score`; `passed=None` means the scorer does
+not apply to that entry. Every scorer runs through `run_scorer`, which turns an exception into
+an error result: one broken scorer never stops a run and never counts as a pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from evaltrace.collector.records import Trace
+
+
+class Score(BaseModel):
+    """One scorer's verdict on one entry."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scorer: str
+    """Registered name of the scorer."""
+    passed: bool | None
+    """`True`/`False`, or `None` when the scorer does not apply (or could not run: see `error`)."""
+    value: float | None = None
+    """A graded value in [0, 1] where the scorer has one."""
+    reason: str | None = None
+    """Why, in one or two sentences a person can act on."""
+    error: str | None = None
+    """Set when the scorer failed to run: the entry then fails, it never passes by default."""
+    details: dict[str, Any] | None = None
+    """Structured extras (per-call findings, judge usage, cache hit)."""
+
+
+class Scorer(BaseModel, ABC):
+    """Base of every scorer: fields are configuration, `name` is the registry key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: ClassVar[str]
+    version: ClassVar[int] = 1
+    """Bumped when a scorer's verdicts change for the same input, so old reports can be compared."""
+
+    @abstractmethod
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Score one trace against an optional case (the spec's expectations for it)."""
+
+    async def ascore(self, trace: Trace, case: Any | None = None) -> Score:
+        """Async entry point; judges override it to run concurrently. Rule scorers stay sync."""
+        return self.score(trace, case)
+
+    def config_hash(self) -> str:
+        """A short, stable hash of the configuration, carried in reports."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
+        return hashlib.sha256(f"{self.name}:{self.version}:{blob}".encode()).hexdigest()[:12]
+
+    def result(self, passed: bool | None, value: float | None = None, reason: str | None = None, **details: Any) -> Score:
+        """Build this scorer's `Score`."""
+        return Score(scorer=self.name, passed=passed, value=value, reason=reason, details=details or None)
+
+
+def error_score(name: str, exc: BaseException) -> Score:
+    """The result standing in for a scorer that raised."""
+    return Score(scorer=name, passed=False, reason=f"scorer failed: {type(exc).__name__}: {exc}", error=type(exc).__name__)
+
+
+def run_scorer(scorer: Scorer, trace: Trace, case: Any | None = None) -> Score:
+    """Run one scorer, turning any exception into an error result."""
+    try:
+        return scorer.score(trace, case)
+    except Exception as exc:  # noqa: BLE001 - a broken scorer must not stop the run
+        return error_score(scorer.name, exc)
+
+
+async def arun_scorer(scorer: Scorer, trace: Trace, case: Any | None = None) -> Score:
+    """Async twin of `run_scorer`."""
+    try:
+        return await scorer.ascore(trace, case)
+    except Exception as exc:  # noqa: BLE001 - a broken scorer must not stop the run
+        return error_score(scorer.name, exc)

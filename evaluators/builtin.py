@@ -1,0 +1,1 @@
+"""Imports every module that registers built-in scorers."""
