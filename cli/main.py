@@ -39,7 +39,7 @@ def version() -> None:
 
 
 # Command modules register themselves on `app` when imported.
-from evaltrace.cli import _collect, _score, _traces  # noqa: E402, F401
+from evaltrace.cli import _collect, _runs, _score, _traces  # noqa: E402, F401
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,51 @@
+"""Lossless JSON text for OTel attribute values.
+
+OTel attribute values are str, bool, int, float or homogeneous sequences of those. JSON keeps
+those types apart (`1` vs `1.0`, `true` vs `1`) except non-finite floats, which standard JSON
+cannot hold (DuckDB and Polars reject Python's bare `NaN`). Those are written as a one-key
+object `{"$float": "NaN" | "Infinity" | "-Infinity"}`: OTel values are never objects, so the
+marker cannot collide with a real value. Sequences come back as lists.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+_FLOAT_MARKER = "$float"
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _encode_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return {_FLOAT_MARKER: "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
+    if isinstance(value, (list, tuple)):
+        return [_encode_value(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def dumps_attributes(attributes: Mapping[str, Any]) -> str:
+    """Encode an attribute mapping as JSON object text, non-finite floats included."""
+    return json.dumps({k: _encode_value(v) for k, v in attributes.items()}, ensure_ascii=False, allow_nan=False)
+
+
+def _decode_value(value: Any) -> Any:
+    if isinstance(value, dict) and len(value) == 1 and _FLOAT_MARKER in value:
+        return _NON_FINITE[value[_FLOAT_MARKER]]
+    if isinstance(value, list):
+        return [_decode_value(v) for v in value]
+    return value
+
+
+def loads_attributes(text: str | None) -> dict[str, Any]:
+    """Decode text written by `dumps_attributes`; `None` or empty text gives `{}`."""
+    if not text:
+        return {}
+    raw = json.loads(text)
+    if not isinstance(raw, dict):
+        raise ValueError("attributes JSON is not an object")
+    return {k: _decode_value(v) for k, v in raw.items()}
