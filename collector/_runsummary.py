@@ -1,0 +1,148 @@
+"""What a set of span files holds, for `evaltrace runs`: counts, services, run ids, time range.
+
+Reads only the small columns (ids, names, status, times, service, run id), never the payload
+columns, and groups through the same streaming, deduplicating pass as `reader.iter_traces`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from evaltrace.collector import _parquet_read
+from evaltrace.collector._grouping import Batch, stream_groups
+from evaltrace.collector._inflight import find_stale_inflight
+
+# (trace_id, span_id, parent_span_id, name, status_code, start ns, end ns, service, run_id)
+_Row = tuple[str, str, str | None, str, str, int, int, str | None, str | None]
+_COLUMNS = (
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "status_code",
+    "start_time",
+    "end_time",
+    "service_name",
+    "run_id",
+)
+
+
+class TraceSummary(BaseModel):
+    """One trace of a run, as listed by `evaltrace runs --traces`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: str
+    spans: int
+    """Distinct spans (duplicates across files counted once)."""
+    root: str | None
+    """Name of the earliest span without a recorded parent, or None when every parent is missing."""
+    errors: int
+    """Spans whose status is ERROR."""
+    service_name: str | None
+    run_id: str | None
+    start_time: datetime
+    end_time: datetime
+
+
+class SpansPerTrace(BaseModel):
+    """Distribution of span counts over traces."""
+
+    model_config = ConfigDict(frozen=True)
+
+    min: int
+    median: float
+    max: int
+
+
+class RunsSummary(BaseModel):
+    """What the files hold, in total."""
+
+    model_config = ConfigDict(frozen=True)
+
+    files: list[str]
+    spans: int
+    """Distinct spans."""
+    duplicate_spans: int
+    """Rows ignored because the same (trace_id, span_id) was already read."""
+    traces: int
+    error_spans: int
+    spans_per_trace: SpansPerTrace | None
+    services: dict[str, int]
+    """Spans per service name."""
+    run_ids: dict[str, int]
+    """Spans per run id."""
+    start_time: datetime | None
+    end_time: datetime | None
+    stale_inflight: list[str]
+    """Temporary files left by writers that died (`evaltrace clean` removes them)."""
+    trace_list: list[TraceSummary]
+
+
+def _time(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC)
+
+
+def _read_rows(path: Path, counter: list[int]) -> Iterator[Batch[_Row]]:
+    for columns in _parquet_read.read_columns(path, _COLUMNS):
+        rows: list[_Row] = list(zip(*(columns[c] for c in _COLUMNS), strict=True))
+        counter[0] += len(rows)
+        yield columns["trace_id"], columns["span_id"], rows
+
+
+def _summarize_trace(rows: list[_Row]) -> TraceSummary:
+    ids = {r[1] for r in rows}
+    roots = sorted((r[5], r[1], r[3]) for r in rows if r[2] is None or r[2] not in ids)
+    first = min(rows, key=lambda r: (r[5], r[1]))
+    return TraceSummary(
+        trace_id=rows[0][0],
+        spans=len(rows),
+        root=roots[0][2] if roots else None,
+        errors=sum(1 for r in rows if r[4] == "ERROR"),
+        service_name=first[7],
+        run_id=first[8],
+        start_time=_time(first[5]),
+        end_time=_time(max(r[6] for r in rows)),
+    )
+
+
+def summarize_files(files: list[Path]) -> RunsSummary:
+    """Summarise resolved span files (see `reader.summarize_runs`)."""
+    read_rows = [0]
+    traces: list[TraceSummary] = []
+    services: Counter[str] = Counter()
+    run_ids: Counter[str] = Counter()
+    for rows in stream_groups(files, lambda p: _read_rows(p, read_rows)):
+        traces.append(_summarize_trace(rows))
+        services.update(r[7] or "(none)" for r in rows)
+        run_ids.update(r[8] or "(none)" for r in rows)
+    return _totals(files, traces, read_rows[0], services, run_ids)
+
+
+def _totals(
+    files: list[Path], traces: list[TraceSummary], rows: int, services: Counter[str], run_ids: Counter[str]
+) -> RunsSummary:
+    counts = [t.spans for t in traces]
+    spans = sum(counts)
+    per_trace = SpansPerTrace(min=min(counts), median=statistics.median(counts), max=max(counts)) if counts else None
+    folders = dict.fromkeys(p.parent for p in files)
+    return RunsSummary(
+        files=[str(p) for p in files],
+        spans=spans,
+        duplicate_spans=rows - spans,
+        traces=len(traces),
+        error_spans=sum(t.errors for t in traces),
+        spans_per_trace=per_trace,
+        services=dict(services.most_common()),
+        run_ids=dict(run_ids.most_common()),
+        start_time=min((t.start_time for t in traces), default=None),
+        end_time=max((t.end_time for t in traces), default=None),
+        stale_inflight=[str(p) for folder in folders for p in find_stale_inflight(folder)],
+        trace_list=traces,
+    )

@@ -1,0 +1,152 @@
+"""Read recorded span files back, deduplicated and grouped trace by trace.
+
+PATH arguments may be files, folders (every `*.parquet` directly inside) or globs
+(`runs/*.parquet`, `runs/**/*.parquet`). Files are read in name order: names start with the run
+id and a UTC timestamp, so adjacent files hold adjacent traces.
+
+Streaming and memory. `iter_traces` makes two passes. The first reads only the `trace_id`
+column of every file (checking each file's schema on the way, so bad input fails before any
+trace is yielded) and notes the last file each trace appears in. The second reads the files one
+by one, batch by batch, and yields a trace as soon as its last file has been read. Memory holds
+the trace-id index (one short string per trace), the decoded spans of the traces still open
+(started in a file already read and continued in a later one) and one record batch. On a run
+written by one process that is a few traces at a time, whatever the run's size; the worst case
+(every trace spread over the first and last file) holds the whole run.
+
+Spans present in several files (a forked process flushing its parent's buffer, a compaction
+that crashed before deleting its inputs) are deduplicated on `(trace_id, span_id)`; the first
+copy in file order wins. Spans of a trace are returned sorted by start time, then span id, so
+the result does not depend on how the spans were spread over files.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Iterator
+from operator import attrgetter
+from pathlib import Path
+
+from evaltrace.collector import _parquet_decode
+from evaltrace.collector._grouping import stream_groups
+from evaltrace.collector._inflight import clean_stale_inflight, find_stale_inflight
+from evaltrace.collector._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_files
+from evaltrace.collector._schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.spans import Span
+
+__all__ = [
+    "RunsSummary",
+    "SpansPerTrace",
+    "TraceSummary",
+    "clean_stale_inflight",
+    "find_stale_inflight",
+    "iter_traces",
+    "read_spans",
+    "resolve_paths",
+    "summarize_runs",
+]
+
+PathArg = str | os.PathLike[str]
+_GLOB_CHARS = frozenset("*?[")
+_SPAN_ORDER = attrgetter("start_time_ns", "span_id")
+
+
+def resolve_paths(paths: Iterable[PathArg]) -> list[Path]:
+    """Expand PATH arguments into the span files they name, de-duplicated, in name order.
+
+    Args:
+        paths: files, folders (their `*.parquet` files) or glob patterns.
+
+    Returns:
+        The files, sorted by file name (then full path); each file appears once.
+
+    Raises:
+        InputError: no argument given, a path that does not exist, a glob matching no file, or
+            a folder without `*.parquet` files.
+    """
+    found: dict[str, Path] = {}
+    given = False
+    for arg in paths:
+        given = True
+        for path in _expand(str(arg)):
+            found.setdefault(os.path.realpath(path), path)
+    if not given:
+        raise InputError("no PATH given: name span files, a folder of them (e.g. runs) or a glob (runs/*.parquet)")
+    return sorted(found.values(), key=lambda p: (p.name, str(p)))
+
+
+def _expand(arg: str) -> list[Path]:
+    if any(c in _GLOB_CHARS for c in arg):
+        matches = [Path(m) for m in glob.glob(arg, recursive=True)]
+        files = [m for m in matches if m.is_file() and not _is_inflight(m)]
+        if not files:
+            raise InputError(f"no files match {arg!r}")
+        return files
+    path = Path(arg)
+    if path.is_dir():
+        return _folder_files(path)
+    if path.is_file():
+        return [path]
+    raise InputError(f"{arg}: no such file or folder")
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    # Same rule as the shell glob `folder/*.parquet`: hidden names never match.
+    files = [p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith(".") and p.is_file()]
+    if not files:
+        inflight = sum(1 for p in folder.iterdir() if _is_inflight(p))
+        hint = f" ({inflight} in-flight temporary file(s): a writer may still be running)" if inflight else ""
+        raise InputError(f"{folder}: no *.parquet files in this folder{hint}")
+    return files
+
+
+def _is_inflight(path: Path) -> bool:
+    return path.name.startswith(INFLIGHT_PREFIX) and path.name.endswith(INFLIGHT_SUFFIX)
+
+
+def read_spans(paths: Iterable[PathArg]) -> Iterator[Span]:
+    """Yield every recorded span once, trace by trace (see the module docstring).
+
+    Args:
+        paths: files, folders or globs, as for `resolve_paths`.
+
+    Raises:
+        InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
+    """
+    for trace in iter_traces(paths):
+        yield from trace
+
+
+def iter_traces(paths: Iterable[PathArg]) -> Iterator[list[Span]]:
+    """Yield the spans of each trace as one list, streaming over the files.
+
+    Args:
+        paths: files, folders or globs, as for `resolve_paths`.
+
+    Returns:
+        An iterator of non-empty span lists, one per trace id, each sorted by start time.
+
+    Raises:
+        InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
+    """
+    files = resolve_paths(paths)
+    for group in stream_groups(files, _parquet_decode.read_span_batches):
+        group.sort(key=_SPAN_ORDER)
+        yield group
+
+
+def summarize_runs(paths: Iterable[PathArg]) -> RunsSummary:
+    """Count what span files hold, reading only their small columns (no payloads).
+
+    Args:
+        paths: files, folders or globs, as for `resolve_paths`.
+
+    Returns:
+        Totals, per-service and per-run-id span counts, the time range, one `TraceSummary` per
+        trace and the stale in-flight files found next to the files.
+
+    Raises:
+        InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
+    """
+    return summarize_files(resolve_paths(paths))
