@@ -40,7 +40,8 @@ class Score(BaseModel):
 class Scorer(BaseModel, ABC):
     """Base of every scorer: fields are configuration, `name` is the registry key."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Attribute docstrings become field descriptions, which `evaltrace scorers` lists.
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     name: ClassVar[str]
     version: ClassVar[int] = 1

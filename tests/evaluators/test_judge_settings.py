@@ -1,0 +1,211 @@
+"""Verdict parsing, prompt rendering and judge settings (no server needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from evaltrace.collector.records import Trace
+from evaltrace.evaluators._judge_client import JudgeReplyError, chat_completions_url, parse_verdict
+from evaltrace.evaluators._judge_prompts import SEMANTIC_OUTPUT, render
+from evaltrace.evaluators.base import Score
+from evaltrace.evaluators.errors import InputError
+from evaltrace.evaluators.judge import JudgeSettings, JudgeStats, current_judge, judge_session
+from evaltrace.evaluators.judges import SemanticOutput
+from evaltrace.evaluators.registry import create_scorer, scorer_names
+
+# --- verdict parsing -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "passed", "reason"),
+    [
+        ('{"passed": true, "reason": "all tasks done"}', True, "all tasks done"),
+        ('```json\n{"passed": false, "reason": "missed the hotel"}\n```', False, "missed the hotel"),
+        ('Sure! Here is my verdict:\n{"passed": true, "reason": "ok"}\nHope this helps.', True, "ok"),
+        ('{"reason": "extra keys are fine", "passed": false, "confidence": "high"}', False, "extra keys are fine"),
+        ('{"note": {"nested": 1}} then {"passed": true, "reason": "second object"}', True, "second object"),
+    ],
+)
+def test_parse_verdict_accepts_json_in_common_wrappings(text: str, passed: bool, reason: str) -> None:
+    verdict = parse_verdict(text)
+    assert (verdict.passed, verdict.reason) == (passed, reason)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PASS",
+        "",
+        '{"passed": "true", "reason": "a string is not a boolean"}',
+        '{"passed": 1, "reason": "an int is not a boolean"}',
+        '{"passed": true}',
+        '{"passed": true, "reason": 5}',
+        '{"score": 0.8, "reason": "a scale is not a label"}',
+        '["passed", true]',
+        '{"passed": true, "reason": "unterminated',
+    ],
+)
+def test_parse_verdict_rejects_garbage_and_wrong_types(text: str) -> None:
+    with pytest.raises(JudgeReplyError, match="unparseable judge reply"):
+        parse_verdict(text)
+
+
+def test_chat_completions_url() -> None:
+    assert chat_completions_url("http://h:1/v1") == "http://h:1/v1/chat/completions"
+    assert chat_completions_url("http://h:1/v1/") == "http://h:1/v1/chat/completions"
+    assert chat_completions_url("http://h/v1/chat/completions") == "http://h/v1/chat/completions"
+
+
+# --- prompts ---------------------------------------------------------------------------------
+
+
+def test_render_puts_trusted_criteria_in_system_and_trace_data_in_a_nonce_block() -> None:
+    prompt = render(SEMANTIC_OUTPUT, ["Mentions Paris"], {"final_answer": "It is sunny in Paris."})
+    assert "Mentions Paris" in prompt.system
+    assert "sunny" not in prompt.system
+    nonce = prompt.user.split("NONCE = ", 1)[1].split(".", 1)[0]
+    block = prompt.user.split(f"<data-{nonce}>\n", 1)[1].split(f"\n</data-{nonce}>", 1)[0]
+    assert json.loads(block) == {"final_answer": "It is sunny in Paris."}
+    # Stable for the same data (cache keys), different for other data.
+    assert render(SEMANTIC_OUTPUT, ["Mentions Paris"], {"final_answer": "It is sunny in Paris."}) == prompt
+    other = render(SEMANTIC_OUTPUT, ["Mentions Paris"], {"final_answer": "Rain."})
+    assert other.user.split("NONCE = ", 1)[1][:24] != nonce
+    assert other.system == prompt.system
+
+
+def test_render_clips_huge_fields() -> None:
+    prompt = render(SEMANTIC_OUTPUT, [], {"final_answer": "x" * 50_000})
+    assert len(prompt.user) < 10_000
+    assert "more characters cut" in prompt.user
+
+
+# --- settings --------------------------------------------------------------------------------
+
+
+def test_from_env_reads_evaltrace_variables_first() -> None:
+    env = {
+        "EVALTRACE_JUDGE_MODEL": "m1",
+        "EVALTRACE_JUDGE_BASE_URL": "http://127.0.0.1:9/v1",
+        "OPENAI_BASE_URL": "http://ignored/v1",
+        "EVALTRACE_JUDGE_API_KEY": "k1",
+        "OPENAI_API_KEY": "ignored",
+        "EVALTRACE_JUDGE_TIMEOUT": "12.5",
+        "EVALTRACE_JUDGE_CONCURRENCY": "8",
+        "EVALTRACE_JUDGE_MAX_REQUESTS": "100",
+        "EVALTRACE_JUDGE_SAMPLES": "3",
+        "EVALTRACE_JUDGE_CACHE": "false",
+    }
+    s = JudgeSettings.from_env(env)
+    assert (s.model, s.base_url, s.timeout, s.concurrency, s.max_requests, s.samples) == (
+        "m1",
+        "http://127.0.0.1:9/v1",
+        12.5,
+        8,
+        100,
+        3,
+    )
+    assert s.api_key is not None and s.api_key.get_secret_value() == "k1"
+    assert s.cache is False
+
+
+def test_from_env_falls_back_to_openai_variables() -> None:
+    s = JudgeSettings.from_env({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k2"})
+    assert s.base_url == "http://127.0.0.1:9/v1"
+    assert s.api_key is not None and s.api_key.get_secret_value() == "k2"
+
+
+def test_overrides_win_and_none_is_ignored(tmp_path: Path) -> None:
+    env = {"EVALTRACE_JUDGE_MODEL": "from-env", "EVALTRACE_JUDGE_TIMEOUT": "30"}
+    s = JudgeSettings.from_env(
+        env, model="from-cli", timeout=None, judge_concurrency=2, cache_dir=tmp_path, no_judge_cache=True
+    )
+    assert (s.model, s.timeout, s.concurrency, s.cache_dir, s.cache) == ("from-cli", 30.0, 2, tmp_path, False)
+
+
+def test_default_cache_dir(tmp_path: Path) -> None:
+    assert JudgeSettings.from_env({}).cache_dir == Path(".evaltrace-cache") / "judge"
+    assert JudgeSettings.from_env({"EVALTRACE_CACHE_DIR": str(tmp_path)}).cache_dir == tmp_path / "judge"
+
+
+def test_malformed_value_names_the_variable_or_option() -> None:
+    with pytest.raises(InputError, match="EVALTRACE_JUDGE_TIMEOUT"):
+        JudgeSettings.from_env({"EVALTRACE_JUDGE_TIMEOUT": "soon"})
+    with pytest.raises(InputError, match="--judge-concurrency"):
+        JudgeSettings.from_env({}, concurrency=0)
+    with pytest.raises(InputError, match="samples="):
+        JudgeSettings.from_env({}, samples=0)
+
+
+def test_unknown_override_is_a_programming_error() -> None:
+    with pytest.raises(TypeError, match="unknown judge setting 'modle'"):
+        JudgeSettings.from_env({}, modle="x")
+
+
+def test_api_key_is_never_shown() -> None:
+    s = JudgeSettings.from_env({"EVALTRACE_JUDGE_API_KEY": "sk-very-secret"})
+    assert "sk-very-secret" not in repr(s)
+    assert "sk-very-secret" not in s.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"EVALTRACE_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}, "EVALTRACE_JUDGE_MODEL is not set"),
+        ({"EVALTRACE_JUDGE_MODEL": "m"}, "EVALTRACE_JUDGE_BASE_URL is not set"),
+        ({"EVALTRACE_JUDGE_MODEL": "m", "EVALTRACE_JUDGE_BASE_URL": "127.0.0.1:9"}, "must start with http"),
+    ],
+)
+def test_missing_settings_give_an_error_result_naming_the_setting(
+    env: dict[str, str], message: str, tmp_path: Path
+) -> None:
+    settings = JudgeSettings.from_env(env, cache_dir=tmp_path)
+
+    async def go() -> tuple[Score, JudgeStats]:
+        async with judge_session(settings) as session:
+            score = await SemanticOutput(rubric="Is polite").ascore(Trace(trace_id="t", output="Hello"))
+            return score, session.stats()
+
+    score, stats = asyncio.run(go())
+    assert score.passed is False and score.error == "JudgeConfigError"
+    assert message in (score.reason or "")
+    assert stats.errors == 1 and stats.requests == 0
+
+
+def test_session_is_current_only_inside(tmp_path: Path) -> None:
+    async def go() -> None:
+        assert current_judge() is None
+        async with judge_session(JudgeSettings(cache_dir=tmp_path)) as session:
+            assert current_judge() is session
+        assert current_judge() is None
+
+    asyncio.run(go())
+
+
+def test_sync_score_outside_a_loop_opens_its_own_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("EVALTRACE_JUDGE_MODEL", "EVALTRACE_JUDGE_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    score = SemanticOutput(rubric="Is polite").score(Trace(trace_id="t", output="Hello"))
+    assert score.passed is False and score.reason is not None and "EVALTRACE_JUDGE_MODEL is not set" in score.reason
+
+
+def test_judge_scorers_are_registered_with_validated_config() -> None:
+    names = set(scorer_names())
+    assert {
+        "task_completion",
+        "argument_hallucination",
+        "semantic_output",
+        "semantic_steps",
+        "answer_match",
+        "reasoning_quality",
+        "tool_description_quality",
+    } <= names
+    with pytest.raises(InputError, match="rubric"):
+        create_scorer("semantic_output", {"rubric": "  "})
+    with pytest.raises(InputError, match="aspects"):
+        create_scorer("reasoning_quality", {"aspects": ["vibes"]})
+    with pytest.raises(InputError, match="samples"):
+        create_scorer("task_completion", {"samples": 0})
