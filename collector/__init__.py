@@ -1,7 +1,29 @@
 """Record agent spans to local Parquet files, read them back, and rebuild agent traces."""
 
+from evaltrace.collector._redact import RedactionSettings
 from evaltrace.collector.errors import EvaltraceError, InputError
-from evaltrace.collector.records import Conversation, Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace, Usage
+from evaltrace.collector.exporter import ParquetSpanExporter
+from evaltrace.collector.reader import (
+    RunsSummary,
+    TraceSummary,
+    clean_stale_inflight,
+    find_stale_inflight,
+    iter_traces,
+    read_spans,
+    resolve_paths,
+    summarize_runs,
+)
+from evaltrace.collector.recording import Recorder, record
+from evaltrace.collector.records import (
+    Conversation,
+    Iteration,
+    Message,
+    MessagePart,
+    ToolCall,
+    ToolSchema,
+    Trace,
+    Usage,
+)
 
 __all__ = [
     "Conversation",
@@ -10,8 +32,20 @@ __all__ = [
     "Iteration",
     "Message",
     "MessagePart",
+    "ParquetSpanExporter",
+    "Recorder",
+    "RedactionSettings",
+    "RunsSummary",
     "ToolCall",
     "ToolSchema",
     "Trace",
+    "TraceSummary",
     "Usage",
+    "clean_stale_inflight",
+    "find_stale_inflight",
+    "iter_traces",
+    "read_spans",
+    "record",
+    "resolve_paths",
+    "summarize_runs",
 ]

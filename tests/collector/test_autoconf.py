@@ -1,0 +1,117 @@
+"""`opentelemetry-instrument` with evaltrace's own distro and configurator (no opentelemetry-distro)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from evaltrace.collector._autoconf import apply_env_defaults
+
+APP = Path(__file__).parent / "apps" / "span_app.py"
+INSTRUMENT = str(Path(sys.executable).parent / "opentelemetry-instrument")
+
+
+def scrubbed_env(directory: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "EVALTRACE_"))}
+    env.update({"EVALTRACE_DIR": str(directory), "PYTHONUNBUFFERED": "1", **extra})
+    return env
+
+
+def instrumented(directory: Path, *args: str, timeout: float = 60, **extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [INSTRUMENT, sys.executable, str(APP), *args]
+    # cwd is the temp folder: opentelemetry-instrument puts the cwd first on PYTHONPATH, so stale
+    # metadata in a source checkout (an old *.egg-info) would otherwise hide the entry points.
+    env = scrubbed_env(directory, **extra)
+    return subprocess.run(cmd, env=env, cwd=directory, capture_output=True, text=True, timeout=timeout)
+
+
+def lines_of(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def written_ids(directory: Path) -> list[str]:
+    ids: list[str] = []
+    for path in directory.glob("*.parquet"):
+        ids.extend(pq.read_table(path, columns=["span_id"]).column("span_id").to_pylist())
+    return ids
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # closed again when the socket is: connections are refused
+
+
+def test_only_traces_exporter_variable_records(tmp_path: Path) -> None:
+    proc = instrumented(tmp_path, "plain", "4", OTEL_TRACES_EXPORTER="evaltrace")
+    assert proc.returncode == 0, proc.stderr
+    lines = lines_of(proc.stdout)
+    assert lines[0] == {"provider": "TracerProvider"}
+    assert sorted(written_ids(tmp_path)) == sorted(line["span"] for line in lines if "span" in line)
+    assert "Failed to auto initialize" not in proc.stderr
+
+
+def test_evaltrace_with_unreachable_otlp_writes_and_exits_in_bounded_time(tmp_path: Path) -> None:
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    start = time.monotonic()
+    proc = instrumented(
+        tmp_path,
+        "plain",
+        "3",
+        OTEL_TRACES_EXPORTER="evaltrace,otlp",
+        OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+        OTEL_EXPORTER_OTLP_TIMEOUT="2",
+        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="*",  # speed: instrumentors import heavy libraries
+    )
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    assert len(written_ids(tmp_path)) == 3
+    assert elapsed < 20, f"exit took {elapsed:.1f} s"
+
+
+def test_failed_initialisation_warns_and_points_to_doctor(tmp_path: Path) -> None:
+    proc = instrumented(tmp_path, "plain", "1", OTEL_TRACES_EXPORTER="evaltrace", OTEL_METRICS_EXPORTER="nosuch")
+    assert proc.returncode == 0  # the app still runs
+    assert "evaltrace recording is DISABLED" in proc.stderr and "evaltrace doctor" in proc.stderr
+    assert not list(tmp_path.glob("*.parquet"))
+
+
+def test_sigterm_under_instrument_keeps_ended_spans(tmp_path: Path) -> None:
+    env = scrubbed_env(tmp_path, OTEL_TRACES_EXPORTER="evaltrace", OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="*")
+    code = (
+        "import runpy, sys, time\n"
+        f"sys.argv = [{str(APP)!r}, 'plain', '6']\n"
+        f"runpy.run_path({str(APP)!r}, run_name='__main__')\n"
+        "print('{\"ready\": true}', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    cmd = [INSTRUMENT, sys.executable, "-c", code]
+    with subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(json.loads(line))
+            if lines[-1].get("ready"):
+                break
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    assert proc.returncode == -signal.SIGTERM
+    assert sorted(written_ids(tmp_path)) == sorted(line["span"] for line in lines if "span" in line)
+
+
+def test_distro_defaults_only_where_unset() -> None:
+    env = {"OTEL_TRACES_EXPORTER": "otlp, evaltrace", "OTEL_LOGS_EXPORTER": "console"}
+    assert apply_env_defaults(env) == {"OTEL_METRICS_EXPORTER": "none"}
+    assert env["OTEL_LOGS_EXPORTER"] == "console" and env["OTEL_METRICS_EXPORTER"] == "none"
+    other = {"OTEL_TRACES_EXPORTER": "otlp"}
+    assert apply_env_defaults(other) == {} and other == {"OTEL_TRACES_EXPORTER": "otlp"}
+    assert apply_env_defaults({}) == {}
