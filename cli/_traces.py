@@ -1,1 +1,140 @@
-"""Commands (being built)."""
+"""`evaltrace traces` and `evaltrace show`: list and inspect the traces rebuilt from span files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+
+from evaltrace.cli.main import app
+from evaltrace.collector.convert import read_traces
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.records import Iteration, ToolCall, Trace
+
+PathsArg = Annotated[list[str], typer.Argument(metavar="PATH...", help="Span files, folders or globs.")]
+_WIDTH = 48
+
+
+@app.command("traces")
+def traces_command(
+    paths: PathsArg,
+    json_lines: Annotated[bool, typer.Option("--json", help="One JSON object per line per trace.")] = False,
+) -> None:
+    """List the traces rebuilt from span files (a table, or JSON lines with --json)."""
+    found = read_traces(paths)
+    if json_lines:
+        for trace in found:
+            typer.echo(json.dumps(trace.to_contract_json(), ensure_ascii=False))
+        return
+    typer.echo(_row(["TRACE", "CASE", "STATUS", "ITER", "TOOLS", "TOKENS IN/OUT", "INPUT", "OUTPUT"]))
+    count = 0
+    for trace in found:
+        count += 1
+        typer.echo(_row(_summary(trace)))
+    typer.echo(f"{count} trace{'s' if count != 1 else ''}")
+
+
+def _summary(trace: Trace) -> list[str]:
+    usage = trace.usage
+    return [
+        trace.trace_id[:16],
+        _clip(trace.case_id or "-", 20),
+        trace.status,
+        str(len(trace.iterations)),
+        str(len(trace.tool_calls)),
+        f"{_num(usage.input_tokens)}/{_num(usage.output_tokens)}",
+        _clip(trace.input, _WIDTH),
+        _clip(trace.output if trace.error is None else f"ERROR {trace.error}", _WIDTH),
+    ]
+
+
+def _row(cells: list[str]) -> str:
+    widths = [16, 20, 7, 4, 5, 13, _WIDTH, 0]
+    return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _clip(text: Any, width: int) -> str:
+    if text is None:
+        return "-"
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+@app.command("show")
+def show_command(
+    trace_id: Annotated[str, typer.Argument(help="A trace id, or a unique prefix of one.")],
+    paths: PathsArg,
+) -> None:
+    """Show one trace as a tree: iterations, tool calls with arguments and results, output, usage."""
+    wanted = trace_id.strip().lower()
+    matches = [t for t in read_traces(paths) if t.trace_id.startswith(wanted)]
+    ids = sorted({t.trace_id for t in matches})
+    if not ids:
+        raise InputError(f"no trace with id {trace_id!r} in {', '.join(paths)}; list them with `evaltrace traces`")
+    if len(ids) > 1:
+        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        raise InputError(f"trace id prefix {trace_id!r} is ambiguous ({len(ids)} traces: {shown}); give more digits")
+    for trace in matches:
+        for line in render_trace(trace):
+            typer.echo(line)
+
+
+def render_trace(trace: Trace, indent: str = "") -> Iterator[str]:
+    """The lines of `evaltrace show` for one trace (child traces indented under their tool call)."""
+    head = f"{indent}trace {trace.trace_id}  {trace.agent_name or trace.name or ''}  [{trace.status}]"
+    yield head.rstrip() + (f"  {trace.duration_seconds:.3f}s" if trace.duration_seconds is not None else "")
+    for label, value in (("case", trace.case_id), ("conversation", trace.conversation_id), ("input", trace.input)):
+        if value is not None:
+            yield f"{indent}  {label}: {_clip(value, 200)}"
+    for iteration in trace.iterations:
+        yield from _render_iteration(iteration, indent + "  ")
+    loose = [c for c in trace.tool_calls if c.iteration is None]
+    if loose:
+        yield f"{indent}  tool calls not requested by a recorded model reply:"
+        for call in loose:
+            yield from _render_call(call, indent + "    ")
+    yield f"{indent}  output: {_clip(trace.output, 400)}"
+    if trace.error is not None:
+        yield f"{indent}  error: {_clip(trace.error, 400)}"
+    usage = trace.usage
+    yield f"{indent}  usage: input {_num(usage.input_tokens)}, output {_num(usage.output_tokens)} tokens"
+    for warning in trace.warnings:
+        yield f"{indent}  warning: {warning}"
+
+
+def _render_iteration(iteration: Iteration, indent: str) -> Iterator[str]:
+    usage = iteration.usage
+    parts = [
+        f"iteration {iteration.index}",
+        iteration.model or "(model unknown)",
+        f"in={_num(usage.input_tokens)} out={_num(usage.output_tokens)}",
+    ]
+    if iteration.finish_reasons:
+        parts.append("finish=" + ",".join(iteration.finish_reasons))
+    if iteration.duration_seconds is not None:
+        parts.append(f"{iteration.duration_seconds:.3f}s")
+    yield indent + "  ".join(parts)
+    if iteration.output_text is not None:
+        yield f"{indent}  says: {_clip(iteration.output_text, 200)}"
+    if iteration.error is not None:
+        yield f"{indent}  error: {_clip(iteration.error, 200)}"
+    for call in iteration.tool_calls:
+        yield from _render_call(call, indent + "  ")
+
+
+def _render_call(call: ToolCall, indent: str) -> Iterator[str]:
+    arguments = json.dumps(call.arguments, ensure_ascii=False) if call.arguments is not None else "(not captured)"
+    yield f"{indent}-> {call.name} [{call.call_id or 'no id'}] {_clip(arguments, 200)}"
+    if call.error is not None:
+        yield f"{indent}   error: {_clip(call.error, 200)}"
+    if call.result is not None:
+        result = call.result if isinstance(call.result, str) else json.dumps(call.result, ensure_ascii=False)
+        yield f"{indent}   result: {_clip(result, 200)}"
+    if call.child is not None:
+        yield from render_trace(call.child, indent + "   ")

@@ -1,6 +1,7 @@
 """Record agent spans to local Parquet files, read them back, and rebuild agent traces."""
 
 from evaltrace.collector._redact import RedactionSettings
+from evaltrace.collector.convert import convert_spans, convert_trace, group_conversations, read_traces
 from evaltrace.collector.errors import EvaltraceError, InputError
 from evaltrace.collector.exporter import ParquetSpanExporter
 from evaltrace.collector.reader import (
@@ -42,9 +43,13 @@ __all__ = [
     "TraceSummary",
     "Usage",
     "clean_stale_inflight",
+    "convert_spans",
+    "convert_trace",
     "find_stale_inflight",
+    "group_conversations",
     "iter_traces",
     "read_spans",
+    "read_traces",
     "record",
     "resolve_paths",
     "summarize_runs",

@@ -237,6 +237,49 @@ class Trace(_Record):
         """The calls of the tool `name`, in order."""
         return [c for c in self.tool_calls if c.name == name]
 
+    def assert_tool_call(
+        self,
+        expected_name: str,
+        expected_arguments: dict[str, Any] | None = None,
+        *,
+        exact: bool = False,
+        nested: bool = False,
+    ) -> ToolCall:
+        """Assert the agent called `expected_name` (with matching arguments) and return that call.
+
+        Arguments match as a subset by default (every expected key present with an equal value,
+        recursively); with `exact`, the arguments must be equal. Numbers compare by value
+        (`1 == 1.0`), booleans never equal numbers.
+
+        Args:
+            expected_name: The tool name.
+            expected_arguments: Arguments the call must have; `None` accepts any.
+            exact: Require equal arguments rather than a subset.
+            nested: Also search the calls of nested agents.
+
+        Raises:
+            AssertionError: No call matched; the message lists the calls made and the differences.
+        """
+        from evaltrace.collector._argmatch import argument_differences
+
+        calls = self.all_tool_calls(nested=nested)
+        named = [c for c in calls if c.name == expected_name]
+        if not named:
+            made = ", ".join(repr(c.name) for c in calls) or "none"
+            raise AssertionError(f"expected a call of tool {expected_name!r}; calls made: {made}")
+        if expected_arguments is None:
+            return named[0]
+        report = []
+        for call in named:
+            differences = argument_differences(expected_arguments, call.arguments, exact=exact)
+            if not differences:
+                return call
+            report.append(f"  call {call.call_id or '?'}: " + "; ".join(differences))
+        mode = "exactly" if exact else "including"
+        raise AssertionError(
+            f"no call of tool {expected_name!r} has arguments {mode} {expected_arguments!r}:\n" + "\n".join(report)
+        )
+
     def to_contract_json(self) -> dict[str, Any]:
         """The JSON object `evaltrace traces --json` prints (CONTRACT.md keys first)."""
         return self.model_dump(mode="json")

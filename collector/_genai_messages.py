@@ -1,0 +1,169 @@
+"""GenAI message JSON (v1.37+ parts, and the v1.36-and-earlier event bodies) to `Message` records.
+
+The schema drifts between emitters, so every variant the conventions research found is accepted:
+`tool_call_response` carries `response` or `result` (and pydantic-ai adds `name`); tool results
+sit in `user`, `tool` or `""` messages; `model` means `assistant`; arguments are objects or JSON
+text; old-style tool calls sit at the top of a `gen_ai.choice` body or inside its `message`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaltrace.collector._lenient_json import json_list, json_object, parse_json
+from evaltrace.collector._spanutil import is_redacted, read_arguments
+from evaltrace.collector.records import Message, MessagePart, ToolCall
+
+_ROLE_SYNONYMS = {"model": "assistant", "human": "user", "ai": "assistant", "function": "tool"}
+
+
+def normalise_role(role: Any) -> str:
+    """Lower-cased role with provider synonyms mapped (`model` -> `assistant`)."""
+    text = str(role or "").strip().lower()
+    return _ROLE_SYNONYMS.get(text, text)
+
+
+def parse_part(part: Any, where: str, warnings: list[str]) -> MessagePart:
+    """One GenAI message part; unknown part types become `other` with a text rendering."""
+    if isinstance(part, str):
+        return _text_part(part, where, warnings)
+    if not isinstance(part, dict):
+        return MessagePart(type="other", text=str(part))
+    kind = part.get("type")
+    if kind == "text":
+        return _text_part(part.get("content", part.get("text")), where, warnings)
+    if kind == "tool_call":
+        args = read_arguments(part.get("arguments"), f"{where}: tool call {part.get('name')!r}")
+        if args.warning:
+            warnings.append(args.warning)
+        return MessagePart(type="tool_call", call_id=_id(part.get("id")), name=part.get("name"), arguments=args.value)
+    if kind == "tool_call_response":
+        result = part.get("response", part.get("result"))
+        return MessagePart(
+            type="tool_result", call_id=_id(part.get("id")), name=part.get("name"), result=_result(result)
+        )
+    return MessagePart(type="other", text=_render_other(part))
+
+
+def _text_part(value: Any, where: str, warnings: list[str]) -> MessagePart:
+    if value is None or is_redacted(value):
+        if value is not None:
+            warnings.append(f"{where}: message text was redacted ({str(value).strip()})")
+        return MessagePart(type="text", text=None)
+    return MessagePart(type="text", text=value if isinstance(value, str) else str(value))
+
+
+def _id(value: Any) -> str | None:
+    # The spec's own examples write ids with a leading space (`" call_..."`).
+    return str(value).strip() or None if value is not None else None
+
+
+def _result(value: Any) -> Any:
+    if is_redacted(value):
+        return None
+    if isinstance(value, str) and value.lstrip().startswith(("{", "[")):
+        return parse_json(value).value
+    return value
+
+
+def _render_other(part: dict[str, Any]) -> str | None:
+    for key in ("content", "uri", "file_id"):
+        value = part.get(key)
+        if isinstance(value, str) and not is_redacted(value):
+            return value
+    return None
+
+
+def parse_messages(value: Any, where: str, warnings: list[str]) -> list[Message] | None:
+    """A `gen_ai.input.messages` / `gen_ai.output.messages` value; `None` when absent or unreadable."""
+    if value is None:
+        return None
+    items = json_list(value)
+    if items is None:
+        warnings.append(f"{where}: messages are not a JSON array; ignored")
+        return None
+    messages = []
+    for item in items:
+        if isinstance(item, dict):
+            parts = item.get("parts")
+            parts = parts if isinstance(parts, list) else ([] if parts is None else [parts])
+            messages.append(
+                Message(
+                    role=normalise_role(item.get("role")),
+                    parts=[parse_part(p, where, warnings) for p in parts],
+                    name=item.get("name") if isinstance(item.get("name"), str) else None,
+                )
+            )
+    return messages
+
+
+def system_message(value: Any, where: str, warnings: list[str]) -> Message | None:
+    """`gen_ai.system_instructions` (a bare list of parts, or text) as one system message."""
+    if value is None:
+        return None
+    parts = json_list(value)
+    if parts is None:
+        return Message(role="system", parts=[_text_part(value, where, warnings)])
+    return Message(role="system", parts=[parse_part(p, where, warnings) for p in parts])
+
+
+def tool_calls_of(messages: list[Message] | None) -> list[ToolCall]:
+    """The `tool_call` parts of assistant messages, in order, as result-less `ToolCall`s."""
+    calls = []
+    for message in messages or []:
+        for part in message.parts:
+            if part.type == "tool_call":
+                calls.append(ToolCall(call_id=part.call_id, name=part.name or "", arguments=part.arguments))
+    return calls
+
+
+# --- v1.36-and-earlier event bodies -----------------------------------------------------------
+
+
+def event_message(role: str, body: dict[str, Any], where: str, warnings: list[str]) -> Message:
+    """One `gen_ai.<role>.message` event, or the `message` of a `gen_ai.choice` event, as a `Message`."""
+    nested = json_object(body.get("message"))
+    source = nested if nested is not None else body
+    role = normalise_role(source.get("role") or body.get("role") or role)
+    parts = _content_parts(source.get("content"), where, warnings)
+    calls = json_list(source.get("tool_calls")) or json_list(body.get("tool_calls")) or []
+    parts += [_event_tool_call(c, where, warnings) for c in calls if isinstance(c, dict)]
+    if role == "tool":
+        result = _result(source.get("content"))
+        return Message(role="tool", parts=[MessagePart(type="tool_result", call_id=_id(body.get("id")), result=result)])
+    return Message(role=role, parts=parts)
+
+
+def _content_parts(content: Any, where: str, warnings: list[str]) -> list[MessagePart]:
+    if content is None:
+        return []
+    blocks = json_list(content) if isinstance(content, str) and content.lstrip().startswith("[") else None
+    if isinstance(content, list):
+        blocks = content
+    if blocks is None:
+        return [_text_part(content, where, warnings)]
+    # Bedrock-style content blocks (Strands): {"text": ...}, {"toolUse": ...}, {"toolResult": ...}.
+    parts = []
+    for block in blocks:
+        if isinstance(block, dict) and "text" in block and "type" not in block:
+            parts.append(_text_part(block["text"], where, warnings))
+        elif isinstance(block, dict) and isinstance(block.get("toolUse"), dict):
+            use = block["toolUse"]
+            parts.append(
+                MessagePart(
+                    type="tool_call", call_id=use.get("toolUseId"), name=use.get("name"), arguments=use.get("input")
+                )
+            )
+        else:
+            parts.append(parse_part(block, where, warnings))
+    return parts
+
+
+def _event_tool_call(call: dict[str, Any], where: str, warnings: list[str]) -> MessagePart:
+    nested = call.get("function")
+    function: dict[str, Any] = nested if isinstance(nested, dict) else call
+    name = function.get("name")
+    args = read_arguments(function.get("arguments"), f"{where}: tool call {name!r}")
+    if args.warning:
+        warnings.append(args.warning)
+    return MessagePart(type="tool_call", call_id=_id(call.get("id")), name=name, arguments=args.value)

@@ -1,0 +1,111 @@
+"""Lenient JSON for span payloads: parse what parses, keep the raw text of what does not.
+
+Instrumentations store messages, tool arguments and results as JSON text, but the text is not
+always whole: `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT` cuts strings mid-JSON, some emitters store
+Python reprs, and a value may be JSON inside JSON (arguments as a string inside a tool call).
+The converter must neither crash on those nor silently drop them, so every parse here returns a
+`ParsedJson` that says whether the text parsed, keeps the raw text when it did not, and flags
+text that looks like JSON cut short (an object or array whose parse failed at the very end).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+_OPENERS = ("{", "[")
+# Cut JSON fails either inside a string that runs to the end, or when the parser, at the end of
+# the text, still expects more.
+_UNTERMINATED = "Unterminated string"
+_EXPECTING = "Expecting"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedJson:
+    """The outcome of a lenient parse.
+
+    Attributes:
+        value: The parsed value; the raw text itself when it did not parse; `None` for no input.
+        parsed: Whether `value` came from valid JSON (or was already a structured value).
+        truncated: The text looks like JSON cut short; `value` holds the raw text.
+        raw: The input text, when the input was text.
+    """
+
+    value: Any
+    parsed: bool
+    truncated: bool = False
+    raw: str | None = None
+
+    @property
+    def malformed(self) -> bool:
+        """The input was JSON-looking text that did not parse (cut short or otherwise broken)."""
+        return self.raw is not None and not self.parsed and self.raw.lstrip().startswith(_OPENERS)
+
+
+def parse_json(value: Any) -> ParsedJson:
+    """Parse `value` when it is JSON text; pass structured values through unchanged.
+
+    Text that is not JSON (plain prose) comes back as the text itself with `parsed=False`.
+
+    Args:
+        value: An attribute value: JSON text, plain text, a structured value, or `None`.
+
+    Returns:
+        The parse outcome; never raises.
+    """
+    if value is None:
+        return ParsedJson(None, parsed=False)
+    if not isinstance(value, str):
+        return ParsedJson(value, parsed=True)
+    text = value.strip()
+    if not text:
+        return ParsedJson(value, parsed=False, raw=value)
+    try:
+        return ParsedJson(json.loads(text), parsed=True, raw=value)
+    except json.JSONDecodeError as exc:
+        return ParsedJson(value, parsed=False, truncated=_looks_truncated(text, exc), raw=value)
+    except RecursionError:
+        # Pathologically deep nesting: keep the text rather than fail the whole trace.
+        return ParsedJson(value, parsed=False, raw=value)
+
+
+def _looks_truncated(text: str, exc: json.JSONDecodeError) -> bool:
+    if not text.startswith(_OPENERS):
+        return False
+    if exc.msg.startswith(_UNTERMINATED):
+        return True
+    return exc.msg.startswith(_EXPECTING) and exc.pos >= len(text)
+
+
+def parse_json_deep(value: Any) -> ParsedJson:
+    r"""Like `parse_json`, then also parse a JSON string that itself holds a JSON object or array.
+
+    Some emitters double-encode (`"\\"{\\\\\\"city\\\\\\": ...}\\""`): the outer parse gives a
+    string that is JSON again.
+    """
+    first = parse_json(value)
+    inner = first.value
+    if first.parsed and isinstance(inner, str) and inner.strip().startswith(_OPENERS):
+        second = parse_json(inner)
+        if second.parsed:
+            return ParsedJson(second.value, parsed=True, raw=first.raw)
+    return first
+
+
+def loads_or_none(value: Any) -> Any:
+    """The parsed value when `value` is valid JSON text or already structured, else `None`."""
+    outcome = parse_json(value)
+    return outcome.value if outcome.parsed else None
+
+
+def json_list(value: Any) -> list[Any] | None:
+    """`value` parsed as a JSON array (or a list already), else `None`."""
+    parsed = loads_or_none(value)
+    return parsed if isinstance(parsed, list) else None
+
+
+def json_object(value: Any) -> dict[str, Any] | None:
+    """`value` parsed as a JSON object (or a dict already), else `None`."""
+    parsed = loads_or_none(value)
+    return parsed if isinstance(parsed, dict) else None

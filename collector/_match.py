@@ -1,0 +1,135 @@
+"""Match tool executions to the tool calls the model requested, and order the result.
+
+Rules (DESIGN.md, span-conventions pitfall 6):
+
+1. A tool span matches the requested call with the same call id. Placeholder ids (`unknown`,
+   `<not specified>`) identify nothing.
+2. The remaining tool spans match the remaining requested calls by tool name, in order.
+3. Requested calls keep the model's order (iteration, then position in the reply), so parallel
+   calls keep it even when their spans overlap or end in another order.
+4. A requested call with no span still appears; its result comes from the tool-result message of
+   a later model call's input, where one was recorded.
+5. A tool span no model call requested still appears, after the calls of the last model call
+   that started before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from evaltrace.collector import _attributes as A
+from evaltrace.collector._normalized import NormalizedSpan
+from evaltrace.collector._spanutil import ns_to_datetime
+from evaltrace.collector.records import Message, ToolCall
+from evaltrace.collector.spans import Span
+
+
+@dataclass(slots=True)
+class Requested:
+    """A tool call found in a model reply."""
+
+    call: ToolCall
+    iteration: int
+    position: int
+
+
+@dataclass(slots=True)
+class ToolSpan:
+    """A tool execution span in the trace's scope, with the nested agent run it started, if any."""
+
+    normalized: NormalizedSpan
+    child: Any = None
+    """The child `Trace` of an agent started by this tool (agent-as-tool)."""
+
+    @property
+    def span(self) -> Span:
+        return self.normalized.span
+
+
+def usable_id(call_id: str | None) -> str | None:
+    """The call id, or `None` for missing and placeholder ids."""
+    return None if call_id is None or call_id.strip() in A.PLACEHOLDER_CALL_IDS else call_id.strip()
+
+
+def pair(requested: list[Requested], tools: list[ToolSpan]) -> dict[int, int]:
+    """Map tool-span index to requested-call index: by call id first, then by name in order."""
+    matches: dict[int, int] = {}
+    taken: set[int] = set()
+    by_id: dict[str, int] = {}
+    for r_index, req in enumerate(requested):
+        key = usable_id(req.call.call_id)
+        if key is not None:
+            by_id.setdefault(key, r_index)
+    for t_index, tool in enumerate(tools):
+        assert tool.normalized.tool is not None
+        found = by_id.get(usable_id(tool.normalized.tool.call_id) or "")
+        if found is not None and found not in taken:
+            matches[t_index] = found
+            taken.add(found)
+    for t_index, tool in enumerate(tools):
+        if t_index in matches:
+            continue
+        assert tool.normalized.tool is not None
+        own_id = usable_id(tool.normalized.tool.call_id)
+        for r_index, req in enumerate(requested):
+            other_id = usable_id(req.call.call_id)
+            if r_index in taken or req.call.name != tool.normalized.tool.name:
+                continue
+            if own_id is not None and other_id is not None and own_id != other_id:
+                continue  # both ids known and different: not the same call
+            matches[t_index] = r_index
+            taken.add(r_index)
+            break
+    return matches
+
+
+def tool_results(messages_per_iteration: list[list[Message] | None]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Tool results found in model inputs: by call id, and by tool name in order."""
+    by_id: dict[str, Any] = {}
+    by_name: dict[str, list[Any]] = {}
+    seen: set[tuple[str | None, str | None, str]] = set()
+    for messages in messages_per_iteration:
+        for message in messages or []:
+            for part in message.parts:
+                if part.type != "tool_result":
+                    continue
+                # Later inputs repeat the history: count each result once.
+                key = (part.call_id, part.name, repr(part.result))
+                if key in seen:
+                    continue
+                seen.add(key)
+                call_id = usable_id(part.call_id)
+                if call_id is not None:
+                    by_id.setdefault(call_id, part.result)
+                if part.name:
+                    by_name.setdefault(part.name, []).append(part.result)
+    return by_id, by_name
+
+
+def merge(req: Requested | None, tool: ToolSpan | None) -> ToolCall:
+    """One `ToolCall` from a requested call and/or its tool span (the span's recorded values win)."""
+    call = req.call.model_copy() if req is not None else None
+    if tool is None:
+        assert call is not None
+        call.iteration = req.iteration if req is not None else None
+        return call
+    execution = tool.normalized.tool
+    assert execution is not None
+    span = tool.span
+    arguments = execution.arguments
+    if arguments is None and call is not None:
+        arguments = call.arguments
+    return ToolCall(
+        call_id=usable_id(execution.call_id) or (call.call_id if call is not None else None) or execution.call_id,
+        name=execution.name or (call.name if call is not None else ""),
+        arguments=arguments,
+        result=execution.result,
+        error=tool.normalized.error,
+        iteration=req.iteration if req is not None else None,
+        span_id=span.span_id,
+        start_time=ns_to_datetime(span.start_time_ns),
+        end_time=ns_to_datetime(span.end_time_ns),
+        arguments_truncated=execution.arguments_truncated if execution.arguments is not None else False,
+        child=tool.child,
+    )

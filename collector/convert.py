@@ -1,0 +1,142 @@
+"""Rebuild agent traces (`Trace` records) from recorded spans, whatever instrumentation wrote them.
+
+Each span is classified by the first extractor in `DETECTION_ORDER` that recognises it (the
+convention is detected from the attributes present, never from a library name), the spans of a
+trace are arranged into a tree (children may arrive before parents, in any file), and `Trace`
+records are assembled from the tree by `_assemble.py` (its module docstring states what counts as
+an iteration, a tool call and a nested agent).
+
+Typical use::
+
+    from evaltrace.collector.convert import read_traces
+
+    for trace in read_traces(["runs/"]):
+        print(trace.input, [c.name for c in trace.tool_calls], trace.output)
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from functools import cache
+from typing import Final
+
+from evaltrace.collector._assemble import Assembler
+from evaltrace.collector._normalized import NormalizedSpan
+from evaltrace.collector._spanutil import span_error, span_label
+from evaltrace.collector._tree import build_tree
+from evaltrace.collector.records import Conversation, Trace
+from evaltrace.collector.spans import Span
+
+logger = logging.getLogger(__name__)
+
+Extractor = Callable[[Span], NormalizedSpan | None]
+
+DETECTION_ORDER: Final = (
+    "evaltrace.collector._conv_openinference:extract",
+    "evaltrace.collector._conv_openllmetry:extract",
+    "evaltrace.collector._conv_genai:extract",
+    "evaltrace.collector._conv_genai:extract_events",
+    "evaltrace.collector._conv_genai:extract_pydantic_ai",
+    "evaltrace.collector._conv_structure:extract",
+)
+"""Extractors in the order they are tried (span-conventions research, "detection order"):
+OpenInference, OpenLLMetry, GenAI v1.37+, GenAI per-message events, pydantic-ai's own
+attributes, then bare `gen_ai.operation.name` structure. The first that returns a result wins."""
+
+
+@cache
+def extractors() -> tuple[tuple[str, Extractor], ...]:
+    """The importable extractors of `DETECTION_ORDER`, loaded once (a missing module is skipped)."""
+    loaded = []
+    for entry in DETECTION_ORDER:
+        module_name, _, attribute = entry.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            logger.debug("span extractor %s is not available", module_name)
+            continue
+        loaded.append((entry, getattr(module, attribute)))
+    return tuple(loaded)
+
+
+def classify(span: Span) -> NormalizedSpan:
+    """What `span` is, per the first extractor that recognises it; `other` when none does."""
+    for entry, extract in extractors():
+        try:
+            found = extract(span)
+        except Exception as exc:  # one malformed span must not make a whole run unreadable
+            logger.warning("extractor %s failed on %s", entry, span_label(span), exc_info=True)
+            fallback = NormalizedSpan(span=span, role="other", convention="none", error=span_error(span))
+            fallback.warnings.append(f"{span_label(span)}: {entry} failed ({type(exc).__name__}: {exc}); span ignored")
+            return fallback
+        if found is not None:
+            return found
+    return NormalizedSpan(span=span, role="other", convention="none", error=span_error(span))
+
+
+def convert_trace(spans: list[Span]) -> list[Trace]:
+    """Rebuild the traces of one OTel trace.
+
+    Args:
+        spans: All spans of one trace id, in any order (duplicates are ignored).
+
+    Returns:
+        One `Trace` per root span (normally exactly one); empty for no spans.
+    """
+    if not spans:
+        return []
+    tree = build_tree(spans)
+    classified = {span_id: classify(span) for span_id, span in tree.spans.items()}
+    return Assembler(tree, classified).traces()
+
+
+def convert_spans(spans: Iterable[Span]) -> list[Trace]:
+    """Rebuild the traces of spans from any number of trace ids, ordered by start time."""
+    by_trace: dict[str, list[Span]] = {}
+    for span in spans:
+        by_trace.setdefault(span.trace_id, []).append(span)
+    traces = [trace for group in by_trace.values() for trace in convert_trace(group)]
+    return sorted(traces, key=_start_key)
+
+
+def read_traces(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Trace]:
+    """Read span files and yield their traces, one recorded trace at a time.
+
+    Args:
+        paths: Files, folders (every `*.parquet` in them) or globs, as the CLI accepts them.
+
+    Raises:
+        InputError: A path matches no file, or a file is not an evaltrace span file.
+    """
+    from evaltrace.collector.reader import iter_traces
+
+    for spans in iter_traces(paths):
+        yield from convert_trace(spans)
+
+
+def group_conversations(traces: Iterable[Trace]) -> list[Conversation]:
+    """Group traces into conversations by `conversation_id`, ordered by start time.
+
+    A trace without a conversation id forms a conversation of its own, keyed by its trace id.
+    Traces inside a conversation, and the conversations themselves, are ordered by start time.
+    """
+    groups: dict[str, list[Trace]] = {}
+    for trace in traces:
+        groups.setdefault(trace.conversation_id or trace.trace_id, []).append(trace)
+    conversations = [
+        Conversation(conversation_id=key, traces=sorted(members, key=_start_key)) for key, members in groups.items()
+    ]
+    return sorted(conversations, key=lambda c: _start_key(c.traces[0]))
+
+
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+
+def _start_key(trace: Trace) -> tuple[datetime, str, str]:
+    return trace.start_time or _EARLIEST, trace.trace_id, trace.root_span_id or ""

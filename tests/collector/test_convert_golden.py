@@ -1,0 +1,45 @@
+"""Golden traces: the full JSON of a few rebuilt traces, pinned in tests/collector/test_convert/<case>.json.
+
+Spans are made with the real SDK (counting ids, a fixed clock: see `tests/genai_spans.py`), written
+by `ParquetSpanExporter`, read back by the reader and converted. The JSON compared is
+`Trace.model_dump(mode="json")` unchanged.
+
+Regenerate after an intended change with `EVALTRACE_REGEN_GOLDEN=1 pytest tests/collector/test_convert_golden.py`
+and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from genai_scenarios import old_events_no_agent, parallel_nested, sequential, unfinished_parent
+from genai_spans import Recorder
+
+from evaltrace.collector.convert import read_traces
+
+GOLDEN = Path(__file__).with_name("test_convert")
+REGEN = os.environ.get("EVALTRACE_REGEN_GOLDEN") == "1"
+
+
+CASES: dict[str, Callable[[Recorder], None]] = {
+    "sequential": sequential,
+    "parallel_nested": parallel_nested,
+    "old_events_no_agent": old_events_no_agent,
+    "unfinished_parent": unfinished_parent,
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_golden(case: str, tmp_path: Path) -> None:
+    rec = Recorder(tmp_path)
+    CASES[case](rec)
+    rec.close()
+    got = [t.model_dump(mode="json") for t in read_traces([tmp_path])]
+    path = GOLDEN / f"{case}.json"
+    if REGEN:
+        path.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n")
+    assert got == json.loads(path.read_text()), f"{path} differs; regenerate with EVALTRACE_REGEN_GOLDEN=1 if intended"

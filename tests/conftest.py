@@ -1,0 +1,47 @@
+"""Shared fixtures: the scripted OpenAI-compatible server and a span recorder writing real Parquet files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_llm import FakeLLM
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from evaltrace.collector.convert import read_traces
+from evaltrace.collector.exporter import ParquetSpanExporter
+from evaltrace.collector.records import Trace
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    """A started, empty `FakeLLM`; give it turns with `fake_llm.script([...])`."""
+    with FakeLLM() as server:
+        yield server
+
+
+class SpanRecorder:
+    """A local TracerProvider whose spans go through `ParquetSpanExporter` into `directory`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(ParquetSpanExporter(directory, run_id="test")))
+
+    def flush(self) -> None:
+        """Write the buffered spans to a new Parquet file."""
+        self.provider.force_flush()
+
+    def traces(self) -> list[Trace]:
+        """Flush, shut down, and rebuild every trace from the files written."""
+        self.provider.force_flush()
+        self.provider.shutdown()
+        return list(read_traces([self.directory]))
+
+
+@pytest.fixture
+def span_recorder(tmp_path: Path) -> SpanRecorder:
+    """A `SpanRecorder` writing into a fresh folder."""
+    return SpanRecorder(tmp_path / "runs")
