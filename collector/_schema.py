@@ -56,7 +56,12 @@ LARGE_ATTRIBUTE_KEYS: Final = frozenset(
     }
 )
 # Prefixes of flattened payload keys (OpenLLMetry prompts, OpenInference messages) moved likewise.
-LARGE_ATTRIBUTE_PREFIXES: Final = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
+LARGE_ATTRIBUTE_PREFIXES: Final = (
+    "gen_ai.prompt.",
+    "gen_ai.completion.",
+    "llm.input_messages.",
+    "llm.output_messages.",
+)
 # Any other string value at least this long is moved too.
 LARGE_VALUE_BYTES: Final = 1024
 

@@ -60,21 +60,25 @@ class Scorer(BaseModel, ABC):
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
         return hashlib.sha256(f"{self.name}:{self.version}:{blob}".encode()).hexdigest()[:12]
 
-    def result(self, passed: bool | None, value: float | None = None, reason: str | None = None, **details: Any) -> Score:
+    def result(
+        self, passed: bool | None, value: float | None = None, reason: str | None = None, **details: Any
+    ) -> Score:
         """Build this scorer's `Score`."""
         return Score(scorer=self.name, passed=passed, value=value, reason=reason, details=details or None)
 
 
 def error_score(name: str, exc: BaseException) -> Score:
     """The result standing in for a scorer that raised."""
-    return Score(scorer=name, passed=False, reason=f"scorer failed: {type(exc).__name__}: {exc}", error=type(exc).__name__)
+    return Score(
+        scorer=name, passed=False, reason=f"scorer failed: {type(exc).__name__}: {exc}", error=type(exc).__name__
+    )
 
 
 def run_scorer(scorer: Scorer, trace: Trace, case: Any | None = None) -> Score:
     """Run one scorer, turning any exception into an error result."""
     try:
         return scorer.score(trace, case)
-    except Exception as exc:  # noqa: BLE001 - a broken scorer must not stop the run
+    except Exception as exc:  # a broken scorer must not stop the run
         return error_score(scorer.name, exc)
 
 
@@ -82,5 +86,5 @@ async def arun_scorer(scorer: Scorer, trace: Trace, case: Any | None = None) -> 
     """Async twin of `run_scorer`."""
     try:
         return await scorer.ascore(trace, case)
-    except Exception as exc:  # noqa: BLE001 - a broken scorer must not stop the run
+    except Exception as exc:  # a broken scorer must not stop the run
         return error_score(scorer.name, exc)

@@ -19,7 +19,9 @@ def register(cls: S) -> S:
     """Class decorator adding a scorer under its `name`; duplicate names are a bug."""
     name = cls.name
     if name in _SCORERS and _SCORERS[name] is not cls:
-        raise ValueError(f"scorer name {name!r} is registered twice ({_SCORERS[name].__qualname__}, {cls.__qualname__})")
+        raise ValueError(
+            f"scorer name {name!r} is registered twice ({_SCORERS[name].__qualname__}, {cls.__qualname__})"
+        )
     _SCORERS[name] = cls
     return cls
 

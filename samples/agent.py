@@ -137,7 +137,7 @@ def _call_tool(tracer: trace.Tracer, call: Any) -> str:
     with tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes) as span:
         try:
             result = TOOLS[name](**json.loads(raw_args))
-        except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model, as agents do
+        except Exception as exc:  # a failing tool is reported to the model, as agents do
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, str(exc)))
             span.set_attribute("error.type", type(exc).__qualname__)
@@ -165,7 +165,10 @@ def run(question: str, *, max_iterations: int = 5, _rewrite: Callable[[str], str
     }
     with tracer.start_as_current_span(f"invoke_agent {AGENT_NAME}", attributes=attributes) as span:
         sent = _rewrite(question) if _rewrite else question
-        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": sent}]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": sent},
+        ]
         for _ in range(max_iterations):
             response = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOL_SCHEMAS)
             message = response.choices[0].message

@@ -51,8 +51,11 @@ def plan_tool_calls(question: str) -> list[tuple[str, dict[str, Any]]]:
         calls.append(
             (
                 "convert_currency",
-                {"amount": int(amount) if amount.is_integer() else amount, "from": convert.group(2).upper(),
-                 "to": convert.group(3).upper()},
+                {
+                    "amount": int(amount) if amount.is_integer() else amount,
+                    "from": convert.group(2).upper(),
+                    "to": convert.group(3).upper(),
+                },
             )
         )
     return calls
@@ -94,8 +97,11 @@ def reply(messages: list[dict[str, Any]]) -> dict[str, Any]:
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {"id": f"call_{base}_{i}", "type": "function",
-             "function": {"name": name, "arguments": json.dumps(args, separators=(",", ":"))}}
+            {
+                "id": f"call_{base}_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args, separators=(",", ":"))},
+            }
             for i, (name, args) in enumerate(calls)
         ],
     }
@@ -142,7 +148,7 @@ def _stream_chunks(full: dict[str, Any], include_usage: bool) -> list[dict[str, 
 
 
 class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:  # http.server names handlers do_<METHOD>
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"unknown path {self.path}"}})
             return
@@ -167,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence per-request logging
+    def log_message(self, format: str, *args: Any) -> None:  # silence per-request logging
         return
 
 
