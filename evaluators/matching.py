@@ -1,0 +1,278 @@
+"""Argument matching and optimal pairing of expected with actual tool calls.
+
+Values compare structurally with a few deliberate tolerances:
+
+- Numbers compare by value: `1 == 1.0` (JSON widens integers to floats freely). A boolean is
+  not a number: `True` never equals `1`.
+- Strings compare exactly unless `trim` (strip surrounding whitespace) or `casefold` (case
+  insensitive) is switched on; both are opt-in so enabling them never silently changes a verdict.
+- Dicts compare key by key with the same key mode at every depth; lists compare element-wise
+  in order.
+
+Key modes (`ArgumentMatch.mode`) say how the actual key set relates to the expected one:
+`exact` (same keys), `subset` (the expected keys are in the actual arguments, extras allowed;
+the default), `superset` (the actual keys are all expected, omissions allowed), `ignore`.
+
+Repeated tool names are paired by maximum bipartite matching (Kuhn's augmenting paths,
+O(V * E)), never greedily: a greedy pass can use up the one actual call a later expectation
+needed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaltrace.collector.records import ToolCall
+
+KeyMode = Literal["exact", "subset", "superset", "ignore"]
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ArgumentMatchOverride(_Config):
+    """Per-tool changes to the default `ArgumentMatch`; unset fields keep the default."""
+
+    mode: KeyMode | None = None
+    """Key mode for this tool."""
+    trim: bool | None = None
+    """Strip whitespace around strings before comparing."""
+    casefold: bool | None = None
+    """Compare strings case-insensitively."""
+
+
+class ArgumentMatch(_Config):
+    """How expected tool arguments are compared with the recorded ones."""
+
+    mode: KeyMode = "subset"
+    """exact: same keys; subset: expected keys present, extras allowed; superset: no unexpected keys; ignore."""
+    trim: bool = False
+    """Strip whitespace around strings before comparing."""
+    casefold: bool = False
+    """Compare strings case-insensitively."""
+    per_tool: dict[str, ArgumentMatchOverride] = Field(default_factory=dict)
+    """Overrides for individual tools, by tool name."""
+
+    def for_tool(self, name: str) -> ArgumentMatch:
+        """The settings that apply to tool `name` (its override merged over the defaults)."""
+        override = self.per_tool.get(name)
+        if override is None:
+            return self
+        changes = {k: v for k, v in override.model_dump().items() if v is not None}
+        return self.model_copy(update={**changes, "per_tool": {}})
+
+
+class ExpectedCall(_Config):
+    """A tool call the agent is expected to make."""
+
+    name: str
+    """Tool name."""
+    arguments: dict[str, Any] | None = None
+    """Expected arguments; `None` means the arguments are not compared."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _norm_str(value: str, match: ArgumentMatch) -> str:
+    if match.trim:
+        value = value.strip()
+    return value.casefold() if match.casefold else value
+
+
+def value_diffs(expected: Any, actual: Any, match: ArgumentMatch, path: str = "") -> list[str]:
+    """The differences between two values, each `path: expected X, got Y`; empty when they match.
+
+    Args:
+        expected: The expected value (from the spec).
+        actual: The recorded value.
+        match: Comparison settings (key mode, trimming, case folding).
+        path: Location prefix used in the messages.
+
+    Returns:
+        One message per difference found (an empty list means the values match).
+    """
+    where = path or "(value)"
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        return _dict_diffs(expected, actual, match, path)
+    if isinstance(expected, list) and isinstance(actual, list):
+        if len(expected) != len(actual):
+            return [f"{where}: expected {len(expected)} items, got {len(actual)}"]
+        diffs: list[str] = []
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            diffs += value_diffs(e, a, match, f"{path}[{i}]")
+        return diffs
+    if _scalars_equal(expected, actual, match):
+        return []
+    return [f"{where}: expected {short(expected)}, got {short(actual)}"]
+
+
+def _scalars_equal(expected: Any, actual: Any, match: ArgumentMatch) -> bool:
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
+    if _is_number(expected) and _is_number(actual):
+        return bool(expected == actual)
+    if isinstance(expected, str) and isinstance(actual, str):
+        return _norm_str(expected, match) == _norm_str(actual, match)
+    return type(expected) is type(actual) and bool(expected == actual)
+
+
+def _dict_diffs(expected: Mapping[str, Any], actual: Mapping[str, Any], match: ArgumentMatch, path: str) -> list[str]:
+    prefix = f"{path}." if path else ""
+    diffs: list[str] = []
+    if match.mode in ("exact", "subset"):
+        diffs += [f"{prefix}{k}: missing (expected {short(expected[k])})" for k in expected if k not in actual]
+    if match.mode in ("exact", "superset"):
+        diffs += [f"{prefix}{k}: unexpected argument ({short(actual[k])})" for k in actual if k not in expected]
+    for key in expected:
+        if key in actual:
+            diffs += value_diffs(expected[key], actual[key], match, f"{prefix}{key}")
+    return diffs
+
+
+def argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> list[str]:
+    """Why `call`'s arguments do not satisfy `expected` (empty list: they do).
+
+    Args:
+        expected: The expected call; its `arguments=None` means "do not compare".
+        call: The recorded call (same tool name assumed).
+        match: Default settings; `match.per_tool[call.name]` overrides them.
+
+    Returns:
+        One message per difference.
+    """
+    rules = match.for_tool(expected.name)
+    if expected.arguments is None or rules.mode == "ignore":
+        return []
+    if call.arguments_truncated or not isinstance(call.arguments, dict):
+        return [f"arguments are not a JSON object ({describe_raw_arguments(call)})"]
+    return _dict_diffs(expected.arguments, call.arguments, rules, "")
+
+
+def call_matches(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> bool:
+    """Whether `call` has the expected name and arguments."""
+    return expected.name == call.name and not argument_diffs(expected, call, match)
+
+
+def describe_raw_arguments(call: ToolCall) -> str:
+    """A short description of arguments that are not a JSON object."""
+    if call.arguments is None:
+        return "not recorded"
+    if call.arguments_truncated:
+        return f"truncated: {short(call.arguments)}"
+    return f"got {type(call.arguments).__name__} {short(call.arguments)}"
+
+
+def max_bipartite_matching(n_left: int, n_right: int, compatible: Callable[[int, int], bool]) -> dict[int, int]:
+    """A maximum matching between left and right items (Kuhn's algorithm, O(V * E)).
+
+    Args:
+        n_left: Number of left items (e.g. expected calls).
+        n_right: Number of right items (e.g. actual calls).
+        compatible: Whether left item i may be paired with right item j.
+
+    Returns:
+        The pairs as `{left: right}`; its size is the largest possible.
+    """
+    adjacency = [[j for j in range(n_right) if compatible(i, j)] for i in range(n_left)]
+    right_owner: dict[int, int] = {}
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j in adjacency[i]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if j not in right_owner or augment(right_owner[j], seen):
+                right_owner[j] = i
+                return True
+        return False
+
+    for i in range(n_left):
+        augment(i, set())
+    return {i: j for j, i in right_owner.items()}
+
+
+def lcs_pairs(n_left: int, n_right: int, compatible: Callable[[int, int], bool]) -> list[tuple[int, int]]:
+    """The pairs of a longest common subsequence under `compatible` (order kept on both sides).
+
+    Args:
+        n_left: Length of the left sequence.
+        n_right: Length of the right sequence.
+        compatible: Whether left item i may be paired with right item j.
+
+    Returns:
+        `(left, right)` index pairs, increasing on both sides.
+    """
+    ok = [[compatible(i, j) for j in range(n_right)] for i in range(n_left)]
+    table = [[0] * (n_right + 1) for _ in range(n_left + 1)]
+    for i in range(n_left - 1, -1, -1):
+        for j in range(n_right - 1, -1, -1):
+            if ok[i][j]:
+                table[i][j] = table[i + 1][j + 1] + 1
+            else:
+                table[i][j] = max(table[i + 1][j], table[i][j + 1])
+    pairs: list[tuple[int, int]] = []
+    i = j = 0
+    while i < n_left and j < n_right:
+        if ok[i][j] and table[i][j] == table[i + 1][j + 1] + 1:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+def canonical_arguments(arguments: Any) -> str:
+    """A stable text form of arguments where `1` and `1.0` are the same value (used for redundancy)."""
+
+    def norm(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): norm(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [norm(v) for v in value]
+        if _is_number(value) and float(value).is_integer():
+            return int(value)
+        return value
+
+    return json.dumps(norm(arguments), sort_keys=True, default=str)
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """A one-line repr of `value`, cut to `limit` characters."""
+    text = repr(value) if not isinstance(value, dict | list) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def clip(text: str, limit: int = 100) -> str:
+    """`text` on one line, cut to `limit` characters (no quoting, unlike `short`)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def format_call(name: str, arguments: Any) -> str:
+    """`name(key=value, ...)` for messages."""
+    if arguments is None:
+        return f"{name}(...)"
+    if isinstance(arguments, dict):
+        inner = ", ".join(f"{k}={short(v, 30)}" for k, v in arguments.items())
+        return f"{name}({inner if len(inner) <= 80 else inner[:77] + '...'})"
+    return f"{name}({short(arguments, 40)})"
+
+
+def call_label(index: int, call: ToolCall) -> str:
+    """`call #N name` (1-based) for messages that point at one recorded call."""
+    return f"call #{index + 1} {call.name}"
+
+
+def format_calls(calls: Sequence[tuple[str, Any]]) -> str:
+    """A comma-separated list of `format_call`s."""
+    return ", ".join(format_call(n, a) for n, a in calls)

@@ -1,0 +1,283 @@
+"""Resource limits: token usage, latency and estimated cost.
+
+`usage` sets min/max bounds on token metrics for the whole run (`total`) and per model
+(`per_model`). Metrics: `input_tokens`, `output_tokens`, `total_tokens`, `cache_read_tokens`,
+`reasoning_tokens` (with the short forms `input`, `output`, `total`, `cached`, `reasoning` and
+Timbal's names such as `input_text_tokens`), and sums of them written with `+`
+(`input+output`). A bound is `{min, max}` or a bare number meaning the max. A model's usage is
+the sum over its model calls; a model name matches exactly or as a prefix followed by `-`
+(`gpt-4.1` covers `gpt-4.1-2025-04-14`). What was not recorded is reported and not checked;
+when nothing could be checked the scorer does not apply. It never passes silently.
+
+`latency` bounds the run's wall time, each model call's and each tool call's.
+
+`cost` estimates USD from each model call's usage and a price table (`prices.DEFAULT_PRICES`
+overlaid with the `prices` option). A call of a model with no price makes the estimate
+incomplete: the scorer then does not apply, unless `unknown_model: fail`, or the known part
+alone already exceeds `max_usd`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from evaltrace.collector.records import Iteration, Trace, Usage
+from evaltrace.evaluators.base import Score, Scorer
+from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, find_price
+from evaltrace.evaluators.registry import register
+
+_METRICS = {
+    "input_tokens": ("input", "input_text_tokens", "prompt_tokens"),
+    "output_tokens": ("output", "output_text_tokens", "completion_tokens"),
+    "total_tokens": ("total",),
+    "cache_read_tokens": ("cached", "input_cached_tokens", "cache_read"),
+    "reasoning_tokens": ("reasoning", "output_reasoning_tokens"),
+}
+_METRIC_NAMES = {alias: canonical for canonical, aliases in _METRICS.items() for alias in (canonical, *aliases)}
+
+
+class Limit(BaseModel):
+    """Inclusive bounds on one metric; a bare number in config means `max`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    min: float | None = None
+    """Smallest allowed value."""
+    max: float | None = None
+    """Largest allowed value."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_number_is_max(cls, value: Any) -> Any:
+        return {"max": value} if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Limit:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min:g} is greater than max {self.max:g}")
+        return self
+
+    def violation(self, value: float) -> str | None:
+        """Why `value` is out of bounds, or `None`."""
+        if self.max is not None and value > self.max:
+            return f"{value:g} > max {self.max:g}"
+        if self.min is not None and value < self.min:
+            return f"{value:g} < min {self.min:g}"
+        return None
+
+
+def metric_value(usage: Usage, metric: str) -> int | None:
+    """The value of a metric expression such as `input+output` (`None` if a part was not recorded)."""
+    total = 0
+    for part in metric.split("+"):
+        value = getattr(usage, _METRIC_NAMES[part.strip()])
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def _check_metrics(limits: dict[str, Limit]) -> dict[str, Limit]:
+    for metric in limits:
+        for part in metric.split("+"):
+            if part.strip() not in _METRIC_NAMES:
+                choices = ", ".join(_METRICS)
+                raise ValueError(
+                    f"unknown usage metric {part.strip()!r} in {metric!r}; use {choices} or sums like input+output"
+                )
+    return limits
+
+
+def model_matches(pattern: str, model: str | None) -> bool:
+    """Whether a configured model name covers a recorded one (exact, or prefix then `-`)."""
+    if model is None:
+        return False
+    p, m = pattern.lower(), model.rsplit("/", 1)[-1].lower()
+    return m == p or m.startswith(p + "-")
+
+
+def _sum_usage(iterations: list[Iteration]) -> Usage:
+    total = Usage()
+    for it in iterations:
+        total = total + it.usage
+    return total
+
+
+@register
+class UsageLimits(Scorer):
+    """Token usage within bounds, for the whole run and per model."""
+
+    name: ClassVar[str] = "usage"
+
+    total: dict[str, Limit] = Field(default_factory=dict)
+    """Bounds on the run's usage by metric, e.g. {total_tokens: {max: 20000}, input+output: 15000}."""
+    per_model: dict[str, dict[str, Limit]] = Field(default_factory=dict)
+    """Bounds per model name, e.g. {gpt-4.1: {input_tokens: {min: 100, max: 5000}}}."""
+
+    @field_validator("total")
+    @classmethod
+    def _known_total(cls, value: dict[str, Limit]) -> dict[str, Limit]:
+        return _check_metrics(value)
+
+    @field_validator("per_model")
+    @classmethod
+    def _known_per_model(cls, value: dict[str, dict[str, Limit]]) -> dict[str, dict[str, Limit]]:
+        for limits in value.values():
+            _check_metrics(limits)
+        return value
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Evaluate every bound that can be evaluated."""
+        if not self.total and not self.per_model:
+            return self.result(None, reason="No usage limit is configured.")
+        failures: list[str] = []
+        unknown: list[str] = []
+        checked = self._check("run", trace.usage, self.total, failures, unknown)
+        for model, limits in self.per_model.items():
+            its = [it for it in trace.iterations if model_matches(model, it.model)]
+            if not its:
+                unknown.append(f"{model}: no model call of this model was recorded")
+                continue
+            checked += self._check(model, _sum_usage(its), limits, failures, unknown)
+        skipped = f" Not checked: {'; '.join(unknown)}." if unknown else ""
+        if not checked:
+            return self.result(None, reason="No usage limit could be checked." + skipped, unknown=unknown)
+        if failures:
+            return self.result(False, None, "Usage out of bounds: " + "; ".join(failures) + "." + skipped)
+        return self.result(True, None, f"All {checked} usage limits met." + skipped, unknown=unknown)
+
+    @staticmethod
+    def _check(scope: str, usage: Usage, limits: dict[str, Limit], failures: list[str], unknown: list[str]) -> int:
+        checked = 0
+        for metric, limit in limits.items():
+            value = metric_value(usage, metric)
+            if value is None:
+                unknown.append(f"{scope} {metric}: not recorded")
+                continue
+            checked += 1
+            problem = limit.violation(value)
+            if problem:
+                failures.append(f"{scope} {metric} {problem}")
+        return checked
+
+
+@register
+class Latency(Scorer):
+    """Wall time within bounds: the run, each model call, each tool call."""
+
+    name: ClassVar[str] = "latency"
+
+    max_seconds: float | None = Field(default=None, gt=0)
+    """Longest allowed run."""
+    max_iteration_seconds: float | None = Field(default=None, gt=0)
+    """Longest allowed model call."""
+    max_tool_seconds: float | dict[str, float] | None = None
+    """Longest allowed tool call: one number for every tool, or per tool name."""
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Compare the recorded durations with the bounds."""
+        checks = self._durations(trace)
+        if not checks:
+            return self.result(None, reason="No latency limit is configured.")
+        measured = [(label, d, lim) for label, d, lim in checks if d is not None]
+        if not measured:
+            return self.result(None, reason="The durations to check were not recorded.")
+        over = [f"{label} took {d:.2f}s > max {lim:g}s" for label, d, lim in measured if d > lim]
+        if over:
+            return self.result(False, None, "Too slow: " + "; ".join(over[:5]) + ".")
+        return self.result(True, None, f"All {len(measured)} measured durations within limits.")
+
+    def _durations(self, trace: Trace) -> list[tuple[str, float | None, float]]:
+        checks: list[tuple[str, float | None, float]] = []
+        if self.max_seconds is not None:
+            checks.append(("the run", trace.duration_seconds, self.max_seconds))
+        if self.max_iteration_seconds is not None:
+            per_call = self.max_iteration_seconds
+            checks += [(f"model call {it.index}", it.duration_seconds, per_call) for it in trace.iterations]
+        for i, call in enumerate(trace.tool_calls):
+            tool_limit = self.max_tool_seconds
+            if isinstance(tool_limit, dict):
+                tool_limit = tool_limit.get(call.name)
+            if tool_limit is not None:
+                checks.append((f"call #{i + 1} {call.name}", call.duration_seconds, tool_limit))
+        return checks
+
+
+@register
+class Cost(Scorer):
+    """Estimated USD cost of the run's model calls (usage x price table) within `max_usd`."""
+
+    name: ClassVar[str] = "cost"
+
+    max_usd: float | None = Field(default=None, ge=0)
+    """Most the run may cost; without it the estimate is reported and the scorer does not apply."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    """Prices per model (USD per million tokens), overriding or extending the built-in estimates."""
+    unknown_model: Literal["skip", "fail"] = "skip"
+    """What a model call without a known price does: skip (not applicable) or fail."""
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Price every model call and compare the total."""
+        if not trace.iterations:
+            return self.result(None, reason="No model calls were recorded, so there is no cost to estimate.")
+        estimate = estimate_cost(trace, self.prices)
+        return self._verdict(estimate.usd, estimate.unpriced)
+
+    def _verdict(self, usd: float, unpriced: list[str]) -> Score:
+        est = f"estimated ${usd:.4f}"
+        gaps = f" without {len(unpriced)} unpriced call(s): {', '.join(unpriced[:3])}" if unpriced else ""
+        if self.max_usd is not None and usd > self.max_usd:
+            return self.result(False, None, f"Cost {est}{gaps} exceeds max ${self.max_usd:g}.", usd=usd)
+        if unpriced and self.unknown_model == "fail":
+            return self.result(False, None, f"Cost {est}{gaps}; add their prices under `prices`.", usd=usd)
+        if unpriced:
+            return self.result(None, reason=f"Cost {est}{gaps}; add their prices under `prices` to check it.", usd=usd)
+        if self.max_usd is None:
+            return self.result(None, reason=f"Cost {est} (no max_usd set).", usd=usd)
+        return self.result(True, None, f"Cost {est} within max ${self.max_usd:g}.", usd=usd)
+
+
+class CostEstimate(NamedTuple):
+    """The estimated cost of a run's model calls."""
+
+    usd: float
+    """USD of the calls that could be priced."""
+    unpriced: list[str]
+    """The calls that could not be priced (unknown model, or usage not recorded)."""
+
+
+def estimate_cost(trace: Trace, prices: Mapping[str, ModelPrice] | None = None) -> CostEstimate:
+    """Estimate a run's model cost from its usage and a price table.
+
+    Args:
+        trace: The run; each model call is priced by its own model (or the run's only model).
+        prices: Prices overriding or extending `prices.DEFAULT_PRICES`.
+
+    Returns:
+        The estimate and the calls it leaves out.
+    """
+    table = {**DEFAULT_PRICES, **(prices or {})}
+    fallback = trace.models[0] if len(trace.models) == 1 else None
+    usd, unpriced = 0.0, []
+    for it in trace.iterations:
+        model = it.model or fallback
+        price = find_price(model, table) if model else None
+        if price is None or (it.usage.input_tokens is None and it.usage.output_tokens is None):
+            unpriced.append(f"model call {it.index} ({model or 'model not recorded'})")
+            continue
+        usd += _call_cost(it.usage, price)
+    return CostEstimate(usd, unpriced)
+
+
+def _call_cost(usage: Usage, price: ModelPrice) -> float:
+    inputs = usage.input_tokens or 0
+    cached = min(usage.cache_read_tokens or 0, inputs)
+    cached_price = price.input_per_mtok if price.cached_input_per_mtok is None else price.cached_input_per_mtok
+    outputs = usage.output_tokens or 0
+    total = (inputs - cached) * price.input_per_mtok + cached * cached_price + outputs * price.output_per_mtok
+    return total / 1_000_000

@@ -1,0 +1,194 @@
+"""Rule scorers for tool use: argument validity against schemas, and tool correctness.
+
+`tool_call_validity` checks each call against the JSON schema of its tool: the one recorded in
+the trace (`Trace.tool_schemas`, what the model was offered) or one given in config. It checks
+that the tool exists among the offered tools, then validates the arguments with `jsonschema`
+(required parameters, types, enums, ...), and in `strict` mode rejects parameters the schema
+does not declare. Arguments that are not a JSON object (raw or truncated text) are invalid.
+
+`tool_correctness` compares the tools used with the expected ones: `names` (F1 over the
+multisets of names), `order` (longest common subsequence of names, as `2 * LCS / (|E| + |A|)`)
+or `arguments` (names and arguments through the argument matcher, calls paired optimally).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from typing import Any, ClassVar, Literal
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from pydantic import Field, field_validator
+
+from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.evaluators.base import Score, Scorer
+from evaltrace.evaluators.matching import (
+    ArgumentMatch,
+    ExpectedCall,
+    call_label,
+    call_matches,
+    describe_raw_arguments,
+    lcs_pairs,
+    max_bipartite_matching,
+)
+from evaltrace.evaluators.registry import register
+
+
+def check_json_schema(schema: dict[str, Any], what: str) -> dict[str, Any]:
+    """Raise `ValueError` naming `what` when `schema` is not a valid JSON schema."""
+    try:
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except SchemaError as exc:
+        raise ValueError(f"{what} is not a valid JSON schema: {exc.message}") from None
+    return schema
+
+
+def schema_errors(schema: dict[str, Any], instance: Any) -> list[str]:
+    """The validation errors of `instance` against `schema`, as `path: message`, in path order."""
+    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    errors = sorted(validator_cls(schema).iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+    return [f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors]
+
+
+def closest_name(name: str, candidates: list[str]) -> str | None:
+    """The most similar candidate to `name` (difflib ratio >= 0.6), if any."""
+    found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+@register
+class ToolCallValidity(Scorer):
+    """Each tool call's arguments conform to its tool's JSON schema; value = fraction of valid calls."""
+
+    name: ClassVar[str] = "tool_call_validity"
+
+    schemas: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """JSON schemas of tool arguments by tool name; they take precedence over the schemas recorded in the trace."""
+    strict: bool = False
+    """Reject arguments the schema does not declare (as if it set additionalProperties: false)."""
+    threshold: float = Field(default=1.0, ge=0.0, le=1.0)
+    """Minimum fraction of valid calls to pass."""
+    nested: bool = False
+    """Also check the calls made by nested agents."""
+
+    @field_validator("schemas")
+    @classmethod
+    def _valid_schemas(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for tool, schema in value.items():
+            check_json_schema(schema, f"schema of tool {tool!r}")
+        return value
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Validate every call whose tool has a known schema."""
+        offered = {s.name for s in trace.tool_schemas}
+        schemas = {s.name: s.parameters for s in trace.tool_schemas if s.parameters is not None}
+        schemas.update(self.schemas)
+        calls = trace.all_tool_calls(nested=self.nested)
+        if not offered and not schemas:
+            return self.result(None, reason="No tool schemas were recorded in the trace or given in `schemas`.")
+        if not calls:
+            return self.result(None, reason="The agent made no tool calls to validate.")
+        # Existence is only checked against what the model was offered; config schemas alone don't define that.
+        known = offered | set(self.schemas) if offered else set()
+        findings = [self._check(i, call, known, schemas) for i, call in enumerate(calls)]
+        checked = [f for f in findings if f is not None]
+        if not checked:
+            names = sorted({c.name for c in calls})
+            return self.result(None, reason=f"No schema is known for any called tool ({', '.join(names)}).")
+        invalid = [problem for problem in checked if problem]
+        value = (len(checked) - len(invalid)) / len(checked)
+        passed = value >= self.threshold
+        if invalid:
+            reason = f"{len(invalid)} of {len(checked)} calls invalid: " + "; ".join(invalid[:3])
+        else:
+            reason = f"All {len(checked)} checked calls match their tool schemas."
+        skipped = len(findings) - len(checked)
+        if skipped:
+            reason += f" {skipped} call(s) not checked (no schema, or arguments not recorded)."
+        return self.result(passed, value, reason, invalid=invalid, checked=len(checked), skipped=skipped)
+
+    def _check(self, index: int, call: ToolCall, known: set[str], schemas: dict[str, dict[str, Any]]) -> str | None:
+        """`None`: not checkable; `""`: valid; else the problem."""
+        label = call_label(index, call)
+        if known and call.name not in known:
+            hint = closest_name(call.name, sorted(known))
+            return f"{label}: tool was not offered" + (f" (did you mean {hint!r}?)" if hint else "")
+        schema = schemas.get(call.name)
+        if schema is None:
+            # Known to exist (it was offered) but its parameters were not recorded; else nothing to check.
+            return "" if known else None
+        if call.arguments is None and not call.arguments_truncated:
+            return None
+        if call.arguments_truncated or not isinstance(call.arguments, dict):
+            return f"{label}: arguments are not a JSON object ({describe_raw_arguments(call)})"
+        try:
+            check_json_schema(schema, call.name)
+        except ValueError:
+            return None  # the recorded schema itself is broken: not the agent's fault
+        errors = schema_errors(schema, call.arguments)
+        if self.strict and isinstance(schema.get("properties"), dict):
+            errors += [f"{k}: unexpected parameter" for k in call.arguments if k not in schema["properties"]]
+        return f"{label}: " + "; ".join(errors) if errors else ""
+
+
+ToolCorrectnessMode = Literal["names", "order", "arguments"]
+
+
+@register
+class ToolCorrectness(Scorer):
+    """The agent used the expected tools (by names, names in order, or names and arguments)."""
+
+    name: ClassVar[str] = "tool_correctness"
+
+    expected: list[ExpectedCall] | None = None
+    """Expected calls; `None` means there is nothing to compare (not applicable)."""
+    mode: ToolCorrectnessMode = "names"
+    """names: F1 over tool names; order: LCS similarity of the name sequences; arguments: F1 over matching calls."""
+    threshold: float = Field(default=1.0, ge=0.0, le=1.0)
+    """Minimum value to pass."""
+    arguments: ArgumentMatch = Field(default_factory=ArgumentMatch)
+    """How arguments are compared in `arguments` mode."""
+    nested: bool = False
+    """Also count the calls made by nested agents."""
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Compare the recorded calls with `expected`."""
+        if self.expected is None:
+            return self.result(None, reason="No expected tool calls are configured.")
+        actual = trace.all_tool_calls(nested=self.nested)
+        expected_names = [e.name for e in self.expected]
+        actual_names = [c.name for c in actual]
+        common = _common_count(self.mode, self.expected, actual, self.arguments)
+        total = len(expected_names) + len(actual_names)
+        value = 1.0 if total == 0 else 2 * common / total
+        passed = value >= self.threshold
+        reason = _correctness_reason(self.mode, expected_names, actual_names, common, value)
+        return self.result(passed, value, reason, expected=expected_names, actual=actual_names)
+
+
+def _common_count(mode: str, expected: list[ExpectedCall], actual: list[ToolCall], match: ArgumentMatch) -> int:
+    """How many expected calls are accounted for under `mode`."""
+    exp_names = [e.name for e in expected]
+    act_names = [c.name for c in actual]
+    if mode == "names":
+        return sum((Counter(exp_names) & Counter(act_names)).values())
+    if mode == "order":
+        return len(lcs_pairs(len(exp_names), len(act_names), lambda i, j: exp_names[i] == act_names[j]))
+    pairs = max_bipartite_matching(len(expected), len(actual), lambda i, j: call_matches(expected[i], actual[j], match))
+    return len(pairs)
+
+
+def _correctness_reason(mode: str, expected: list[str], actual: list[str], common: int, value: float) -> str:
+    missing = list((Counter(expected) - Counter(actual)).elements())
+    extra = list((Counter(actual) - Counter(expected)).elements())
+    parts = [f"{common} of {len(expected)} expected calls matched ({mode} mode, score {value:.2f})"]
+    if missing:
+        parts.append(f"missing: {', '.join(missing)}")
+    if extra:
+        parts.append(f"unexpected: {', '.join(extra)}")
+    if mode == "order" and not missing and not extra and common < len(expected):
+        parts.append(f"order differs: expected {' > '.join(expected)}, got {' > '.join(actual)}")
+    if mode == "arguments" and common < len(expected) and not missing:
+        parts.append("some calls have different arguments")
+    return "; ".join(parts) + "."

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _rule_traces import call
+
+from evaltrace.evaluators.matching import (
+    ArgumentMatch,
+    ExpectedCall,
+    argument_diffs,
+    call_matches,
+    canonical_arguments,
+    lcs_pairs,
+    max_bipartite_matching,
+    value_diffs,
+)
+
+DEFAULT = ArgumentMatch()
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "equal"),
+    [
+        (1, 1.0, True),
+        (1.5, 1.5, True),
+        (2, 2.5, False),
+        (True, 1, False),
+        (1, True, False),
+        (False, 0, False),
+        (True, True, True),
+        ("1", 1, False),
+        (None, None, True),
+        (None, 0, False),
+        ({"a": [1, {"b": 2.0}]}, {"a": [1.0, {"b": 2}]}, True),
+        ([1, 2], [2, 1], False),
+        ([1, 2], [1, 2, 3], False),
+    ],
+)
+def test_values_compare_by_value_and_bool_is_not_a_number(expected: Any, actual: Any, equal: bool) -> None:
+    assert (value_diffs(expected, actual, DEFAULT) == []) is equal
+
+
+def test_strings_are_exact_unless_trim_or_casefold_is_opted_in() -> None:
+    assert value_diffs("Paris", " paris ", DEFAULT) == ["(value): expected 'Paris', got ' paris '"]
+    assert value_diffs("Paris", " paris ", ArgumentMatch(trim=True)) != []
+    assert value_diffs("Paris", "paris", ArgumentMatch(casefold=True)) == []
+    assert value_diffs("Paris", " paris ", ArgumentMatch(trim=True, casefold=True)) == []
+
+
+def test_key_modes() -> None:
+    expected = ExpectedCall(name="f", arguments={"a": 1})
+    extra = call("f", {"a": 1, "b": 2})
+    fewer = call("f", {})
+    assert call_matches(expected, extra, ArgumentMatch(mode="subset"))
+    assert not call_matches(expected, fewer, ArgumentMatch(mode="subset"))
+    assert argument_diffs(expected, extra, ArgumentMatch(mode="exact")) == ["b: unexpected argument (2)"]
+    assert argument_diffs(expected, fewer, ArgumentMatch(mode="exact")) == ["a: missing (expected 1)"]
+    assert call_matches(expected, fewer, ArgumentMatch(mode="superset"))
+    assert not call_matches(expected, extra, ArgumentMatch(mode="superset"))
+    assert call_matches(expected, call("f", {"a": "zzz"}), ArgumentMatch(mode="ignore"))
+    assert not call_matches(expected, call("g", {"a": 1}), ArgumentMatch(mode="ignore"))
+
+
+def test_key_mode_applies_at_every_depth() -> None:
+    expected = ExpectedCall(name="f", arguments={"filter": {"city": "Paris"}})
+    nested_extra = call("f", {"filter": {"city": "Paris", "unit": "C"}})
+    assert call_matches(expected, nested_extra, DEFAULT)
+    assert argument_diffs(expected, nested_extra, ArgumentMatch(mode="exact")) == [
+        "filter.unit: unexpected argument ('C')"
+    ]
+
+
+def test_per_tool_override_only_changes_that_tool() -> None:
+    match = ArgumentMatch.model_validate({"per_tool": {"book": {"mode": "exact", "casefold": True}}})
+    assert match.for_tool("book").mode == "exact"
+    assert match.for_tool("book").casefold is True
+    assert match.for_tool("search") is match
+    book = ExpectedCall(name="book", arguments={"city": "paris"})
+    assert call_matches(book, call("book", {"city": "PARIS"}), match)
+    assert not call_matches(book, call("book", {"city": "PARIS", "nights": 2}), match)
+    search = ExpectedCall(name="search", arguments={"q": "x"})
+    assert call_matches(search, call("search", {"q": "x", "limit": 2}), match)
+
+
+def test_none_expected_arguments_match_anything_even_raw_text() -> None:
+    assert call_matches(ExpectedCall(name="f"), call("f", '{"a": 1', arguments_truncated=True), DEFAULT)
+
+
+def test_truncated_or_raw_arguments_never_match_expected_arguments() -> None:
+    expected = ExpectedCall(name="f", arguments={"a": 1})
+    diffs = argument_diffs(expected, call("f", '{"a": 1', arguments_truncated=True), DEFAULT)
+    assert len(diffs) == 1 and "not a JSON object" in diffs[0] and "truncated" in diffs[0]
+    assert not call_matches(expected, call("f", "a=1"), DEFAULT)
+
+
+def test_maximum_matching_beats_greedy() -> None:
+    # Greedy pairing would give left 0 (compatible with both) right 0 and leave left 1 unmatched.
+    edges = {(0, 0), (0, 1), (1, 0)}
+    pairs = max_bipartite_matching(2, 2, lambda i, j: (i, j) in edges)
+    assert pairs == {0: 1, 1: 0}
+
+
+def test_matching_handles_empty_sides_and_no_edges() -> None:
+    assert max_bipartite_matching(0, 3, lambda i, j: True) == {}
+    assert max_bipartite_matching(3, 0, lambda i, j: True) == {}
+    assert max_bipartite_matching(2, 2, lambda i, j: False) == {}
+
+
+def test_lcs_pairs_are_increasing_and_longest() -> None:
+    left, right = list("ABCBDAB"), list("BDCABA")
+    pairs = lcs_pairs(len(left), len(right), lambda i, j: left[i] == right[j])
+    assert len(pairs) == 4
+    assert all(a[0] < b[0] and a[1] < b[1] for a, b in zip(pairs, pairs[1:], strict=False))
+    assert all(left[i] == right[j] for i, j in pairs)
+
+
+def test_canonical_arguments_treat_int_and_float_alike_but_not_bool() -> None:
+    assert canonical_arguments({"b": 1, "a": [2.0]}) == canonical_arguments({"a": [2], "b": 1.0})
+    assert canonical_arguments({"a": True}) != canonical_arguments({"a": 1})

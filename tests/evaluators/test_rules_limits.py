@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from _rule_traces import T0, call, iteration, trace
+
+from evaltrace.collector.records import Trace, Usage
+from evaltrace.evaluators.errors import InputError
+from evaltrace.evaluators.prices import DEFAULT_PRICES, find_price
+from evaltrace.evaluators.registry import create_scorer
+
+
+def two_models() -> Trace:
+    its = [
+        iteration(0, "gpt-4.1-2025-04-14", input_tokens=1000, output_tokens=200),
+        iteration(1, "gpt-4.1-2025-04-14", input_tokens=3000, output_tokens=300),
+        iteration(2, "claude-sonnet-4", input_tokens=500, output_tokens=50),
+    ]
+    return trace(iterations=its, usage=Usage(input_tokens=4500, output_tokens=550))
+
+
+def test_usage_total_and_per_model_bounds_with_sums() -> None:
+    config = {
+        "total": {"total_tokens": {"max": 6000}, "input+output": 5050},
+        "per_model": {"gpt-4.1": {"input_text_tokens": {"min": 1000, "max": 5000}, "output": {"max": 600}}},
+    }
+    score = create_scorer("usage", config).score(two_models())
+    assert score.passed is True and score.reason == "All 4 usage limits met."
+
+
+def test_usage_violations_are_named() -> None:
+    config = {
+        "total": {"input+output": {"max": 5000}},
+        "per_model": {"gpt-4.1": {"input_tokens": {"min": 5000}}, "claude-sonnet-4": {"output_tokens": 10}},
+    }
+    score = create_scorer("usage", config).score(two_models())
+    assert score.passed is False
+    assert score.reason == (
+        "Usage out of bounds: run input+output 5050 > max 5000; gpt-4.1 input_tokens 4000 < min 5000; "
+        "claude-sonnet-4 output_tokens 50 > max 10."
+    )
+
+
+def test_usage_unknown_model_and_unrecorded_usage_are_not_checked() -> None:
+    config = {"per_model": {"gpt-5": {"input_tokens": 10}}}
+    score = create_scorer("usage", config).score(two_models())
+    assert score.passed is None
+    assert (
+        score.reason == "No usage limit could be checked. Not checked: gpt-5: no model call of this model was recorded."
+    )
+    partial = create_scorer("usage", {"total": {"reasoning": 10, "input": 10000}}).score(two_models())
+    assert partial.passed is True and partial.reason is not None and "run reasoning: not recorded" in partial.reason
+    empty = create_scorer("usage", {"total": {"total_tokens": 10}}).score(trace())
+    assert empty.passed is None and empty.reason is not None and "not recorded" in empty.reason
+
+
+def test_usage_config_errors() -> None:
+    with pytest.raises(InputError, match="unknown usage metric 'inptu'"):
+        create_scorer("usage", {"total": {"inptu+output": 5}})
+    with pytest.raises(InputError, match="min 10 is greater than max 5"):
+        create_scorer("usage", {"per_model": {"m": {"input": {"min": 10, "max": 5}}}})
+    assert create_scorer("usage").score(two_models()).passed is None
+
+
+def test_latency_run_iteration_and_tool_bounds() -> None:
+    slow_tool = call("search", start_time=T0, end_time=T0 + timedelta(seconds=4))
+    actual = trace(
+        slow_tool,
+        call("book", start_time=T0, end_time=T0 + timedelta(seconds=1)),
+        iterations=[iteration(0, seconds=2.0), iteration(1, seconds=0.5)],
+        start_time=T0,
+        end_time=T0 + timedelta(seconds=9),
+    )
+    assert create_scorer("latency", {"max_seconds": 10, "max_iteration_seconds": 2}).score(actual).passed is True
+    score = create_scorer("latency", {"max_seconds": 5, "max_tool_seconds": {"search": 3}}).score(actual)
+    assert score.passed is False
+    assert score.reason == "Too slow: the run took 9.00s > max 5s; call #1 search took 4.00s > max 3s."
+    assert create_scorer("latency", {"max_tool_seconds": 3.5}).score(actual).passed is False
+
+
+def test_latency_not_applicable_when_unmeasured_or_unconfigured() -> None:
+    assert create_scorer("latency", {"max_seconds": 5}).score(trace()).passed is None
+    assert create_scorer("latency").score(trace()).passed is None
+
+
+def test_price_lookup_prefers_the_longest_prefix() -> None:
+    assert find_price("gpt-4o-mini-2024-07-18", DEFAULT_PRICES) is DEFAULT_PRICES["gpt-4o-mini"]
+    assert find_price("openai/gpt-4o-2024-08-06", DEFAULT_PRICES) is DEFAULT_PRICES["gpt-4o"]
+    assert find_price("claude-sonnet-4-5-20250929", DEFAULT_PRICES) is DEFAULT_PRICES["claude-sonnet-4-5"]
+    assert find_price("gpt-4oo", DEFAULT_PRICES) is None
+    assert find_price("my-local-llama", DEFAULT_PRICES) is None
+
+
+def test_cost_from_usage_and_prices() -> None:
+    its = [iteration(0, "gpt-4o", input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=200_000)]
+    # 800k x 2.50 + 200k x 1.25 + 100k x 10.00 = 2.00 + 0.25 + 1.00 = $3.25
+    score = create_scorer("cost", {"max_usd": 3.30}).score(trace(iterations=its))
+    assert score.passed is True and score.details == {"usd": pytest.approx(3.25)}
+    over = create_scorer("cost", {"max_usd": 3}).score(trace(iterations=its))
+    assert over.passed is False and over.reason == "Cost estimated $3.2500 exceeds max $3."
+    custom = {"gpt-4o": {"input_per_mtok": 1, "output_per_mtok": 1}}
+    assert create_scorer("cost", {"prices": custom}).score(trace(iterations=its)).details == {"usd": pytest.approx(1.1)}
+
+
+def test_cost_unknown_model_is_not_applicable_unless_fail() -> None:
+    its = [iteration(0, "gpt-4o", input_tokens=1000, output_tokens=0), iteration(1, "my-llama", input_tokens=10)]
+    skipped = create_scorer("cost", {"max_usd": 1}).score(trace(iterations=its))
+    assert skipped.passed is None
+    assert skipped.reason is not None and "model call 1 (my-llama)" in skipped.reason and "`prices`" in skipped.reason
+    assert create_scorer("cost", {"max_usd": 1, "unknown_model": "fail"}).score(trace(iterations=its)).passed is False
+    assert create_scorer("cost", {"max_usd": 0.000001}).score(trace(iterations=its)).passed is False
+    priced = create_scorer("cost", {"max_usd": 1, "prices": {"my-llama": {"input_per_mtok": 0, "output_per_mtok": 0}}})
+    assert priced.score(trace(iterations=its)).passed is True
+
+
+def test_cost_without_limit_or_model_calls() -> None:
+    its = [iteration(0, "gpt-4o", input_tokens=1000, output_tokens=0)]
+    report_only = create_scorer("cost").score(trace(iterations=its))
+    assert report_only.passed is None and report_only.reason == "Cost estimated $0.0025 (no max_usd set)."
+    assert create_scorer("cost", {"max_usd": 1}).score(trace()).passed is None
+    with pytest.raises(InputError, match="unknown_model"):
+        create_scorer("cost", {"unknown_model": "ignore"})
+
+
+def test_estimate_cost_uses_the_runs_only_model_when_a_call_lacks_one() -> None:
+    from evaltrace.evaluators.rules_limits import estimate_cost
+
+    its = [iteration(0, None, input_tokens=1_000_000, output_tokens=0)]
+    assert estimate_cost(trace(iterations=its, models=["gpt-4o-mini"])).usd == pytest.approx(0.15)
+    unknown = estimate_cost(trace(iterations=its, models=["a", "b"]))
+    assert unknown.usd == 0.0 and unknown.unpriced == ["model call 0 (model not recorded)"]

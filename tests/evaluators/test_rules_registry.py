@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import pytest
+from _rule_traces import call, iteration, schema, trace
+
+from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.evaluators.base import run_scorer
+from evaltrace.evaluators.registry import create_scorer
+
+RULES = [
+    "tool_call_validity",
+    "tool_correctness",
+    "trajectory",
+    "tool_errors",
+    "tool_efficiency",
+    "budget",
+    "tool_name_reliability",
+    "tool_description_reliability",
+    "output",
+    "steps",
+    "outcome",
+    "groundedness",
+    "correctness",
+    "completeness",
+    "answer_quality",
+    "usage",
+    "latency",
+    "cost",
+]
+
+ODD = trace(
+    call("search", '{"q": "tru', arguments_truncated=True, result=None),
+    ToolCall(name="search", arguments=None, result={"error": {"code": 500}}),
+    call("get", [1, 2], result=["a", 3]),
+    tool_schemas=[schema("search", {"type": "object"}), schema("get", None, "")],
+    iterations=[iteration(0, None), iteration(1, "unknown-model", input_tokens=5)],
+    output=None,
+    status="unknown",
+)
+
+
+@pytest.mark.parametrize("name", RULES)
+@pytest.mark.parametrize("actual", [trace(), ODD], ids=["empty", "odd"])
+def test_default_rule_scorers_never_raise(name: str, actual: Trace) -> None:
+    scorer = create_scorer(name)
+    score = run_scorer(scorer, actual)
+    assert score.error is None, score.reason
+    assert score.scorer == name
+    assert score.value is None or 0.0 <= score.value <= 1.0
+    assert score.reason, "every verdict carries a reason"
+
+
+@pytest.mark.parametrize("name", RULES)
+def test_config_hash_is_stable(name: str) -> None:
+    assert create_scorer(name).config_hash() == create_scorer(name).config_hash()

@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _rule_traces import call, schema, trace
+
+from evaltrace.evaluators.errors import InputError
+from evaltrace.evaluators.registry import create_scorer
+
+WEATHER = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "unit": {"type": "string", "enum": ["C", "F"]},
+        "days": {"type": "integer"},
+    },
+    "required": ["city"],
+}
+OFFERED = [schema("get_weather", WEATHER), schema("search", None)]
+
+
+def validity(**config: Any) -> Any:
+    return create_scorer("tool_call_validity", config)
+
+
+def test_valid_calls_pass() -> None:
+    score = validity().score(trace(call("get_weather", {"city": "Paris", "unit": "C"}), tool_schemas=OFFERED))
+    assert score.passed is True and score.value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"unit": "C"}, "(arguments): 'city' is a required property"),
+        ({"city": 3}, "city: 3 is not of type 'string'"),
+        ({"city": "Paris", "unit": "K"}, "unit: 'K' is not one of ['C', 'F']"),
+        ({"city": "Paris", "days": 2.5}, "days: 2.5 is not of type 'integer'"),
+    ],
+)
+def test_schema_violations_are_named(arguments: dict[str, Any], message: str) -> None:
+    score = validity().score(trace(call("get_weather", arguments), tool_schemas=OFFERED))
+    assert score.passed is False and score.value == 0.0
+    assert score.reason is not None and f"call #1 get_weather: {message}" in score.reason
+
+
+def test_value_is_the_fraction_of_valid_calls() -> None:
+    calls = [call("get_weather", {"city": "Paris"}), call("get_weather", {}), call("search", {"q": 1})]
+    score = validity().score(trace(*calls, tool_schemas=OFFERED))
+    assert score.value == pytest.approx(2 / 3)
+    assert score.reason is not None and score.reason.startswith("1 of 3 calls invalid")
+
+
+def test_strict_rejects_undeclared_parameters() -> None:
+    actual = trace(call("get_weather", {"city": "Paris", "country": "FR"}), tool_schemas=OFFERED)
+    assert validity().score(actual).passed is True
+    score = validity(strict=True).score(actual)
+    assert score.passed is False and score.reason is not None and "country: unexpected parameter" in score.reason
+
+
+def test_additional_properties_false_in_schema_is_enforced_without_strict() -> None:
+    closed = {**WEATHER, "additionalProperties": False}
+    score = validity().score(
+        trace(call("get_weather", {"city": "P", "x": 1}), tool_schemas=[schema("get_weather", closed)])
+    )
+    assert score.passed is False
+
+
+def test_unknown_tool_reports_closest_offered_name() -> None:
+    score = validity().score(trace(call("get_wether", {"city": "Paris"}), tool_schemas=OFFERED))
+    assert score.passed is False
+    assert (
+        score.reason is not None
+        and "call #1 get_wether: tool was not offered (did you mean 'get_weather'?)" in score.reason
+    )
+
+
+def test_truncated_and_raw_arguments_are_invalid_with_a_clear_reason() -> None:
+    truncated = call("get_weather", '{"city": "Par', arguments_truncated=True)
+    raw = call("get_weather", "city=Paris")
+    score = validity().score(trace(truncated, raw, tool_schemas=OFFERED))
+    assert score.value == 0.0
+    assert score.reason is not None
+    assert "call #1 get_weather: arguments are not a JSON object (truncated" in score.reason
+    assert "call #2 get_weather: arguments are not a JSON object (got str" in score.reason
+
+
+def test_not_applicable_without_any_schema() -> None:
+    score = validity().score(trace(call("get_weather", {"city": "Paris"})))
+    assert score.passed is None
+    assert score.reason == "No tool schemas were recorded in the trace or given in `schemas`."
+
+
+def test_not_applicable_when_no_called_tool_has_a_schema() -> None:
+    score = validity(schemas={"other": {"type": "object"}}).score(trace(call("search", {"q": "x"})))
+    assert score.passed is None and score.reason == "No schema is known for any called tool (search)."
+
+
+def test_config_schemas_validate_without_recorded_schemas() -> None:
+    score = validity(schemas={"get_weather": WEATHER}).score(trace(call("get_weather", {"city": 1})))
+    assert score.passed is False
+
+
+def test_invalid_config_schema_is_a_construction_error_naming_the_tool() -> None:
+    with pytest.raises(InputError, match=r"spec.yaml: case c: scorer 'tool_call_validity': .*schema of tool 'f'"):
+        create_scorer("tool_call_validity", {"schemas": {"f": {"type": "nope"}}}, where="spec.yaml: case c")
+
+
+def test_broken_recorded_schema_is_skipped_not_blamed_on_the_agent() -> None:
+    broken = [schema("f", {"type": "nope"})]
+    score = validity().score(trace(call("f", {"a": 1}), tool_schemas=broken))
+    assert score.passed is None
+
+
+def correctness(mode: str, expected: list[dict[str, Any]] | None, **config: Any) -> Any:
+    return create_scorer("tool_correctness", {"mode": mode, "expected": expected, **config})
+
+
+def test_correctness_names_is_multiset_f1() -> None:
+    expected = [{"name": "search"}, {"name": "search"}, {"name": "book"}]
+    score = correctness("names", expected).score(trace(call("search"), call("book"), call("log")))
+    # common 2, precision 2/3, recall 2/3 -> F1 2/3
+    assert score.value == pytest.approx(2 / 3) and score.passed is False
+    assert score.reason is not None and "missing: search" in score.reason and "unexpected: log" in score.reason
+    assert correctness("names", expected, threshold=0.6).score(trace(call("search"), call("book"), call("log"))).passed
+
+
+def test_correctness_order_uses_lcs() -> None:
+    expected = [{"name": "a"}, {"name": "b"}, {"name": "c"}]
+    assert correctness("order", expected).score(trace(call("a"), call("b"), call("c"))).value == 1.0
+    score = correctness("order", expected).score(trace(call("c"), call("b"), call("a")))
+    assert score.value == pytest.approx(1 / 3)
+    assert score.reason is not None and "order differs" in score.reason
+    assert correctness("names", expected).score(trace(call("c"), call("b"), call("a"))).value == 1.0
+
+
+def test_correctness_arguments_mode_uses_the_matcher() -> None:
+    expected = [{"name": "book", "arguments": {"nights": 2}}]
+    assert correctness("arguments", expected).score(trace(call("book", {"nights": 2.0, "x": 1}))).value == 1.0
+    score = correctness("arguments", expected).score(trace(call("book", {"nights": 3})))
+    assert score.value == 0.0 and score.reason is not None and "different arguments" in score.reason
+    assert correctness("arguments", expected, arguments={"mode": "ignore"}).score(trace(call("book", {}))).passed
+
+
+def test_correctness_empty_sides() -> None:
+    assert correctness("names", []).score(trace()).value == 1.0
+    assert correctness("names", []).score(trace(call("a"))).value == 0.0
+    assert correctness("names", None).score(trace(call("a"))).passed is None
+
+
+def test_calls_without_recorded_arguments_are_skipped_and_reported() -> None:
+    from evaltrace.collector.records import ToolCall
+
+    actual = trace(
+        call("get_weather", {"city": "Paris"}), ToolCall(name="get_weather", arguments=None), tool_schemas=OFFERED
+    )
+    score = validity().score(actual)
+    assert score.passed is True and score.details is not None and score.details["skipped"] == 1
+    assert score.reason == (
+        "All 1 checked calls match their tool schemas. 1 call(s) not checked (no schema, or arguments not recorded)."
+    )
