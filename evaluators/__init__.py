@@ -1,6 +1,31 @@
 """Score stored traces with rule and judge scorers, and gate on the result."""
 
 from evaltrace.evaluators.base import Score, Scorer, run_scorer
+from evaltrace.evaluators.engine import ScoreOptions, score_traces
 from evaltrace.evaluators.registry import create_scorer, register, scorer_names
+from evaltrace.evaluators.report import EntryResult, Report, ScoreResult, evaluate_gate, write_report
+from evaltrace.evaluators.spec import Case, Expect, RepeatPolicy, Spec, Turn
+from evaltrace.evaluators.spec_loader import LoadedSpec, load_spec
 
-__all__ = ["Score", "Scorer", "create_scorer", "register", "run_scorer", "scorer_names"]
+__all__ = [
+    "Case",
+    "EntryResult",
+    "Expect",
+    "LoadedSpec",
+    "RepeatPolicy",
+    "Report",
+    "Score",
+    "ScoreOptions",
+    "ScoreResult",
+    "Scorer",
+    "Spec",
+    "Turn",
+    "create_scorer",
+    "evaluate_gate",
+    "load_spec",
+    "register",
+    "run_scorer",
+    "score_traces",
+    "scorer_names",
+    "write_report",
+]

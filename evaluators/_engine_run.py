@@ -1,0 +1,189 @@
+"""Scoring one sample (a trace, or a conversation's turns), run statistics, and the judge session.
+
+All scorers of a sample run through `arun_scorer` under asyncio: rule scorers return at once,
+judge scorers await their client, so judges of many samples run concurrently (bounded by the
+judge's own semaphore). The judge session is opened only when a judge (a scorer overriding
+`ascore`) is among the scorers, so rule-only scoring never touches the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaltrace.collector.records import Trace, Usage
+from evaltrace.evaluators._aggregate import percentile, sample_status, score_result, status_passed
+from evaltrace.evaluators.base import Scorer, arun_scorer
+from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, find_price
+from evaltrace.evaluators.report import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
+from evaltrace.evaluators.spec import Case
+
+
+@dataclass
+class RunStats:
+    """Aggregates over every scored trace: latency, tokens, estimated cost."""
+
+    prices: Mapping[str, ModelPrice] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    """Model prices: the built-in table, extended or overridden by the spec's `prices`."""
+    traces: int = 0
+    """Traces read (scored or not)."""
+    durations: list[float] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    cost_usd: float = 0.0
+    priced: int = 0
+    unpriced_models: set[str] = field(default_factory=set)
+
+    def add(self, trace: Trace) -> float | None:
+        """Count a scored trace; returns its estimated cost (`None` when it cannot be priced)."""
+        if trace.duration_seconds is not None:
+            self.durations.append(trace.duration_seconds)
+        self.usage = TokenUsage(
+            input_tokens=self.usage.input_tokens + (trace.usage.input_tokens or 0),
+            output_tokens=self.usage.output_tokens + (trace.usage.output_tokens or 0),
+        )
+        cost = self._trace_cost(trace)
+        if cost is not None:
+            self.cost_usd += cost
+            self.priced += 1
+        return cost
+
+    def _trace_cost(self, trace: Trace) -> float | None:
+        total, complete = 0.0, True
+        for iteration in trace.iterations:
+            price = find_price(iteration.model, self.prices) if iteration.model else None
+            if price is None:
+                complete = False
+                self.unpriced_models.add(iteration.model or "(unknown model)")
+                continue
+            total += _iteration_cost(iteration.usage, price)
+        # A trace without model calls has nothing to price: it is neither priced nor unpriced.
+        return total if complete and trace.iterations else None
+
+    def latency(self) -> LatencyStats:
+        """p50/p95 of the scored traces' durations."""
+        return LatencyStats(
+            p50_seconds=percentile(self.durations, 0.5),
+            p95_seconds=percentile(self.durations, 0.95),
+            traces=len(self.durations),
+        )
+
+    def cost(self) -> CostStats:
+        """The estimated cost; `None` when nothing could be priced."""
+        estimated = self.cost_usd if self.priced else None
+        return CostStats(estimated_usd=estimated, unpriced_models=sorted(self.unpriced_models))
+
+
+def _iteration_cost(usage: Usage, price: ModelPrice) -> float:
+    cached = usage.cache_read_tokens or 0
+    uncached = max((usage.input_tokens or 0) - cached, 0)
+    cached_price = price.cached_input_per_mtok if price.cached_input_per_mtok is not None else price.input_per_mtok
+    dollars = (
+        uncached * price.input_per_mtok + cached * cached_price + (usage.output_tokens or 0) * price.output_per_mtok
+    )
+    return dollars / 1e6
+
+
+async def _run_scorers(trace: Trace, case: Case | None, scorers: Sequence[Scorer]) -> list[Any]:
+    return list(await asyncio.gather(*(arun_scorer(scorer, trace, case) for scorer in scorers)))
+
+
+async def score_trace(trace: Trace, case: Case | None, scorers: Sequence[Scorer], stats: RunStats) -> SampleResult:
+    """Score one trace with `scorers` (the case passed to each as context)."""
+    scores = [score_result(s) for s in await _run_scorers(trace, case, scorers)]
+    status = sample_status(scores)
+    return SampleResult(
+        trace_id=trace.trace_id,
+        trace_ids=[trace.trace_id],
+        conversation_id=trace.conversation_id,
+        status=status,
+        passed=status_passed(status),
+        scores=scores,
+        input=trace.input,
+        output=trace.final_answer(),
+        error=trace.error,
+        start_time=trace.start_time,
+        duration_seconds=trace.duration_seconds,
+        usage=TokenUsage(input_tokens=trace.usage.input_tokens or 0, output_tokens=trace.usage.output_tokens or 0),
+        cost_usd=stats.add(trace),
+    )
+
+
+async def score_conversation(
+    traces: Sequence[Trace], case: Case, turn_scorers: Sequence[Sequence[Scorer]], stats: RunStats
+) -> SampleResult:
+    """Score a conversation against a multi-turn case: turn i with the i-th trace (start-time order)."""
+    turns = case.turns or []
+    jobs = []
+    for index, turn in enumerate(turns):
+        if index < len(traces):
+            update = {"input": turn.input, "expected_output": turn.expected_output, "expect": turn.expect}
+            jobs.append(_run_scorers(traces[index], case.model_copy(update=update), turn_scorers[index]))
+    scores: list[ScoreResult] = []
+    for index, found in enumerate(await asyncio.gather(*jobs), start=1):
+        scores += [score_result(s, turn=index) for s in found]
+    for index in range(len(traces), len(turns)):
+        reason = f"the conversation has {len(traces)} trace(s); no trace for turn {index + 1} ({turns[index].input!r})"
+        scores.append(ScoreResult(scorer="turns", passed=False, reason=reason, turn=index + 1))
+    used = traces[: len(turns)]
+    costs = [stats.add(trace) for trace in used]
+    status = sample_status(scores)
+    return SampleResult(
+        trace_id=used[0].trace_id,
+        trace_ids=[t.trace_id for t in used],
+        conversation_id=used[0].conversation_id,
+        status=status,
+        passed=status_passed(status),
+        scores=scores,
+        input=used[0].input,
+        output=used[-1].final_answer(),
+        error=next((t.error for t in used if t.error), None),
+        start_time=used[0].start_time,
+        duration_seconds=_span_seconds(used),
+        usage=TokenUsage(
+            input_tokens=sum(t.usage.input_tokens or 0 for t in used),
+            output_tokens=sum(t.usage.output_tokens or 0 for t in used),
+        ),
+        cost_usd=None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+    )
+
+
+def _span_seconds(traces: Sequence[Trace]) -> float | None:
+    starts = [t.start_time for t in traces if t.start_time is not None]
+    ends = [t.end_time for t in traces if t.end_time is not None]
+    return (max(ends) - min(starts)).total_seconds() if starts and ends else None
+
+
+def is_judge(scorer: Scorer) -> bool:
+    """Whether the scorer is async (a judge), i.e. overrides `Scorer.ascore`."""
+    return type(scorer).ascore is not Scorer.ascore
+
+
+@asynccontextmanager
+async def judge_session_for(
+    scorers: Sequence[Scorer], overrides: dict[str, Any]
+) -> AsyncIterator[Callable[[], dict[str, Any] | None]]:
+    """Open one judge session when a judge is among `scorers`; yields a getter of its stats.
+
+    Without judges nothing is opened (no judge settings are needed) and the stats are `None`.
+    """
+    if not any(is_judge(s) for s in scorers):
+        yield lambda: None
+        return
+    # Imported here: the judge pulls in the HTTP client, which rule-only scoring never needs.
+    from evaltrace.evaluators.judge import JudgeSettings, judge_session
+
+    settings = JudgeSettings.from_env(**overrides)
+    async with judge_session(settings) as session:
+        yield lambda: _stats_dict(session.stats())
+
+
+def _stats_dict(stats: Any) -> dict[str, Any] | None:
+    if stats is None:
+        return None
+    if hasattr(stats, "model_dump"):
+        dumped: dict[str, Any] = stats.model_dump(mode="json")
+        return dumped
+    return dict(stats)

@@ -1,0 +1,173 @@
+"""The gate, outcome arithmetic, the JSON report writer and the terminal summary."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from evaltrace.collector.errors import InputError
+from evaltrace.evaluators._aggregate import aggregate_case, percentile, sample_status
+from evaltrace.evaluators.report import (
+    Counts,
+    EntryResult,
+    Report,
+    ReportInputs,
+    SampleResult,
+    ScoreResult,
+    evaluate_gate,
+    load_report,
+    write_report,
+)
+from evaltrace.evaluators.spec import Case, RepeatPolicy
+from evaltrace.evaluators.summary import render_summary
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def entry(rate: float | None, status: str = "passed") -> EntryResult:
+    return EntryResult(
+        case_id="c", trace_id=None, passed=None if rate is None else rate == 1.0, status=status, pass_rate=rate
+    )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("rates", "confidence", "passed"),
+    [
+        ([1, 1, 1, 1, 0], 0.8, True),
+        ([1, 1, 1, 1, 0], 0.9, False),
+        ([1, 1, 1, 1, 1], 1.0, True),
+        ([1, 1, 1, 1, 0], 1.0, False),
+        ([0.7, 0.7, 0.7], 0.7, True),  # sums of fractions must not miss the threshold by a rounding error
+        ([0, 0], 0.0, True),
+    ],
+)
+def test_gate_thresholds(rates: list[float], confidence: float, passed: bool) -> None:
+    gate = evaluate_gate([entry(float(r)) for r in rates], confidence)
+    assert gate.passed is passed
+    assert gate.pass_rate == pytest.approx(sum(rates) / len(rates))
+
+
+def test_gate_ignores_not_applicable_and_fails_when_nothing_applied() -> None:
+    gate = evaluate_gate([entry(1.0), entry(None, "not_applicable"), entry(0.0, "missing")], 0.5)
+    assert (gate.passed, gate.pass_rate, gate.reason) == (True, 0.5, "pass rate 50.0% (1/2) >= confidence 50.0%")
+    empty = evaluate_gate([entry(None, "not_applicable")], 0.0)
+    assert (empty.passed, empty.pass_rate) == (False, None)
+
+
+def score(passed: bool | None, error: str | None = None) -> ScoreResult:
+    return ScoreResult(scorer="s", passed=passed, reason="r", error=error)
+
+
+def test_sample_status() -> None:
+    assert sample_status([score(True), score(None)]) == "passed"
+    assert sample_status([score(True), score(False)]) == "failed"
+    assert sample_status([score(None, error="ValueError")]) == "failed"  # an error never passes
+    assert sample_status([score(None), score(None)]) == "not_applicable"
+    assert sample_status([]) == "not_applicable"
+
+
+def sample(n: int, status: str) -> SampleResult:
+    passed = None if status == "not_applicable" else status == "passed"
+    return SampleResult(
+        trace_id=f"t{n}",
+        status=status,  # type: ignore[arg-type]
+        passed=passed,
+        scores=[score(passed)],
+        start_time=T0 + timedelta(seconds=n),
+    )
+
+
+CASE = Case(id="c", input="q")
+
+
+def test_not_applicable_samples_do_not_count_in_a_case() -> None:
+    samples = [sample(0, "not_applicable"), sample(1, "passed"), sample(2, "failed")]
+    result = aggregate_case(CASE, RepeatPolicy(rule="mean"), samples)
+    assert (result.pass_rate, result.passed, result.status) == (0.5, False, "failed")
+    assert result.reason is not None and result.reason.startswith(
+        "1 of 2 samples passed (rule mean); first failure: s: r"
+    )
+
+
+def test_pass_at_k_counts_the_first_k_samples_only() -> None:
+    samples = [sample(2, "passed"), sample(0, "failed"), sample(1, "failed")]
+    assert aggregate_case(CASE, RepeatPolicy(rule="pass@k", k=2), samples).passed is False
+    assert aggregate_case(CASE, RepeatPolicy(rule="pass@k", k=3), samples).passed is True
+    assert aggregate_case(CASE, RepeatPolicy(rule="pass@k", k=3), samples).rule == "pass@3"
+
+
+def test_majority_needs_more_than_half() -> None:
+    two_two = [sample(0, "passed"), sample(1, "passed"), sample(2, "failed"), sample(3, "failed")]
+    assert aggregate_case(CASE, RepeatPolicy(rule="majority"), two_two).passed is False
+    assert aggregate_case(CASE, RepeatPolicy(rule="majority"), two_two[:3]).passed is True
+
+
+def test_percentile() -> None:
+    assert percentile([], 0.5) is None
+    assert percentile([3.0], 0.95) == 3.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
+    assert percentile([4.0, 1.0, 3.0, 2.0], 0.95) == pytest.approx(3.85)
+
+
+def make_report(entries: list[EntryResult], passed: bool) -> Report:
+    return Report(
+        evaltrace_version="0.1.0",
+        created_at=T0,
+        inputs=ReportInputs(paths=["runs"], spec="evals.yaml"),
+        passed=passed,
+        pass_rate=0.5,
+        confidence=0.8,
+        gate_reason="pass rate 50.0% (1/2) < confidence 80.0%",
+        counts=Counts(entries=len(entries), passed=1, failed=1, traces=2),
+        entries=entries,
+    )
+
+
+def test_summary_lists_failing_entries_with_reasons_and_ends_with_the_gate() -> None:
+    failing = EntryResult(
+        case_id="paris-weather",
+        trace_id="ab" * 16,
+        passed=False,
+        status="failed",
+        pass_rate=0.0,
+        scores=[
+            ScoreResult(scorer="output", passed=False, reason="missing '18'."),
+            ScoreResult(scorer="tool_errors", passed=True, reason="no tool errors"),
+            ScoreResult(scorer="output", passed=False, reason="missing 'David'", turn=2),
+        ],
+    )
+    missing = EntryResult(
+        case_id="rome", trace_id=None, passed=False, status="missing", pass_rate=0.0, reason="no trace matched"
+    )
+    ok = EntryResult(case_id="fine", trace_id="cd" * 16, passed=True, status="passed", pass_rate=1.0)
+    text = render_summary(make_report([failing, missing, ok], passed=False))
+    lines = text.splitlines()
+    assert lines[0] == "evaltrace score: spec evals.yaml; 2 traces read"
+    assert f"FAILED paris-weather [trace {'ab' * 16}]" in lines
+    assert "  - output: missing '18'." in lines
+    assert "  - output (turn 2): missing 'David'" in lines
+    assert not any("tool_errors" in line for line in lines)
+    assert lines[lines.index("MISSING rome") + 1] == "  - no trace matched"
+    assert not any("fine" in line for line in lines)
+    assert lines[-1] == "Gate FAILED: pass rate 50.0% (1/2) < confidence 80.0%"
+
+
+def test_write_report_to_file_and_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = make_report([], passed=True)
+    target = tmp_path / "out" / "report.json"
+    write_report(report, str(target))
+    assert load_report(target) == report
+    data = json.loads(target.read_text())
+    assert data["schema_version"] == 1 and data["passed"] is True and data["entries"] == []
+    write_report(report, "-")
+    assert json.loads(capsys.readouterr().out) == data
+
+
+def test_write_report_to_unwritable_place_is_an_input_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(InputError, match=r"file/report\.json: cannot write the JSON report"):
+        write_report(make_report([], passed=True), str(blocker / "report.json"))
