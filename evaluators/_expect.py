@@ -8,7 +8,9 @@ or more scorers whose config carries the expectation, so every scorer is self-co
 - `tool_correctness: {mode, threshold}` -> `tool_correctness` with `expected` from `tool_calls`.
 - `output`, `steps`, `usage`, `latency`, `cost`, `budget` -> the scorer of the same name.
 - `outcome: success` -> `outcome` with `expected`.
-- `answer: {...}` -> `groundedness`, `correctness`, `completeness`, `answer_quality`.
+- `answer: {...}` -> `answer_quality`, the weighted groundedness / correctness / completeness score
+  (40/40/20 by default) that gates, as in the seed's evaluation; its details carry each axis. A
+  case that must pass one axis on its own names it: `expect: {groundedness: {...}}`.
 - any other key -> the registered scorer of that name, with the value as its config.
 """
 
@@ -25,7 +27,7 @@ from evaltrace.evaluators.registry import scorer_class, scorer_names
 from evaltrace.evaluators.spec import Expect, ScorerRef, TrajectoryOptions
 
 _PASSTHROUGH = ("output", "steps", "usage", "latency", "cost", "budget")
-ANSWER_SCORERS = ("groundedness", "correctness", "completeness", "answer_quality")
+ANSWER_SCORER = "answer_quality"
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ def expect_requests(expect: Expect, prefix: str = "expect") -> list[ScorerReques
     if expect.outcome is not None:
         requests.append(ScorerRequest("outcome", {"expected": expect.outcome}, f"{prefix}.outcome"))
     if expect.answer is not None:
-        requests += [ScorerRequest(name, dict(expect.answer), f"{prefix}.answer") for name in ANSWER_SCORERS]
+        requests.append(ScorerRequest(ANSWER_SCORER, dict(expect.answer), f"{prefix}.answer"))
     for key, value in (expect.model_extra or {}).items():
         requests.append(ScorerRequest(key, dict(value or {}), f"{prefix}.{key}"))
     return requests

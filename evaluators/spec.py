@@ -122,7 +122,7 @@ class Expect(BaseModel):
     outcome: OutcomeLabel | None = None
     """The expected outcome of the run."""
     answer: dict[str, Any] | None = None
-    """`{expected, facts, aliases, weights}` for groundedness/correctness/completeness."""
+    """`{expected, facts, fields, aliases, weights, threshold}`: the weighted answer_quality score (40/40/20)."""
 
 
 class RepeatPolicy(_SpecModel):

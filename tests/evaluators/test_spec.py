@@ -104,9 +104,6 @@ def test_every_expect_key_maps_to_its_scorer(tmp_path: Path) -> None:
         "cost",
         "budget",
         "outcome",
-        "groundedness",
-        "correctness",
-        "completeness",
         "answer_quality",
         "tool_name_reliability",
     ]
@@ -116,7 +113,7 @@ def test_every_expect_key_maps_to_its_scorer(tmp_path: Path) -> None:
     assert by_name["tool_correctness"]["expected"] == [{"name": "search", "arguments": None}]
     assert by_name["outcome"]["expected"] == "success"
     assert by_name["output"]["contains"] == ["x"]
-    assert by_name["correctness"]["facts"] == ["18"]
+    assert by_name["answer_quality"]["facts"] == ["18"]
 
 
 def test_global_scorer_with_config_applies_to_every_case(tmp_path: Path) -> None:
