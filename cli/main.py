@@ -24,7 +24,6 @@ app = typer.Typer(
 )
 
 
-
 @app.callback()
 def _root() -> None:
     """Record agent spans to Parquet and score them offline."""
@@ -39,7 +38,7 @@ def version() -> None:
 
 
 # Command modules register themselves on `app` when imported.
-from evaltrace.cli import _collect, _runs, _score, _traces  # noqa: E402, F401
+from evaltrace.cli import _collect, _run, _runs, _score, _scorers_cmd, _traces  # noqa: E402, F401
 
 
 def main(argv: Sequence[str] | None = None) -> int:
