@@ -1,30 +1,69 @@
-"""Record agent spans to local Parquet files, read them back, and rebuild agent traces."""
+"""Record agent spans to local Parquet files, read them back, and rebuild agent traces.
 
-from evaltrace.collector._redact import RedactionSettings
-from evaltrace.collector.convert import convert_spans, convert_trace, group_conversations, read_traces
-from evaltrace.collector.errors import EvaltraceError, InputError
-from evaltrace.collector.exporter import ParquetSpanExporter
-from evaltrace.collector.reader import (
-    RunsSummary,
-    TraceSummary,
-    clean_stale_inflight,
-    find_stale_inflight,
-    iter_traces,
-    read_spans,
-    resolve_paths,
-    summarize_runs,
-)
-from evaltrace.collector.recording import Recorder, record
-from evaltrace.collector.records import (
-    Conversation,
-    Iteration,
-    Message,
-    MessagePart,
-    ToolCall,
-    ToolSchema,
-    Trace,
-    Usage,
-)
+Names are imported on first use (PEP 562): importing the records or the pytest plugin must not
+pay for pyarrow and the OTel SDK until something actually reads or writes spans.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evaltrace.collector._redact import RedactionSettings
+    from evaltrace.collector.convert import convert_spans, convert_trace, group_conversations, read_traces
+    from evaltrace.collector.errors import EvaltraceError, InputError
+    from evaltrace.collector.exporter import ParquetSpanExporter
+    from evaltrace.collector.reader import (
+        RunsSummary,
+        TraceSummary,
+        clean_stale_inflight,
+        find_stale_inflight,
+        iter_traces,
+        read_spans,
+        resolve_paths,
+        summarize_runs,
+    )
+    from evaltrace.collector.recording import Recorder, record
+    from evaltrace.collector.records import (
+        Conversation,
+        Iteration,
+        Message,
+        MessagePart,
+        ToolCall,
+        ToolSchema,
+        Trace,
+        Usage,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "Conversation": "evaltrace.collector.records",
+    "EvaltraceError": "evaltrace.collector.errors",
+    "InputError": "evaltrace.collector.errors",
+    "Iteration": "evaltrace.collector.records",
+    "Message": "evaltrace.collector.records",
+    "MessagePart": "evaltrace.collector.records",
+    "ParquetSpanExporter": "evaltrace.collector.exporter",
+    "Recorder": "evaltrace.collector.recording",
+    "RedactionSettings": "evaltrace.collector._redact",
+    "RunsSummary": "evaltrace.collector.reader",
+    "ToolCall": "evaltrace.collector.records",
+    "ToolSchema": "evaltrace.collector.records",
+    "Trace": "evaltrace.collector.records",
+    "TraceSummary": "evaltrace.collector.reader",
+    "Usage": "evaltrace.collector.records",
+    "clean_stale_inflight": "evaltrace.collector.reader",
+    "convert_spans": "evaltrace.collector.convert",
+    "convert_trace": "evaltrace.collector.convert",
+    "find_stale_inflight": "evaltrace.collector.reader",
+    "group_conversations": "evaltrace.collector.convert",
+    "iter_traces": "evaltrace.collector.reader",
+    "read_spans": "evaltrace.collector.reader",
+    "read_traces": "evaltrace.collector.convert",
+    "record": "evaltrace.collector.recording",
+    "resolve_paths": "evaltrace.collector.reader",
+    "summarize_runs": "evaltrace.collector.reader",
+}
 
 __all__ = [
     "Conversation",
@@ -54,3 +93,16 @@ __all__ = [
     "resolve_paths",
     "summarize_runs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
