@@ -17,14 +17,29 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evaltrace.cli import _score
+from evaltrace.cli._options import (
+    CaseGlobs,
+    Confidence,
+    JsonPath,
+    JudgeApiKey,
+    JudgeBaseUrl,
+    JudgeCacheDir,
+    JudgeConcurrency,
+    JudgeMaxRequests,
+    JudgeModel,
+    JudgeTimeout,
+    NoJudgeCache,
+    Tags,
+    Tiers,
+    case_globs,
+    load_spec_arg,
+)
 from evaltrace.cli.main import app
 from evaltrace.evaluators.errors import InputError
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.runner import RunResult
 
-_JUDGE = "Judge"
-_SELECT = "Selection"
 _RUN = "Run"
 
 
@@ -47,59 +62,30 @@ def run(
         Path | None,
         typer.Option("--out", help="Folder for the run (default runs/<timestamp>-<id>/).", rich_help_panel=_RUN),
     ] = None,
-    confidence: Annotated[
-        float | None,
-        typer.Option("--confidence", min=0.0, max=1.0, help="Minimum pass rate for the gate (overrides the spec's)."),
-    ] = None,
-    json_path: Annotated[
-        str | None, typer.Option("--json", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout).")
-    ] = None,
-    tier: Annotated[
-        list[str] | None, typer.Option("--tier", help="Only cases of this tier (repeatable).", rich_help_panel=_SELECT)
-    ] = None,
-    tag: Annotated[
-        list[str] | None, typer.Option("--tag", help="Only cases with this tag (repeatable).", rich_help_panel=_SELECT)
-    ] = None,
-    case: Annotated[
-        list[str] | None,
-        typer.Option("--case", help="Only cases whose id matches (glob; repeatable).", rich_help_panel=_SELECT),
-    ] = None,
-    judge_model: Annotated[str | None, typer.Option(help="Judge model name.", rich_help_panel=_JUDGE)] = None,
-    judge_base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible base URL of the judge.", rich_help_panel=_JUDGE)
-    ] = None,
-    judge_api_key: Annotated[str | None, typer.Option(help="Judge API key.", rich_help_panel=_JUDGE)] = None,
-    judge_timeout: Annotated[
-        float | None, typer.Option(min=0.0, help="Seconds per judge request.", rich_help_panel=_JUDGE)
-    ] = None,
-    judge_concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Judge requests in flight at once.", rich_help_panel=_JUDGE)
-    ] = None,
-    judge_max_requests: Annotated[
-        int | None, typer.Option(min=0, help="Budget of judge requests for the run.", rich_help_panel=_JUDGE)
-    ] = None,
-    judge_cache_dir: Annotated[
-        Path | None, typer.Option(help="Folder of the judge verdict cache.", rich_help_panel=_JUDGE)
-    ] = None,
-    no_judge_cache: Annotated[
-        bool, typer.Option("--no-judge-cache", help="Neither read nor write the verdict cache.", rich_help_panel=_JUDGE)
-    ] = False,
+    confidence: Confidence = None,
+    json_path: JsonPath = None,
+    tier: Tiers = None,
+    tag: Tags = None,
+    case: CaseGlobs = None,
+    judge_model: JudgeModel = None,
+    judge_base_url: JudgeBaseUrl = None,
+    judge_api_key: JudgeApiKey = None,
+    judge_timeout: JudgeTimeout = None,
+    judge_concurrency: JudgeConcurrency = None,
+    judge_max_requests: JudgeMaxRequests = None,
+    judge_cache_dir: JudgeCacheDir = None,
+    no_judge_cache: NoJudgeCache = False,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
     from evaltrace.evaluators.engine import ScoreOptions, select_cases
     from evaltrace.evaluators.runner import RunOptions, load_agent, new_run_directory, run_agent
-    from evaltrace.evaluators.spec_loader import load_spec, split_spec_arg
 
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout: must be more than 0 seconds")
     function = load_agent(agent)
-    spec_file, case_id = split_spec_arg(spec)
-    loaded = load_spec(spec_file)
-    globs = tuple(case or ()) + ((_literal_glob(case_id),) if case_id else ())
-    if case_id is not None and case_id not in {c.id for c in loaded.cases}:
-        known = ", ".join(c.id for c in loaded.cases)
-        raise InputError(f"{spec_file}: no case with id {case_id!r} (cases: {known})")
-    cases = select_cases(loaded, ScoreOptions(tiers=tuple(tier or ()), tags=tuple(tag or ()), cases=globs))
+    loaded, case_id = load_spec_arg(spec)
+    selection = ScoreOptions(tiers=tuple(tier or ()), tags=tuple(tag or ()), cases=case_globs(case, case_id))
+    cases = select_cases(loaded, selection)
     directory = out if out is not None else new_run_directory()
     options = RunOptions(repeat=repeat, concurrency=concurrency, timeout=timeout)
     result = run_agent(function, cases, directory, options)
@@ -137,8 +123,3 @@ def _report_run(
     selection += [f"--case {shlex.quote(c)}" for c in case or []]
     command = ["evaltrace score", shlex.quote(str(result.directory)), "--spec", shlex.quote(spec), *selection]
     print("score it again with: " + " ".join(command), file=sys.stderr)
-
-
-def _literal_glob(text: str) -> str:
-    # `file::case_id` names one case exactly, even when its id contains glob characters.
-    return "".join(f"[{c}]" if c in "*?[" else c for c in text)

@@ -1,0 +1,72 @@
+"""Options shared by `evaltrace score` and `evaltrace run`, declared once so both stay in step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from evaltrace.evaluators.errors import InputError
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.spec_loader import LoadedSpec
+
+JUDGE = "Judge"
+SELECT = "Selection"
+
+Confidence = Annotated[
+    float | None,
+    typer.Option("--confidence", min=0.0, max=1.0, help="Minimum pass rate for the gate (overrides the spec's)."),
+]
+JsonPath = Annotated[
+    str | None, typer.Option("--json", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout).")
+]
+Tiers = Annotated[
+    list[str] | None, typer.Option("--tier", help="Only cases of this tier (repeatable).", rich_help_panel=SELECT)
+]
+Tags = Annotated[
+    list[str] | None, typer.Option("--tag", help="Only cases with this tag (repeatable).", rich_help_panel=SELECT)
+]
+CaseGlobs = Annotated[
+    list[str] | None,
+    typer.Option("--case", help="Only cases whose id matches (glob; repeatable).", rich_help_panel=SELECT),
+]
+JudgeModel = Annotated[str | None, typer.Option(help="Judge model name.", rich_help_panel=JUDGE)]
+JudgeBaseUrl = Annotated[
+    str | None, typer.Option(help="OpenAI-compatible base URL of the judge.", rich_help_panel=JUDGE)
+]
+JudgeApiKey = Annotated[str | None, typer.Option(help="Judge API key.", rich_help_panel=JUDGE)]
+JudgeTimeout = Annotated[float | None, typer.Option(min=0.0, help="Seconds per judge request.", rich_help_panel=JUDGE)]
+JudgeConcurrency = Annotated[
+    int | None, typer.Option(min=1, help="Judge requests in flight at once.", rich_help_panel=JUDGE)
+]
+JudgeMaxRequests = Annotated[
+    int | None, typer.Option(min=0, help="Budget of judge requests for the run.", rich_help_panel=JUDGE)
+]
+JudgeCacheDir = Annotated[Path | None, typer.Option(help="Folder of the judge verdict cache.", rich_help_panel=JUDGE)]
+NoJudgeCache = Annotated[
+    bool, typer.Option("--no-judge-cache", help="Neither read nor write the verdict cache.", rich_help_panel=JUDGE)
+]
+
+
+def load_spec_arg(spec: str) -> tuple[LoadedSpec, str | None]:
+    """Load `FILE` or `FILE::CASE_ID`; a case id the file does not define is an input error."""
+    from evaltrace.evaluators.spec_loader import load_spec, split_spec_arg
+
+    file, case_id = split_spec_arg(spec)
+    loaded = load_spec(file)
+    if case_id is not None and case_id not in {c.id for c in loaded.cases}:
+        known = ", ".join(c.id for c in loaded.cases)
+        raise InputError(f"{file}: no case with id {case_id!r} (cases: {known})")
+    return loaded, case_id
+
+
+def case_globs(case: list[str] | None, case_id: str | None) -> tuple[str, ...]:
+    """The `--case` globs plus the exact id from `FILE::CASE_ID`."""
+    return tuple(case or ()) + ((_literal_glob(case_id),) if case_id else ())
+
+
+def _literal_glob(text: str) -> str:
+    # `file::case_id` names one case exactly, even when its id contains glob characters.
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
