@@ -136,5 +136,8 @@ def _render_call(call: ToolCall, indent: str) -> Iterator[str]:
     if call.result is not None:
         result = call.result if isinstance(call.result, str) else json.dumps(call.result, ensure_ascii=False)
         yield f"{indent}   result: {_clip(result, 200)}"
-    if call.child is not None:
+    if call.handoff:
+        # The handed-off agent's calls already follow in this trace; its child repeats them.
+        yield f"{indent}   handed off to {call.child.agent_name if call.child else call.result}"
+    elif call.child is not None:
         yield from render_trace(call.child, indent + "   ")

@@ -4,15 +4,24 @@ What counts as what (the rules scorers rely on):
 
 - A trace is built from the outermost agent or workflow span. Without one, from the tree's root,
   with the model calls under it as iterations. A root that is not an agent but holds exactly one
-  outermost agent (a test harness's wrapper span) gives that agent's trace; its attributes
-  (`evaltrace.case_id`, ...) still count.
+  outermost run (a test harness's wrapper span, the OpenAI-Agents bridge's per-trace wrapper)
+  gives that run's trace; its attributes (`evaltrace.case_id`, ...) still count.
+- A run is one agent span, or a handoff chain: sibling agent spans where each one after the first
+  was handed the run by the one before it (that agent's scope holds a tool span whose result names
+  it, as the bridge's `handoff to <agent>` span does). A handoff chain is ONE trace, because the
+  user started one run and the SDK reports one result: `input` from the first agent, `output`
+  from the last, iterations and usage over every agent's model calls, `tool_calls` in the order
+  made across the chain (the handed-off agents' calls follow the handoff call, so trajectory and
+  step scorers see them without `nested`), `agent_name` the first agent and `handoffs` the agents
+  handed to. The handoff call's `child` is the run from the target agent on, and its `handoff`
+  flag tells nested traversal that those calls are already in the list.
 - Iterations are the model-call spans in the trace's scope, in start order. A model call inside
   another model call (two instrumentations of one request) or inside a tool (a tool's own LLM
   use) is not an iteration of this agent.
-- A nested agent span (agent-as-tool, handoff, a workflow's sub-agents) is its own child trace,
-  reachable from `ToolCall.child`: from the tool span it runs under, or else from a tool call of
-  its own (named after the agent) placed where it started. Its spans never mix into the parent's
-  iterations or usage.
+- Any other nested agent run (agent-as-tool, a workflow's sub-agents, an agent span inside
+  another agent) is its own child trace, reachable from `ToolCall.child`: from the tool span it
+  runs under, or else from a tool call of its own (named after the agent) placed where it
+  started. Its spans never mix into the parent's iterations or usage.
 - Usage is summed over this trace's iterations only; agent spans' aggregates are ignored.
 """
 
@@ -35,7 +44,7 @@ Classify = Callable[[Span], NormalizedSpan]
 
 @dataclass(slots=True)
 class _Scope:
-    """The spans one trace owns: its model calls and tool executions, nested agents cut out."""
+    """The spans one agent span owns: its model calls and tool executions, nested agents cut out."""
 
     llms: list[NormalizedSpan] = field(default_factory=list)
     tools: list[ToolSpan] = field(default_factory=list)
@@ -48,6 +57,7 @@ class Assembler:
     def __init__(self, tree: SpanTree, classified: dict[str, NormalizedSpan]) -> None:
         self.tree = tree
         self.classified = classified
+        self._scopes: dict[str, _Scope] = {}
 
     def traces(self) -> list[Trace]:
         """One trace per root of the tree (normally one)."""
@@ -60,11 +70,12 @@ class Assembler:
         return self.classified[span.span_id].role
 
     def _trace_for_root(self, root: Span) -> Trace:
-        top = root if self._role(root) == "agent" else None
-        if top is None:
-            agents = self._outermost_agents(root)
-            top = agents[0] if len(agents) == 1 and not self._has_llm_outside(root, agents[0]) else root
-        trace = self.build(top)
+        if self._role(root) == "agent":
+            trace = self.build(root)
+        else:
+            runs = self._runs(self._outermost_agents(root))
+            alone = len(runs) == 1 and not self._has_llm_outside(root, runs[0])
+            trace = self._build_run(runs[0]) if alone else self._assemble([root])
         # Context attributes may sit anywhere in the OTel tree (a harness's wrapper span).
         everything = [self.classified[s.span_id] for s in self.tree.walk(root)]
         _apply_context(trace, everything)
@@ -77,17 +88,66 @@ class Assembler:
             found += [child] if self._role(child) == "agent" else self._outermost_agents(child)
         return found
 
-    def _has_llm_outside(self, root: Span, agent: Span) -> bool:
-        inside = self.tree.subtree_ids(agent)
+    def _has_llm_outside(self, root: Span, run: list[Span]) -> bool:
+        inside = set().union(*(self.tree.subtree_ids(agent) for agent in run))
         return any(self._role(s) == "llm" and s.span_id not in inside for s in self.tree.walk(root))
+
+    # --- runs and handoffs ---------------------------------------------------------------------
+
+    def _runs(self, agents: list[Span]) -> list[list[Span]]:
+        """Group agent spans (in start order) into runs: an agent, then each agent it handed off to."""
+        runs: list[list[Span]] = []
+        for agent in agents:
+            if runs and self._handoff_span(runs[-1][-1], agent) is not None:
+                runs[-1].append(agent)
+            else:
+                runs.append([agent])
+        return runs
+
+    def _handoff_span(self, agent: Span, target: Span) -> ToolSpan | None:
+        """The tool span of `agent` that handed the run to its later sibling `target`, if any."""
+        if agent.parent_span_id != target.parent_span_id or target.start_time_ns < agent.start_time_ns:
+            return None
+        name = _agent_name(self.classified[target.span_id])
+        for tool in reversed(self._scope(agent).tools):
+            result = tool.normalized.tool.result if tool.normalized.tool else None
+            if (tool.child is None or tool.handoff) and isinstance(result, str) and result.strip() == name:
+                return tool
+        return None
+
+    def _build_run(self, run: list[Span]) -> Trace:
+        """The trace of a run; each handoff call's child is the run from the target agent on."""
+        trace = self._assemble(run[-1:])
+        for k in range(len(run) - 2, -1, -1):
+            handoff = self._handoff_span(run[k], run[k + 1])
+            assert handoff is not None  # `_runs` chained these two agents through this span
+            handoff.child, handoff.handoff = trace, True
+            trace = self._assemble(run[k:])
+        return trace
 
     # --- scope -------------------------------------------------------------------------------
 
+    def _scope(self, top: Span) -> _Scope:
+        """What `top` owns (computed once per span: handoff detection and assembly share it)."""
+        known = self._scopes.get(top.span_id)
+        if known is not None:
+            return known
+        head = self.classified[top.span_id]
+        scope = _Scope(members=[head])
+        if head.role == "llm":
+            scope.llms.append(head)
+        self._collect(top, scope, in_llm=head.role == "llm", tool=None)
+        scope.llms.sort(key=lambda n: (n.span.start_time_ns, n.span.span_id))
+        scope.tools.sort(key=lambda t: (t.span.start_time_ns, t.span.span_id))
+        self._scopes[top.span_id] = scope
+        return scope
+
     def _collect(self, span: Span, scope: _Scope, *, in_llm: bool, tool: ToolSpan | None) -> None:
+        agents: list[Span] = []
         for child in self.tree.kids(span):
             normalized = self.classified[child.span_id]
             if normalized.role == "agent":
-                self._attach_agent(normalized, scope, tool)
+                agents.append(child)
                 continue
             scope.members.append(normalized)
             if normalized.role == "tool" and tool is None:
@@ -100,16 +160,18 @@ class Assembler:
                 self._collect(child, scope, in_llm=True, tool=tool)
                 continue
             self._collect(child, scope, in_llm=in_llm, tool=tool)
+        for run in self._runs(agents):
+            self._attach_run(run, scope, tool)
 
-    def _attach_agent(self, agent: NormalizedSpan, scope: _Scope, tool: ToolSpan | None) -> None:
-        child = self.build(agent.span)
+    def _attach_run(self, run: list[Span], scope: _Scope, tool: ToolSpan | None) -> None:
+        child = self._build_run(run)
         if tool is not None and tool.child is None:
             tool.child = child
             return
-        # No tool span started it (handoff, workflow step): it gets a tool call of its own.
-        name = (agent.agent.name if agent.agent else None) or agent.span.name
-        execution = ToolExec(name=name, arguments=None, result=child.output)
-        stand_in = NormalizedSpan(span=agent.span, role="tool", convention=agent.convention, tool=execution)
+        # No tool span started it (workflow step, agent inside an agent): it gets a tool call of its own.
+        head = self.classified[run[0].span_id]
+        execution = ToolExec(name=_agent_name(head), arguments=None, result=child.output)
+        stand_in = NormalizedSpan(span=head.span, role="tool", convention=head.convention, tool=execution)
         stand_in.error = child.error
         scope.tools.append(ToolSpan(stand_in, child=child))
 
@@ -117,35 +179,43 @@ class Assembler:
 
     def build(self, top: Span) -> Trace:
         """The trace whose outermost span is `top`."""
-        head = self.classified[top.span_id]
-        scope = _Scope(members=[head])
-        if head.role == "llm":
-            scope.llms.append(head)
-        self._collect(top, scope, in_llm=head.role == "llm", tool=None)
-        scope.llms.sort(key=lambda n: (n.span.start_time_ns, n.span.span_id))
-        scope.tools.sort(key=lambda t: (t.span.start_time_ns, t.span.span_id))
+        return self._assemble([top])
+
+    def _assemble(self, tops: list[Span]) -> Trace:
+        """The trace of `tops`: one span, or the agents of a handoff chain in order."""
+        heads = [self.classified[top.span_id] for top in tops]
+        scopes = [self._scope(top) for top in tops]
+        llms = sorted((n for s in scopes for n in s.llms), key=lambda n: (n.span.start_time_ns, n.span.span_id))
+        tools = sorted((t for s in scopes for t in s.tools), key=lambda t: (t.span.start_time_ns, t.span.span_id))
+        members = [m for s in scopes for m in s.members]
+        first = tops[0]
         trace = Trace(
-            trace_id=top.trace_id,
-            root_span_id=top.span_id if top.span_id not in self.tree.placeholders else None,
-            name=top.name,
-            agent_name=head.agent.name if head.agent else None,
-            start_time=ns_to_datetime(top.start_time_ns),
-            end_time=ns_to_datetime(top.end_time_ns),
-            run_id=top.run_id,
-            service_name=top.service_name,
+            trace_id=first.trace_id,
+            root_span_id=first.span_id if first.span_id not in self.tree.placeholders else None,
+            name=first.name,
+            agent_name=heads[0].agent.name if heads[0].agent else None,
+            start_time=ns_to_datetime(first.start_time_ns),
+            end_time=ns_to_datetime(max(top.end_time_ns for top in tops)),
+            run_id=first.run_id,
+            service_name=first.service_name,
+            handoffs=[_agent_name(head) for head in heads[1:]],
         )
-        iterations = [_iteration(i, n) for i, n in enumerate(scope.llms)]
-        schemas = _schemas(head, scope.llms)
+        iterations = [_iteration(i, n) for i, n in enumerate(llms)]
+        schemas = _schemas(heads, llms)
         trace.iterations = iterations
         trace.tool_schemas = schemas
-        trace.tool_calls = _tool_calls(iterations, scope.tools, schemas, trace.warnings)
-        _fill_outcome(trace, head, iterations)
-        _apply_context(trace, scope.members)
-        for member in scope.members:
+        trace.tool_calls = _tool_calls(iterations, tools, schemas, trace.warnings)
+        _fill_outcome(trace, heads, iterations)
+        _apply_context(trace, members)
+        for member in members:
             trace.warnings += member.warnings
-        trace.convention = "+".join(sorted({m.convention for m in scope.members if m.role != "other"})) or None
-        trace.span_count = len(scope.members)
+        trace.convention = "+".join(sorted({m.convention for m in members if m.role != "other"})) or None
+        trace.span_count = len(members)
         return trace
+
+
+def _agent_name(normalized: NormalizedSpan) -> str:
+    return (normalized.agent.name if normalized.agent else None) or normalized.span.name
 
 
 def _iteration(index: int, normalized: NormalizedSpan) -> Iteration:
@@ -168,9 +238,9 @@ def _iteration(index: int, normalized: NormalizedSpan) -> Iteration:
     )
 
 
-def _schemas(head: NormalizedSpan, llms: list[NormalizedSpan]) -> list[ToolSchema]:
+def _schemas(heads: list[NormalizedSpan], llms: list[NormalizedSpan]) -> list[ToolSchema]:
     found: dict[str, ToolSchema] = {}
-    sources = [head.agent.tool_schemas if head.agent else []] + [n.llm.tool_schemas for n in llms if n.llm]
+    sources = [h.agent.tool_schemas for h in heads if h.agent] + [n.llm.tool_schemas for n in llms if n.llm]
     for schemas in sources:
         for schema in schemas:
             found.setdefault(schema.name, schema)
@@ -234,15 +304,18 @@ def _normalise_arguments(calls: list[ToolCall], schemas: list[ToolSchema], warni
             warnings.append(f"tool call {call.name!r}: arguments are text, not a JSON object")
 
 
-def _fill_outcome(trace: Trace, head: NormalizedSpan, iterations: list[Iteration]) -> None:
-    agent = head.agent
-    trace.input = agent.input if agent and agent.input is not None else _first_user_text(iterations)
-    last = iterations[-1].output_text if iterations else None
-    trace.output = agent.output if agent and agent.output is not None else last
-    trace.error = head.error
+def _fill_outcome(trace: Trace, heads: list[NormalizedSpan], iterations: list[Iteration]) -> None:
+    """Input from the first agent, output from the last (a handoff chain), the error of the last that failed."""
+    first, last = heads[0].agent, heads[-1].agent
+    trace.input = first.input if first and first.input is not None else _first_user_text(iterations)
+    reply = iterations[-1].output_text if iterations else None
+    trace.output = last.output if last and last.output is not None else reply
+    failed = [head for head in heads if head.error is not None]
+    outcome = failed[-1] if failed else heads[-1]
+    trace.error = outcome.error
     trace.usage = sum((it.usage for it in iterations), Usage())
     trace.models = list(dict.fromkeys(it.model for it in iterations if it.model))
-    trace.status = _status(head)
+    trace.status = _status(outcome)
 
 
 def _first_user_text(iterations: list[Iteration]) -> str | None:

@@ -11,6 +11,12 @@ Rules (DESIGN.md, span-conventions pitfall 6):
    a later model call's input, where one was recorded.
 5. A tool span no model call requested still appears, after the calls of the last model call
    that started before it.
+6. Arguments: the tool span's recorded arguments win (they are what the tool received), except
+   that a missing value, or a bare value (text, a number, JSON cut short) where the model's call
+   has a JSON object, gives the model's object: LangChain records a one-argument tool's input as
+   the bare value (`"Paris"` for `{"city": "Paris"}`) and a tool without arguments as nothing. A
+   bare value with no object to fall back on is kept; assembly then wraps it when the tool's
+   schema names exactly one parameter.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaltrace.collector import _attributes as A
-from evaltrace.collector._normalized import NormalizedSpan
+from evaltrace.collector._normalized import NormalizedSpan, ToolExec
 from evaltrace.collector._spanutil import ns_to_datetime
 from evaltrace.collector.records import Message, ToolCall
 from evaltrace.collector.spans import Span
@@ -40,7 +46,9 @@ class ToolSpan:
 
     normalized: NormalizedSpan
     child: Any = None
-    """The child `Trace` of an agent started by this tool (agent-as-tool)."""
+    """The child `Trace` of an agent started by this tool (agent-as-tool), or handed the run to."""
+    handoff: bool = False
+    """This span handed the run over to `child`, whose calls are also in the parent's list."""
 
     @property
     def span(self) -> Span:
@@ -117,9 +125,7 @@ def merge(req: Requested | None, tool: ToolSpan | None) -> ToolCall:
     execution = tool.normalized.tool
     assert execution is not None
     span = tool.span
-    arguments = execution.arguments
-    if arguments is None and call is not None:
-        arguments = call.arguments
+    arguments, truncated = merged_arguments(execution, call)
     return ToolCall(
         call_id=usable_id(execution.call_id) or (call.call_id if call is not None else None) or execution.call_id,
         name=execution.name or (call.name if call is not None else ""),
@@ -130,6 +136,17 @@ def merge(req: Requested | None, tool: ToolSpan | None) -> ToolCall:
         span_id=span.span_id,
         start_time=ns_to_datetime(span.start_time_ns),
         end_time=ns_to_datetime(span.end_time_ns),
-        arguments_truncated=execution.arguments_truncated if execution.arguments is not None else False,
+        arguments_truncated=truncated,
         child=tool.child,
+        handoff=tool.handoff,
     )
+
+
+def merged_arguments(execution: ToolExec, call: ToolCall | None) -> tuple[Any, bool]:
+    """`(arguments, truncated)` of a tool span and the call that requested it (module rule 6)."""
+    recorded = execution.arguments
+    requested = call.arguments if call is not None else None
+    if recorded is None or (isinstance(requested, dict) and not isinstance(recorded, (dict, list))):
+        if call is not None and requested is not None:
+            return requested, call.arguments_truncated
+    return recorded, execution.arguments_truncated if recorded is not None else False

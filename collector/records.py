@@ -3,7 +3,9 @@
 A `Trace` is one agent run: the user's input, one `Iteration` per model call, the `ToolCall`s
 the agent made (in the order it made them), the final output or error, token usage summed over
 model calls only, and the tool definitions the model was offered. Nested agents (an agent used
-as a tool, a handoff) become child traces reachable from the tool call that started them.
+as a tool) become child traces reachable from the tool call that started them. A run handed over
+from agent to agent (OpenAI Agents SDK handoffs) is one trace: its tool calls and iterations span
+the whole chain, and each handoff call's `child` is the run from the target agent on.
 
 Content that was not captured is `None`, never an empty string: scorers must be able to tell
 "the agent said nothing" from "the instrumentation did not record what it said".
@@ -115,7 +117,10 @@ class ToolCall(_Record):
     arguments_truncated: bool = False
     """The recorded arguments were cut mid-JSON; `arguments` holds the raw text."""
     child: Trace | None = None
-    """The nested agent run this call started (agent-as-tool, handoff)."""
+    """The nested agent run this call started (agent-as-tool), or the run it handed over to (`handoff`)."""
+    handoff: bool = False
+    """This call handed the run over to another agent: `child` is the run from that agent on, and
+    its calls already follow this one in the same `tool_calls` list (so nested traversal skips it)."""
 
     @property
     def duration_seconds(self) -> float | None:
@@ -175,7 +180,8 @@ class Trace(_Record):
     error: str | None = None
     status: TraceStatus = "unknown"
     tool_calls: list[ToolCall] = Field(default_factory=list)
-    """This agent's tool calls in the order made (nested agents' calls live in `ToolCall.child`)."""
+    """The run's tool calls in the order made, across handoffs; nested agents' calls (agent as tool)
+    live in `ToolCall.child`."""
     iterations: list[Iteration] = Field(default_factory=list)
     tool_schemas: list[ToolSchema] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -192,17 +198,22 @@ class Trace(_Record):
     span_count: int = 0
     attributes: dict[str, Any] = Field(default_factory=dict)
     """`evaltrace.*` attributes found on the trace's spans (case id, repeat index, ...)."""
+    handoffs: list[str] = Field(default_factory=list)
+    """The agents the run was handed over to, in order (`agent_name` started it); empty without handoffs."""
     warnings: list[str] = Field(default_factory=list)
     """What could not be recovered (orphan spans, truncated JSON, missing content)."""
 
     def all_tool_calls(self, *, nested: bool = False) -> list[ToolCall]:
-        """The tool calls in order; with `nested`, nested agents' calls follow the call that started them."""
+        """The tool calls in order; with `nested`, nested agents' calls follow the call that started them.
+
+        A handoff's calls are already in `tool_calls` (after the handoff call), so they are not repeated.
+        """
         if not nested:
             return list(self.tool_calls)
         calls: list[ToolCall] = []
         for call in self.tool_calls:
             calls.append(call)
-            if call.child is not None:
+            if call.child is not None and not call.handoff:
                 calls.extend(call.child.all_tool_calls(nested=True))
         return calls
 

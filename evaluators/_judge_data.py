@@ -27,7 +27,8 @@ def call_data(call: ToolCall, *, with_result: bool = True) -> dict[str, Any]:
         data["result"] = call.result
         if call.error is not None:
             data["error"] = call.error
-    if call.child is not None:
+    # A handoff's child is the rest of this same run (its answer is the final answer), not a nested agent.
+    if call.child is not None and not call.handoff:
         data["nested_agent_answer"] = call.child.final_answer()
     return data
 

@@ -163,7 +163,7 @@ def _sources(trace: Trace) -> str:
         if call.result is not None:
             result = call.result
             parts.append(result if isinstance(result, str) else json.dumps(result, default=str, ensure_ascii=False))
-        if call.child is not None and call.child.output:
+        if call.child is not None and not call.handoff and call.child.output:
             parts.append(call.child.output)
     return "\n".join(parts)
 

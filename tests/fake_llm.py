@@ -30,7 +30,8 @@ Endpoints:
   usage chunk when `stream_options.include_usage` is set, then `[DONE]`).
 - `POST /v1/responses`: the Responses API (the OpenAI Agents SDK default), non-streaming and
   streaming (`response.created`, output item / content part / text and function-call argument
-  deltas, `response.completed` carrying the whole response with usage).
+  deltas, `response.completed` carrying the whole response with usage). Like the real API, the
+  response echoes the request's `tools` and `instructions` (instrumentations read them from there).
 - `GET /v1/models`: a one-model list (some clients probe it).
 
 Turns:
@@ -217,10 +218,12 @@ class _Handler(BaseHTTPRequestHandler):
         chat = path.endswith("/chat/completions")
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            events = _chat_chunks(index, turn, model, include_usage) if chat else _response_events(index, turn, model)
+            events = (
+                _chat_chunks(index, turn, model, include_usage) if chat else _response_events(index, turn, model, body)
+            )
             self._send_sse(events, done_marker=chat)
         else:
-            self._send_json(200, _chat_completion(index, turn, model) if chat else _response(index, turn, model))
+            self._send_json(200, _chat_completion(index, turn, model) if chat else _response(index, turn, model, body))
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
@@ -319,7 +322,10 @@ def _output_items(index: int, turn: Turn) -> list[dict[str, Any]]:
     return items
 
 
-def _response(index: int, turn: Turn, model: str, *, status: str = "completed") -> dict[str, Any]:
+def _response(
+    index: int, turn: Turn, model: str, request: dict[str, Any], *, status: str = "completed"
+) -> dict[str, Any]:
+    """A Responses API `response` object; like the real API, it echoes the request's `tools` and `instructions`."""
     i, o = turn.input_tokens or 0, turn.output_tokens or 0
     done = status == "completed"
     return {
@@ -331,10 +337,10 @@ def _response(index: int, turn: Turn, model: str, *, status: str = "completed") 
         "output": _output_items(index, turn) if done else [],
         "parallel_tool_calls": True,
         "tool_choice": "auto",
-        "tools": [],
+        "tools": list(request.get("tools") or []),
         "error": None,
         "incomplete_details": None,
-        "instructions": None,
+        "instructions": request.get("instructions"),
         "metadata": {},
         "temperature": 1.0,
         "top_p": 1.0,
@@ -352,18 +358,20 @@ def _response(index: int, turn: Turn, model: str, *, status: str = "completed") 
     }
 
 
-def _response_events(index: int, turn: Turn, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def _response_events(
+    index: int, turn: Turn, model: str, request: dict[str, Any]
+) -> Iterator[tuple[str, dict[str, Any]]]:
     seq = iter(range(1_000_000))
 
     def event(kind: str, **payload: Any) -> tuple[str, dict[str, Any]]:
         return kind, {"type": kind, "sequence_number": next(seq), **payload}
 
-    pending = _response(index, turn, model, status="in_progress")
+    pending = _response(index, turn, model, request, status="in_progress")
     yield event("response.created", response=pending)
     yield event("response.in_progress", response=pending)
     for pos, item in enumerate(_output_items(index, turn)):
         yield from _item_events(event, pos, item)
-    yield event("response.completed", response=_response(index, turn, model))
+    yield event("response.completed", response=_response(index, turn, model, request))
 
 
 def _item_events(event: Any, pos: int, item: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

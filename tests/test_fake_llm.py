@@ -36,3 +36,26 @@ def test_fake_llm_serves_chat_and_responses_apis(fake_llm):
         final = st.get_final_response()
     assert final.output[1].name == "z" and final.output[1].arguments == '{"q": "w"}', final
     assert fake_llm.consumed == 6
+
+
+def test_fake_llm_responses_api_echoes_tools_and_instructions(fake_llm):
+    import openai
+
+    fake_llm.script([text_turn("plain"), text_turn("streamed"), text_turn("bare")])
+    tool = {
+        "type": "function",
+        "name": "get_weather",
+        "description": "Weather.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        "strict": True,
+    }
+    c = openai.OpenAI(base_url=fake_llm.base_url, api_key="k")
+    r = c.responses.create(model="m", input="hi", instructions="Be brief.", tools=[tool])
+    assert r.instructions == "Be brief." and [t.name for t in r.tools] == ["get_weather"]
+    assert r.tools[0].parameters == tool["parameters"]
+    with c.responses.stream(model="m", input="hi", instructions="Be terse.", tools=[tool]) as st:
+        final = st.get_final_response()
+    assert final.instructions == "Be terse." and [t.name for t in final.tools] == ["get_weather"]
+    # A request without them gets none back, as from the real API.
+    bare = c.responses.create(model="m", input="hi")
+    assert bare.output_text == "bare" and bare.tools == [] and bare.instructions is None

@@ -143,3 +143,195 @@ def test_lenient_json(raw: str, parsed: bool, truncated: bool) -> None:
 
 def test_lenient_json_deep_unwraps_double_encoding() -> None:
     assert parse_json_deep(json.dumps(json.dumps({"x": 1}))).value == {"x": 1}
+
+
+# --- handoff chains (one run, several agents) ----------------------------------------------------
+
+Step = tuple[str, str, object, str]
+"""(call id, tool, arguments, the tool span's result) of one model call and its tool."""
+
+
+def _agent(rec: Recorder, name: str, steps: list[Step], final: str | None, *, base: int) -> None:
+    """An agent span: one model call per step (each requesting one tool, then its tool span), then a reply."""
+    with rec.span(f"invoke_agent {name}", agent_attrs(name)):
+        for n, (call_id, tool, arguments, result) in enumerate(steps):
+            reply = messages(("assistant", [tool_call(call_id, tool, arguments)]))
+            chat(rec, "m", messages(("user", [text("How much do I owe?")])), reply, (base + n, 1), "tool_call")
+            with rec.span(f"execute_tool {tool}", tool_attrs(tool, None, None, result)):
+                pass
+        if final is not None:
+            chat(
+                rec,
+                "m",
+                messages(("user", [text("How much do I owe?")])),
+                messages(("assistant", [text(final)])),
+                (base + 9, 2),
+            )
+
+
+def _flat(trace: Trace) -> list[tuple[str, str | None, int | None, bool]]:
+    return [(c.name, c.call_id, c.iteration, c.handoff) for c in trace.tool_calls]
+
+
+def test_handoff_chain_is_one_trace_with_the_handed_off_calls_after_the_transfer() -> None:
+    rec = Recorder()
+    with rec.span("workflow"):  # a wrapper with no meaning of its own, like the Agents bridge's
+        _agent(
+            rec,
+            "triage",
+            [("t1", "lookup", {"q": "acct"}, "found"), ("t2", "transfer_to_billing", {}, "billing")],
+            None,
+            base=10,
+        )
+        _agent(rec, "billing", [("b1", "get_balance", {"who": "me"}, "5")], "You owe 5.", base=20)
+    (trace,) = _convert(rec)
+    assert (trace.agent_name, trace.handoffs) == ("triage", ["billing"])
+    assert (trace.input, trace.output, trace.status) == ("How much do I owe?", "You owe 5.", "success")
+    assert (trace.usage.input_tokens, trace.usage.output_tokens) == (10 + 11 + 20 + 29, 5)  # model calls only
+    assert [it.index for it in trace.iterations] == [0, 1, 2, 3]
+    assert _flat(trace) == [
+        ("lookup", "t1", 0, False),
+        ("transfer_to_billing", "t2", 1, True),
+        ("get_balance", "b1", 2, False),
+    ]
+    assert [c.name for c in trace.iterations[2].tool_calls] == ["get_balance"]
+    transfer = trace.tool_calls[1]
+    assert transfer.result == "billing" and transfer.child is not None
+    assert (transfer.child.agent_name, transfer.child.output, transfer.child.handoffs) == ("billing", "You owe 5.", [])
+    assert _flat(transfer.child) == [("get_balance", "b1", 0, False)]
+    assert transfer.child.usage.input_tokens == 20 + 29
+    # The handed-off calls are in `tool_calls` already: nested traversal does not repeat them.
+    assert [c.name for c in trace.all_tool_calls(nested=True)] == ["lookup", "transfer_to_billing", "get_balance"]
+    trace.assert_tool_call("get_balance", {"who": "me"})
+
+
+def test_three_agent_chain_children_are_the_rest_of_the_run() -> None:
+    rec = Recorder()
+    with rec.span("workflow"):
+        _agent(rec, "a", [("1", "transfer_to_b", {}, "b")], None, base=10)
+        _agent(rec, "b", [("2", "search", {"k": 1}, "hit"), ("3", "transfer_to_c", {}, "c")], None, base=20)
+        _agent(rec, "c", [], "done", base=30)
+    (trace,) = _convert(rec)
+    assert (trace.agent_name, trace.handoffs, trace.output) == ("a", ["b", "c"], "done")
+    assert [c.name for c in trace.tool_calls] == ["transfer_to_b", "search", "transfer_to_c"]
+    assert [c.name for c in trace.all_tool_calls(nested=True)] == ["transfer_to_b", "search", "transfer_to_c"]
+    rest = trace.tool_calls[0].child
+    assert rest is not None and (rest.agent_name, rest.handoffs, rest.output) == ("b", ["c"], "done")
+    assert _flat(rest) == [("search", "2", 0, False), ("transfer_to_c", "3", 1, True)]
+    last = trace.tool_calls[2].child
+    assert last is not None and (last.agent_name, last.tool_calls, last.output) == ("c", [], "done")
+    assert (trace.usage.input_tokens, len(trace.iterations)) == (10 + 20 + 21 + 39, 4)
+
+
+def test_handoff_target_failure_is_the_run_error() -> None:
+    rec = Recorder()
+    with rec.span("workflow"):
+        _agent(rec, "triage", [("t1", "transfer_to_billing", {}, "billing")], None, base=10)
+        with rec.span("invoke_agent billing", agent_attrs("billing"), error=RuntimeError("no ledger")):
+            chat(rec, "m", messages(("user", [text("How much do I owe?")])), None, (5, 0))
+    (trace,) = _convert(rec)
+    assert (trace.status, trace.error, trace.handoffs) == ("error", "RuntimeError: no ledger", ["billing"])
+    assert trace.tool_calls[0].child is not None and trace.tool_calls[0].child.error == "RuntimeError: no ledger"
+
+
+def test_sibling_agents_without_a_handoff_stay_separate_child_runs() -> None:
+    rec = Recorder()
+    with rec.span("workflow"):
+        _agent(rec, "writer", [("w1", "draft", {}, "a draft")], "Draft ready.", base=10)
+        _agent(rec, "reviewer", [], "Looks good.", base=20)
+    (trace,) = _convert(rec)
+    assert trace.handoffs == [] and trace.iterations == []
+    assert [(c.name, c.result, c.handoff) for c in trace.tool_calls] == [
+        ("writer", "Draft ready.", False),
+        ("reviewer", "Looks good.", False),
+    ]
+    assert [c.name for c in trace.all_tool_calls(nested=True)] == ["writer", "draft", "reviewer"]
+
+
+def _outer_with_expert(rec: Recorder, answer: str) -> None:
+    """Agent `outer` calls the tool `ask_expert`, which runs agent `expert` (agent-as-tool) and returns `answer`."""
+    with rec.span("invoke_agent outer", agent_attrs("outer")):
+        reply = messages(("assistant", [tool_call("o1", "ask_expert", {"q": "x"})]))
+        chat(rec, "m", messages(("user", [text("help")])), reply, (1, 1), "tool_call")
+        with rec.span("execute_tool ask_expert", tool_attrs("ask_expert", "o1", None, answer)):
+            _agent(rec, "expert", [("e1", "search", {"k": 2}, "hit")], answer, base=50)
+        chat(rec, "m", messages(("user", [text("help")])), messages(("assistant", [text("ok")])), (2, 2))
+
+
+def test_agent_as_tool_stays_a_child_trace() -> None:
+    rec = Recorder()
+    _outer_with_expert(rec, "expert says hi")
+    (trace,) = _convert(rec)
+    assert trace.handoffs == [] and [it.index for it in trace.iterations] == [0, 1]
+    assert (trace.usage.input_tokens, trace.output) == (3, "ok")  # the expert's model calls are not this run's
+    (ask,) = trace.tool_calls
+    assert (ask.name, ask.result, ask.handoff) == ("ask_expert", "expert says hi", False)
+    assert ask.child is not None and (ask.child.agent_name, ask.child.usage.input_tokens) == ("expert", 50 + 59)
+    assert [c.name for c in trace.all_tool_calls(nested=True)] == ["ask_expert", "search"]
+
+
+def test_agent_as_tool_result_naming_the_next_agent_is_no_handoff() -> None:
+    rec = Recorder()
+    with rec.span("workflow"):
+        _outer_with_expert(rec, "next")
+        _agent(rec, "next", [], "bye", base=70)
+    (trace,) = _convert(rec)
+    assert trace.handoffs == [] and trace.iterations == []
+    assert [(c.name, c.handoff) for c in trace.tool_calls] == [("outer", False), ("next", False)]
+    assert [c.name for c in trace.all_tool_calls(nested=True)] == ["outer", "ask_expert", "search", "next"]
+
+
+# --- arguments: tool span vs the model's call ------------------------------------------------------
+
+
+def _tool_run(rec: Recorder, requested: object, recorded: object, params: dict[str, object] | None) -> None:
+    extra = {}
+    if params is not None:
+        schema = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": params}}
+        extra["gen_ai.tool.definitions"] = json.dumps([schema])
+    with rec.span("invoke_agent a", agent_attrs("a")):
+        parts = [tool_call("c1", "get_weather", requested)] if requested is not None else [text("checking")]
+        chat(
+            rec, "m", messages(("user", [text("Paris?")])), messages(("assistant", parts)), (1, 1), "tool_call", **extra
+        )
+        with rec.span("execute_tool get_weather", tool_attrs("get_weather", None, recorded, "18C")):
+            pass
+
+
+@pytest.mark.parametrize(
+    ("requested", "recorded", "params", "expected"),
+    [
+        # LangChain records a one-argument tool's input as the bare value: the model's object wins.
+        ({"city": "Paris"}, "Paris", None, {"city": "Paris"}),
+        ({"city": "Paris"}, "Paris", {"city": {}, "unit": {}}, {"city": "Paris"}),
+        ({"city": "Paris"}, 42, None, {"city": "Paris"}),
+        # What the tool received wins when it is an object (or the model sent no object).
+        ({"city": "Paris"}, '{"city": "Paris", "unit": "C"}', None, {"city": "Paris", "unit": "C"}),
+        ('"Paris"', "Rome", {"city": {}}, {"city": "Rome"}),
+        # Nothing recorded on the span: the model's arguments.
+        ({"city": "Paris"}, None, None, {"city": "Paris"}),
+        # No requesting call: a bare value is wrapped only when the schema names one parameter.
+        (None, "Paris", {"city": {}}, {"city": "Paris"}),
+        (None, "Paris", None, "Paris"),
+    ],
+)
+def test_tool_span_and_requested_arguments_merge(
+    requested: object, recorded: object, params: dict[str, object] | None, expected: object
+) -> None:
+    rec = Recorder()
+    _tool_run(rec, requested, recorded, params)
+    (trace,) = _convert(rec)
+    (call,) = trace.tool_calls
+    assert (call.arguments, call.result, call.arguments_truncated) == (expected, "18C", False)
+    assert any("arguments are text" in w for w in trace.warnings) == isinstance(expected, str)
+
+
+def test_cut_short_span_arguments_give_way_to_the_models_object() -> None:
+    from evaltrace.collector._match import merged_arguments
+    from evaltrace.collector._normalized import ToolExec
+    from evaltrace.collector.records import ToolCall
+
+    execution = ToolExec(name="f", arguments='{"city": "Par', arguments_truncated=True)
+    assert merged_arguments(execution, ToolCall(name="f", arguments={"city": "Paris"})) == ({"city": "Paris"}, False)
+    assert merged_arguments(execution, None) == ('{"city": "Par', True)
+    assert merged_arguments(ToolExec(name="f"), ToolCall(name="f")) == (None, False)

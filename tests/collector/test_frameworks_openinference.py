@@ -204,6 +204,13 @@ def test_openai_agents(
     trace = traces[0]
     assert trace.convention == "openinference"
     assert_trace_matches(trace, fake_llm, tools, final)
+    first_prompt = trace.iterations[0].input_messages or []
+    assert [(m.role, m.text) for m in first_prompt[:2]] == [("system", "Be brief."), ("user", USER)]
+    if api == "responses":
+        # The Responses API echoes the request's tools, and the bridge records them from the response.
+        assert [s.name for s in trace.tool_schemas] == ["get_weather", "get_time", "boom"]
+        assert trace.tool_schemas[0].description == "Current weather for a city."
+        assert (trace.tool_schemas[0].parameters or {})["properties"].keys() == {"city"}
     assert all(isinstance(a, tuple) and str(a[0]).startswith("127.") for a in no_outbound)
 
 
@@ -276,36 +283,96 @@ def test_langgraph(
     assert all(isinstance(a, tuple) and str(a[0]).startswith("127.") for a in no_outbound)
 
 
-def _all_traces(trace: Trace) -> list[Trace]:
-    nested = [c.child for c in trace.all_tool_calls(nested=True) if c.child is not None]
-    return [trace, *nested]
+HANDOFF_USER = "How much do I owe? And the weather in Paris?"
 
 
-def test_openai_agents_handoff(agents_instrumented: SpanRecorder, fake_llm: FakeLLM, no_outbound: list[Any]) -> None:
-    from agents import Agent, Runner, set_default_openai_client
+def _run_handoff(llm: FakeLLM, tools: ToolLog, *, api: str) -> str:
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_default_openai_client
     from openai import AsyncOpenAI
 
-    fake_llm.script([tool_turn(call("transfer_to_billing_agent", "{}")), text_turn("Billing here: you owe 5.")])
+    @function_tool
+    def lookup_account(customer: str) -> str:
+        """The customer's account."""
+        tools.calls.append(("lookup_account", {"customer": customer}, "acct-1", False))
+        return "acct-1"
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        return tools.weather(city)
+
+    @function_tool
+    def get_time() -> str:
+        """The local time."""
+        return tools.time()
 
     async def run() -> str:
-        async with AsyncOpenAI(base_url=fake_llm.base_url, api_key="test", max_retries=0) as client:
+        async with AsyncOpenAI(base_url=llm.base_url, api_key="test", max_retries=0) as client:
             set_default_openai_client(client, use_for_tracing=False)
-            billing = Agent(name="Billing agent", instructions="Bill.", model="fake-model")
-            triage = Agent(name="Triage agent", instructions="Route.", handoffs=[billing], model="fake-model")
-            return str((await Runner.run(triage, "How much do I owe?")).final_output)
+            model: Any = "fake-model"
+            if api == "chat":
+                model = OpenAIChatCompletionsModel(model="fake-model", openai_client=client)
+            billing = Agent(name="Billing agent", instructions="Bill.", tools=[get_weather, get_time], model=model)
+            triage = Agent(
+                name="Triage agent", instructions="Route.", tools=[lookup_account], handoffs=[billing], model=model
+            )
+            return str((await Runner.run(triage, HANDOFF_USER)).final_output)
 
-    final = asyncio.run(run())
+    return asyncio.run(run())
 
-    assert final == "Billing here: you owe 5."
-    (trace,) = agents_instrumented.traces()
-    handoffs = [c for c in trace.all_tool_calls(nested=True) if c.name == "transfer_to_billing_agent"]
-    # The bridge drops the "{}" arguments and the handoff span has no call id: both are recovered.
-    assert [(c.call_id, c.arguments, c.result) for c in handoffs] == [("call_0_0", {}, "Billing agent")]
-    runs = {t.agent_name: t for t in _all_traces(trace)}
-    assert runs["Triage agent"].input == "How much do I owe?"
-    assert runs["Billing agent"].output == final
-    iterations = [it for t in runs.values() for it in t.iterations]
-    assert (
-        sum(it.usage.input_tokens or 0 for it in iterations),
-        sum(it.usage.output_tokens or 0 for it in iterations),
-    ) == (fake_llm.total_usage())
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_openai_agents_handoff(
+    agents_instrumented: SpanRecorder, fake_llm: FakeLLM, no_outbound: list[Any], api: str
+) -> None:
+    fake_llm.script(
+        [
+            tool_turn(call("lookup_account", {"customer": "me"})),
+            tool_turn(call("transfer_to_billing_agent", "{}")),
+            tool_turn(call("get_weather", {"city": "Paris"}), call("get_time", {})),
+            text_turn("You owe 5. Paris: 18C at 12:00."),
+        ]
+    )
+    tools = ToolLog()
+
+    final = _run_handoff(fake_llm, tools, api=api)
+
+    assert final == "You owe 5. Paris: 18C at 12:00." and fake_llm.consumed == 4
+    (trace,) = agents_instrumented.traces()  # one run, though two agents took part
+    assert (trace.agent_name, trace.handoffs) == ("Triage agent", ["Billing agent"])
+    assert (trace.input, trace.output, trace.status) == (HANDOFF_USER, final, "success")
+    assert (trace.usage.input_tokens, trace.usage.output_tokens) == fake_llm.total_usage()
+    assert [it.index for it in trace.iterations] == list(range(fake_llm.consumed))
+    starts = [it.start_time for it in trace.iterations]
+    assert starts == sorted(s for s in starts if s is not None)  # all recorded, in start order
+    # The calls in the order made across the handoff; the bridge drops "{}" arguments and the
+    # handoff span has no call id: both are recovered from the model's reply.
+    actual = {name: result for name, _, result, _ in tools.calls}
+    assert [(c.call_id, c.name, c.arguments, c.result, c.iteration, c.handoff) for c in trace.tool_calls] == [
+        ("call_0_0", "lookup_account", {"customer": "me"}, actual["lookup_account"], 0, False),
+        ("call_1_0", "transfer_to_billing_agent", {}, "Billing agent", 1, True),
+        ("call_2_0", "get_weather", {"city": "Paris"}, actual["get_weather"], 2, False),
+        ("call_2_1", "get_time", {}, actual["get_time"], 2, False),
+    ]
+    trace.assert_tool_call("get_weather", {"city": "Paris"})  # visible without nested=True
+    assert [c.name for c in trace.all_tool_calls(nested=True)] == [c.name for c in trace.tool_calls]
+    billing = trace.tool_calls[1].child
+    assert billing is not None and (billing.agent_name, billing.output, billing.handoffs) == (
+        "Billing agent",
+        final,
+        [],
+    )
+    assert [c.name for c in billing.tool_calls] == ["get_weather", "get_time"]
+    served = fake_llm.turns[2:4]
+    assert billing.usage.input_tokens == sum(t.input_tokens or 0 for t in served)
+    prompts = [[(m.role, m.text) for m in (it.input_messages or [])[:1]] for it in trace.iterations]
+    assert prompts == [[("system", "Route.")]] * 2 + [[("system", "Bill.")]] * 2
+    if api == "responses":
+        assert [s.name for s in trace.tool_schemas] == [
+            "lookup_account",
+            "transfer_to_billing_agent",
+            "get_weather",
+            "get_time",
+        ]
+        assert [s.name for s in billing.tool_schemas] == ["get_weather", "get_time"]
+    assert all(isinstance(a, tuple) and str(a[0]).startswith("127.") for a in no_outbound)

@@ -105,6 +105,21 @@ def test_groundedness_numbers_must_appear_in_sources() -> None:
     assert invented.reason == "Not found in the input or tool results: 40."
 
 
+def test_groundedness_does_not_take_a_handoff_targets_answer_as_evidence() -> None:
+    # After a handoff, the transfer call's child is the rest of this same run: its output IS the
+    # final answer, so counting it as a source would make every handoff answer grounded.
+    final = "It is 18°C with 40 km/h winds."
+    rest_of_run = trace(output=final, agent_name="weather-agent")
+    transfer = call("transfer_to_weather_agent", {}, result="weather-agent", child=rest_of_run, handoff=True)
+    weather = call("get_weather", {"city": "Paris"}, result={"temp_c": 18})
+    score = answer("groundedness").score(trace(transfer, weather, input="Weather in Paris?", output=final))
+    assert score.passed is False
+    assert score.reason == "Not found in the input or tool results: 40."
+    # A nested agent used as a tool is a real source: its answer grounds the caller's.
+    nested = call("ask_forecaster", {"q": "wind"}, result=None, child=trace(output="winds at 40 km/h"))
+    assert answer("groundedness").score(trace(nested, weather, output=final)).passed is True
+
+
 def test_groundedness_facts_stated_must_appear_in_sources() -> None:
     weather = call("get_weather", {"city": "Paris"}, result="sunny")
     scorer = answer("groundedness", facts=["sunny", "Lyon"])
