@@ -341,6 +341,19 @@ def _apply_context(trace: Trace, members: list[NormalizedSpan]) -> None:
         for key, value in normalized.span.attributes.items():
             if key.startswith(A.EVALTRACE_PREFIX):
                 trace.attributes.setdefault(key, value)
+    if trace.conversation_id is None:
+        # Wrapper spans (a test harness's or `evaltrace run`'s root) are not read by any extractor,
+        # but a conversation id set on them still groups the run's turns.
+        trace.conversation_id = _raw_conversation_id(members)
     case_id = trace.attributes.get(A.CASE_ID)
     if trace.case_id is None and case_id is not None:
         trace.case_id = str(case_id)
+
+
+def _raw_conversation_id(members: list[NormalizedSpan]) -> str | None:
+    for normalized in members:
+        for key in A.CONVERSATION_KEYS:
+            value = normalized.span.attributes.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None

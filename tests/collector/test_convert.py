@@ -109,6 +109,18 @@ def test_conversations_group_by_id_in_start_order() -> None:
     assert conversations[0].traces[0].start_time < conversations[0].traces[1].start_time
 
 
+def test_conversation_id_on_a_wrapper_span_groups_the_turns() -> None:
+    # A harness root (as `evaltrace run` writes) carries the id; the agent under it does not.
+    rec = Recorder()
+    for turn in (1, 2):
+        with rec.span("evaltrace.case c1", {"gen_ai.conversation.id": "conv-7", "evaltrace.turn": turn}):
+            with rec.span("invoke_agent a", agent_attrs("a")):
+                pass
+    traces = _convert(rec)
+    assert [t.conversation_id for t in traces] == ["conv-7", "conv-7"]
+    assert [(c.conversation_id, len(c.traces)) for c in group_conversations(traces)] == [("conv-7", 2)]
+
+
 def test_assert_tool_call_subset_numbers_by_value_and_readable_diff() -> None:
     rec = Recorder()
     _one_call_agent(rec, {"query": "cats", "limit": 1, "deep": {"a": True}}, {})
