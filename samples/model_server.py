@@ -10,6 +10,11 @@ assistant by fixed rules instead of a neural network:
 
 Token usage is a fixed function of the text sizes, so recorded runs are reproducible.
 
+`SAMPLE_MODEL_FAULT` makes the model regress the way real model or prompt changes do, so the
+demo (and the tests) can show evaltrace catching it: `wrong_tool` (weather questions call
+`get_local_time`), `missing_argument` (tool calls lose their arguments), `forbidden_text`
+(answers carry an error notice) or `verbose` (prompts cost twenty times the tokens).
+
 Run it alone with `python samples/model_server.py --port 8765`, or start it in-process with
 `serve_in_thread()`.
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import threading
 import time
@@ -39,11 +45,22 @@ def _cities(match: re.Match[str]) -> list[str]:
     return [match.group(1), *rest]
 
 
+FAULTS = ("wrong_tool", "missing_argument", "forbidden_text", "verbose")
+
+
+def _fault() -> str | None:
+    fault = os.environ.get("SAMPLE_MODEL_FAULT") or None
+    if fault is not None and fault not in FAULTS:
+        raise ValueError(f"SAMPLE_MODEL_FAULT={fault!r}: expected one of {', '.join(FAULTS)}")
+    return fault
+
+
 def plan_tool_calls(question: str) -> list[tuple[str, dict[str, Any]]]:
     """The tool calls the rules choose for a user question (empty: answer directly)."""
     calls: list[tuple[str, dict[str, Any]]] = []
+    weather_tool = "get_local_time" if _fault() == "wrong_tool" else "get_weather"
     if weather := _WEATHER.search(question):
-        calls += [("get_weather", {"city": city}) for city in _cities(weather)]
+        calls += [(weather_tool, {"city": city}) for city in _cities(weather)]
     if clock := _TIME.search(question):
         calls.append(("get_local_time", {"city": clock.group(1)}))
     if convert := _CONVERT.search(question):
@@ -58,6 +75,8 @@ def plan_tool_calls(question: str) -> list[tuple[str, dict[str, Any]]]:
                 },
             )
         )
+    if _fault() == "missing_argument":
+        calls = [(name, {}) for name, _ in calls]
     return calls
 
 
@@ -87,7 +106,10 @@ def reply(messages: list[dict[str, Any]]) -> dict[str, Any]:
                 parsed.append(json.loads(message.get("content") or "{}"))
             except json.JSONDecodeError:
                 parsed.append({"error": str(message.get("content"))})
-        return {"role": "assistant", "content": _answer_from_results(parsed)}
+        answer = _answer_from_results(parsed)
+        if _fault() == "forbidden_text":
+            answer += " (error: upstream cache miss)"
+        return {"role": "assistant", "content": answer}
     question = str(turn[0].get("content") or "")
     calls = plan_tool_calls(question)
     if not calls:
@@ -112,6 +134,8 @@ def completion(body: dict[str, Any]) -> dict[str, Any]:
     messages = body.get("messages") or []
     message = reply(messages)
     prompt_tokens = _tokens(json.dumps(messages)) + _tokens(json.dumps(body.get("tools") or []))
+    if _fault() == "verbose":
+        prompt_tokens *= 20
     completion_tokens = _tokens(json.dumps(message))
     return {
         "id": f"chatcmpl-{prompt_tokens}-{completion_tokens}",
