@@ -46,6 +46,23 @@ def last_text(messages: list[Message] | None, role: str) -> str | None:
 
 def tool_schemas(value: Any) -> list[ToolSchema]:
     """`gen_ai.tool.definitions` (GenAI, Strands `inputSchema`, or OpenAI `{"function": {...}}`) as schemas."""
+    if not isinstance(value, str):
+        return _tool_schemas(value)
+    # Every model call of every trace usually carries the same definitions text: parse it once.
+    # The cached `ToolSchema` objects are shared (records are read-only once built); the list is not.
+    cached = _SCHEMAS.get(value)
+    if cached is None:
+        if len(_SCHEMAS) >= _SCHEMAS_MAX:
+            _SCHEMAS.clear()
+        cached = _SCHEMAS[value] = _tool_schemas(value)
+    return list(cached)
+
+
+_SCHEMAS: dict[str, list[ToolSchema]] = {}
+_SCHEMAS_MAX = 64
+
+
+def _tool_schemas(value: Any) -> list[ToolSchema]:
     schemas = []
     for item in json_list(value) or []:
         if not isinstance(item, dict):

@@ -78,10 +78,21 @@ def parse_messages(value: Any, where: str, warnings: list[str]) -> list[Message]
     """A `gen_ai.input.messages` / `gen_ai.output.messages` value; `None` when absent or unreadable."""
     if value is None:
         return None
+    reused = _continue_history(value, where, warnings)
+    if reused is not None:
+        return reused
     items = json_list(value)
     if items is None:
         warnings.append(f"{where}: messages are not a JSON array; ignored")
         return None
+    before = len(warnings)
+    messages = _messages(items, where, warnings)
+    if isinstance(value, str) and len(warnings) == before:
+        _remember(value, messages)
+    return messages
+
+
+def _messages(items: list[Any], where: str, warnings: list[str]) -> list[Message]:
     messages = []
     for item in items:
         if isinstance(item, dict):
@@ -94,6 +105,47 @@ def parse_messages(value: Any, where: str, warnings: list[str]) -> list[Message]
                     name=item.get("name") if isinstance(item.get("name"), str) else None,
                 )
             )
+    return messages
+
+
+# Each model call's input repeats the whole conversation so far: the text of call k+1 is that of
+# call k with messages appended (`[A, B]` -> `[A, B, C, D]`). The last few texts parsed without
+# warnings are kept with their messages (a few, because output messages and other spans are parsed
+# in between); a text extending one of them parses only the new messages and shares the earlier
+# `Message` objects (records are read-only once built). JSON items are context-free, so the shared
+# prefix `[A, B` followed by `,` holds exactly the items A and B in both texts. Texts that produced
+# warnings are never kept, so every span still reports its own warnings.
+_RECENT = 4
+_recent: list[tuple[str, list[Message]]] = []
+
+
+def _remember(text: str, messages: list[Message]) -> None:
+    global _recent
+    # Replaced, never mutated in place: a thread reading the old list is unaffected.
+    _recent = [(text, messages), *_recent[: _RECENT - 1]]
+
+
+def _extends(value: str, text: str, cut: int) -> bool:
+    """Whether `value` is the array `text` (closing bracket at `cut`) with more items appended."""
+    return len(value) > len(text) and text[cut] == "]" and value[cut] == "," and value.startswith(text[:cut])
+
+
+def _continue_history(value: Any, where: str, warnings: list[str]) -> list[Message] | None:
+    if not isinstance(value, str):
+        return None
+    for text, earlier in _recent:
+        cut = len(text) - 1
+        if earlier and _extends(value, text, cut):
+            break
+    else:
+        return None
+    items = json_list("[" + value[cut + 1 :])
+    if not items:
+        return None
+    before = len(warnings)
+    messages = earlier + _messages(items, where, warnings)
+    if len(warnings) == before:
+        _remember(value, messages)
     return messages
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from evaltrace.collector.records import Trace, Usage
 from evaltrace.evaluators._aggregate import percentile, sample_status, score_result, status_passed
-from evaltrace.evaluators.base import Scorer, arun_scorer
+from evaltrace.evaluators.base import Scorer, arun_scorer, run_scorer
 from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, find_price
 from evaltrace.evaluators.report import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
 from evaltrace.evaluators.spec import Case
@@ -87,7 +87,15 @@ def _iteration_cost(usage: Usage, price: ModelPrice) -> float:
 
 
 async def _run_scorers(trace: Trace, case: Case | None, scorers: Sequence[Scorer]) -> list[Any]:
-    return list(await asyncio.gather(*(arun_scorer(scorer, trace, case) for scorer in scorers)))
+    # Rule scorers run inline (a task per scorer costs more than most rules); only judges are
+    # gathered concurrently. Results keep the scorers' order either way.
+    judges = [index for index, s in enumerate(scorers) if is_judge(s)]
+    found: list[Any] = [None if index in judges else run_scorer(s, trace, case) for index, s in enumerate(scorers)]
+    if judges:
+        verdicts = await asyncio.gather(*(arun_scorer(scorers[index], trace, case) for index in judges))
+        for index, verdict in zip(judges, verdicts, strict=True):
+            found[index] = verdict
+    return found
 
 
 async def score_trace(trace: Trace, case: Case | None, scorers: Sequence[Scorer], stats: RunStats) -> SampleResult:

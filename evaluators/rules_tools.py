@@ -13,7 +13,9 @@ or `arguments` (names and arguments through the argument matcher, calls paired o
 
 from __future__ import annotations
 
+import copy
 import difflib
+import json
 from collections import Counter
 from typing import Any, ClassVar, Literal
 
@@ -37,18 +39,106 @@ from evaltrace.evaluators.registry import register
 
 def check_json_schema(schema: dict[str, Any], what: str) -> dict[str, Any]:
     """Raise `ValueError` naming `what` when `schema` is not a valid JSON schema."""
-    try:
-        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
-    except SchemaError as exc:
-        raise ValueError(f"{what} is not a valid JSON schema: {exc.message}") from None
+    problem = _compiled_schema(schema)[1]
+    if problem is not None:
+        raise ValueError(f"{what} is not a valid JSON schema: {problem}")
     return schema
 
 
 def schema_errors(schema: dict[str, Any], instance: Any) -> list[str]:
     """The validation errors of `instance` against `schema`, as `path: message`, in path order."""
-    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    errors = sorted(validator_cls(schema).iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+    validator, _, plain = _compiled_schema(schema)
+    if plain is not None and _plainly_valid(plain, instance):
+        return []
+    if validator is None:  # an invalid schema: validate as before, without the meta-check
+        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator = validator_cls(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
     return [f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors]
+
+
+def _compiled_schema(schema: Any) -> _Compiled:
+    """`(validator, None, plain)` for a valid schema, `(None, problem, None)` for an invalid one.
+
+    Checking a schema against its meta-schema costs ~4 ms; every call of a tool, in every trace,
+    carries the same recorded schema, so results are cached by the schema's JSON text (key order
+    kept, since it decides the order of the errors).
+    """
+    try:
+        key = json.dumps(schema)
+    except (TypeError, ValueError):  # not JSON data: check it uncached
+        return _compile(schema)
+    found = _COMPILED.get(key)
+    if found is None:
+        if len(_COMPILED) >= _COMPILED_MAX:
+            _COMPILED.clear()
+        # A private copy: the caller's dict may change later, the cached validator must not.
+        found = _COMPILED[key] = _compile(copy.deepcopy(schema))
+    return found
+
+
+# (validator, meta-schema problem, the `_plain_shape` of the schema).
+_Compiled = tuple[Any, str | None, "_Plain | None"]
+_COMPILED: dict[str, _Compiled] = {}
+_COMPILED_MAX = 512
+
+
+def _compile(schema: Any) -> _Compiled:
+    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator_cls.check_schema(schema)
+    except SchemaError as exc:
+        return None, exc.message, None
+    return validator_cls(schema), None, _plain_shape(schema)
+
+
+# The common tool schema, `{type: object, properties: {name: {type: T, description}}, required}`
+# with scalar types, is checked by a few `isinstance` calls (jsonschema takes ~100 us per call).
+# The fast check only ever answers "valid" when jsonschema would; anything else (a failure, a
+# keyword it does not model, a float where an integer is expected) goes to jsonschema, so the
+# error messages are jsonschema's own.
+_Plain = tuple[dict[str, tuple[type, ...]], tuple[str, ...]]
+_SCHEMA_WORDS = frozenset({"type", "properties", "required", "description", "title"})
+_PROPERTY_WORDS = frozenset({"type", "description", "title"})
+_PLAIN_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+}
+
+
+def _plain_shape(schema: Any) -> _Plain | None:
+    """Property types and required names of a plain object schema, else `None`."""
+    if not isinstance(schema, dict) or schema.get("type") != "object" or not _SCHEMA_WORDS.issuperset(schema):
+        return None
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return None
+    if not all(isinstance(name, str) for name in required):
+        return None
+    types: dict[str, tuple[type, ...]] = {}
+    for name, prop in properties.items():
+        if not isinstance(prop, dict) or not _PROPERTY_WORDS.issuperset(prop) or "type" not in prop:
+            return None
+        kind = prop["type"]
+        if not isinstance(kind, str) or kind not in _PLAIN_TYPES:
+            return None
+        types[name] = _PLAIN_TYPES[kind]
+    return types, tuple(required)
+
+
+def _plainly_valid(plain: _Plain, instance: Any) -> bool:
+    types, required = plain
+    if type(instance) is not dict or any(name not in instance for name in required):
+        return False
+    for name, value in instance.items():
+        allowed = types.get(name)
+        # Exact types: a bool is never a JSON number, and floats such as 2.0 go to jsonschema.
+        if allowed is not None and type(value) not in allowed:
+            return False
+    return True
 
 
 def closest_name(name: str, candidates: list[str]) -> str | None:

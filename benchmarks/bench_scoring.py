@@ -1,0 +1,189 @@
+"""Scoring benchmark: read, rebuild and rule-score synthetic agent traces; time and peak memory.
+
+Run: `.venv/bin/python benchmarks/bench_scoring.py [--sizes 1000,10000,100000] [--seed 7]`
+(`--profile N` prints a cProfile of the end-to-end path at N traces instead.)
+
+Datasets (see `_scoring_data.py`) are generated once per (size, seed) under `benchmarks/out/`
+and reused. Every measurement runs in a fresh subprocess so that imports, caches and the
+memory high-water mark of one stage never leak into another:
+
+- `read`: `reader.iter_traces` (two-pass streaming read, dedup, grouping by trace);
+- `rebuild`: `convert.read_traces` (the above plus span tree, classification, `Trace` records);
+- `score`: `engine.score_traces(read_traces(...), load_spec(...))` plus `write_report` to a JSON
+  file: the code `evaltrace score --spec SPEC --json FILE` runs;
+- `cli` (largest size only): `evaltrace score DIR --spec SPEC --json FILE` itself.
+
+Stage times are the differences of the cumulative wall times (read s = read; rebuild s =
+rebuild - read; score s = score - rebuild). Peak RSS is the subprocess's `ru_maxrss`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+STAGES = ("read", "rebuild", "score")
+
+
+def dataset(traces: int, seed: int) -> tuple[Path, Path, int]:
+    """The cached dataset folder, spec file and span count for (traces, seed), generated if missing."""
+    folder = OUT / f"scoring-{traces}-seed{seed}"
+    meta = folder / "dataset.json"
+    spec = folder / "spec.json"
+    if not meta.exists():
+        print(f"generating {traces:,} traces (seed {seed}) in {folder} ...", file=sys.stderr, flush=True)
+        runs = folder / "runs"
+        if runs.exists():
+            for stale in runs.iterdir():
+                stale.unlink()
+        sys.path.insert(0, str(HERE))
+        scoring_data = importlib.import_module("_scoring_data")  # a sibling script, not a package
+
+        started = time.perf_counter()
+        spans = scoring_data.generate(runs, traces, seed)
+        scoring_data.write_spec(spec, seed)
+        meta.write_text(json.dumps({"traces": traces, "spans": spans, "seed": seed}), encoding="utf-8")
+        print(f"  {spans:,} spans in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+    info = json.loads(meta.read_text(encoding="utf-8"))
+    return folder / "runs", spec, int(info["spans"])
+
+
+def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
+    """Run one stage in this process; returns counts, wall seconds and peak RSS (MB)."""
+    import gc
+
+    gc.collect()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    spans = traces = 0
+    if stage == "read":
+        from evaltrace.collector.reader import iter_traces
+
+        for group in iter_traces([str(runs)]):
+            traces += 1
+            spans += len(group)
+    elif stage == "rebuild":
+        from evaltrace.collector.convert import read_traces
+
+        for trace in read_traces([str(runs)]):
+            traces += 1
+            spans += trace.span_count
+    else:
+        from evaltrace.collector.convert import read_traces
+        from evaltrace.evaluators.engine import ScoreOptions, score_traces
+        from evaltrace.evaluators.report import write_report
+        from evaltrace.evaluators.spec_loader import load_spec
+
+        report = score_traces(read_traces([str(runs)]), load_spec(spec), ScoreOptions(paths=(str(runs),)))
+        write_report(report, str(runs.parent / "report.json"))
+        traces = report.counts.traces
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"stage": stage, "seconds": seconds, "cpu": cpu, "traces": traces, "spans": spans, "peak_mb": peak_mb}
+
+
+def _child(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--_stage", stage, str(runs), str(spec)]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _cli(runs: Path, spec: Path) -> dict[str, Any]:
+    """`evaltrace score` as a subprocess: wall time, exit code and its own peak RSS (wait4)."""
+    report = runs.parent / "cli-report.json"
+    cmd = [sys.executable, "-m", "evaltrace.cli", "score", str(runs), "--spec", str(spec), "--json", str(report)]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {"seconds": seconds, "exit": proc.returncode, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def run_size(traces: int, seed: int) -> dict[str, Any]:
+    """All stages for one dataset size."""
+    runs, spec, spans = dataset(traces, seed)
+    row: dict[str, Any] = {"traces": traces, "spans": spans}
+    for stage in STAGES:
+        result = _child(stage, runs, spec)
+        row[stage] = result
+        print(
+            f"  {traces:>7,} traces {stage:<8} {result['seconds']:7.2f} s  peak {result['peak_mb']:7.1f} MB", flush=True
+        )
+    return row
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The Markdown results table."""
+    head = (
+        "| traces | spans | read s | rebuild s | score s | total s | spans/s | traces/s | peak RSS MB |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    lines = []
+    for row in rows:
+        read, rebuild, score = (row[s]["seconds"] for s in STAGES)
+        total = score
+        lines.append(
+            f"| {row['traces']:,} | {row['spans']:,} | {read:.2f} | {rebuild - read:.2f} | {score - rebuild:.2f} "
+            f"| {total:.2f} | {row['spans'] / total:,.0f} | {row['traces'] / total:,.0f} "
+            f"| {row['score']['peak_mb']:.0f} |"
+        )
+    return head + "\n".join(lines) + "\n"
+
+
+def profile(traces: int, seed: int, top: int) -> None:
+    """cProfile of the `score` stage at `traces` traces, sorted by own time."""
+    import cProfile
+    import pstats
+
+    runs, spec, _ = dataset(traces, seed)
+    profiler = cProfile.Profile()
+    profiler.runcall(measure, "score", runs, spec)
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated trace counts")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-cli", action="store_true", help="skip `evaltrace score` at the largest size")
+    parser.add_argument("--profile", type=int, metavar="TRACES", help="print a cProfile at this size and stop")
+    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--_stage", nargs=3, metavar=("STAGE", "RUNS", "SPEC"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args._stage:
+        stage, runs, spec = args._stage
+        print(json.dumps(measure(stage, Path(runs), Path(spec))))
+        return
+    if args.profile:
+        profile(args.profile, args.seed, args.top)
+        return
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.platform()}", flush=True)
+    rows = [run_size(size, args.seed) for size in sizes]
+    print()
+    print(table(rows))
+    if not args.no_cli:
+        runs, spec, spans = dataset(max(sizes), args.seed)
+        cli = _cli(runs, spec)
+        rate = spans / cli["seconds"]
+        print(
+            f"evaltrace score --spec ({max(sizes):,} traces, {spans:,} spans): {cli['seconds']:.2f} s, "
+            f"{rate:,.0f} spans/s, exit {cli['exit']}, peak RSS {cli['peak_mb']:.0f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()
