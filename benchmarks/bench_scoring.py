@@ -9,8 +9,8 @@ memory high-water mark of one stage never leak into another:
 
 - `read`: `reader.iter_traces` (two-pass streaming read, dedup, grouping by trace);
 - `rebuild`: `convert.read_traces` (the above plus span tree, classification, `Trace` records);
-- `score`: `engine.score_traces(read_traces(...), load_spec(...))` plus `write_report` to a JSON
-  file: the code `evaltrace score --spec SPEC --json FILE` runs;
+- `score`: `engine.score_traces_to(read_traces(...), load_spec(...), ...)` streaming the entries
+  to a JSON file through `ReportWriter`: the code `evaltrace score --spec SPEC --json FILE` runs;
 - `cli` (largest size only): `evaltrace score DIR --spec SPEC --json FILE` itself.
 
 Stage times are the differences of the cumulative wall times (read s = read; rebuild s =
@@ -80,13 +80,14 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
             spans += trace.span_count
     else:
         from evaltrace.collector.convert import read_traces
-        from evaltrace.evaluators.engine import ScoreOptions, score_traces
-        from evaltrace.evaluators.report import write_report
+        from evaltrace.evaluators.engine import ScoreOptions, score_traces_to
+        from evaltrace.evaluators.report import ReportWriter
         from evaltrace.evaluators.spec_loader import load_spec
 
-        report = score_traces(read_traces([str(runs)]), load_spec(spec), ScoreOptions(paths=(str(runs),)))
-        write_report(report, str(runs.parent / "report.json"))
-        traces = report.counts.traces
+        with ReportWriter(str(runs.parent / "report.json")) as writer:
+            run = score_traces_to(read_traces([str(runs)]), load_spec(spec), ScoreOptions(paths=(str(runs),)), writer)
+            writer.finish(run.report)
+        traces = run.report.counts.traces
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"stage": stage, "seconds": seconds, "cpu": cpu, "traces": traces, "spans": spans, "peak_mb": peak_mb}

@@ -2,6 +2,8 @@
 
 Exit codes (CONTRACT.md): 0 the gate passed, 1 the gate failed, 2 bad input or usage. The
 summary goes to stdout; with `--json -` the report takes stdout and the summary goes to stderr.
+The report's entries are streamed to the file (a temporary name, renamed into place at the end),
+so scoring memory does not grow with the number of traces.
 Progress is shown on stderr only when stderr is a terminal.
 """
 
@@ -61,8 +63,8 @@ def score(
     """Score stored traces against a spec (or the reference-free defaults) and gate on the pass rate."""
     # Imported here so that other commands start without the scoring machinery.
     from evaltrace.collector.convert import read_traces
-    from evaltrace.evaluators.engine import ScoreOptions, score_traces
-    from evaltrace.evaluators.report import write_report
+    from evaltrace.evaluators.engine import ScoreOptions, score_traces_to
+    from evaltrace.evaluators.report import ReportWriter
     from evaltrace.evaluators.summary import render_summary
 
     loaded, case_from_spec_arg = load_spec_arg(spec) if spec is not None else (None, None)
@@ -86,13 +88,18 @@ def score(
         ),
         progress=_progress() if sys.stderr.isatty() else None,
     )
-    report = score_traces(read_traces(paths), loaded, options)
-    if options.progress is not None:
-        print(file=sys.stderr)
-    if json_path is not None:
-        write_report(report, json_path)
-    typer.echo(render_summary(report), nl=False, err=json_path == "-")
-    if not report.passed:
+    writer = ReportWriter(json_path) if json_path is not None else None
+    try:
+        run = score_traces_to(read_traces(paths), loaded, options, writer)
+        if options.progress is not None:
+            print(file=sys.stderr)
+        if writer is not None:
+            writer.finish(run.report)
+    finally:
+        if writer is not None:
+            writer.abort()
+    typer.echo(render_summary(run.report, run.digest), nl=False, err=json_path == "-")
+    if not run.report.passed:
         raise typer.Exit(1)
 
 

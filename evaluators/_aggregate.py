@@ -6,7 +6,7 @@ The rules are documented in `evaluators/report.py` (outcomes, the gate) and `eva
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from evaltrace.evaluators.base import Score
@@ -44,6 +44,11 @@ def status_passed(status: SampleStatus) -> bool | None:
     return None if status == "not_applicable" else status == "passed"
 
 
+def sample_order(sample: SampleResult) -> tuple[datetime, str]:
+    """The order of a case's samples in its entry: start time, then trace id."""
+    return (sample.start_time or _FAR_FUTURE, sample.trace_id or "")
+
+
 def aggregate_case(case: Case, policy: RepeatPolicy, samples: Sequence[SampleResult]) -> EntryResult:
     """Decide a spec case from its samples by `policy`.
 
@@ -55,19 +60,61 @@ def aggregate_case(case: Case, policy: RepeatPolicy, samples: Sequence[SampleRes
     Returns:
         The entry, with the samples sorted by start time.
     """
-    ordered = sorted(samples, key=lambda s: (s.start_time or _FAR_FUTURE, s.trace_id or ""))
-    base = _entry_base(case, ordered, policy)
-    if len(ordered) < policy.min_samples:
-        return _missing(base, len(ordered), policy.min_samples)
-    considered = ordered[: policy.k] if policy.rule == "pass@k" and policy.k is not None else ordered
-    scored = [s for s in considered if s.status != "not_applicable"]
-    if not scored:
+    ordered = sorted(samples, key=sample_order)
+    return decide_case(case, policy, ordered).model_copy(update={"samples": ordered})
+
+
+def decide_case(case: Case, policy: RepeatPolicy, ordered: Iterable[SampleResult]) -> EntryResult:
+    """Decide a spec case in one pass over its samples, given in `sample_order`.
+
+    The samples are consumed one at a time and not kept, so a case with many repeats can be
+    decided from samples read back from disk.
+
+    Returns:
+        The entry without its `samples` (the caller attaches or streams them).
+    """
+    tally = _CaseTally(policy)
+    for sample in ordered:
+        tally.add(sample)
+    base = _entry_base(case, tally, policy)
+    if tally.samples < policy.min_samples:
+        return _missing(base, tally.samples, policy.min_samples)
+    if not tally.scored:
         return base.model_copy(update={"status": "not_applicable", "passed": None, "pass_rate": None})
-    n_pass = sum(1 for s in scored if s.status == "passed")
-    passed, rate = _apply_rule(policy, n_pass, len(scored))
-    reason = None if n_pass == len(scored) else _failure_reason(scored, n_pass, policy)
+    passed, rate = _apply_rule(policy, tally.passed, tally.scored)
+    reason = None if tally.passed == tally.scored else _failure_reason(tally, policy)
     status = "passed" if passed else "failed"
     return base.model_copy(update={"status": status, "passed": passed, "pass_rate": rate, "reason": reason})
+
+
+class _CaseTally:
+    """What deciding a case needs from its samples, fed in order: counts, the first sample and failure."""
+
+    def __init__(self, policy: RepeatPolicy) -> None:
+        self._considered = policy.k if policy.rule == "pass@k" and policy.k is not None else None
+        self.samples = 0
+        self.scored = 0
+        """Considered samples (the first k under pass@k) that are applicable."""
+        self.passed = 0
+        self.first: SampleResult | None = None
+        self.first_failure: str | None = None
+        """Why the first failing considered sample failed."""
+        self.scores = ScoreMerger()
+
+    def add(self, sample: SampleResult) -> None:
+        if self.first is None:
+            self.first = sample
+        considered = self._considered is None or self.samples < self._considered
+        self.samples += 1
+        self.scores.add(sample.scores)
+        if not considered or sample.status == "not_applicable":
+            return
+        self.scored += 1
+        if sample.status == "passed":
+            self.passed += 1
+        elif self.first_failure is None:
+            first = next((sc for sc in sample.scores if sc.passed is False), None)
+            self.first_failure = f"{first.scorer}: {first.reason}" if first is not None else "failed"
 
 
 def _apply_rule(policy: RepeatPolicy, n_pass: int, n: int) -> tuple[bool, float]:
@@ -82,8 +129,8 @@ def _apply_rule(policy: RepeatPolicy, n_pass: int, n: int) -> tuple[bool, float]
     return passed, 1.0 if passed else 0.0
 
 
-def _entry_base(case: Case, samples: Sequence[SampleResult], policy: RepeatPolicy) -> EntryResult:
-    first = samples[0] if samples else None
+def _entry_base(case: Case, tally: _CaseTally, policy: RepeatPolicy) -> EntryResult:
+    first = tally.first
     rule = f"pass@{policy.k}" if policy.rule == "pass@k" else policy.rule
     return EntryResult(
         case_id=case.id,
@@ -92,8 +139,7 @@ def _entry_base(case: Case, samples: Sequence[SampleResult], policy: RepeatPolic
         status="not_applicable",
         pass_rate=None,
         rule=rule,
-        scores=aggregate_scores(samples),
-        samples=list(samples),
+        scores=tally.scores.result(),
         input=case.input if case.turns is None else case.turns[0].input,
         output=first.output if first else None,
         tier=case.tier,
@@ -109,40 +155,83 @@ def _missing(base: EntryResult, found: int, needed: int) -> EntryResult:
     return base.model_copy(update={"status": status, "passed": False, "pass_rate": 0.0, "reason": reason})
 
 
-def _failure_reason(scored: Sequence[SampleResult], n_pass: int, policy: RepeatPolicy) -> str:
-    failing = next(s for s in scored if s.status == "failed")
-    first = next((sc for sc in failing.scores if sc.passed is False), None)
-    why = f"{first.scorer}: {first.reason}" if first is not None else "failed"
-    if len(scored) == 1:
+def _failure_reason(tally: _CaseTally, policy: RepeatPolicy) -> str:
+    why = tally.first_failure or "failed"
+    if tally.scored == 1:
         return why
-    return f"{n_pass} of {len(scored)} samples passed (rule {policy.rule}); first failure: {why}"
+    return f"{tally.passed} of {tally.scored} samples passed (rule {policy.rule}); first failure: {why}"
 
 
 def aggregate_scores(samples: Sequence[SampleResult]) -> list[ScoreResult]:
     """The entry-level scores: the sample's own for one sample, else one row per scorer over samples."""
-    if len(samples) == 1:
-        return list(samples[0].scores)
-    groups: dict[tuple[str, int | None, int], list[ScoreResult]] = {}
+    merger = ScoreMerger()
     for sample in samples:
+        merger.add(sample.scores)
+    return merger.result()
+
+
+class ScoreMerger:
+    """Entry-level scores over samples fed in order, without keeping the samples.
+
+    One sample: its own scores. Several: one row per (scorer, turn, occurrence) with the number of
+    passing samples, the first failure's reason, the first error and the mean value.
+    """
+
+    def __init__(self) -> None:
+        self._samples = 0
+        self._first: list[ScoreResult] = []
+        self._groups: dict[tuple[str, int | None, int], _Merged] = {}
+
+    def add(self, scores: Sequence[ScoreResult]) -> None:
+        """Count one sample's scores."""
+        self._samples += 1
+        if self._samples == 1:
+            self._first = list(scores)
         occurrence: dict[tuple[str, int | None], int] = {}
-        for score in sample.scores:
+        for score in scores:
             key = (score.scorer, score.turn)
             occurrence[key] = occurrence.get(key, 0) + 1
-            groups.setdefault((*key, occurrence[key]), []).append(score)
-    return [_merge(rows, len(samples)) for rows in groups.values()]
+            self._groups.setdefault((*key, occurrence[key]), _Merged(score.scorer, score.turn)).add(score)
+
+    def result(self) -> list[ScoreResult]:
+        """The entry-level scores."""
+        if self._samples == 1:
+            return list(self._first)
+        return [group.result(self._samples) for group in self._groups.values()]
 
 
-def _merge(rows: Sequence[ScoreResult], n_samples: int) -> ScoreResult:
-    applicable = [r for r in rows if r.passed is not None]
-    failed = [r for r in applicable if r.passed is False]
-    values = [r.value for r in rows if r.value is not None]
-    passed = None if not applicable else not failed
-    reason = f"passed in {len(applicable) - len(failed)} of {n_samples} samples"
-    if failed:
-        reason += f"; first failure: {failed[0].reason}"
-    error = next((r.error for r in rows if r.error is not None), None)
-    value = sum(values) / len(values) if values else None
-    return ScoreResult(scorer=rows[0].scorer, passed=passed, value=value, reason=reason, error=error, turn=rows[0].turn)
+class _Merged:
+    """One scorer's rows over samples (see `ScoreMerger`)."""
+
+    def __init__(self, scorer: str, turn: int | None) -> None:
+        self.scorer, self.turn = scorer, turn
+        self.applicable = self.failed = self.values = 0
+        self.total = 0.0
+        self.first_failure: str | None = None
+        self.error: str | None = None
+
+    def add(self, row: ScoreResult) -> None:
+        if row.passed is not None:
+            self.applicable += 1
+        if row.passed is False:
+            if not self.failed:
+                self.first_failure = str(row.reason)  # as the report always formatted it, `None` included
+            self.failed += 1
+        if row.value is not None:
+            self.total += row.value
+            self.values += 1
+        if self.error is None:
+            self.error = row.error
+
+    def result(self, n_samples: int) -> ScoreResult:
+        passed = None if not self.applicable else not self.failed
+        reason = f"passed in {self.applicable - self.failed} of {n_samples} samples"
+        if self.failed:
+            reason += f"; first failure: {self.first_failure}"
+        value = self.total / self.values if self.values else None
+        return ScoreResult(
+            scorer=self.scorer, passed=passed, value=value, reason=reason, error=self.error, turn=self.turn
+        )
 
 
 def trace_entry(sample: SampleResult, case_id: str | None) -> EntryResult:

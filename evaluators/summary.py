@@ -1,7 +1,12 @@
-"""The terminal summary of a report: counts, each failing entry with its reasons, stats, the gate line."""
+"""The terminal summary of a report: counts, failing entries with their reasons, stats, the gate line.
+
+Up to `MAX_LISTED` failing or missing entries are listed with their reasons, in report order; a
+larger run's others are counted in one line (the JSON report has them all).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from evaltrace.evaluators.report import EntryResult, Report, ScoreResult
@@ -10,13 +15,64 @@ _RULE = "-" * 70
 _MAX_REASON = 300
 
 
-def render_summary(report: Report) -> str:
-    """The readable summary `evaltrace score` prints (plain text, ends with the gate line)."""
-    lines = [_headline(report), _RULE]
-    problems = [e for e in report.entries if e.status in ("failed", "missing")]
-    for entry in problems:
-        lines += _entry_lines(entry)
-    if problems:
+MAX_LISTED = 50
+"""Failing and missing entries listed in full; the rest are counted (the JSON report has them all)."""
+
+
+class FailureDigest:
+    """The failing and missing entries the summary lists, collected as entries are produced.
+
+    Keeps the rendered lines of the first `limit` problem entries and a count of the others, so a
+    run's summary does not need the run's entries in memory.
+    """
+
+    def __init__(self, limit: int = MAX_LISTED) -> None:
+        self.limit = limit
+        self.lines: list[str] = []
+        self.listed = 0
+        self.omitted = 0
+
+    @property
+    def full(self) -> bool:
+        """Whether further problem entries are only counted (callers may then skip building them)."""
+        return self.listed >= self.limit
+
+    def add(self, entry: EntryResult, samples: int) -> None:
+        """Note an entry (with its number of samples); only failing and missing ones are kept."""
+        if entry.status not in ("failed", "missing"):
+            return
+        if self.full:
+            self.omitted += 1
+        else:
+            self.lines += _entry_lines(entry, samples)
+            self.listed += 1
+
+    def add_omitted(self) -> None:
+        """Count a problem entry past the limit without building it."""
+        self.omitted += 1
+
+    @classmethod
+    def of(cls, entries: Iterable[EntryResult]) -> FailureDigest:
+        """The digest of a report's entries."""
+        digest = cls()
+        for entry in entries:
+            digest.add(entry, len(entry.samples))
+        return digest
+
+
+def render_summary(report: Report, digest: FailureDigest | None = None) -> str:
+    """The readable summary `evaltrace score` prints (plain text, ends with the gate line).
+
+    Args:
+        report: the report (its `entries` are not read when `digest` is given).
+        digest: the failing entries, collected while the entries were streamed.
+    """
+    digest = digest if digest is not None else FailureDigest.of(report.entries)
+    lines = [_headline(report), _RULE, *digest.lines]
+    if digest.omitted:
+        more = "entry" if digest.omitted == 1 else "entries"
+        lines.append(f"... and {digest.omitted} more failing {more} (see --json)")
+    if digest.listed:
         lines.append(_RULE)
     lines += _stats_lines(report)
     lines.append(_gate_line(report))
@@ -34,10 +90,10 @@ def _headline(report: Report) -> str:
     return f"evaltrace score: {source}; {c.traces} traces read\n" + ", ".join(parts)
 
 
-def _entry_lines(entry: EntryResult) -> list[str]:
+def _entry_lines(entry: EntryResult, samples: int) -> list[str]:
     label = entry.case_id or "(no case)"
     trace = f" [trace {entry.trace_id}]" if entry.trace_id else ""
-    rate = f" pass rate {entry.pass_rate:.0%}" if entry.pass_rate is not None and len(entry.samples) > 1 else ""
+    rate = f" pass rate {entry.pass_rate:.0%}" if entry.pass_rate is not None and samples > 1 else ""
     lines = [f"{entry.status.upper()} {label}{trace}{rate}"]
     if entry.status == "missing" or not entry.scores:
         return lines + [f"  - {entry.reason}"] if entry.reason else lines

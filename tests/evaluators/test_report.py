@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from evaltrace.evaluators.report import (
     EntryResult,
     Report,
     ReportInputs,
+    ReportWriter,
     SampleResult,
     ScoreResult,
     evaluate_gate,
@@ -22,7 +24,7 @@ from evaltrace.evaluators.report import (
     write_report,
 )
 from evaltrace.evaluators.spec import Case, RepeatPolicy
-from evaltrace.evaluators.summary import render_summary
+from evaltrace.evaluators.summary import MAX_LISTED, FailureDigest, render_summary
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -171,3 +173,63 @@ def test_write_report_to_unwritable_place_is_an_input_error(tmp_path: Path) -> N
     blocker.write_text("x")
     with pytest.raises(InputError, match=r"file/report\.json: cannot write the JSON report"):
         write_report(make_report([], passed=True), str(blocker / "report.json"))
+
+
+def failing_entry(n: int) -> EntryResult:
+    scores = [ScoreResult(scorer="output", passed=False, reason=f"missing '{n}'")]
+    return EntryResult(case_id=f"c{n}", trace_id=None, passed=False, status="failed", pass_rate=0.0, scores=scores)
+
+
+def test_summary_lists_the_first_failing_entries_and_counts_the_rest() -> None:
+    entries = [failing_entry(n) for n in range(MAX_LISTED + 7)]
+    lines = render_summary(make_report(entries, passed=False)).splitlines()
+    assert f"FAILED c{MAX_LISTED - 1}" in lines and f"FAILED c{MAX_LISTED}" not in lines
+    assert "... and 7 more failing entries (see --json)" in lines
+    exact = render_summary(make_report(entries[:MAX_LISTED], passed=False)).splitlines()
+    assert not any(line.startswith("... and") for line in exact)
+    digest = FailureDigest(limit=2)
+    for entry_ in entries[:3]:
+        digest.add(entry_, samples=1)
+    assert (digest.listed, digest.omitted) == (2, 1)
+    assert "... and 1 more failing entry (see --json)" in render_summary(make_report([], False), digest)
+
+
+def test_report_writer_streams_one_json_object_and_renames_it_into_place(tmp_path: Path) -> None:
+    report = make_report([], passed=True)
+    target = tmp_path / "out" / "report.json"
+    with ReportWriter(str(target)) as writer:
+        writer.add([failing_entry(1).model_dump_json().encode()])
+        writer.add([b'{"case_id":"c2","trace_id":null,', b'"passed":null,"status":"not_applicable","pass_rate":null}'])
+        assert not target.exists()  # only the temporary file exists until `finish`
+        writer.finish(report)
+    loaded = load_report(target)
+    assert [e.case_id for e in loaded.entries] == ["c1", "c2"]
+    assert loaded.model_copy(update={"entries": []}) == report
+    assert [p.name for p in target.parent.iterdir()] == ["report.json"]
+    assert target.stat().st_mode & 0o777 == 0o666 & ~current_umask()  # not a 0o600 temp file
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_report_writer_leaves_nothing_behind_on_error(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    with pytest.raises(RuntimeError, match="scoring broke"), ReportWriter(str(target)) as writer:
+        writer.add([failing_entry(1).model_dump_json().encode()])
+        raise RuntimeError("scoring broke")
+    assert list(tmp_path.iterdir()) == []
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(InputError, match=r"file/report\.json: cannot write the JSON report"):
+        ReportWriter(str(blocker / "report.json"))
+
+
+def test_report_writer_to_stdout_writes_nothing_before_the_first_entry(capsys: pytest.CaptureFixture[str]) -> None:
+    writer = ReportWriter("-")
+    assert capsys.readouterr().out == ""
+    writer.finish(make_report([], passed=True))
+    data = json.loads(capsys.readouterr().out)
+    assert data["entries"] == [] and data["passed"] is True and data["schema_version"] == 1

@@ -1,0 +1,197 @@
+"""Where scored samples go: one entry per trace without a spec, to the matching cases with one.
+
+A router turns each trace into scoring jobs (`route`, then `finish` once the input has ended),
+parks each finished sample on the run's `Spill` (`keep`), and at the end sends the entries in
+report order to an `EntrySink` while counting what the report's header needs (`emit`).
+Matching rules: see `evaluators/engine.py`.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Coroutine, Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any, Protocol, get_args
+
+from evaltrace.collector.records import Trace
+from evaltrace.evaluators._aggregate import decide_case, trace_entry
+from evaltrace.evaluators._engine_run import RunStats, score_conversation, score_trace
+from evaltrace.evaluators._spill import Spill
+from evaltrace.evaluators.base import Scorer
+from evaltrace.evaluators.report import EntryResult, EntryStatus, SampleResult, SampleStatus, UnmatchedTrace
+from evaltrace.evaluators.spec import Case
+from evaltrace.evaluators.spec_loader import LoadedSpec
+from evaltrace.evaluators.summary import FailureDigest
+
+_UNMATCHED_INPUT_CHARS = 200
+_SAMPLE_STATUSES: tuple[SampleStatus, ...] = get_args(SampleStatus)
+
+Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
+
+
+def normalize_input(text: str | None) -> str | None:
+    """Whitespace-normalised input: runs of whitespace become one space, ends trimmed."""
+    return None if text is None else " ".join(text.split())
+
+
+class EntrySink(Protocol):
+    """Where `score_traces_to` sends the entries, in report order (e.g. a `ReportWriter`)."""
+
+    def add(self, chunks: Iterable[bytes]) -> None:
+        """Take one entry as the pieces of its compact JSON object."""
+
+
+class EntryList:
+    """An `EntrySink` keeping the entries in memory (for `score_traces`)."""
+
+    def __init__(self) -> None:
+        self.entries: list[EntryResult] = []
+
+    def add(self, chunks: Iterable[bytes]) -> None:
+        self.entries.append(EntryResult.model_validate_json(b"".join(chunks)))
+
+
+class Totals:
+    """What the report's header and the summary need from the entries, added in report order."""
+
+    def __init__(self) -> None:
+        self.statuses: Counter[str] = Counter()
+        self.rates: array[float] = array("d")
+        self.digest = FailureDigest()
+
+    @property
+    def entries(self) -> int:
+        return sum(self.statuses.values())
+
+    def add(self, status: EntryStatus, pass_rate: float | None) -> None:
+        self.statuses[status] += 1
+        if pass_rate is not None:
+            self.rates.append(pass_rate)
+
+
+class TraceRouter:
+    """Without a spec: every trace is scored by the defaults and is its own entry."""
+
+    def __init__(self, scorers: tuple[Scorer, ...]) -> None:
+        self._scorers = scorers
+        self.unmatched: list[UnmatchedTrace] = []
+
+    def scorers(self) -> list[Scorer]:
+        return list(self._scorers)
+
+    def route(self, trace: Trace, stats: RunStats) -> list[Job]:
+        return [_keyed(trace.case_id, score_trace(trace, None, self._scorers, stats))]
+
+    def finish(self, stats: RunStats) -> list[Job]:
+        return []
+
+    def keep(self, spill: Spill, case_id: str | None, sample: SampleResult) -> None:
+        # The entry is built now (it needs only its sample) and parked whole; its status rides in the tag.
+        payload = trace_entry(sample, case_id).model_dump_json().encode()
+        spill.add("", sample.start_time, sample.trace_id, payload, tag=_SAMPLE_STATUSES.index(sample.status))
+
+    def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
+        for tag, payload in spill.ordered(""):
+            status = _SAMPLE_STATUSES[tag]
+            totals.add(status, None if status == "not_applicable" else float(status == "passed"))
+            if status == "failed" and totals.digest.full:
+                totals.digest.add_omitted()
+            elif status == "failed":
+                totals.digest.add(EntryResult.model_validate_json(payload), 1)
+            if sink is not None:
+                sink.add((payload,))
+
+
+class SpecRouter:
+    """With a spec: traces go to the cases they match; conversations wait for the input to end."""
+
+    def __init__(self, spec: LoadedSpec, selected: list[Case]) -> None:
+        self.spec = spec
+        self.selected = selected
+        self._selected_ids = {case.id for case in selected}
+        self._by_id = {case.id: case for case in spec.cases}
+        self._by_input: dict[str, list[Case]] = {}
+        for case in spec.cases:
+            key = normalize_input(case.input if case.turns is None else case.turns[0].input)
+            if key is not None:
+                self._by_input.setdefault(key, []).append(case)
+        self._has_multi_turn = any(case.turns is not None for case in spec.cases)
+        self._conversations: dict[str, list[Trace]] = {}
+        self.unmatched: list[UnmatchedTrace] = []
+
+    def scorers(self) -> list[Scorer]:
+        return [s for case in self.selected for turn in self.spec.case_scorers[case.id] for s in turn]
+
+    def route(self, trace: Trace, stats: RunStats) -> list[Job]:
+        cases = self._cases_for(trace)
+        single = [case for case in cases if case.turns is None]
+        if single:
+            return [self._job(case, trace, stats) for case in single if case.id in self._selected_ids]
+        if self._has_multi_turn and (cases or trace.conversation_id is not None):
+            # Maybe a turn of a conversation: decided once all its traces are in (see finish).
+            self._conversations.setdefault(trace.conversation_id or f"trace:{trace.trace_id}", []).append(trace)
+            return []
+        self._unmatched(trace)
+        return []
+
+    def _cases_for(self, trace: Trace) -> list[Case]:
+        if trace.case_id is not None and trace.case_id in self._by_id:
+            return [self._by_id[trace.case_id]]
+        return self._by_input.get(normalize_input(trace.input) or "", [])
+
+    def _job(self, case: Case, trace: Trace, stats: RunStats) -> Job:
+        return _keyed(case.id, score_trace(trace, case, self.spec.case_scorers[case.id][0], stats))
+
+    def _unmatched(self, trace: Trace) -> None:
+        text = trace.input[:_UNMATCHED_INPUT_CHARS] if trace.input is not None else None
+        self.unmatched.append(UnmatchedTrace(trace_id=trace.trace_id, input=text))
+
+    def finish(self, stats: RunStats) -> list[Job]:
+        jobs: list[Job] = []
+        for traces in self._conversations.values():
+            traces.sort(key=lambda t: (t.start_time or datetime.max.replace(tzinfo=UTC), t.trace_id))
+            case = self._conversation_case(traces)
+            if case is None:
+                for trace in traces:
+                    self._unmatched(trace)
+            elif case.id in self._selected_ids:
+                turn_scorers = self.spec.case_scorers[case.id]
+                jobs.append(_keyed(case.id, score_conversation(traces, case, turn_scorers, stats)))
+        self._conversations.clear()
+        return jobs
+
+    def _conversation_case(self, traces: list[Trace]) -> Case | None:
+        for trace in traces:
+            case = self._by_id.get(trace.case_id or "")
+            if case is not None and case.turns is not None:
+                return case
+        candidates = self._by_input.get(normalize_input(traces[0].input) or "", [])
+        return next((case for case in candidates if case.turns is not None), None)
+
+    def keep(self, spill: Spill, case_id: str | None, sample: SampleResult) -> None:
+        if case_id is not None:
+            spill.add(case_id, sample.start_time, sample.trace_id, sample.model_dump_json().encode())
+
+    def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
+        for case in self.selected:
+            # One pass over the case's samples decides it; a second copies their JSON to the sink.
+            samples = (SampleResult.model_validate_json(payload) for _, payload in spill.ordered(case.id))
+            entry = decide_case(case, self.spec.spec.repeat_for(case), samples)
+            totals.add(entry.status, entry.pass_rate)
+            totals.digest.add(entry, spill.count(case.id))
+            if sink is not None:
+                sink.add(_with_samples(entry, spill.ordered(case.id)))
+
+
+def _with_samples(entry: EntryResult, samples: Iterable[tuple[int, bytes]]) -> Iterator[bytes]:
+    """The entry's JSON in pieces, with the samples' JSON spliced in as its `samples` list."""
+    head = entry.model_dump_json(exclude={"samples"}).encode()
+    yield head[:-1] + b',"samples":['
+    for index, (_, payload) in enumerate(samples):
+        yield b"," + payload if index else payload
+    yield b"]}"
+
+
+async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:
+    return key, await job
