@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.base import Score, Scorer, run_scorer
-    from evaltrace.evaluators.engine import ScoreOptions, score_traces
+    from evaltrace.evaluators.engine import ScoreOptions, score_traces, score_traces_to
     from evaltrace.evaluators.registry import create_scorer, register, scorer_names
-    from evaltrace.evaluators.report import EntryResult, Report, ScoreResult, evaluate_gate, write_report
+    from evaltrace.evaluators.report import EntryResult, Report, ReportWriter, ScoreResult, evaluate_gate, write_report
     from evaltrace.evaluators.runner import CallRecord, RunOptions, RunResult, load_agent, run_agent
     from evaltrace.evaluators.spec import Case, Expect, RepeatPolicy, Spec, Turn
     from evaltrace.evaluators.spec_loader import LoadedSpec, load_spec
@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "LoadedSpec": "evaltrace.evaluators.spec_loader",
     "RepeatPolicy": "evaltrace.evaluators.spec",
     "Report": "evaltrace.evaluators.report",
+    "ReportWriter": "evaltrace.evaluators.report",
     "RunOptions": "evaltrace.evaluators.runner",
     "RunResult": "evaltrace.evaluators.runner",
     "Score": "evaltrace.evaluators.base",
@@ -42,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "run_agent": "evaltrace.evaluators.runner",
     "run_scorer": "evaltrace.evaluators.base",
     "score_traces": "evaltrace.evaluators.engine",
+    "score_traces_to": "evaltrace.evaluators.engine",
     "scorer_names": "evaltrace.evaluators.registry",
     "write_report": "evaltrace.evaluators.report",
 }
@@ -54,6 +56,7 @@ __all__ = [
     "LoadedSpec",
     "RepeatPolicy",
     "Report",
+    "ReportWriter",
     "RunOptions",
     "RunResult",
     "Score",
@@ -70,6 +73,7 @@ __all__ = [
     "run_agent",
     "run_scorer",
     "score_traces",
+    "score_traces_to",
     "scorer_names",
     "write_report",
 ]
