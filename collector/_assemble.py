@@ -27,6 +27,7 @@ What counts as what (the rules scorers rely on):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,9 +78,9 @@ class Assembler:
             alone = len(runs) == 1 and not self._has_llm_outside(root, runs[0])
             trace = self._build_run(runs[0]) if alone else self._assemble([root])
         # Context attributes may sit anywhere in the OTel tree (a harness's wrapper span).
-        everything = [self.classified[s.span_id] for s in self.tree.walk(root)]
-        _apply_context(trace, everything)
-        trace.span_count = len([s for s in self.tree.walk(root) if s.span_id not in self.tree.placeholders])
+        walked = list(self.tree.walk(root))
+        _apply_context(trace, [self.classified[s.span_id] for s in walked])
+        trace.span_count = len([s for s in walked if s.span_id not in self.tree.placeholders])
         return trace
 
     def _outermost_agents(self, span: Span) -> list[Span]:
@@ -208,7 +209,7 @@ class Assembler:
         _fill_outcome(trace, heads, iterations)
         _apply_context(trace, members)
         for member in members:
-            trace.warnings += member.warnings
+            trace.warnings.extend(member.warnings)  # in place: no pydantic attribute assignment per span
         trace.convention = "+".join(sorted({m.convention for m in members if m.role != "other"})) or None
         trace.span_count = len(members)
         return trace
@@ -229,7 +230,8 @@ def _iteration(index: int, normalized: NormalizedSpan) -> Iteration:
         provider=llm.provider,
         input_messages=llm.input_messages,
         output_messages=llm.output_messages,
-        tool_calls=[c.model_copy(update={"iteration": index}) for c in llm.tool_calls],
+        # Placeholders: `_tool_calls` replaces them with the merged calls (copies, iteration set).
+        tool_calls=list(llm.tool_calls),
         finish_reasons=list(llm.finish_reasons),
         usage=llm.usage,
         start_time=ns_to_datetime(span.start_time_ns),
@@ -252,7 +254,6 @@ def _tool_calls(
 ) -> list[ToolCall]:
     requested = [Requested(c, it.index, pos) for it in iterations for pos, c in enumerate(it.tool_calls)]
     matches = pair(requested, tools)
-    by_id, by_name = tool_results([it.input_messages for it in iterations])
     keyed: list[tuple[tuple[int, int, int], ToolCall]] = []
     matched_requests = {r: t for t, r in matches.items()}
     for r_index, req in enumerate(requested):
@@ -268,7 +269,9 @@ def _tool_calls(
         keyed.append(((before[-1] if before else -1, 1, tool.span.start_time_ns), merge(None, tool)))
     keyed.sort(key=lambda item: item[0])
     calls = [call for _, call in keyed]
-    _fill_results(calls, by_id, by_name)
+    if any(call.result is None for call in calls):
+        # Only calls without a result take one from later model inputs: skip the history scan otherwise.
+        _fill_results(calls, *tool_results([it.input_messages for it in iterations]))
     _normalise_arguments(calls, schemas, warnings)
     for iteration in iterations:
         iteration.tool_calls = [c for c in calls if c.iteration == iteration.index]
@@ -338,9 +341,9 @@ def _apply_context(trace: Trace, members: list[NormalizedSpan]) -> None:
     for normalized in members:
         if trace.conversation_id is None and normalized.conversation_id:
             trace.conversation_id = normalized.conversation_id
-        for key, value in normalized.span.attributes.items():
-            if key.startswith(A.EVALTRACE_PREFIX):
-                trace.attributes.setdefault(key, value)
+        attributes = normalized.span.attributes
+        for key in filter(_EVALTRACE_KEY, attributes):
+            trace.attributes.setdefault(key, attributes[key])
     if trace.conversation_id is None:
         # Wrapper spans (a test harness's or `evaltrace run`'s root) are not read by any extractor,
         # but a conversation id set on them still groups the run's turns.
@@ -348,6 +351,10 @@ def _apply_context(trace: Trace, members: list[NormalizedSpan]) -> None:
     case_id = trace.attributes.get(A.CASE_ID)
     if trace.case_id is None and case_id is not None:
         trace.case_id = str(case_id)
+
+
+# C-level key filter: every span's attributes are scanned for `evaltrace.*` keys on each assembly.
+_EVALTRACE_KEY = re.compile(re.escape(A.EVALTRACE_PREFIX)).match
 
 
 def _raw_conversation_id(members: list[NormalizedSpan]) -> str | None:

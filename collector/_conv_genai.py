@@ -87,8 +87,11 @@ def _tool_schemas(value: Any) -> list[ToolSchema]:
 
 def _content_attributes(span: Span) -> dict[str, Any] | None:
     """The content attributes: the span's own, else those of an operation-details event."""
-    if any(key in span.attributes for key in _CONTENT_KEYS):
-        return span.attributes
+    attrs = span.attributes
+    if A.INPUT_MESSAGES in attrs or A.OUTPUT_MESSAGES in attrs or A.TOOL_CALL_ARGUMENTS in attrs:
+        return attrs
+    if A.TOOL_CALL_RESULT in attrs:  # `_CONTENT_KEYS`, spelled out: this runs for every span
+        return attrs
     for event in span.events:
         if event.name == A.OPERATION_DETAILS_EVENT and any(key in event.attributes for key in _CONTENT_KEYS):
             return {**span.attributes, **event.attributes}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from evaltrace.collector._lenient_json import json_list, json_object, parse_json
 from evaltrace.collector._spanutil import is_redacted, read_arguments
 from evaltrace.collector.records import Message, MessagePart, ToolCall
@@ -25,32 +27,52 @@ def normalise_role(role: Any) -> str:
 
 def parse_part(part: Any, where: str, warnings: list[str]) -> MessagePart:
     """One GenAI message part; unknown part types become `other` with a text rendering."""
+    return MessagePart.model_validate(_part_fields(part, where, warnings))
+
+
+# Message lists are validated from plain dicts in one call: pydantic builds the nested records in
+# Rust, about a third faster than constructing each `MessagePart` and `Message` from Python.
+_MESSAGE_LIST: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def _part_fields(part: Any, where: str, warnings: list[str]) -> dict[str, Any]:
+    """The `MessagePart` fields of one GenAI message part (see `parse_part`)."""
     if isinstance(part, str):
-        return _text_part(part, where, warnings)
+        return _text_fields(part, where, warnings)
     if not isinstance(part, dict):
-        return MessagePart(type="other", text=str(part))
+        return {"type": "other", "text": str(part)}
     kind = part.get("type")
     if kind == "text":
-        return _text_part(part.get("content", part.get("text")), where, warnings)
+        return _text_fields(part.get("content", part.get("text")), where, warnings)
     if kind == "tool_call":
-        args = read_arguments(part.get("arguments"), f"{where}: tool call {part.get('name')!r}")
-        if args.warning:
-            warnings.append(args.warning)
-        return MessagePart(type="tool_call", call_id=_id(part.get("id")), name=part.get("name"), arguments=args.value)
+        arguments = part.get("arguments")
+        if isinstance(arguments, str):  # structured arguments need no parse (and no warning text)
+            args = read_arguments(arguments, f"{where}: tool call {part.get('name')!r}")
+            if args.warning:
+                warnings.append(args.warning)
+            arguments = args.value
+        return {"type": "tool_call", "call_id": _id(part.get("id")), "name": part.get("name"), "arguments": arguments}
     if kind == "tool_call_response":
         result = part.get("response", part.get("result"))
-        return MessagePart(
-            type="tool_result", call_id=_id(part.get("id")), name=part.get("name"), result=_result(result)
-        )
-    return MessagePart(type="other", text=_render_other(part))
+        return {
+            "type": "tool_result",
+            "call_id": _id(part.get("id")),
+            "name": part.get("name"),
+            "result": _result(result),
+        }
+    return {"type": "other", "text": _render_other(part)}
 
 
 def _text_part(value: Any, where: str, warnings: list[str]) -> MessagePart:
+    return MessagePart.model_validate(_text_fields(value, where, warnings))
+
+
+def _text_fields(value: Any, where: str, warnings: list[str]) -> dict[str, Any]:
     if value is None or is_redacted(value):
         if value is not None:
             warnings.append(f"{where}: message text was redacted ({str(value).strip()})")
-        return MessagePart(type="text", text=None)
-    return MessagePart(type="text", text=value if isinstance(value, str) else str(value))
+        return {"type": "text", "text": None}
+    return {"type": "text", "text": value if isinstance(value, str) else str(value)}
 
 
 def _id(value: Any) -> str | None:
@@ -93,19 +115,27 @@ def parse_messages(value: Any, where: str, warnings: list[str]) -> list[Message]
 
 
 def _messages(items: list[Any], where: str, warnings: list[str]) -> list[Message]:
-    messages = []
+    fields: list[dict[str, Any]] = []
     for item in items:
         if isinstance(item, dict):
             parts = item.get("parts")
             parts = parts if isinstance(parts, list) else ([] if parts is None else [parts])
-            messages.append(
-                Message(
-                    role=normalise_role(item.get("role")),
-                    parts=[parse_part(p, where, warnings) for p in parts],
-                    name=item.get("name") if isinstance(item.get("name"), str) else None,
-                )
+            name = item.get("name")
+            fields.append(
+                {
+                    "role": normalise_role(item.get("role")),
+                    "parts": [_part_fields(p, where, warnings) for p in parts],
+                    "name": name if isinstance(name, str) else None,
+                }
             )
-    return messages
+    try:
+        return _MESSAGE_LIST.validate_python(fields)
+    except ValidationError:
+        # Raise the error one record at a time gives (its location names the part, not a list index).
+        for message in fields:
+            part_fields: list[dict[str, Any]] = message["parts"]
+            Message(role=message["role"], parts=[MessagePart(**p) for p in part_fields], name=message["name"])
+        raise
 
 
 # Each model call's input repeats the whole conversation so far: the text of call k+1 is that of
@@ -139,20 +169,62 @@ def _continue_history(value: Any, where: str, warnings: list[str]) -> list[Messa
             break
     else:
         return None
-    items = json_list("[" + value[cut + 1 :])
-    if not items:
-        return None
+    reply, rest = _reused_items(value[cut + 1 :])
+    items: list[Any] = []
+    if not (reply and rest.strip() == "]"):  # more items follow the reused ones (or none were reused)
+        parsed = json_list("[" + (rest[1:] if reply else rest))
+        if not parsed:
+            return None
+        items = parsed
     before = len(warnings)
-    messages = earlier + _messages(items, where, warnings)
+    messages = earlier + reply + _messages(items, where, warnings)
     if len(warnings) == before:
         _remember(value, messages)
     return messages
+
+
+def _reused_items(rest: str) -> tuple[list[Message], str]:
+    """The messages of a remembered array whose items open `rest`, and the text after them.
+
+    The items appended to a history usually start with the previous call's reply, parsed moments
+    ago as that call's output (`[X]`): when `rest` (`X, T]`) opens with exactly those items,
+    followed by `,` or `]`, their messages are reused and only the text after them is left (it
+    starts with that `,` or `]`). Otherwise nothing is reused and `rest` comes back unchanged.
+    """
+    body = rest.lstrip()
+    for text, messages in _recent:
+        if messages and len(text) > 2 and text[0] == "[" and text[-1] == "]" and body.startswith(text[1:-1]):
+            after = body[len(text) - 2 :].lstrip()
+            if after[:1] in (",", "]"):
+                return messages, after
+    return [], rest
 
 
 def system_message(value: Any, where: str, warnings: list[str]) -> Message | None:
     """`gen_ai.system_instructions` (a bare list of parts, or text) as one system message."""
     if value is None:
         return None
+    if not isinstance(value, str):
+        return _system_message(value, where, warnings)
+    # Every model call of a run (and usually of every run) carries the same instructions text:
+    # build the message once and share it (records are read-only once built, see `_recent`).
+    known = _SYSTEM.get(value)
+    if known is not None:
+        return known
+    before = len(warnings)
+    message = _system_message(value, where, warnings)
+    if len(warnings) == before:
+        if len(_SYSTEM) >= _SYSTEM_MAX:
+            _SYSTEM.clear()
+        _SYSTEM[value] = message
+    return message
+
+
+_SYSTEM: dict[str, Message] = {}
+_SYSTEM_MAX = 64
+
+
+def _system_message(value: Any, where: str, warnings: list[str]) -> Message:
     parts = json_list(value)
     if parts is None:
         return Message(role="system", parts=[_text_part(value, where, warnings)])

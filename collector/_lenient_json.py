@@ -95,6 +95,12 @@ def parse_json_deep(value: Any) -> ParsedJson:
 
 def loads_or_none(value: Any) -> Any:
     """The parsed value when `value` is valid JSON text or already structured, else `None`."""
+    if isinstance(value, str):
+        # Fast path for the common case: text that parses as is parses to the same value stripped.
+        try:
+            return json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            pass
     outcome = parse_json(value)
     return outcome.value if outcome.parsed else None
 

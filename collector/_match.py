@@ -117,11 +117,10 @@ def tool_results(messages_per_iteration: list[list[Message] | None]) -> tuple[di
 
 def merge(req: Requested | None, tool: ToolSpan | None) -> ToolCall:
     """One `ToolCall` from a requested call and/or its tool span (the span's recorded values win)."""
-    call = req.call.model_copy() if req is not None else None
     if tool is None:
-        assert call is not None
-        call.iteration = req.iteration if req is not None else None
-        return call
+        assert req is not None
+        return req.call.model_copy(update={"iteration": req.iteration})
+    call = req.call if req is not None else None  # only read below: no copy needed
     execution = tool.normalized.tool
     assert execution is not None
     span = tool.span

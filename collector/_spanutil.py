@@ -117,8 +117,8 @@ def read_arguments(raw: Any, where: str) -> Arguments:
         raw: The recorded value.
         where: Names the place for the warning, e.g. `tool get_weather (span 1a2b...)`.
     """
-    if raw is None:
-        return Arguments(None)
+    if not isinstance(raw, str):
+        return Arguments(raw)  # a structured value (or `None`) is kept as recorded
     if is_redacted(raw):
         return Arguments(None, warning=f"{where}: arguments were redacted ({raw.strip()})")
     parsed = parse_json(raw)
