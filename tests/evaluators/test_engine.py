@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F401 - registers the test scorers
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Iteration, ToolCall, Trace, Usage
@@ -21,48 +22,6 @@ from evaltrace.evaluators.report import EntryResult, Report
 from evaltrace.evaluators.spec_loader import LoadedSpec, load_spec
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
-
-
-@register
-class OutputHas(Scorer):
-    """Test scorer: passes when the output contains `text`."""
-
-    name: ClassVar[str] = "t_engine_output_has"
-    text: str
-
-    def score(self, trace: Trace, case: Any | None = None) -> Score:
-        ok = self.text in (trace.output or "")
-        return self.result(ok, 1.0 if ok else 0.0, f"output {'has' if ok else 'lacks'} {self.text!r}")
-
-
-@register
-class Boom(Scorer):
-    """Test scorer that always raises."""
-
-    name: ClassVar[str] = "t_engine_boom"
-
-    def score(self, trace: Trace, case: Any | None = None) -> Score:
-        raise RuntimeError("kaboom")
-
-
-@register
-class NotApplicable(Scorer):
-    """Test scorer that never applies."""
-
-    name: ClassVar[str] = "t_engine_na"
-
-    def score(self, trace: Trace, case: Any | None = None) -> Score:
-        return self.result(None, reason="does not apply")
-
-
-@register
-class SeesCase(Scorer):
-    """Test scorer: passes when the case handed to it has the trace's input (turns get their own)."""
-
-    name: ClassVar[str] = "t_engine_sees_case"
-
-    def score(self, trace: Trace, case: Any | None = None) -> Score:
-        return self.result(case is not None and case.input == trace.input, reason=f"case input {case.input!r}")
 
 
 @register

@@ -9,62 +9,18 @@ import tracemalloc
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
+from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F401 - registers the test scorers
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators.base import Score, Scorer
 from evaltrace.evaluators.engine import ScoreOptions, score_traces, score_traces_to
-from evaltrace.evaluators.registry import register
 from evaltrace.evaluators.report import ReportWriter, SampleResult, load_report
 from evaltrace.evaluators.spec_loader import LoadedSpec, load_spec
 from evaltrace.evaluators.summary import render_summary
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
-
-
-@register
-class OutputHas(Scorer):
-    """Test scorer: passes when the output contains `text`."""
-
-    name: ClassVar[str] = "t_stream_output_has"
-    text: str
-
-    def score(self, trace: Trace, case: Any | None = None) -> Score:
-        ok = self.text in (trace.output or "")
-        return self.result(ok, 1.0 if ok else 0.0, f"output {'has' if ok else 'lacks'} {self.text!r}")
-
-
-@register
-class Boom(Scorer):
-    """Test scorer that always raises."""
-
-    name: ClassVar[str] = "t_stream_boom"
-
-    def score(self, trace: Trace, case: Any | None = None) -> Score:
-        raise RuntimeError("kaboom")
-
-
-@register
-class NotApplicable(Scorer):
-    """Test scorer that never applies."""
-
-    name: ClassVar[str] = "t_stream_na"
-
-    def score(self, trace: Trace, case: Any | None = None) -> Score:
-        return self.result(None, reason="does not apply")
-
-
-@register
-class SeesCase(Scorer):
-    """Test scorer: passes when the case handed to it has the trace's input (turns get their own)."""
-
-    name: ClassVar[str] = "t_stream_sees_case"
-
-    def score(self, trace: Trace, case: Any | None = None) -> Score:
-        expected = case.input if case is not None else None
-        return self.result(expected == trace.input, reason=f"case input {expected!r}")
 
 
 MIXED = """\
@@ -73,29 +29,29 @@ cases:
   - id: mean
     input: q-mean
     repeat: mean
-    expect: {t_stream_output_has: {text: good}}
+    expect: {t_engine_output_has: {text: good}}
   - id: all
     input: q-all
     repeat: all
-    expect: {t_stream_output_has: {text: good}, t_stream_na: {}}
+    expect: {t_engine_output_has: {text: good}, t_engine_na: {}}
   - id: pass-at-2
     input: q-k
     repeat: {rule: "pass@k", k: 2}
-    expect: {t_stream_output_has: {text: good}}
+    expect: {t_engine_output_has: {text: good}}
   - id: boom
     input: q-boom
-    expect: {t_stream_boom: {}}
+    expect: {t_engine_boom: {}}
   - id: never-seen
     input: q-missing
-    expect: {t_stream_output_has: {text: good}}
+    expect: {t_engine_output_has: {text: good}}
   - id: too-few
     input: q-few
     repeat: {rule: all, min_samples: 3}
-    expect: {t_stream_output_has: {text: good}}
+    expect: {t_engine_output_has: {text: good}}
   - id: chat
     turns:
-      - {input: Hi, expect: {t_stream_sees_case: {}}}
-      - {input: Again, expect: {t_stream_output_has: {text: good}}}
+      - {input: Hi, expect: {t_engine_sees_case: {}}}
+      - {input: Again, expect: {t_engine_output_has: {text: good}}}
 """
 
 

@@ -1,0 +1,51 @@
+"""Small test-only scorers shared by the engine tests (registered once: names are global)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from evaltrace.collector.records import Trace
+from evaltrace.evaluators.base import Score, Scorer
+from evaltrace.evaluators.registry import register
+
+
+@register
+class OutputHas(Scorer):
+    """Test scorer: passes when the output contains `text`."""
+
+    name: ClassVar[str] = "t_engine_output_has"
+    text: str
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        ok = self.text in (trace.output or "")
+        return self.result(ok, 1.0 if ok else 0.0, f"output {'has' if ok else 'lacks'} {self.text!r}")
+
+
+@register
+class Boom(Scorer):
+    """Test scorer that always raises."""
+
+    name: ClassVar[str] = "t_engine_boom"
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        raise RuntimeError("kaboom")
+
+
+@register
+class NotApplicable(Scorer):
+    """Test scorer that never applies."""
+
+    name: ClassVar[str] = "t_engine_na"
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        return self.result(None, reason="does not apply")
+
+
+@register
+class SeesCase(Scorer):
+    """Test scorer: passes when the case handed to it has the trace's input (turns get their own)."""
+
+    name: ClassVar[str] = "t_engine_sees_case"
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        return self.result(case is not None and case.input == trace.input, reason=f"case input {case.input!r}")
