@@ -16,24 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from evaltrace.cli import _options as opt
 from evaltrace.cli import _score
-from evaltrace.cli._options import (
-    CaseGlobs,
-    Confidence,
-    JsonPath,
-    JudgeApiKey,
-    JudgeBaseUrl,
-    JudgeCacheDir,
-    JudgeConcurrency,
-    JudgeMaxRequests,
-    JudgeModel,
-    JudgeTimeout,
-    NoJudgeCache,
-    Tags,
-    Tiers,
-    case_globs,
-    load_spec_arg,
-)
 from evaltrace.cli.main import app
 from evaltrace.evaluators.errors import InputError
 
@@ -62,19 +46,19 @@ def run(
         Path | None,
         typer.Option("--out", help="Folder for the run (default runs/<timestamp>-<id>/).", rich_help_panel=_RUN),
     ] = None,
-    confidence: Confidence = None,
-    json_path: JsonPath = None,
-    tier: Tiers = None,
-    tag: Tags = None,
-    case: CaseGlobs = None,
-    judge_model: JudgeModel = None,
-    judge_base_url: JudgeBaseUrl = None,
-    judge_api_key: JudgeApiKey = None,
-    judge_timeout: JudgeTimeout = None,
-    judge_concurrency: JudgeConcurrency = None,
-    judge_max_requests: JudgeMaxRequests = None,
-    judge_cache_dir: JudgeCacheDir = None,
-    no_judge_cache: NoJudgeCache = False,
+    confidence: opt.Confidence = None,
+    json_path: opt.JsonPath = None,
+    tier: opt.Tiers = None,
+    tag: opt.Tags = None,
+    case: opt.CaseGlobs = None,
+    judge_model: opt.JudgeModel = None,
+    judge_base_url: opt.JudgeBaseUrl = None,
+    judge_api_key: opt.JudgeApiKey = None,
+    judge_timeout: opt.JudgeTimeout = None,
+    judge_concurrency: opt.JudgeConcurrency = None,
+    judge_max_requests: opt.JudgeMaxRequests = None,
+    judge_cache_dir: opt.JudgeCacheDir = None,
+    no_judge_cache: opt.NoJudgeCache = False,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
     from evaltrace.evaluators.engine import ScoreOptions, select_cases
@@ -83,8 +67,8 @@ def run(
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout: must be more than 0 seconds")
     function = load_agent(agent)
-    loaded, case_id = load_spec_arg(spec)
-    selection = ScoreOptions(tiers=tuple(tier or ()), tags=tuple(tag or ()), cases=case_globs(case, case_id))
+    loaded, case_id = opt.load_spec_arg(spec)
+    selection = ScoreOptions(tiers=tuple(tier or ()), tags=tuple(tag or ()), cases=opt.case_globs(case, case_id))
     cases = select_cases(loaded, selection)
     directory = out if out is not None else new_run_directory()
     options = RunOptions(repeat=repeat, concurrency=concurrency, timeout=timeout)

@@ -16,23 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from evaltrace.cli._options import (
-    CaseGlobs,
-    Confidence,
-    JsonPath,
-    JudgeApiKey,
-    JudgeBaseUrl,
-    JudgeCacheDir,
-    JudgeConcurrency,
-    JudgeMaxRequests,
-    JudgeModel,
-    JudgeTimeout,
-    NoJudgeCache,
-    Tags,
-    Tiers,
-    case_globs,
-    load_spec_arg,
-)
+from evaltrace.cli import _options as opt
 from evaltrace.cli.main import app
 from evaltrace.evaluators.errors import InputError
 
@@ -46,19 +30,19 @@ def score(
     spec: Annotated[
         str | None, typer.Option("--spec", help="Spec file (YAML or JSON); FILE::CASE_ID scores one case.")
     ] = None,
-    confidence: Confidence = None,
-    json_path: JsonPath = None,
-    tier: Tiers = None,
-    tag: Tags = None,
-    case: CaseGlobs = None,
-    judge_model: JudgeModel = None,
-    judge_base_url: JudgeBaseUrl = None,
-    judge_api_key: JudgeApiKey = None,
-    judge_timeout: JudgeTimeout = None,
-    judge_concurrency: JudgeConcurrency = None,
-    judge_max_requests: JudgeMaxRequests = None,
-    judge_cache_dir: JudgeCacheDir = None,
-    no_judge_cache: NoJudgeCache = False,
+    confidence: opt.Confidence = None,
+    json_path: opt.JsonPath = None,
+    tier: opt.Tiers = None,
+    tag: opt.Tags = None,
+    case: opt.CaseGlobs = None,
+    judge_model: opt.JudgeModel = None,
+    judge_base_url: opt.JudgeBaseUrl = None,
+    judge_api_key: opt.JudgeApiKey = None,
+    judge_timeout: opt.JudgeTimeout = None,
+    judge_concurrency: opt.JudgeConcurrency = None,
+    judge_max_requests: opt.JudgeMaxRequests = None,
+    judge_cache_dir: opt.JudgeCacheDir = None,
+    no_judge_cache: opt.NoJudgeCache = False,
 ) -> None:
     """Score stored traces against a spec (or the reference-free defaults) and gate on the pass rate."""
     # Imported here so that other commands start without the scoring machinery.
@@ -67,14 +51,14 @@ def score(
     from evaltrace.evaluators.report import ReportWriter
     from evaltrace.evaluators.summary import render_summary
 
-    loaded, case_from_spec_arg = load_spec_arg(spec) if spec is not None else (None, None)
+    loaded, case_from_spec_arg = opt.load_spec_arg(spec) if spec is not None else (None, None)
     if loaded is None and (tier or tag or case):
         raise InputError("--tier, --tag and --case select spec cases: pass --spec FILE")
     options = ScoreOptions(
         confidence=confidence,
         tiers=tuple(tier or ()),
         tags=tuple(tag or ()),
-        cases=case_globs(case, case_from_spec_arg),
+        cases=opt.case_globs(case, case_from_spec_arg),
         paths=tuple(paths),
         judge_overrides=_judge_overrides(
             model=judge_model,
