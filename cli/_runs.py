@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from evaltrace.cli.main import app
-from evaltrace.collector._inflight import DEFAULT_MAX_AGE_S
+from evaltrace.collector._inflight import DEFAULT_MAX_AGE_S, clean_stale_inflight
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.reader import RunsSummary, TraceSummary, clean_stale_inflight, summarize_runs
+
+if TYPE_CHECKING:
+    from evaltrace.collector.reader import RunsSummary, TraceSummary
 
 _PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'runs/*.parquet'."
 
@@ -24,6 +26,8 @@ def runs(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
 ) -> None:
     """Show what was recorded: files, spans, traces, services, run ids and time range."""
+    from evaltrace.collector.reader import summarize_runs  # deferred: pyarrow only when reading
+
     summary = summarize_runs(paths)
     if as_json:
         exclude = None if traces else {"trace_list"}

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 
 from evaltrace.cli.main import app
-from evaltrace.collector.convert import read_traces
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Iteration, ToolCall, Trace
 
@@ -23,6 +22,8 @@ def traces_command(
     json_lines: Annotated[bool, typer.Option("--json", help="One JSON object per line per trace.")] = False,
 ) -> None:
     """List the traces rebuilt from span files (a table, or JSON lines with --json)."""
+    from evaltrace.collector.convert import read_traces  # deferred: pyarrow only when reading
+
     found = read_traces(paths)
     if json_lines:
         for trace in found:
@@ -73,6 +74,8 @@ def show_command(
 ) -> None:
     """Show one trace as a tree: iterations, tool calls with arguments and results, output, usage."""
     wanted = trace_id.strip().lower()
+    from evaltrace.collector.convert import read_traces
+
     matches = [t for t in read_traces(paths) if t.trace_id.startswith(wanted)]
     ids = sorted({t.trace_id for t in matches})
     if not ids:

@@ -19,8 +19,7 @@ import socket
 import time
 from pathlib import Path
 
-from evaltrace.collector._schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX
-from evaltrace.collector.exporter import _safe_name  # the exporter defines the name format
+from evaltrace.collector._schema import HOST_NAME_LIMIT, INFLIGHT_PREFIX, INFLIGHT_SUFFIX, safe_file_part
 
 DEFAULT_MAX_AGE_S = 3600.0
 
@@ -49,7 +48,7 @@ def _pid_alive(pid: int) -> bool:
 def _this_host_names() -> frozenset[str]:
     # The exporter writes the host name made file-name safe; accept that form and the raw one.
     host = socket.gethostname()
-    return frozenset({host, _safe_name(host, 60)})
+    return frozenset({host, safe_file_part(host, HOST_NAME_LIMIT)})
 
 
 def _is_stale(path: Path, hosts: frozenset[str], now: float, max_age_s: float) -> bool:

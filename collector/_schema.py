@@ -5,6 +5,7 @@ Every column of the version is always written, nulls included: engines disagree 
 schemas differ (pyarrow drops columns, Polars raises), so readers use this explicit schema.
 """
 
+import re
 from typing import Final
 
 SCHEMA_VERSION: Final = 1
@@ -97,3 +98,12 @@ ALL_COLUMNS: Final = BASE_COLUMNS + tuple(PROMOTED_STRING_KEYS) + tuple(PROMOTED
 # Temporary files carry this prefix and the `.tmp` suffix, so `*.parquet` globs never match them.
 INFLIGHT_PREFIX: Final = ".inflight-"
 INFLIGHT_SUFFIX: Final = ".parquet.tmp"
+# Host names in file names are cut to this length, so the cleaner can recognise this host's files.
+HOST_NAME_LIMIT: Final = 60
+
+
+def safe_file_part(text: str, limit: int = 80) -> str:
+    """File-name-safe text: no separators, no leading dot, no `--` (the name's field separator)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text)
+    cleaned = re.sub(r"-{2,}", "-", cleaned).lstrip(".-") or "run"
+    return cleaned[:limit]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import secrets
 import socket
 import threading
@@ -40,7 +39,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector import _parquet
 from evaltrace.collector._redact import RedactionSettings, Redactor, build_redactor
-from evaltrace.collector._schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX, METADATA_SCHEMA_VERSION, SCHEMA_VERSION
+from evaltrace.collector._schema import (
+    HOST_NAME_LIMIT,
+    INFLIGHT_PREFIX,
+    INFLIGHT_SUFFIX,
+    METADATA_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+    safe_file_part,
+)
 
 logger = logging.getLogger("evaltrace")
 
@@ -115,13 +121,6 @@ class ExporterSettings(BaseModel):
         return cls(**values)
 
 
-def _safe_name(text: str, limit: int = 80) -> str:
-    """File-name-safe text: no separators, no leading dot, no `--` (the name's field separator)."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text)
-    cleaned = re.sub(r"-{2,}", "-", cleaned).lstrip(".-") or "run"
-    return cleaned[:limit]
-
-
 @dataclass
 class _Buffer:
     """Encoded batches waiting for the next roll (per process)."""
@@ -174,8 +173,8 @@ class ParquetSpanExporter(SpanExporter):
             )
         self.settings = settings
         self._redactor: Redactor | None = build_redactor(settings.redaction)
-        self._host = _safe_name(socket.gethostname(), 60)
-        self._run_name = _safe_name(settings.run_id)
+        self._host = safe_file_part(socket.gethostname(), HOST_NAME_LIMIT)
+        self._run_name = safe_file_part(settings.run_id)
         self._writer_version = _writer_version()
         self._shutdown = False
         self._dropped_by_queue = 0
