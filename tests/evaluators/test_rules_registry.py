@@ -2,31 +2,11 @@ from __future__ import annotations
 
 import pytest
 from _rule_traces import call, iteration, schema, trace
+from rule_scorer_names import RULE_SCORERS
 
 from evaltrace.collector.records import ToolCall, Trace
 from evaltrace.evaluators.base import run_scorer
 from evaltrace.evaluators.registry import create_scorer
-
-RULES = [
-    "tool_call_validity",
-    "tool_correctness",
-    "trajectory",
-    "tool_errors",
-    "tool_efficiency",
-    "budget",
-    "tool_name_reliability",
-    "tool_description_reliability",
-    "output",
-    "steps",
-    "outcome",
-    "groundedness",
-    "correctness",
-    "completeness",
-    "answer_quality",
-    "usage",
-    "latency",
-    "cost",
-]
 
 ODD = trace(
     call("search", '{"q": "tru', arguments_truncated=True, result=None),
@@ -39,7 +19,7 @@ ODD = trace(
 )
 
 
-@pytest.mark.parametrize("name", RULES)
+@pytest.mark.parametrize("name", RULE_SCORERS)
 @pytest.mark.parametrize("actual", [trace(), ODD], ids=["empty", "odd"])
 def test_default_rule_scorers_never_raise(name: str, actual: Trace) -> None:
     scorer = create_scorer(name)
@@ -50,6 +30,6 @@ def test_default_rule_scorers_never_raise(name: str, actual: Trace) -> None:
     assert score.reason, "every verdict carries a reason"
 
 
-@pytest.mark.parametrize("name", RULES)
+@pytest.mark.parametrize("name", RULE_SCORERS)
 def test_config_hash_is_stable(name: str) -> None:
     assert create_scorer(name).config_hash() == create_scorer(name).config_hash()
