@@ -244,10 +244,6 @@ class Trace(_Record):
             return None
         return (self.end_time - self.start_time).total_seconds()
 
-    def find_tool_calls(self, name: str) -> list[ToolCall]:
-        """The calls of the tool `name`, in order."""
-        return [c for c in self.tool_calls if c.name == name]
-
     def assert_tool_call(
         self,
         expected_name: str,
