@@ -32,6 +32,15 @@ CaseGlobs = Annotated[
     list[str] | None,
     typer.Option("--case", help="Only cases whose id matches (glob; repeatable).", rich_help_panel=SELECT),
 ]
+Workers = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        min=1,
+        help="Processes that read and score in parallel (default: one per CPU for runs of 8 MB or more; "
+        "runs with judge scorers use one).",
+    ),
+]
 JudgeModel = Annotated[str | None, typer.Option(help="Judge model name.", rich_help_panel=JUDGE)]
 JudgeBaseUrl = Annotated[
     str | None, typer.Option(help="OpenAI-compatible base URL of the judge.", rich_help_panel=JUDGE)

@@ -82,6 +82,8 @@ def run(
         tier=tier,
         tag=tag,
         case=case,
+        # This process ran the agent and may still have its threads: never fork it.
+        workers=1,
         judge_model=judge_model,
         judge_base_url=judge_base_url,
         judge_api_key=judge_api_key,

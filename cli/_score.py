@@ -35,6 +35,7 @@ def score(
     tier: opt.Tiers = None,
     tag: opt.Tags = None,
     case: opt.CaseGlobs = None,
+    workers: opt.Workers = None,
     judge_model: opt.JudgeModel = None,
     judge_base_url: opt.JudgeBaseUrl = None,
     judge_api_key: opt.JudgeApiKey = None,
@@ -46,8 +47,7 @@ def score(
 ) -> None:
     """Score stored traces against a spec (or the reference-free defaults) and gate on the pass rate."""
     # Imported here so that other commands start without the scoring machinery.
-    from evaltrace.collector.convert import read_traces
-    from evaltrace.evaluators.engine import ScoreOptions, score_traces_to
+    from evaltrace.evaluators.engine import ScoreOptions, score_paths_to
     from evaltrace.evaluators.report import ReportWriter
     from evaltrace.evaluators.summary import render_summary
 
@@ -74,7 +74,7 @@ def score(
     )
     writer = ReportWriter(json_path) if json_path is not None else None
     try:
-        run = score_traces_to(read_traces(paths), loaded, options, writer)
+        run = score_paths_to(paths, loaded, options, writer, workers=workers)
         if options.progress is not None:
             print(file=sys.stderr)
         if writer is not None:
@@ -93,8 +93,12 @@ def _judge_overrides(**values: Any) -> dict[str, Any]:
 
 
 def _progress() -> Callable[[int], None]:
+    shown = [0]
+
     def show(count: int) -> None:
-        if count % _PROGRESS_EVERY == 0:
+        # Counts arrive one by one from one process, in jumps from several: redraw every 50.
+        if count - shown[0] >= _PROGRESS_EVERY:
+            shown[0] = count
             print(f"\rscoring: {count} traces read", end="", file=sys.stderr, flush=True)
 
     return show

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from evaltrace.collector._jsonvalue import loads_attributes
 from evaltrace.collector._parquet_read import column_values, iter_batches
+from evaltrace.collector._shard import Shard
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.spans import Span, SpanEvent, SpanLink
 
@@ -76,10 +77,12 @@ def _check_field_order() -> None:
 _check_field_order()
 
 
-def read_span_batches(path: Path) -> Iterator[SpanBatch]:
-    """Yield the spans of a file, one `SpanBatch` per record batch, in row order."""
+def read_span_batches(path: Path, shard: Shard | None = None) -> Iterator[SpanBatch]:
+    """Yield the spans of a file (of `shard`'s traces only, if given), one `SpanBatch` per record batch."""
     resources: dict[str | None, dict[str, Any]] = {None: {}, "": {}}
     for batch in iter_batches(path, SPAN_COLUMNS):
+        if shard is not None:
+            batch = shard.keep(batch)
         yield decode_batch(path, batch, resources)
 
 

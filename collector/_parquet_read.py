@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from evaltrace.collector._parquet import SCHEMA
 from evaltrace.collector._schema import METADATA_SCHEMA_VERSION, SCHEMA_VERSION
+from evaltrace.collector._shard import Shard
 from evaltrace.collector.errors import InputError
 
 # Rows per decoded batch: large enough to amortise pyarrow calls, small enough to keep the
@@ -95,10 +96,12 @@ def iter_batches(path: Path, columns: Sequence[str]) -> Iterator[pa.RecordBatch]
         handle.close()
 
 
-def read_trace_ids(path: Path) -> list[str]:
-    """Return the distinct trace ids of a file, in order of first appearance."""
+def read_trace_ids(path: Path, shard: Shard | None = None) -> list[str]:
+    """Return the distinct trace ids of a file (of `shard` only, if given), in order of first appearance."""
     seen: dict[str, None] = {}
     for batch in iter_batches(path, ["trace_id"]):
+        if shard is not None:
+            batch = shard.keep(batch)
         seen.update(dict.fromkeys(batch.column(0).unique().to_pylist()))
     return list(seen)
 

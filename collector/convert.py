@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from functools import cache
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from evaltrace.collector._assemble import Assembler
 from evaltrace.collector._normalized import NormalizedSpan
@@ -30,6 +30,9 @@ from evaltrace.collector._spanutil import span_error, span_label
 from evaltrace.collector._tree import build_tree
 from evaltrace.collector.records import Conversation, Trace
 from evaltrace.collector.spans import Span
+
+if TYPE_CHECKING:
+    from evaltrace.collector._shard import Shard
 
 logger = logging.getLogger(__name__)
 
@@ -105,18 +108,19 @@ def convert_spans(spans: Iterable[Span]) -> list[Trace]:
     return sorted(traces, key=_start_key)
 
 
-def read_traces(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Trace]:
+def read_traces(paths: Iterable[str | os.PathLike[str]], shard: Shard | None = None) -> Iterator[Trace]:
     """Read span files and yield their traces, one recorded trace at a time.
 
     Args:
         paths: Files, folders (every `*.parquet` in them) or globs, as the CLI accepts them.
+        shard: Only the recorded traces of this shard (see `reader.Shard`); all when `None`.
 
     Raises:
         InputError: A path matches no file, or a file is not an evaltrace span file.
     """
     from evaltrace.collector.reader import iter_traces
 
-    for spans in iter_traces(paths):
+    for spans in iter_traces(paths, shard):
         yield from convert_trace(spans)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Iterator
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 
@@ -32,11 +33,13 @@ from evaltrace.collector._grouping import stream_groups
 from evaltrace.collector._inflight import clean_stale_inflight, find_stale_inflight
 from evaltrace.collector._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_files
 from evaltrace.collector._schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX
+from evaltrace.collector._shard import Shard
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.spans import Span
 
 __all__ = [
     "RunsSummary",
+    "Shard",
     "SpansPerTrace",
     "TraceSummary",
     "clean_stale_inflight",
@@ -118,11 +121,12 @@ def read_spans(paths: Iterable[PathArg]) -> Iterator[Span]:
         yield from trace
 
 
-def iter_traces(paths: Iterable[PathArg]) -> Iterator[list[Span]]:
+def iter_traces(paths: Iterable[PathArg], shard: Shard | None = None) -> Iterator[list[Span]]:
     """Yield the spans of each trace as one list, streaming over the files.
 
     Args:
         paths: files, folders or globs, as for `resolve_paths`.
+        shard: only the traces of this shard (see `Shard`); every trace when `None`.
 
     Returns:
         An iterator of non-empty span lists, one per trace id, each sorted by start time.
@@ -131,7 +135,8 @@ def iter_traces(paths: Iterable[PathArg]) -> Iterator[list[Span]]:
         InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
     """
     files = resolve_paths(paths)
-    for group in stream_groups(files, _parquet_decode.read_span_batches):
+    read_batches = partial(_parquet_decode.read_span_batches, shard=shard)
+    for group in stream_groups(files, read_batches, shard):
         group.sort(key=_SPAN_ORDER)
         yield group
 

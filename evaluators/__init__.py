@@ -12,7 +12,7 @@ from evaltrace.collector._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.base import Score, Scorer, run_scorer
-    from evaltrace.evaluators.engine import ScoreOptions, score_traces, score_traces_to
+    from evaltrace.evaluators.engine import ScoreOptions, score_paths_to, score_traces, score_traces_to
     from evaltrace.evaluators.registry import create_scorer, register, scorer_names
     from evaltrace.evaluators.report import EntryResult, Report, ReportWriter, ScoreResult, evaluate_gate, write_report
     from evaltrace.evaluators.runner import CallRecord, RunOptions, RunResult, load_agent, run_agent
@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "register": "evaltrace.evaluators.registry",
     "run_agent": "evaltrace.evaluators.runner",
     "run_scorer": "evaltrace.evaluators.base",
+    "score_paths_to": "evaltrace.evaluators.engine",
     "score_traces": "evaltrace.evaluators.engine",
     "score_traces_to": "evaltrace.evaluators.engine",
     "scorer_names": "evaltrace.evaluators.registry",
@@ -73,6 +74,7 @@ __all__ = [
     "register",
     "run_agent",
     "run_scorer",
+    "score_paths_to",
     "score_traces",
     "score_traces_to",
     "scorer_names",

@@ -52,6 +52,18 @@ class RunStats:
             self.priced += 1
         return cost
 
+    def merge(self, other: RunStats) -> None:
+        """Add `other`'s counts (a worker's share of the run) to these."""
+        self.traces += other.traces
+        self.durations.extend(other.durations)
+        self.usage = TokenUsage(
+            input_tokens=self.usage.input_tokens + other.usage.input_tokens,
+            output_tokens=self.usage.output_tokens + other.usage.output_tokens,
+        )
+        self.cost_usd += other.cost_usd
+        self.priced += other.priced
+        self.unpriced_models |= other.unpriced_models
+
     def _trace_cost(self, trace: Trace) -> float | None:
         total, complete = 0.0, True
         for iteration in trace.iterations:

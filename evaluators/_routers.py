@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Coroutine, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, get_args
 
@@ -33,6 +34,28 @@ Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
 def normalize_input(text: str | None) -> str | None:
     """Whitespace-normalised input: runs of whitespace become one space, ends trimmed."""
     return None if text is None else " ".join(text.split())
+
+
+class SampleSpill(Protocol):
+    """Where a router parks scored samples: a `Spill`, or a worker's pipe to its parent's spill."""
+
+    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
+        """Park one result's JSON under `group` (see `Spill.add`)."""
+
+
+@dataclass
+class RouterState:
+    """What a router holds besides parked samples: a worker hands it to its parent at the end."""
+
+    conversations: dict[str, list[Trace]] = field(default_factory=dict)
+    """Traces held for multi-turn cases, by conversation key; complete only once all input is read."""
+    unmatched: list[UnmatchedTrace] = field(default_factory=list)
+
+    def merge(self, other: RouterState) -> None:
+        """Take over `other`'s conversations (joined by key) and unmatched traces (after ours)."""
+        for key, traces in other.conversations.items():
+            self.conversations.setdefault(key, []).extend(traces)
+        self.unmatched.extend(other.unmatched)
 
 
 class EntrySink(Protocol):
@@ -75,7 +98,11 @@ class TraceRouter:
 
     def __init__(self, scorers: tuple[Scorer, ...]) -> None:
         self._scorers = scorers
-        self.unmatched: list[UnmatchedTrace] = []
+        self.state = RouterState()
+
+    @property
+    def unmatched(self) -> list[UnmatchedTrace]:
+        return self.state.unmatched
 
     def scorers(self) -> list[Scorer]:
         return list(self._scorers)
@@ -86,7 +113,7 @@ class TraceRouter:
     def finish(self, stats: RunStats) -> list[Job]:
         return []
 
-    def keep(self, spill: Spill, case_id: str | None, sample: SampleResult) -> None:
+    def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
         # The entry is built now (it needs only its sample) and parked whole; its status rides in the tag.
         payload = trace_entry(sample, case_id).model_dump_json().encode()
         spill.add("", sample.start_time, sample.trace_id, payload, tag=_SAMPLE_STATUSES.index(sample.status))
@@ -117,8 +144,11 @@ class SpecRouter:
             if key is not None:
                 self._by_input.setdefault(key, []).append(case)
         self._has_multi_turn = any(case.turns is not None for case in spec.cases)
-        self._conversations: dict[str, list[Trace]] = {}
-        self.unmatched: list[UnmatchedTrace] = []
+        self.state = RouterState()
+
+    @property
+    def unmatched(self) -> list[UnmatchedTrace]:
+        return self.state.unmatched
 
     def scorers(self) -> list[Scorer]:
         return [s for case in self.selected for turn in self.spec.case_scorers[case.id] for s in turn]
@@ -130,7 +160,7 @@ class SpecRouter:
             return [self._job(case, trace, stats) for case in single if case.id in self._selected_ids]
         if self._has_multi_turn and (cases or trace.conversation_id is not None):
             # Maybe a turn of a conversation: decided once all its traces are in (see finish).
-            self._conversations.setdefault(trace.conversation_id or f"trace:{trace.trace_id}", []).append(trace)
+            self.state.conversations.setdefault(trace.conversation_id or f"trace:{trace.trace_id}", []).append(trace)
             return []
         self._unmatched(trace)
         return []
@@ -149,7 +179,7 @@ class SpecRouter:
 
     def finish(self, stats: RunStats) -> list[Job]:
         jobs: list[Job] = []
-        for traces in self._conversations.values():
+        for traces in self.state.conversations.values():
             traces.sort(key=lambda t: (t.start_time or datetime.max.replace(tzinfo=UTC), t.trace_id))
             case = self._conversation_case(traces)
             if case is None:
@@ -158,7 +188,7 @@ class SpecRouter:
             elif case.id in self._selected_ids:
                 turn_scorers = self.spec.case_scorers[case.id]
                 jobs.append(_keyed(case.id, score_conversation(traces, case, turn_scorers, stats)))
-        self._conversations.clear()
+        self.state.conversations.clear()
         return jobs
 
     def _conversation_case(self, traces: list[Trace]) -> Case | None:
@@ -169,7 +199,7 @@ class SpecRouter:
         candidates = self._by_input.get(normalize_input(traces[0].input) or "", [])
         return next((case for case in candidates if case.turns is not None), None)
 
-    def keep(self, spill: Spill, case_id: str | None, sample: SampleResult) -> None:
+    def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
         if case_id is not None:
             spill.add(case_id, sample.start_time, sample.trace_id, sample.model_dump_json().encode())
 

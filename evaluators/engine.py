@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from typing import Any
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Trace
+from evaltrace.evaluators._engine_loop import Router, score_held, score_stream
 from evaltrace.evaluators._engine_run import RunStats, judge_session_for
 from evaltrace.evaluators._routers import EntryList, SpecRouter, Totals, TraceRouter
 from evaltrace.evaluators._routers import EntrySink as EntrySink  # public: the sink protocol
@@ -47,7 +49,6 @@ from evaltrace.evaluators.report import (
     Counts,
     Report,
     ReportInputs,
-    SampleResult,
     ScorerInfo,
     gate_from_rates,
 )
@@ -64,7 +65,6 @@ DEFAULT_SCORERS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("outcome", {"expected": "success"}),
 )
 """The reference-free scorers applied to every trace when there is no spec."""
-_MAX_IN_FLIGHT = 64
 
 
 @dataclass(frozen=True)
@@ -183,41 +183,79 @@ async def ascore_traces_to(
     traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions, sink: EntrySink | None
 ) -> ScoredRun:
     """Async twin of `score_traces_to`."""
-    router = SpecRouter(spec, select_cases(spec, options)) if spec is not None else TraceRouter(default_scorers())
-    stats = RunStats(prices={**DEFAULT_PRICES, **(spec.spec.prices if spec is not None else {})})
+    router, stats = _new_run(spec, options)
     with Spill() as spill:
         async with judge_session_for(router.scorers(), options.judge_overrides) as judge_stats:
-            await _score_all(traces, router, stats, spill, options)
+            await score_stream(traces, router, stats, spill, options)
+            await score_held(router, stats, spill)
             judge = judge_stats()
-        totals = Totals()
-        router.emit(spill, totals, sink)
+        return _finish(router, stats, spill, spec, options, sink, judge)
+
+
+def score_paths_to(
+    paths: Iterable[str | os.PathLike[str]],
+    spec: LoadedSpec | None,
+    options: ScoreOptions | None = None,
+    sink: EntrySink | None = None,
+    *,
+    workers: int | None = None,
+) -> ScoredRun:
+    """Read span files and score their traces like `score_traces_to`, on several cores if it pays.
+
+    With more than one worker, each of `workers` forked processes reads, rebuilds and scores one
+    shard of the traces (see `_shards.py`); the report is the one a single process would write.
+
+    Args:
+        paths: files, folders or globs, as the CLI takes them.
+        spec: the loaded spec, or `None` for the reference-free defaults.
+        options: as for `score_traces_to`.
+        sink: where the entries go, in report order.
+        workers: processes to use; `None` picks one per CPU for large runs. Runs with judge
+            scorers, and platforms without `fork`, always use one.
+
+    Raises:
+        InputError: a path names nothing or a file is unreadable; the selection keeps no case;
+            there was no trace to score without a spec.
+    """
+    from evaltrace.collector.convert import read_traces
+    from evaltrace.collector.reader import resolve_paths
+    from evaltrace.evaluators import _shards
+
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    options = options or ScoreOptions()
+    files = resolve_paths(paths)
+    router, stats = _new_run(spec, options)
+    count = _shards.plan_workers(workers, files, router)
+    if count == 1:
+        return score_traces_to(read_traces(files), spec, options, sink)
+    with Spill() as spill:
+        _shards.score_sharded(files, router, stats, spill, options, count)
+        asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network
+        return _finish(router, stats, spill, spec, options, sink, None)
+
+
+def _new_run(spec: LoadedSpec | None, options: ScoreOptions) -> tuple[Router, RunStats]:
+    router = SpecRouter(spec, select_cases(spec, options)) if spec is not None else TraceRouter(default_scorers())
+    return router, RunStats(prices={**DEFAULT_PRICES, **(spec.spec.prices if spec is not None else {})})
+
+
+def _finish(
+    router: Router,
+    stats: RunStats,
+    spill: Spill,
+    spec: LoadedSpec | None,
+    options: ScoreOptions,
+    sink: EntrySink | None,
+    judge: dict[str, Any] | None,
+) -> ScoredRun:
+    totals = Totals()
+    router.emit(spill, totals, sink)
     return ScoredRun(report=_build_report(router, totals, stats, spec, options, judge), digest=totals.digest)
 
 
-async def _score_all(
-    traces: Iterable[Trace], router: TraceRouter | SpecRouter, stats: RunStats, spill: Spill, options: ScoreOptions
-) -> None:
-    pending: set[asyncio.Task[tuple[str | None, SampleResult]]] = set()
-    for trace in traces:
-        stats.traces += 1
-        if options.progress is not None:
-            options.progress(stats.traces)
-        for job in router.route(trace, stats):
-            pending.add(asyncio.create_task(job))
-        if len(pending) >= _MAX_IN_FLIGHT:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                router.keep(spill, *task.result())
-        await asyncio.sleep(0)  # let judge requests progress while the next trace is read
-    pending |= {asyncio.create_task(job) for job in router.finish(stats)}
-    while pending:
-        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            router.keep(spill, *task.result())
-
-
 def _build_report(
-    router: TraceRouter | SpecRouter,
+    router: Router,
     totals: Totals,
     stats: RunStats,
     spec: LoadedSpec | None,

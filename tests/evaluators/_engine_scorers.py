@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any, ClassVar
 
 from evaltrace.collector.records import Trace
@@ -49,3 +51,16 @@ class SeesCase(Scorer):
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         return self.result(case is not None and case.input == trace.input, reason=f"case input {case.input!r}")
+
+
+@register
+class KillsWorker(Scorer):
+    """Test scorer that kills its process with SIGKILL when the trace's output has `text`."""
+
+    name: ClassVar[str] = "t_engine_kill"
+    text: str
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        if self.text in (trace.output or ""):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.result(True, 1.0, "alive")

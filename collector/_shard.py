@@ -1,0 +1,52 @@
+"""Splitting a run's traces into disjoint shards, so that several processes can score one run.
+
+A shard keeps the traces whose trace id ends in one of its hex pairs. Trace ids are random
+(W3C), so their last two hex digits spread traces evenly, and the choice is made on the Arrow
+column before any row is decoded: a process reading one shard of a file decodes only its own
+rows. Every trace id, hex or not, falls in exactly one shard: the last shard takes whatever the
+others do not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_PAIRS = tuple(f"{value:02x}" for value in range(256))
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` of `count` (0-based)."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"shard index {self.index} is outside 0..{self.count - 1}")
+
+    @cached_property
+    def _others(self) -> pa.Array:
+        """The hex pairs of the shards before the last one (what the last shard leaves out)."""
+        return pa.array([p for p in _PAIRS if int(p, 16) % self.count != self.count - 1], pa.string())
+
+    @cached_property
+    def _own(self) -> pa.Array:
+        return pa.array([p for p in _PAIRS if int(p, 16) % self.count == self.index], pa.string())
+
+    def mask(self, trace_ids: pa.Array) -> pa.Array:
+        """A boolean mask of the rows of `trace_ids` (a string array) that belong to this shard."""
+        tails = pc.utf8_slice_codeunits(trace_ids, -2)
+        if self.index == self.count - 1:
+            return pc.invert(pc.is_in(tails, value_set=self._others))
+        return pc.is_in(tails, value_set=self._own)
+
+    def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The rows of `batch` (which has a `trace_id` column) in this shard."""
+        if self.count == 1:
+            return batch
+        return batch.filter(self.mask(batch.column("trace_id")))

@@ -1,0 +1,57 @@
+"""The scoring loop: traces in, jobs routed and awaited, results parked on the spill.
+
+Shared by the one-process engine (`engine.ascore_traces_to`) and by each worker process of a
+sharded run (`_shards.py`); held conversations are scored separately by `score_held`, since in a
+sharded run they are only complete once every worker has handed its share over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from evaltrace.collector.records import Trace
+from evaltrace.evaluators._engine_run import RunStats
+from evaltrace.evaluators._routers import SampleSpill, SpecRouter, TraceRouter
+from evaltrace.evaluators.report import SampleResult
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.engine import ScoreOptions
+
+Router = TraceRouter | SpecRouter
+_MAX_IN_FLIGHT = 64
+"""Samples scored concurrently: bounds memory while judge requests of many samples overlap."""
+
+
+async def score_stream(
+    traces: Iterable[Trace], router: Router, stats: RunStats, spill: SampleSpill, options: ScoreOptions
+) -> None:
+    """Route and score every trace of `traces`; conversations are held on `router` (see `score_held`)."""
+    pending: set[asyncio.Task[tuple[str | None, SampleResult]]] = set()
+    for trace in traces:
+        stats.traces += 1
+        if options.progress is not None:
+            options.progress(stats.traces)
+        for job in router.route(trace, stats):
+            pending.add(asyncio.create_task(job))
+        if len(pending) >= _MAX_IN_FLIGHT:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                router.keep(spill, *task.result())
+        await asyncio.sleep(0)  # let judge requests progress while the next trace is read
+    await _drain(pending, router, spill)
+
+
+async def score_held(router: Router, stats: RunStats, spill: SampleSpill) -> None:
+    """Score the conversations `router` held until the input ended."""
+    await _drain({asyncio.create_task(job) for job in router.finish(stats)}, router, spill)
+
+
+async def _drain(
+    pending: set[asyncio.Task[tuple[str | None, SampleResult]]], router: Router, spill: SampleSpill
+) -> None:
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            router.keep(spill, *task.result())

@@ -1,0 +1,223 @@
+"""Scoring one run in several processes, one shard of its traces each.
+
+Reading, rebuilding and rule-scoring traces is pure-Python work, so one process uses one core.
+A sharded run forks `workers` processes; worker i reads every file but keeps only the traces of
+shard i (chosen on the Arrow trace-id column before any row is decoded, see
+`collector/_shard.py`), rebuilds and scores them with its inherited copy of the router, and
+streams each scored sample's JSON back to the parent, which parks it on its own spill. When a
+worker's input ends it hands over what its router still holds (conversations waiting for their
+other turns, unmatched traces) and its run statistics; the parent merges them, scores the
+conversations (whose traces may have come from several shards) and writes the report as a
+one-process run would. The entries are the same: only their arrival order differs, and the
+spill sorts by start time anyway.
+
+Workers are forked, not spawned: they inherit the loaded spec, its scorers and any scorer the
+program registered, without pickling or re-importing anything. Runs with judge scorers stay in
+one process: judges wait on the network, not the CPU, and share one request budget, one cache
+and one concurrency limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import multiprocessing
+import os
+import traceback
+from collections.abc import Sequence
+from datetime import datetime
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evaltrace.collector.convert import read_traces
+from evaltrace.collector.errors import EvaltraceError, InputError
+from evaltrace.collector.reader import Shard
+from evaltrace.evaluators._engine_loop import Router, score_stream
+from evaltrace.evaluators._engine_run import RunStats, is_judge
+from evaltrace.evaluators._routers import RouterState
+from evaltrace.evaluators._spill import Spill
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.engine import ScoreOptions
+
+AUTO_MIN_BYTES = 8 * 1024 * 1024
+"""Below this much span data, forking costs more than it saves: auto mode uses one process."""
+MAX_AUTO_WORKERS = 8
+_ROWS_PER_MESSAGE = 256
+_BYTES_PER_MESSAGE = 1 << 20
+
+# One parked sample as `Spill.add` takes it: group, start, trace id, JSON, tag.
+_Row = tuple[str, datetime | None, str | None, bytes, int]
+
+
+class WorkerError(EvaltraceError):
+    """A scoring worker process failed for a reason other than bad input (a bug or a kill)."""
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def plan_workers(requested: int | None, files: Sequence[Path], router: Router) -> int:
+    """How many processes score the run.
+
+    Args:
+        requested: the user's `--workers`; `None` picks one per CPU for runs of at least
+            `AUTO_MIN_BYTES` of span files, else one.
+        files: the span files of the run.
+        router: the run's router (a judge among its scorers means one process).
+    """
+    if requested == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if any(is_judge(scorer) for scorer in router.scorers()):
+        return 1
+    if requested is not None:
+        return requested
+    if sum(_size(path) for path in files) < AUTO_MIN_BYTES:
+        return 1
+    return max(1, min(available_cpus(), MAX_AUTO_WORKERS))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # the reader reports the file properly
+
+
+def score_sharded(
+    files: Sequence[Path], router: Router, stats: RunStats, spill: Spill, options: ScoreOptions, workers: int
+) -> None:
+    """Score `files` in `workers` forked processes; samples land on `spill`, the rest on `router` and `stats`.
+
+    Afterwards `router` holds every worker's conversations and unmatched traces (in shard order)
+    and `stats` the sums of theirs: the caller goes on as after `score_stream`.
+
+    Raises:
+        InputError: a worker met bad input (the first such error, as that worker reported it).
+        WorkerError: a worker crashed or was killed.
+    """
+    context = multiprocessing.get_context("fork")
+    receivers: dict[Connection, int] = {}
+    processes: list[multiprocessing.process.BaseProcess] = []
+    try:
+        for index in range(workers):
+            receiver, sender = context.Pipe(duplex=False)
+            shard = Shard(index, workers)
+            process = context.Process(
+                target=_work,
+                args=(files, shard, router, stats, options, sender),
+                name=f"evaltrace-score-{index}",
+                daemon=True,
+            )
+            process.start()
+            sender.close()  # the worker holds the only write end: its exit ends our reads
+            processes.append(process)
+            receivers[receiver] = index
+        states = _collect(receivers, processes, spill, options)
+    finally:
+        for worker in processes:
+            if worker.is_alive():
+                worker.terminate()
+            worker.join()
+        for receiver in receivers:
+            receiver.close()
+    for state in states:
+        router.state.merge(state.router)
+        stats.merge(state.stats)
+
+
+@dataclasses.dataclass
+class _Handover:
+    """What a worker sends last: its router's held state and its run statistics."""
+
+    router: RouterState
+    stats: RunStats
+
+
+def _collect(
+    receivers: dict[Connection, int],
+    processes: Sequence[multiprocessing.process.BaseProcess],
+    spill: Spill,
+    options: ScoreOptions,
+) -> list[_Handover]:
+    """Read the workers' messages until each has handed over; returns the hand-overs in shard order."""
+    handovers: list[_Handover | None] = [None] * len(processes)
+    counts = [0] * len(processes)
+    waiting = dict(receivers)
+    while waiting:
+        for ready in wait(list(waiting)):
+            assert isinstance(ready, Connection)
+            index = waiting[ready]
+            try:
+                kind, payload = ready.recv()
+            except EOFError:
+                processes[index].join()
+                code = processes[index].exitcode
+                raise WorkerError(f"{_name(index, processes)} ended early (exit code {code})") from None
+            if kind == "rows":
+                rows, counts[index] = payload
+                for row in rows:
+                    spill.add(*row)
+                if options.progress is not None:
+                    options.progress(sum(counts))
+            elif kind == "done":
+                handovers[index] = payload
+                del waiting[ready]
+            elif kind == "input":
+                raise InputError(payload)
+            else:
+                raise WorkerError(f"{_name(index, processes)} failed:\n{payload}")
+    return [handover for handover in handovers if handover is not None]
+
+
+def _name(index: int, processes: Sequence[object]) -> str:
+    return f"scoring worker {index + 1} of {len(processes)}"
+
+
+class _PipeSpill:
+    """A worker's stand-in for the parent's `Spill`: rows are batched into pipe messages."""
+
+    def __init__(self, sender: Connection) -> None:
+        self._sender = sender
+        self._rows: list[_Row] = []
+        self._bytes = 0
+        self.traces = 0
+
+    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
+        self._rows.append((group, start, trace_id, payload, tag))
+        self._bytes += len(payload)
+        if len(self._rows) >= _ROWS_PER_MESSAGE or self._bytes >= _BYTES_PER_MESSAGE:
+            self.flush()
+
+    def count(self, traces: int) -> None:
+        self.traces = traces
+
+    def flush(self) -> None:
+        self._sender.send(("rows", (self._rows, self.traces)))
+        self._rows, self._bytes = [], 0
+
+
+def _work(
+    files: Sequence[Path], shard: Shard, router: Router, stats: RunStats, options: ScoreOptions, sender: Connection
+) -> None:
+    """A worker's whole life: score one shard, then hand over; errors go to the parent as messages."""
+    message: tuple[str, Any]
+    try:
+        spill = _PipeSpill(sender)
+        local = dataclasses.replace(options, progress=spill.count)
+        asyncio.run(score_stream(read_traces(files, shard), router, stats, spill, local))
+        spill.flush()
+        message = ("done", _Handover(router=router.state, stats=stats))
+    except InputError as exc:
+        message = ("input", str(exc))
+    except BaseException:  # reported to the parent, which raises it: nothing may die silently here
+        message = ("error", traceback.format_exc())
+    try:
+        sender.send(message)
+    finally:
+        sender.close()

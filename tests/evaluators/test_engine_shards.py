@@ -1,0 +1,203 @@
+"""Sharded scoring: several worker processes give the report one process gives, from real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _engine_scorers import KillsWorker  # noqa: F401 - registers the test scorer
+from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
+
+from evaltrace.collector.convert import read_traces
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.reader import Shard, iter_traces
+from evaltrace.evaluators._shards import WorkerError, plan_workers
+from evaltrace.evaluators.engine import ScoreOptions, score_paths_to
+from evaltrace.evaluators.report import ReportWriter, load_report
+from evaltrace.evaluators.spec_loader import load_spec
+
+SPEC = """\
+confidence: 0.4
+scorers: [tool_errors, tool_efficiency]
+cases:
+  - id: weather
+    input: Weather in Paris?
+    repeat: mean
+    expect:
+      tool_calls: [{name: get_weather, arguments: {city: Paris}}]
+      output: {contains: ["18C"]}
+  - id: never-seen
+    input: Nobody asks this
+  - id: chat
+    turns:
+      - {input: Hi there, expect: {output: {contains: [hello]}}}
+      - {input: "And Paris?", expect: {output: {contains: ["18C"]}}}
+"""
+
+
+def _turn(rec: Recorder, prompt: str, answer: str, *, city: str | None = None, conversation: str | None = None) -> None:
+    extra = {"gen_ai.conversation.id": conversation} if conversation else {}
+    with rec.span("invoke_agent helper", agent_attrs("helper", **extra)):
+        user = ("user", [text(prompt)])
+        if city is not None:
+            call_id = f"c-{rec.now}"
+            call = ("assistant", [tool_call(call_id, "get_weather", {"city": city})])
+            chat(rec, "gpt-4o", messages(user), messages(call), (50, 5), "tool_call")
+            arguments = json.dumps({"city": city})
+            with rec.span("execute_tool get_weather", tool_attrs("get_weather", call_id, arguments, "18C")):
+                rec.tick(2)
+        chat(rec, "gpt-4o", messages(user), messages(("assistant", [text(answer)])), (80, 9))
+
+
+def record_run(directory: Path) -> None:
+    """40 weather repeats (a quarter wrong), 3 conversations, 5 unmatched traces, over two files."""
+    rec = Recorder(directory)
+    for index in range(40):
+        right = index % 4 != 0
+        _turn(rec, "Weather in Paris?", "It is 18C." if right else "No idea.", city="Paris" if right else "Rome")
+        if index == 20:
+            rec.provider.force_flush()  # a second file
+    for index in range(3):
+        # The turns of one conversation get consecutive trace ids: they land in different shards.
+        _turn(rec, "Hi there", "hello!", conversation=f"conv-{index}")
+        _turn(rec, "And Paris?", "18C" if index else "cold", city="Paris", conversation=f"conv-{index}")
+    for index in range(5):
+        _turn(rec, f"Unrelated question {index}", "sure")
+    rec.close()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("sharded")
+    record_run(root / "runs")
+    spec = root / "spec.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    return root / "runs", spec
+
+
+def _score(runs: Path, spec: Path | None, workers: int, out: Path) -> dict[str, Any]:
+    loaded = load_spec(spec) if spec is not None else None
+    with ReportWriter(str(out)) as writer:
+        run = score_paths_to([runs], loaded, ScoreOptions(paths=(str(runs),)), writer, workers=workers)
+        writer.finish(run.report)
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return report
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    # Only the timestamp differs by design; the summed cost may differ in its last bits.
+    kept = {k: v for k, v in report.items() if k not in {"created_at", "cost", "unmatched"}}
+    kept["cost"] = round(report["cost"]["estimated_usd"] or 0.0, 9)
+    kept["unmatched"] = sorted(u["trace_id"] for u in report["unmatched"])
+    return kept
+
+
+def test_shards_split_the_traces_without_loss_or_overlap(run_dir: tuple[Path, Path]) -> None:
+    runs, _ = run_dir
+    every = sorted(group[0].trace_id for group in iter_traces([runs]))
+    for count in (2, 3):
+        parts = [sorted(group[0].trace_id for group in iter_traces([runs], Shard(i, count))) for i in range(count)]
+        assert all(parts), "each shard gets traces"
+        assert sorted(tid for part in parts for tid in part) == every
+    assert len(every) == 51
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_sharded_report_equals_the_single_process_report(
+    run_dir: tuple[Path, Path], tmp_path: Path, workers: int
+) -> None:
+    runs, spec = run_dir
+    single = _score(runs, spec, 1, tmp_path / "one.json")
+    sharded = _score(runs, spec, workers, tmp_path / "many.json")
+    assert _comparable(sharded) == _comparable(single)
+    entries = {entry["case_id"]: entry for entry in single["entries"]}
+    # The scenario is what the test means: repeats, a missing case, conversations across shards.
+    assert len(entries["weather"]["samples"]) == 40
+    assert entries["weather"]["pass_rate"] == pytest.approx(0.75)
+    assert entries["never-seen"]["status"] == "missing"
+    assert len(entries["chat"]["samples"]) == 3
+    assert [len(sample["trace_ids"]) for sample in entries["chat"]["samples"]] == [2, 2, 2]
+    assert [sample["passed"] for sample in entries["chat"]["samples"]] == [False, True, True]
+    assert len(single["unmatched"]) == 5
+    assert single["counts"]["traces"] == 51
+    assert single["latency"]["traces"] == 46
+
+
+def test_sharded_scoring_without_a_spec(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, _ = run_dir
+    single = _score(runs, None, 1, tmp_path / "one.json")
+    sharded = _score(runs, None, 2, tmp_path / "two.json")
+    assert _comparable(sharded) == _comparable(single)
+    assert single["counts"]["entries"] == 51
+
+
+def test_a_bad_file_fails_the_sharded_run_with_its_name(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, spec = run_dir
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for path in runs.glob("*.parquet"):
+        (mixed / path.name).write_bytes(path.read_bytes())
+    bad = mixed / "zz-broken.parquet"
+    bad.write_bytes(next(runs.glob("*.parquet")).read_bytes()[:300])
+    with pytest.raises(InputError, match="zz-broken.parquet"):
+        _score(mixed, spec, 2, tmp_path / "report.json")
+
+
+def test_a_killed_worker_fails_the_run_instead_of_hanging(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, _ = run_dir
+    spec = tmp_path / "kill.yaml"
+    spec.write_text("cases:\n  - id: w\n    input: Weather in Paris?\n    expect: {t_engine_kill: {text: No idea}}\n")
+    with pytest.raises(WorkerError, match=r"scoring worker \d of 2 ended early \(exit code -9\)"):
+        _score(runs, spec, 2, tmp_path / "report.json")
+
+
+def test_cli_workers_option(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, spec = run_dir
+    out = tmp_path / "report.json"
+    command = [sys.executable, "-m", "evaltrace.cli", "score", str(runs), "--spec", str(spec), "--workers", "2"]
+    done = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert load_report(out).counts.traces == 51
+    zero = subprocess.run([*command[:-1], "0"], capture_output=True, text=True, timeout=60)
+    assert zero.returncode == 2
+    assert "--workers" in zero.stderr
+
+
+def test_plan_workers(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+    from evaltrace.evaluators.engine import _new_run
+
+    runs, spec = run_dir
+    files = sorted(runs.glob("*.parquet"))
+    router, _ = _new_run(load_spec(spec), ScoreOptions())
+    assert plan_workers(1, files, router) == 1
+    assert plan_workers(3, files, router) == 3
+    assert plan_workers(None, files, router) == 1, "a small run stays in one process"
+    big = tmp_path / "big.parquet"
+    with big.open("wb") as handle:
+        handle.truncate(16 * 1024 * 1024)
+    assert plan_workers(None, [big], router) == min(len(os.sched_getaffinity(0)), 8)
+    judged = tmp_path / "judged.yaml"
+    judged.write_text(
+        textwrap.dedent("""\
+            cases:
+              - id: a
+                input: q
+                expect: {semantic_output: {rubric: "is it good"}}
+            """),
+        encoding="utf-8",
+    )
+    judge_router, _ = _new_run(load_spec(judged), ScoreOptions())
+    assert plan_workers(4, files, judge_router) == 1, "judges share one session"
+
+
+def test_read_traces_of_a_shard_are_rebuilt_whole(run_dir: tuple[Path, Path]) -> None:
+    runs, _ = run_dir
+    whole = {t.trace_id: t for t in read_traces([runs])}
+    for trace in read_traces([runs], Shard(1, 2)):
+        assert trace == whole[trace.trace_id]
