@@ -10,11 +10,14 @@ memory high-water mark of one stage never leak into another:
 - `read`: `reader.iter_traces` (two-pass streaming read, dedup, grouping by trace);
 - `rebuild`: `convert.read_traces` (the above plus span tree, classification, `Trace` records);
 - `score`: `engine.score_traces_to(read_traces(...), load_spec(...), ...)` streaming the entries
-  to a JSON file through `ReportWriter`: the code `evaltrace score --spec SPEC --json FILE` runs;
-- `cli` (largest size only): `evaltrace score DIR --spec SPEC --json FILE` itself.
+  to a JSON file through `ReportWriter`, all in one process;
+- `sharded`: `engine.score_paths_to(...)` with one worker process per CPU (`--workers N` of
+  `evaltrace score`), each reading, rebuilding and scoring one shard of the traces;
+- `cli` (largest size only): `evaltrace score DIR --spec SPEC --json FILE` itself (auto workers).
 
 Stage times are the differences of the cumulative wall times (read s = read; rebuild s =
-rebuild - read; score s = score - rebuild). Peak RSS is the subprocess's `ru_maxrss`.
+rebuild - read; score s = score - rebuild). Peak RSS is the subprocess's `ru_maxrss`; for
+`sharded` also the largest worker's (`RUSAGE_CHILDREN`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-STAGES = ("read", "rebuild", "score")
+STAGES = ("read", "rebuild", "score", "sharded")
 
 
 def dataset(traces: int, seed: int) -> tuple[Path, Path, int]:
@@ -65,7 +68,7 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
 
     gc.collect()
     started, cpu_started = time.perf_counter(), time.process_time()
-    spans = traces = 0
+    spans = traces = workers = 0
     if stage == "read":
         from evaltrace.collector.reader import iter_traces
 
@@ -78,6 +81,18 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
         for trace in read_traces([str(runs)]):
             traces += 1
             spans += trace.span_count
+    elif stage == "sharded":
+        from evaltrace.evaluators._shards import available_cpus
+        from evaltrace.evaluators.engine import ScoreOptions, score_paths_to
+        from evaltrace.evaluators.report import ReportWriter
+        from evaltrace.evaluators.spec_loader import load_spec
+
+        workers = available_cpus()
+        with ReportWriter(str(runs.parent / "report-sharded.json")) as writer:
+            options = ScoreOptions(paths=(str(runs),))
+            run = score_paths_to([str(runs)], load_spec(spec), options, writer, workers=workers)
+            writer.finish(run.report)
+        traces = run.report.counts.traces
     else:
         from evaltrace.collector.convert import read_traces
         from evaltrace.evaluators.engine import ScoreOptions, score_traces_to
@@ -90,7 +105,17 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
         traces = run.report.counts.traces
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"stage": stage, "seconds": seconds, "cpu": cpu, "traces": traces, "spans": spans, "peak_mb": peak_mb}
+    worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {
+        "stage": stage,
+        "seconds": seconds,
+        "cpu": cpu,
+        "traces": traces,
+        "spans": spans,
+        "peak_mb": peak_mb,
+        "worker_peak_mb": worker_mb,
+        "workers": workers if stage == "sharded" else 1,
+    }
 
 
 def _child(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
@@ -100,7 +125,7 @@ def _child(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
 
 
 def _cli(runs: Path, spec: Path) -> dict[str, Any]:
-    """`evaltrace score` as a subprocess: wall time, exit code and its own peak RSS (wait4)."""
+    """`evaltrace score` as a subprocess: wall time, exit code and the largest process's peak RSS."""
     report = runs.parent / "cli-report.json"
     cmd = [sys.executable, "-m", "evaltrace.cli", "score", str(runs), "--spec", str(spec), "--json", str(report)]
     started = time.perf_counter()
@@ -108,6 +133,7 @@ def _cli(runs: Path, spec: Path) -> dict[str, Any]:
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
+    # The CLI reaps its workers, so this maximum covers them too.
     return {"seconds": seconds, "exit": proc.returncode, "peak_mb": usage.ru_maxrss / 1024}
 
 
@@ -126,18 +152,22 @@ def run_size(traces: int, seed: int) -> dict[str, Any]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The Markdown results table."""
+    workers = rows[0]["sharded"]["workers"] if rows else 1
     head = (
-        "| traces | spans | read s | rebuild s | score s | total s | spans/s | traces/s | peak RSS MB |\n"
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| traces | spans | read s | rebuild s | score s | total s, 1 process | spans/s | "
+        f"total s, {workers} processes | spans/s | traces/s | peak RSS MB, 1 process | "
+        f"peak RSS MB, {workers} processes (parent + each worker) |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     lines = []
     for row in rows:
-        read, rebuild, score = (row[s]["seconds"] for s in STAGES)
-        total = score
+        read, rebuild, score, sharded = (row[s]["seconds"] for s in STAGES)
+        spans = row["spans"]
         lines.append(
-            f"| {row['traces']:,} | {row['spans']:,} | {read:.2f} | {rebuild - read:.2f} | {score - rebuild:.2f} "
-            f"| {total:.2f} | {row['spans'] / total:,.0f} | {row['traces'] / total:,.0f} "
-            f"| {row['score']['peak_mb']:.0f} |"
+            f"| {row['traces']:,} | {spans:,} | {read:.2f} | {rebuild - read:.2f} | {score - rebuild:.2f} "
+            f"| {score:.2f} | {spans / score:,.0f} | {sharded:.2f} | {spans / sharded:,.0f} "
+            f"| {row['traces'] / sharded:,.0f} | {row['score']['peak_mb']:.0f} "
+            f"| {row['sharded']['peak_mb']:.0f} + {row['sharded']['worker_peak_mb']:.0f} |"
         )
     return head + "\n".join(lines) + "\n"
 

@@ -37,6 +37,8 @@ class RunStats:
     cost_usd: float = 0.0
     priced: int = 0
     unpriced_models: set[str] = field(default_factory=set)
+    _price_of: dict[str, ModelPrice | None] = field(default_factory=dict, repr=False)
+    """`find_price` results by model name: a run has few models and many model calls."""
 
     def add(self, trace: Trace) -> float | None:
         """Count a scored trace; returns its estimated cost (`None` when it cannot be priced)."""
@@ -67,7 +69,7 @@ class RunStats:
     def _trace_cost(self, trace: Trace) -> float | None:
         total, complete = 0.0, True
         for iteration in trace.iterations:
-            price = find_price(iteration.model, self.prices) if iteration.model else None
+            price = self._price(iteration.model) if iteration.model else None
             if price is None:
                 complete = False
                 self.unpriced_models.add(iteration.model or "(unknown model)")
@@ -75,6 +77,11 @@ class RunStats:
             total += _iteration_cost(iteration.usage, price)
         # A trace without model calls has nothing to price: it is neither priced nor unpriced.
         return total if complete and trace.iterations else None
+
+    def _price(self, model: str) -> ModelPrice | None:
+        if model not in self._price_of:
+            self._price_of[model] = find_price(model, self.prices)
+        return self._price_of[model]
 
     def latency(self) -> LatencyStats:
         """p50/p95 of the scored traces' durations."""

@@ -19,7 +19,6 @@ and one concurrency limit.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import multiprocessing
 import os
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from evaltrace.collector.convert import read_traces
 from evaltrace.collector.errors import EvaltraceError, InputError
 from evaltrace.collector.reader import Shard
-from evaltrace.evaluators._engine_loop import Router, score_stream
+from evaltrace.evaluators._engine_loop import Router, score_stream_now
 from evaltrace.evaluators._engine_run import RunStats, is_judge
 from evaltrace.evaluators._routers import RouterState
 from evaltrace.evaluators._spill import Spill
@@ -210,7 +209,7 @@ def _work(
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)
-        asyncio.run(score_stream(read_traces(files, shard), router, stats, spill, local))
+        score_stream_now(read_traces(files, shard), router, stats, spill, local)
         spill.flush()
         message = ("done", _Handover(router=router.state, stats=stats))
     except InputError as exc:

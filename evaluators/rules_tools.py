@@ -47,7 +47,11 @@ def check_json_schema(schema: dict[str, Any], what: str) -> dict[str, Any]:
 
 def schema_errors(schema: dict[str, Any], instance: Any) -> list[str]:
     """The validation errors of `instance` against `schema`, as `path: message`, in path order."""
-    validator, _, plain = _compiled_schema(schema)
+    return _errors(_compiled_schema(schema), schema, instance)
+
+
+def _errors(compiled: _Compiled, schema: dict[str, Any], instance: Any) -> list[str]:
+    validator, _, plain = compiled
     if plain is not None and _plainly_valid(plain, instance):
         return []
     if validator is None:  # an invalid schema: validate as before, without the meta-check
@@ -181,7 +185,8 @@ class ToolCallValidity(Scorer):
             return self.result(None, reason="The agent made no tool calls to validate.")
         # Existence is only checked against what the model was offered; config schemas alone don't define that.
         known = offered | set(self.schemas) if offered else set()
-        findings = [self._check(i, call, known, schemas) for i, call in enumerate(calls)]
+        compiled: dict[str, _Compiled] = {}  # per tool: a trace calls the same tools many times
+        findings = [self._check(i, call, known, schemas, compiled) for i, call in enumerate(calls)]
         checked = [f for f in findings if f is not None]
         if not checked:
             names = sorted({c.name for c in calls})
@@ -198,7 +203,14 @@ class ToolCallValidity(Scorer):
             reason += f" {skipped} call(s) not checked (no schema, or arguments not recorded)."
         return self.result(passed, value, reason, invalid=invalid, checked=len(checked), skipped=skipped)
 
-    def _check(self, index: int, call: ToolCall, known: set[str], schemas: dict[str, dict[str, Any]]) -> str | None:
+    def _check(
+        self,
+        index: int,
+        call: ToolCall,
+        known: set[str],
+        schemas: dict[str, dict[str, Any]],
+        compiled: dict[str, _Compiled],
+    ) -> str | None:
         """`None`: not checkable; `""`: valid; else the problem."""
         label = call_label(index, call)
         if known and call.name not in known:
@@ -212,11 +224,12 @@ class ToolCallValidity(Scorer):
             return None
         if call.arguments_truncated or not isinstance(call.arguments, dict):
             return f"{label}: arguments are not a JSON object ({describe_raw_arguments(call)})"
-        try:
-            check_json_schema(schema, call.name)
-        except ValueError:
+        entry = compiled.get(call.name)
+        if entry is None:
+            entry = compiled[call.name] = _compiled_schema(schema)
+        if entry[1] is not None:
             return None  # the recorded schema itself is broken: not the agent's fault
-        errors = schema_errors(schema, call.arguments)
+        errors = _errors(entry, schema, call.arguments)
         if self.strict and isinstance(schema.get("properties"), dict):
             errors += [f"{k}: unexpected parameter" for k in call.arguments if k not in schema["properties"]]
         return f"{label}: " + "; ".join(errors) if errors else ""

@@ -19,7 +19,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from evaltrace.collector import _parquet_decode, _parquet_read, reader
 from evaltrace.collector._parquet_decode import SpanBatch
 from evaltrace.collector.exporter import ParquetSpanExporter
-from evaltrace.collector.reader import iter_traces, read_spans, resolve_paths
+from evaltrace.collector.reader import Shard, iter_traces, read_spans, resolve_paths
 from evaltrace.collector.spans import Span, span_from_readable
 
 RUN = "run-1"
@@ -219,9 +219,9 @@ def test_traces_are_yielded_before_later_files_are_read(tmp_path: Path, monkeypa
     log: list[str] = []
     real = _parquet_decode.read_span_batches
 
-    def spy(path: Path) -> Iterator[SpanBatch]:
+    def spy(path: Path, shard: Shard | None = None) -> Iterator[SpanBatch]:
         log.append(f"read {files.index(path)}")
-        yield from real(path)
+        yield from real(path, shard)
 
     monkeypatch.setattr(reader._parquet_decode, "read_span_batches", spy)
     for group in iter_traces([tmp_path]):
@@ -250,9 +250,9 @@ def test_a_trace_waits_for_its_last_file_only(tmp_path: Path, monkeypatch: pytes
     reads: list[int] = []
     real = _parquet_decode.read_span_batches
 
-    def spy(path: Path) -> Iterator[SpanBatch]:
+    def spy(path: Path, shard: Shard | None = None) -> Iterator[SpanBatch]:
         reads.append(files.index(path))
-        yield from real(path)
+        yield from real(path, shard)
 
     monkeypatch.setattr(reader._parquet_decode, "read_span_batches", spy)
     seen = {_root_name(g): (len(g), list(reads)) for g in iter_traces(files)}
