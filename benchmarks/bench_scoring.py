@@ -45,21 +45,31 @@ def dataset(traces: int, seed: int) -> tuple[Path, Path, int]:
     meta = folder / "dataset.json"
     spec = folder / "spec.json"
     if not meta.exists():
-        print(f"generating {traces:,} traces (seed {seed}) in {folder} ...", file=sys.stderr, flush=True)
-        runs = folder / "runs"
-        if runs.exists():
-            for stale in runs.iterdir():
-                stale.unlink()
-        sys.path.insert(0, str(HERE))
-        scoring_data = importlib.import_module("_scoring_data")  # a sibling script, not a package
-
-        started = time.perf_counter()
-        spans = scoring_data.generate(runs, traces, seed)
-        scoring_data.write_spec(spec, seed)
-        meta.write_text(json.dumps({"traces": traces, "spans": spans, "seed": seed}), encoding="utf-8")
-        print(f"  {spans:,} spans in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+        # In a child process: Linux carries a process's peak RSS over fork and exec, so a parent
+        # grown by generating the data would inflate every stage's measured peak.
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--_generate", str(traces), str(seed)]
+        subprocess.run(cmd, check=True)
     info = json.loads(meta.read_text(encoding="utf-8"))
     return folder / "runs", spec, int(info["spans"])
+
+
+def generate(traces: int, seed: int) -> None:
+    """Write the dataset for (traces, seed) under `OUT`."""
+    folder = OUT / f"scoring-{traces}-seed{seed}"
+    print(f"generating {traces:,} traces (seed {seed}) in {folder} ...", file=sys.stderr, flush=True)
+    runs = folder / "runs"
+    if runs.exists():
+        for stale in runs.iterdir():
+            stale.unlink()
+    sys.path.insert(0, str(HERE))
+    scoring_data = importlib.import_module("_scoring_data")  # a sibling script, not a package
+
+    started = time.perf_counter()
+    spans = scoring_data.generate(runs, traces, seed)
+    scoring_data.write_spec(folder / "spec.json", seed)
+    meta = {"traces": traces, "spans": spans, "seed": seed}
+    (folder / "dataset.json").write_text(json.dumps(meta), encoding="utf-8")
+    print(f"  {spans:,} spans in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
 
 
 def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
@@ -193,7 +203,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", type=int, metavar="TRACES", help="print a cProfile at this size and stop")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--_stage", nargs=3, metavar=("STAGE", "RUNS", "SPEC"), help=argparse.SUPPRESS)
+    parser.add_argument("--_generate", nargs=2, type=int, metavar=("TRACES", "SEED"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args._generate:
+        generate(*args._generate)
+        return
     if args._stage:
         stage, runs, spec = args._stage
         print(json.dumps(measure(stage, Path(runs), Path(spec))))

@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import signal
+import sys
 import traceback
 from collections.abc import Sequence
 from datetime import datetime
@@ -101,6 +103,10 @@ def score_sharded(
         WorkerError: a worker crashed or was killed.
     """
     context = multiprocessing.get_context("fork")
+    # A forked child flushes its copy of these buffers on exit: empty them first, or text written
+    # before the fork would appear once per worker.
+    sys.stdout.flush()
+    sys.stderr.flush()
     receivers: dict[Connection, int] = {}
     processes: list[multiprocessing.process.BaseProcess] = []
     try:
@@ -206,6 +212,8 @@ def _work(
 ) -> None:
     """A worker's whole life: score one shard, then hand over; errors go to the parent as messages."""
     message: tuple[str, Any]
+    # Ctrl-C reaches the whole process group: the parent handles it and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)

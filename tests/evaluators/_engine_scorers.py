@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any, ClassVar
 
 from evaltrace.collector.records import Trace
@@ -64,3 +65,15 @@ class KillsWorker(Scorer):
         if self.text in (trace.output or ""):
             os.kill(os.getpid(), signal.SIGKILL)
         return self.result(True, 1.0, "alive")
+
+
+@register
+class Sleeps(Scorer):
+    """Test scorer that sleeps `seconds` on every trace (to interrupt a run mid-way)."""
+
+    name: ClassVar[str] = "t_engine_sleep"
+    seconds: float
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        time.sleep(self.seconds)
+        return self.result(True, 1.0, "slept")

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _engine_scorers import KillsWorker  # noqa: F401 - registers the test scorer
+from _engine_scorers import KillsWorker, Sleeps  # noqa: F401 - registers the test scorers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
 from evaltrace.collector.convert import read_traces
@@ -155,6 +157,26 @@ def test_a_killed_worker_fails_the_run_instead_of_hanging(run_dir: tuple[Path, P
     spec.write_text("cases:\n  - id: w\n    input: Weather in Paris?\n    expect: {t_engine_kill: {text: No idea}}\n")
     with pytest.raises(WorkerError, match=r"scoring worker \d of 2 ended early \(exit code -9\)"):
         _score(runs, spec, 2, tmp_path / "report.json")
+
+
+def test_ctrl_c_stops_the_workers_too(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, _ = run_dir
+    spec = tmp_path / "slow.yaml"
+    spec.write_text("cases:\n  - id: w\n    input: Weather in Paris?\n    expect: {t_engine_sleep: {seconds: 5}}\n")
+    # The CLI in a session of its own (a process group, as a terminal has), with the test scorers.
+    driver = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import _engine_scorers; "
+        "from evaltrace.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    )
+    command = [sys.executable, "-c", driver, "score", str(runs), "--spec", str(spec), "--workers", "2"]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(3)  # the workers are forked and sleeping in the scorer
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    with pytest.raises(ProcessLookupError):  # no worker is left behind in the group
+        os.killpg(proc.pid, 0)
 
 
 def test_cli_workers_option(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
