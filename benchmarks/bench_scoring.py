@@ -130,7 +130,9 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
 
 def _child(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_stage", stage, str(runs), str(spec)]
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    # The allocator `evaltrace score` sets for pyarrow (see cli/main.py), unless the caller chose one.
+    env = {"ARROW_DEFAULT_MEMORY_POOL": "system", **os.environ}
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 

@@ -73,11 +73,11 @@ SCHEMA = pa.schema(
 )
 
 # The recorder's Arrow buffers come from the C library's malloc, not pyarrow's default pool
-# (mimalloc in the wheels): buffered batches live until the roll, so nearly every conversion
-# takes fresh memory, and fresh memory from mimalloc cost the exporter ~19 us more per span on
-# the benchmark's workload (benchmarks/RESULTS.md). Passed explicitly, so the app's own pyarrow
-# use keeps its default pool.
-_POOL = pa.system_memory_pool()
+# (mimalloc in the wheels): batches are kept until the roll, so nearly every conversion takes
+# fresh memory, and fresh memory from mimalloc cost the exporter ~19 us more per span on the
+# recorder benchmark (benchmarks/RESULTS.md). Passed explicitly, so the app's own pyarrow use
+# keeps its default pool. (The CLI makes the same choice for its reads, see `cli/main.py`.)
+MEMORY_POOL = pa.system_memory_pool()
 
 ROW_GROUP_SIZE = 64 * 1024
 ZSTD_LEVEL = 3
@@ -88,9 +88,9 @@ _FLAT_FIELDS = [f for f in SCHEMA if f.name not in ("events", "links")]
 
 def _empty_lists(n: int, list_type: pa.DataType) -> Any:
     """Build n empty (non-null) lists without a Python object per row."""
-    offsets = pa.array([0] * (n + 1), type=pa.int32(), memory_pool=_POOL)
-    values = pa.array([], type=list_type.value_type, memory_pool=_POOL)
-    return pa.ListArray.from_arrays(offsets, values, type=list_type, pool=_POOL)
+    offsets = pa.array([0] * (n + 1), type=pa.int32(), memory_pool=MEMORY_POOL)
+    values = pa.array([], type=list_type.value_type, memory_pool=MEMORY_POOL)
+    return pa.ListArray.from_arrays(offsets, values, type=list_type, pool=MEMORY_POOL)
 
 
 def encode_spans(spans: Sequence[ReadableSpan], run_id: str, redaction: Redactor | None = None) -> Any:
@@ -105,13 +105,13 @@ def encode_spans(spans: Sequence[ReadableSpan], run_id: str, redaction: Redactor
         A `pyarrow.RecordBatch` with one row per span, columns in `SCHEMA` order.
     """
     columns = span_columns(spans, run_id, redaction)
-    arrays = {f.name: pa.array(columns.flat[f.name], type=f.type, memory_pool=_POOL) for f in _FLAT_FIELDS}
+    arrays = {f.name: pa.array(columns.flat[f.name], type=f.type, memory_pool=MEMORY_POOL) for f in _FLAT_FIELDS}
     n = len(spans)
     for name, values, list_type in (("events", columns.events, _EVENTS_TYPE), ("links", columns.links, _LINKS_TYPE)):
         if values is None:
             arrays[name] = _empty_lists(n, list_type)
         else:
-            arrays[name] = pa.array(values, type=list_type, memory_pool=_POOL)
+            arrays[name] = pa.array(values, type=list_type, memory_pool=MEMORY_POOL)
     return pa.RecordBatch.from_arrays([arrays[name] for name in SCHEMA.names], schema=SCHEMA)
 
 
@@ -137,7 +137,7 @@ def write_parquet(batches: Sequence[Any], path: str, metadata: Mapping[str, str]
     pq.write_table(
         table,
         path,
-        memory_pool=_POOL,
+        memory_pool=MEMORY_POOL,
         compression="zstd",
         compression_level=ZSTD_LEVEL,
         row_group_size=ROW_GROUP_SIZE,

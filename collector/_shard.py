@@ -15,6 +15,8 @@ from functools import cached_property
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evaltrace.collector._parquet import MEMORY_POOL
+
 _PAIRS = tuple(f"{value:02x}" for value in range(256))
 
 
@@ -49,4 +51,4 @@ class Shard:
         """The rows of `batch` (which has a `trace_id` column) in this shard."""
         if self.count == 1:
             return batch
-        return batch.filter(self.mask(batch.column("trace_id")))
+        return pc.filter(batch, self.mask(batch.column("trace_id")), memory_pool=MEMORY_POOL)
