@@ -8,7 +8,7 @@ sharded run they are only complete once every worker has handed its share over.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from evaltrace.collector.records import Trace
@@ -32,10 +32,7 @@ async def score_stream(
         score_stream_now(traces, router, stats, spill, options)
         return
     pending: set[asyncio.Task[tuple[str | None, SampleResult]]] = set()
-    for trace in traces:
-        stats.traces += 1
-        if options.progress is not None:
-            options.progress(stats.traces)
+    for trace in _counted(traces, stats, options):
         for job in router.route(trace, stats):
             pending.add(asyncio.create_task(job))
         if len(pending) >= _MAX_IN_FLIGHT:
@@ -54,12 +51,18 @@ def score_stream_now(
     Rule scorers never wait, so a task per sample and a loop turn per trace would only cost time
     (about a fifth of rule scoring).
     """
+    for trace in _counted(traces, stats, options):
+        for job in router.route(trace, stats):
+            router.keep(spill, *_run_now(job))
+
+
+def _counted(traces: Iterable[Trace], stats: RunStats, options: ScoreOptions) -> Iterator[Trace]:
+    """`traces`, counting each one read (scored or not) and reporting progress."""
     for trace in traces:
         stats.traces += 1
         if options.progress is not None:
             options.progress(stats.traces)
-        for job in router.route(trace, stats):
-            router.keep(spill, *_run_now(job))
+        yield trace
 
 
 def _run_now(job: Job) -> tuple[str | None, SampleResult]:

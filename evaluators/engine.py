@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version as dist_version
@@ -167,13 +167,19 @@ def score_traces_to(
     Raises:
         InputError: the selection keeps no case, or there was no trace to score without a spec.
     """
+    options = options or ScoreOptions()
+    router, stats = _new_run(spec, options)
+    return _run_sync(_ascore(traces, router, stats, spec, options, sink))
+
+
+def _run_sync(job: Coroutine[Any, Any, ScoredRun]) -> ScoredRun:
     runs: list[ScoredRun] = []
 
     async def main() -> None:
         # The result is handed out through `runs`, not as the main task's result: on exit,
         # `asyncio.run` restores the SIGINT handler and CPython 3.11 then formats the task's repr,
         # result included.
-        runs.append(await ascore_traces_to(traces, spec, options or ScoreOptions(), sink))
+        runs.append(await job)
 
     asyncio.run(main())
     return runs[0]
@@ -184,6 +190,17 @@ async def ascore_traces_to(
 ) -> ScoredRun:
     """Async twin of `score_traces_to`."""
     router, stats = _new_run(spec, options)
+    return await _ascore(traces, router, stats, spec, options, sink)
+
+
+async def _ascore(
+    traces: Iterable[Trace],
+    router: Router,
+    stats: RunStats,
+    spec: LoadedSpec | None,
+    options: ScoreOptions,
+    sink: EntrySink | None,
+) -> ScoredRun:
     with Spill() as spill:
         async with judge_session_for(router.scorers(), options.judge_overrides) as judge_stats:
             await score_stream(traces, router, stats, spill, options)
@@ -228,7 +245,7 @@ def score_paths_to(
     router, stats = _new_run(spec, options)
     count = _shards.plan_workers(workers, files, router)
     if count == 1:
-        return score_traces_to(read_traces(files), spec, options, sink)
+        return _run_sync(_ascore(read_traces(files), router, stats, spec, options, sink))
     with Spill() as spill:
         _shards.score_sharded(files, router, stats, spill, options, count)
         asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network
