@@ -12,9 +12,9 @@ one-process run would. The entries are the same: only their arrival order differ
 spill sorts by start time anyway.
 
 Workers are forked, not spawned: they inherit the loaded spec, its scorers and any scorer the
-program registered, without pickling or re-importing anything. Runs with judge scorers stay in
-one process: judges wait on the network, not the CPU, and share one request budget, one cache
-and one concurrency limit.
+program registered, without pickling or re-importing anything. That is done on Linux only; other
+platforms score in one process. Runs with judge scorers stay in one process too: judges wait on
+the network, not the CPU, and share one request budget, one cache and one concurrency limit.
 """
 
 from __future__ import annotations
@@ -72,7 +72,9 @@ def plan_workers(requested: int | None, files: Sequence[Path], router: Router) -
         files: the span files of the run.
         router: the run's router (a judge among its scorers means one process).
     """
-    if requested == 1 or "fork" not in multiprocessing.get_all_start_methods():
+    # Forking a process that has loaded system frameworks is unsafe on macOS (CPython spawns
+    # there by default for that reason); Linux is where forking this process is known to be sound.
+    if requested == 1 or not sys.platform.startswith("linux"):
         return 1
     if any(is_judge(scorer) for scorer in router.scorers()):
         return 1

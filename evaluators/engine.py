@@ -228,7 +228,7 @@ def score_paths_to(
         options: as for `score_traces_to`.
         sink: where the entries go, in report order.
         workers: processes to use; `None` picks one per CPU for large runs. Runs with judge
-            scorers, and platforms without `fork`, always use one.
+            scorers, and platforms other than Linux, always use one.
 
     Raises:
         InputError: a path names nothing or a file is unreadable; the selection keeps no case;
