@@ -46,6 +46,9 @@ def version() -> None:
 # Command modules register themselves on `app` when imported.
 from evaltrace.cli import _collect, _run, _runs, _score, _scorers_cmd, _traces  # noqa: E402, F401
 
+_INTERRUPTED = 130
+"""The exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
@@ -61,8 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _error(exc.format_message())
         return 2
     except (typer.Abort, KeyboardInterrupt):
+        result = _INTERRUPTED
+    if result == _INTERRUPTED:
+        # Typer turns Ctrl-C inside a command into a silent 130; no command returns 130 itself.
         _error("interrupted")
-        return 130
     return result if isinstance(result, int) else 0
 
 
