@@ -57,10 +57,38 @@ class WorkerError(EvaltraceError):
 
 
 def available_cpus() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """CPUs this process may use: its affinity mask, capped by a container's CPU quota."""
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    # A container limited to 2 CPUs still sees every CPU of its host in the affinity mask.
+    quota = cgroup_cpus()
+    return min(count, quota) if quota is not None else count
+
+
+_CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
+_CGROUP_V1 = (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+
+
+def cgroup_cpus() -> int | None:
+    """The cgroup CPU quota (`docker --cpus`, a Kubernetes CPU limit) in whole CPUs; `None` without one."""
+    try:
+        if _CGROUP_V2.exists():
+            quota, period = _CGROUP_V2.read_text(encoding="ascii").split()[:2]
+        else:
+            quota, period = (path.read_text(encoding="ascii").strip() for path in _CGROUP_V1)
+    except (OSError, ValueError):
+        return None
+    return quota_cpus(quota, period)
+
+
+def quota_cpus(quota: str, period: str) -> int | None:
+    """CPUs granted by a CFS quota and period (`max` or `-1`: no quota), rounded up."""
+    try:
+        microseconds, window = int(quota), int(period)
+    except ValueError:
+        return None  # "max": unlimited
+    if microseconds <= 0 or window <= 0:
+        return None
+    return -(-microseconds // window)
 
 
 def plan_workers(requested: int | None, files: Sequence[Path], router: Router) -> int:

@@ -19,7 +19,7 @@ from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs,
 from evaltrace.collector.convert import read_traces
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.reader import Shard, iter_traces
-from evaltrace.evaluators._shards import WorkerError, plan_workers
+from evaltrace.evaluators._shards import WorkerError, available_cpus, plan_workers, quota_cpus
 from evaltrace.evaluators.engine import ScoreOptions, score_paths_to
 from evaltrace.evaluators.report import ReportWriter, load_report
 from evaltrace.evaluators.spec_loader import load_spec
@@ -203,7 +203,7 @@ def test_plan_workers(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
     big = tmp_path / "big.parquet"
     with big.open("wb") as handle:
         handle.truncate(16 * 1024 * 1024)
-    assert plan_workers(None, [big], router) == min(len(os.sched_getaffinity(0)), 8)
+    assert plan_workers(None, [big], router) == min(available_cpus(), 8)
     judged = tmp_path / "judged.yaml"
     judged.write_text(
         textwrap.dedent("""\
@@ -216,6 +216,22 @@ def test_plan_workers(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
     )
     judge_router, _ = _new_run(load_spec(judged), ScoreOptions())
     assert plan_workers(4, files, judge_router) == 1, "judges share one session"
+
+
+@pytest.mark.parametrize(
+    ("quota", "period", "cpus"),
+    [
+        ("max", "100000", None),
+        ("-1", "100000", None),
+        ("200000", "100000", 2),
+        ("150000", "100000", 2),
+        ("50000", "100000", 1),
+        ("0", "100000", None),
+        ("junk", "100000", None),
+    ],
+)
+def test_container_cpu_quota(quota: str, period: str, cpus: int | None) -> None:
+    assert quota_cpus(quota, period) == cpus
 
 
 def test_read_traces_of_a_shard_are_rebuilt_whole(run_dir: tuple[Path, Path]) -> None:
