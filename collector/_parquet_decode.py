@@ -80,9 +80,7 @@ _check_field_order()
 def read_span_batches(path: Path, shard: Shard | None = None) -> Iterator[SpanBatch]:
     """Yield the spans of a file (of `shard`'s traces only, if given), one `SpanBatch` per record batch."""
     resources: dict[str | None, dict[str, Any]] = {None: {}, "": {}}
-    for batch in iter_batches(path, SPAN_COLUMNS):
-        if shard is not None:
-            batch = shard.keep(batch)
+    for batch in iter_batches(path, SPAN_COLUMNS, shard):
         yield decode_batch(path, batch, resources)
 
 

@@ -83,11 +83,15 @@ def _check_columns(path: Path, schema: pa.Schema) -> None:
             )
 
 
-def iter_batches(path: Path, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
-    """Yield record batches of `columns`, turning read failures into `InputError`."""
+def iter_batches(path: Path, columns: Sequence[str], shard: Shard | None = None) -> Iterator[pa.RecordBatch]:
+    """Yield record batches of `columns`, turning read failures into `InputError`.
+
+    With `shard`, only the rows of its traces are kept (`columns` must then include `trace_id`).
+    """
     handle = open_span_file(path)
     try:
-        yield from handle.iter_batches(batch_size=BATCH_ROWS, columns=list(columns), use_threads=False)
+        for batch in handle.iter_batches(batch_size=BATCH_ROWS, columns=list(columns), use_threads=False):
+            yield batch if shard is None else shard.keep(batch)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file (was it removed while reading?)") from None
     except (pa.ArrowException, OSError) as exc:
@@ -99,9 +103,7 @@ def iter_batches(path: Path, columns: Sequence[str]) -> Iterator[pa.RecordBatch]
 def read_trace_ids(path: Path, shard: Shard | None = None) -> list[str]:
     """Return the distinct trace ids of a file (of `shard` only, if given), in order of first appearance."""
     seen: dict[str, None] = {}
-    for batch in iter_batches(path, ["trace_id"]):
-        if shard is not None:
-            batch = shard.keep(batch)
+    for batch in iter_batches(path, ["trace_id"], shard):
         seen.update(dict.fromkeys(batch.column(0).unique().to_pylist()))
     return list(seen)
 
