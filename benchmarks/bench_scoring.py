@@ -8,9 +8,10 @@ and reused. Every measurement runs in a fresh subprocess so that imports, caches
 memory high-water mark of one stage never leak into another:
 
 - `read`: `reader.iter_traces` (two-pass streaming read, dedup, grouping by trace);
-- `rebuild`: `convert.read_traces` (the above plus span tree, classification, `Trace` records);
-- `score`: `engine.score_traces_to(read_traces(...), load_spec(...), ...)` streaming the entries
-  to a JSON file through `ReportWriter`, all in one process;
+- `rebuild`: `convert.read_traces` (the above plus span tree, classification, `Trace` records)
+  as scoring calls it for this spec: no scorer reads the prompts, so `histories=False`;
+- `score`: `engine.score_paths_to(..., workers=1)` with the spec, streaming the entries to a
+  JSON file through `ReportWriter`, all in one process;
 - `sharded`: `engine.score_paths_to(...)` with one worker process per CPU (`--workers N` of
   `evaltrace score`), each reading, rebuilding and scoring one shard of the traces;
 - `cli` (largest size only): `evaltrace score DIR --spec SPEC --json FILE` itself (auto workers).
@@ -88,7 +89,7 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
     elif stage == "rebuild":
         from evaltrace.collector.convert import read_traces
 
-        for trace in read_traces([str(runs)]):
+        for trace in read_traces([str(runs)], histories=False):
             traces += 1
             spans += trace.span_count
     elif stage == "sharded":
@@ -104,13 +105,13 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
             writer.finish(run.report)
         traces = run.report.counts.traces
     else:
-        from evaltrace.collector.convert import read_traces
-        from evaltrace.evaluators.engine import ScoreOptions, score_traces_to
+        from evaltrace.evaluators.engine import ScoreOptions, score_paths_to
         from evaltrace.evaluators.report import ReportWriter
         from evaltrace.evaluators.spec_loader import load_spec
 
         with ReportWriter(str(runs.parent / "report.json")) as writer:
-            run = score_traces_to(read_traces([str(runs)]), load_spec(spec), ScoreOptions(paths=(str(runs),)), writer)
+            options = ScoreOptions(paths=(str(runs),))
+            run = score_paths_to([str(runs)], load_spec(spec), options, writer, workers=1)
             writer.finish(run.report)
         traces = run.report.counts.traces
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started

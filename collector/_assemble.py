@@ -37,7 +37,7 @@ from evaltrace.collector._match import Requested, ToolSpan, merge, pair, tool_re
 from evaltrace.collector._normalized import NormalizedSpan, ToolExec
 from evaltrace.collector._spanutil import error_type, ns_to_datetime
 from evaltrace.collector._tree import SpanTree
-from evaltrace.collector.records import Iteration, ToolCall, ToolSchema, Trace, TraceStatus, Usage
+from evaltrace.collector.records import Iteration, Message, ToolCall, ToolSchema, Trace, TraceStatus, Usage
 from evaltrace.collector.spans import Span
 
 Classify = Callable[[Span], NormalizedSpan]
@@ -55,9 +55,11 @@ class _Scope:
 class Assembler:
     """Builds the traces of one span tree; `classified` maps span id to its `NormalizedSpan`."""
 
-    def __init__(self, tree: SpanTree, classified: dict[str, NormalizedSpan]) -> None:
+    def __init__(self, tree: SpanTree, classified: dict[str, NormalizedSpan], *, histories: bool = True) -> None:
         self.tree = tree
         self.classified = classified
+        self.histories = histories
+        """Whether iterations carry their prompts (`input_messages`); see `convert.convert_trace`."""
         self._scopes: dict[str, _Scope] = {}
 
     def traces(self) -> list[Trace]:
@@ -201,12 +203,12 @@ class Assembler:
             service_name=first.service_name,
             handoffs=[_agent_name(head) for head in heads[1:]],
         )
-        iterations = [_iteration(i, n) for i, n in enumerate(llms)]
+        iterations = [_iteration(i, n, self.histories) for i, n in enumerate(llms)]
         schemas = _schemas(heads, llms)
         trace.iterations = iterations
         trace.tool_schemas = schemas
-        trace.tool_calls = _tool_calls(iterations, tools, schemas, trace.warnings)
-        _fill_outcome(trace, heads, iterations)
+        trace.tool_calls = _tool_calls(iterations, llms, tools, schemas, trace.warnings)
+        _fill_outcome(trace, heads, iterations, llms)
         _apply_context(trace, members)
         for member in members:
             trace.warnings.extend(member.warnings)  # in place: no pydantic attribute assignment per span
@@ -219,7 +221,7 @@ def _agent_name(normalized: NormalizedSpan) -> str:
     return (normalized.agent.name if normalized.agent else None) or normalized.span.name
 
 
-def _iteration(index: int, normalized: NormalizedSpan) -> Iteration:
+def _iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Iteration:
     llm = normalized.llm
     assert llm is not None
     span = normalized.span
@@ -228,7 +230,7 @@ def _iteration(index: int, normalized: NormalizedSpan) -> Iteration:
         span_id=span.span_id,
         model=llm.model,
         provider=llm.provider,
-        input_messages=llm.input_messages,
+        input_messages=llm.inputs() if histories else None,
         output_messages=llm.output_messages,
         # Placeholders: `_tool_calls` replaces them with the merged calls (copies, iteration set).
         tool_calls=list(llm.tool_calls),
@@ -250,7 +252,11 @@ def _schemas(heads: list[NormalizedSpan], llms: list[NormalizedSpan]) -> list[To
 
 
 def _tool_calls(
-    iterations: list[Iteration], tools: list[ToolSpan], schemas: list[ToolSchema], warnings: list[str]
+    iterations: list[Iteration],
+    llms: list[NormalizedSpan],
+    tools: list[ToolSpan],
+    schemas: list[ToolSchema],
+    warnings: list[str],
 ) -> list[ToolCall]:
     requested = [Requested(c, it.index, pos) for it in iterations for pos, c in enumerate(it.tool_calls)]
     matches = pair(requested, tools)
@@ -271,7 +277,7 @@ def _tool_calls(
     calls = [call for _, call in keyed]
     if any(call.result is None for call in calls):
         # Only calls without a result take one from later model inputs: skip the history scan otherwise.
-        _fill_results(calls, *tool_results([it.input_messages for it in iterations]))
+        _fill_results(calls, *tool_results([_prompt(n) for n in llms]))
     _normalise_arguments(calls, schemas, warnings)
     for iteration in iterations:
         iteration.tool_calls = [c for c in calls if c.iteration == iteration.index]
@@ -307,10 +313,17 @@ def _normalise_arguments(calls: list[ToolCall], schemas: list[ToolSchema], warni
             warnings.append(f"tool call {call.name!r}: arguments are text, not a JSON object")
 
 
-def _fill_outcome(trace: Trace, heads: list[NormalizedSpan], iterations: list[Iteration]) -> None:
+def _prompt(normalized: NormalizedSpan) -> list[Message] | None:
+    # Parsed here even when iterations leave prompts out: the results and the input they hold count.
+    return normalized.llm.inputs() if normalized.llm is not None else None
+
+
+def _fill_outcome(
+    trace: Trace, heads: list[NormalizedSpan], iterations: list[Iteration], llms: list[NormalizedSpan]
+) -> None:
     """Input from the first agent, output from the last (a handoff chain), the error of the last that failed."""
     first, last = heads[0].agent, heads[-1].agent
-    trace.input = first.input if first and first.input is not None else _first_user_text(iterations)
+    trace.input = first.input if first and first.input is not None else _first_user_text(llms)
     reply = iterations[-1].output_text if iterations else None
     trace.output = last.output if last and last.output is not None else reply
     failed = [head for head in heads if head.error is not None]
@@ -321,9 +334,9 @@ def _fill_outcome(trace: Trace, heads: list[NormalizedSpan], iterations: list[It
     trace.status = _status(outcome)
 
 
-def _first_user_text(iterations: list[Iteration]) -> str | None:
-    for iteration in iterations[:1]:
-        for message in reversed(iteration.input_messages or []):
+def _first_user_text(llms: list[NormalizedSpan]) -> str | None:
+    for normalized in llms[:1]:
+        for message in reversed(_prompt(normalized) or []):
             if message.role == "user" and message.text is not None:
                 return message.text
     return None

@@ -17,6 +17,7 @@ Three extractors, tried in this order by `convert.py` (after OpenInference and O
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from evaltrace.collector import _attributes as A
@@ -109,7 +110,7 @@ def extract(span: Span) -> NormalizedSpan | None:
     warnings = normalized.warnings
     if normalized.llm is not None:
         llm = normalized.llm
-        llm.input_messages = _input_messages(attrs, where, warnings)
+        llm.input_loader = partial(_input_messages, attrs, where, warnings)
         llm.output_messages = parse_messages(attrs.get(A.OUTPUT_MESSAGES), where, warnings)
         llm.tool_calls = tool_calls_of(llm.output_messages)
         llm.tool_schemas = tool_schemas(attrs.get(A.TOOL_DEFINITIONS))

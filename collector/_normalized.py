@@ -10,6 +10,7 @@ the assembly logic (iterations, tool-call matching, usage sums, nesting) is writ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,7 +30,8 @@ class LlmCall:
     model: str | None = None
     provider: str | None = None
     input_messages: list[Message] | None = None
-    """Prompt sent, system instructions first; `None` when content was not captured."""
+    """Prompt sent, system instructions first; `None` when content was not captured.
+    Read it through `inputs()`: an extractor may leave it to `input_loader`."""
     output_messages: list[Message] | None = None
     """Reply; `None` when not captured."""
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -38,6 +40,15 @@ class LlmCall:
     finish_reasons: list[str] = field(default_factory=list)
     tool_schemas: list[ToolSchema] = field(default_factory=list)
     """Tools offered to the model in this call."""
+    input_loader: Callable[[], list[Message] | None] | None = None
+    """Parses the prompt on first use. Prompts resend the whole conversation, so parsing them is
+    about a quarter of rebuilding a trace, and rule scorers rarely read them."""
+
+    def inputs(self) -> list[Message] | None:
+        """The prompt, parsed now if the extractor deferred it."""
+        if self.input_loader is not None:
+            self.input_messages, self.input_loader = self.input_loader(), None
+        return self.input_messages
 
 
 @dataclass(slots=True)

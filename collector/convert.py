@@ -83,11 +83,14 @@ def classify(span: Span) -> NormalizedSpan:
     return NormalizedSpan(span=span, role="other", convention="none", error=span_error(span))
 
 
-def convert_trace(spans: list[Span]) -> list[Trace]:
+def convert_trace(spans: list[Span], *, histories: bool = True) -> list[Trace]:
     """Rebuild the traces of one OTel trace.
 
     Args:
         spans: All spans of one trace id, in any order (duplicates are ignored).
+        histories: Fill in each iteration's prompt (`Iteration.input_messages`). With `False`
+            they stay `None`, which saves about a quarter of the work, since every model call
+            resends the conversation so far; tool results and the input still come from them.
 
     Returns:
         One `Trace` per root span (normally exactly one); empty for no spans.
@@ -96,24 +99,35 @@ def convert_trace(spans: list[Span]) -> list[Trace]:
         return []
     tree = build_tree(spans)
     classified = {span_id: classify(span) for span_id, span in tree.spans.items()}
-    return Assembler(tree, classified).traces()
+    if histories:
+        # Every model span's prompt, iteration or not, so each one reports its own parse warnings.
+        for normalized in classified.values():
+            if normalized.llm is not None:
+                normalized.llm.inputs()
+    return Assembler(tree, classified, histories=histories).traces()
 
 
-def convert_spans(spans: Iterable[Span]) -> list[Trace]:
-    """Rebuild the traces of spans from any number of trace ids, ordered by start time."""
+def convert_spans(spans: Iterable[Span], *, histories: bool = True) -> list[Trace]:
+    """Rebuild the traces of spans from any number of trace ids, ordered by start time.
+
+    `histories` as for `convert_trace`.
+    """
     by_trace: dict[str, list[Span]] = {}
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
-    traces = [trace for group in by_trace.values() for trace in convert_trace(group)]
+    traces = [trace for group in by_trace.values() for trace in convert_trace(group, histories=histories)]
     return sorted(traces, key=_start_key)
 
 
-def read_traces(paths: Iterable[str | os.PathLike[str]], shard: Shard | None = None) -> Iterator[Trace]:
+def read_traces(
+    paths: Iterable[str | os.PathLike[str]], shard: Shard | None = None, *, histories: bool = True
+) -> Iterator[Trace]:
     """Read span files and yield their traces, one recorded trace at a time.
 
     Args:
         paths: Files, folders (every `*.parquet` in them) or globs, as the CLI accepts them.
         shard: Only the recorded traces of this shard (see `reader.Shard`); all when `None`.
+        histories: Fill in the iterations' prompts (see `convert_trace`).
 
     Raises:
         InputError: A path matches no file, or a file is not an evaltrace span file.
@@ -121,7 +135,7 @@ def read_traces(paths: Iterable[str | os.PathLike[str]], shard: Shard | None = N
     from evaltrace.collector.reader import iter_traces
 
     for spans in iter_traces(paths, shard):
-        yield from convert_trace(spans)
+        yield from convert_trace(spans, histories=histories)
 
 
 def group_conversations(traces: Iterable[Trace]) -> list[Conversation]:

@@ -138,7 +138,8 @@ class Iteration(_Record):
     model: str | None = None
     provider: str | None = None
     input_messages: list[Message] | None = None
-    """The prompt sent (system instructions first), `None` when not captured."""
+    """The prompt sent (system instructions first), `None` when not captured or when the traces
+    were read with `histories=False` (as `evaltrace score` does when no scorer reads prompts)."""
     output_messages: list[Message] | None = None
     """The model's reply, `None` when not captured."""
     tool_calls: list[ToolCall] = Field(default_factory=list)

@@ -38,6 +38,7 @@ from evaltrace.evaluators._engine_loop import Router, score_stream_now
 from evaltrace.evaluators._engine_run import RunStats, is_judge
 from evaltrace.evaluators._routers import RouterState
 from evaltrace.evaluators._spill import Spill
+from evaltrace.evaluators.base import reads_histories
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine import ScoreOptions
@@ -247,7 +248,8 @@ def _work(
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)
-        score_stream_now(read_traces(files, shard), router, stats, spill, local)
+        traces = read_traces(files, shard, histories=reads_histories(router.scorers()))
+        score_stream_now(traces, router, stats, spill, local)
         spill.flush()
         message = ("done", _Handover(router=router.state, stats=stats))
     except InputError as exc:

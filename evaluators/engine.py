@@ -42,7 +42,7 @@ from evaltrace.evaluators._routers import EntryList, SpecRouter, Totals, TraceRo
 from evaltrace.evaluators._routers import EntrySink as EntrySink  # public: the sink protocol
 from evaltrace.evaluators._routers import normalize_input as normalize_input  # public, kept importable here
 from evaltrace.evaluators._spill import Spill
-from evaltrace.evaluators.base import Scorer
+from evaltrace.evaluators.base import Scorer, reads_histories
 from evaltrace.evaluators.prices import DEFAULT_PRICES
 from evaltrace.evaluators.registry import create_scorer
 from evaltrace.evaluators.report import (
@@ -245,7 +245,8 @@ def score_paths_to(
     router, stats = _new_run(spec, options)
     count = _shards.plan_workers(workers, files, router)
     if count == 1:
-        return _run_sync(_ascore(read_traces(files), router, stats, spec, options, sink))
+        traces = read_traces(files, histories=reads_histories(router.scorers()))
+        return _run_sync(_ascore(traces, router, stats, spec, options, sink))
     with Spill() as spill:
         _shards.score_sharded(files, router, stats, spill, options, count)
         asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network

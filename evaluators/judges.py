@@ -151,6 +151,7 @@ class TaskCompletion(JudgeScorer):
     """Pass when the agent completed every task (default: the user's request) within the constraints."""
 
     name: ClassVar[str] = "task_completion"
+    reads_histories: ClassVar[bool] = False
 
     tasks: list[str] | None = None
     """Tasks the run must complete; when omitted, the task is the user's request (case or trace input)."""
@@ -183,6 +184,7 @@ class ArgumentHallucination(JudgeScorer):
     """
 
     name: ClassVar[str] = "argument_hallucination"
+    reads_histories: ClassVar[bool] = False
 
     threshold: float = Field(default=1.0, ge=0, le=1)
     """Fraction of judged calls that must be grounded for a pass (default: all of them)."""
@@ -219,6 +221,7 @@ class SemanticOutput(JudgeScorer):
     """Pass when the final answer satisfies a rubric (Timbal's `semantic` output validator)."""
 
     name: ClassVar[str] = "semantic_output"
+    reads_histories: ClassVar[bool] = False
 
     rubric: Rubric
     """One sentence, or several that must all hold: "Should give the temperature in Celsius"."""
@@ -238,6 +241,7 @@ class SemanticSteps(JudgeScorer):
     """Pass when the tool-call trajectory satisfies a rubric (Timbal's `semantic` steps validator)."""
 
     name: ClassVar[str] = "semantic_steps"
+    reads_histories: ClassVar[bool] = False
 
     rubric: Rubric
     """One sentence, or several: "Should search before answering", "Must not call any tool"."""
@@ -254,6 +258,7 @@ class AnswerMatch(JudgeScorer):
     """Pass when the final answer means the same as the expected answer (semantic equivalence)."""
 
     name: ClassVar[str] = "answer_match"
+    reads_histories: ClassVar[bool] = False
 
     expected: str | None = None
     """The expected answer; when omitted, the case's `expected_output`."""
@@ -281,6 +286,7 @@ class ReasoningQuality(JudgeScorer):
     """
 
     name: ClassVar[str] = "reasoning_quality"
+    reads_histories: ClassVar[bool] = False
 
     aspects: list[ReasoningAspect] = Field(default_factory=lambda: list(_DEFAULT_ASPECTS), min_length=1)
     """Aspects to judge: coherence, relevance, efficiency, error_recovery."""
@@ -318,6 +324,7 @@ class ToolDescriptionQuality(JudgeScorer):
     """
 
     name: ClassVar[str] = "tool_description_quality"
+    reads_histories: ClassVar[bool] = False
 
     tools: list[str] | None = None
     """Only judge these tools (default: every tool definition recorded in the trace)."""

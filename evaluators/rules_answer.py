@@ -173,6 +173,7 @@ class Groundedness(_AnswerScorer):
     """The answer's numbers and stated facts appear in the input or tool results (binary)."""
 
     name: ClassVar[str] = "groundedness"
+    reads_histories: ClassVar[bool] = False
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Check the answer's claims against the sources."""
@@ -185,6 +186,7 @@ class Correctness(_AnswerScorer):
     """The answer states the expected facts (partial credit; extras not penalised)."""
 
     name: ClassVar[str] = "correctness"
+    reads_histories: ClassVar[bool] = False
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Count the expected facts found in the answer."""
@@ -196,6 +198,7 @@ class Completeness(_AnswerScorer):
     """The answer mentions every field asked for, matched as whole words through aliases."""
 
     name: ClassVar[str] = "completeness"
+    reads_histories: ClassVar[bool] = False
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Count the fields mentioned in the answer."""
@@ -207,6 +210,7 @@ class AnswerQuality(_AnswerScorer):
     """Weighted groundedness, correctness and completeness (40/40/20 by default)."""
 
     name: ClassVar[str] = "answer_quality"
+    reads_histories: ClassVar[bool] = False
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Combine the axes that apply with their weights."""

@@ -37,6 +37,7 @@ class ToolErrors(Scorer):
     """Tool calls succeed: at most `max_errors` failed calls; value = fraction of calls that succeeded."""
 
     name: ClassVar[str] = "tool_errors"
+    reads_histories: ClassVar[bool] = False
 
     max_errors: int = Field(default=0, ge=0)
     """Largest number of failed calls that still passes."""
@@ -70,6 +71,7 @@ class ToolEfficiency(Scorer):
     """No redundant tool calls (same name and arguments); value = distinct calls / calls."""
 
     name: ClassVar[str] = "tool_efficiency"
+    reads_histories: ClassVar[bool] = False
 
     max_redundant: int = Field(default=0, ge=0)
     """Largest number of redundant calls that still passes."""
@@ -138,6 +140,7 @@ class Budget(Scorer):
     """The run stays within step budgets: tool calls, model calls and steps (model calls + tool calls)."""
 
     name: ClassVar[str] = "budget"
+    reads_histories: ClassVar[bool] = False
 
     max_tool_calls: int | None = Field(default=None, ge=0)
     """Most tool calls allowed."""

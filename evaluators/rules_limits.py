@@ -113,6 +113,7 @@ class UsageLimits(Scorer):
     """Token usage within bounds, for the whole run and per model."""
 
     name: ClassVar[str] = "usage"
+    reads_histories: ClassVar[bool] = False
 
     total: dict[str, Limit] = Field(default_factory=dict)
     """Bounds on the run's usage by metric, e.g. {total_tokens: {max: 20000}, input+output: 15000}."""
@@ -171,6 +172,7 @@ class Latency(Scorer):
     """Wall time within bounds: the run, each model call, each tool call."""
 
     name: ClassVar[str] = "latency"
+    reads_histories: ClassVar[bool] = False
 
     max_seconds: float | None = Field(default=None, gt=0)
     """Longest allowed run."""
@@ -213,6 +215,7 @@ class Cost(Scorer):
     """Estimated USD cost of the run's model calls (usage x price table) within `max_usd`."""
 
     name: ClassVar[str] = "cost"
+    reads_histories: ClassVar[bool] = False
 
     max_usd: float | None = Field(default=None, ge=0)
     """Most the run may cost; without it the estimate is reported and the scorer does not apply."""

@@ -58,6 +58,7 @@ class Output(Scorer):
     """The final answer contains, avoids, matches or equals what is expected."""
 
     name: ClassVar[str] = "output"
+    reads_histories: ClassVar[bool] = False
 
     contains: str | list[str] | None = None
     """Substrings the answer must contain."""
@@ -154,6 +155,7 @@ class Steps(Scorer):
     """The tool calls include the required steps and none of the forbidden ones."""
 
     name: ClassVar[str] = "steps"
+    reads_histories: ClassVar[bool] = False
 
     contains: list[StepPattern] = Field(default_factory=list)
     """Calls that must each be made: a name, or {name, arguments} (or `input`) with arguments matched as a subset."""
@@ -238,6 +240,7 @@ class Outcome(Scorer):
     """The run ended the expected way: success, failure, error or timeout."""
 
     name: ClassVar[str] = "outcome"
+    reads_histories: ClassVar[bool] = False
 
     expected: OutcomeKind = "success"
     """The expected outcome."""

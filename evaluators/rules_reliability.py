@@ -50,6 +50,7 @@ class ToolNameReliability(Scorer):
     """Called tool names exist among the offered tools, and the offered names are clear identifiers."""
 
     name: ClassVar[str] = "tool_name_reliability"
+    reads_histories: ClassVar[bool] = False
 
     threshold: float = Field(default=0.8, ge=0.0, le=1.0)
     """Minimum fraction of offered names passing every naming check."""
@@ -112,6 +113,7 @@ class ToolDescriptionReliability(Scorer):
     """Offered tools are well described: descriptions, documented and typed parameters, few optional ones."""
 
     name: ClassVar[str] = "tool_description_reliability"
+    reads_histories: ClassVar[bool] = False
 
     threshold: float = Field(default=0.8, ge=0.0, le=1.0)
     """Minimum fraction of tools passing every check."""

@@ -156,6 +156,7 @@ class ToolCallValidity(Scorer):
     """Each tool call's arguments conform to its tool's JSON schema; value = fraction of valid calls."""
 
     name: ClassVar[str] = "tool_call_validity"
+    reads_histories: ClassVar[bool] = False
 
     schemas: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """JSON schemas of tool arguments by tool name; they take precedence over the schemas recorded in the trace."""
@@ -243,6 +244,7 @@ class ToolCorrectness(Scorer):
     """The agent used the expected tools (by names, names in order, or names and arguments)."""
 
     name: ClassVar[str] = "tool_correctness"
+    reads_histories: ClassVar[bool] = False
 
     expected: list[ExpectedCall] | None = None
     """Expected calls; `None` means there is nothing to compare (not applicable)."""

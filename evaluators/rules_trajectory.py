@@ -95,6 +95,7 @@ class Trajectory(Scorer):
     """The tool-call sequence matches the expected calls in the chosen mode."""
 
     name: ClassVar[str] = "trajectory"
+    reads_histories: ClassVar[bool] = False
 
     expected: list[ExpectedCall] | None = None
     """Expected calls in order; `None` means there is nothing to compare (not applicable)."""

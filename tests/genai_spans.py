@@ -145,3 +145,15 @@ def tool_attrs(name: str, call_id: str | None, arguments: Any = None, result: An
 
 def agent_attrs(name: str, **extra: Any) -> dict[str, Any]:
     return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **extra}
+
+
+def without_prompts(dumped: Any) -> Any:
+    """Trace JSON (`model_dump(mode="json")`) with every iteration's prompt null, child traces included."""
+    if isinstance(dumped, list):
+        return [without_prompts(item) for item in dumped]
+    if not isinstance(dumped, dict):
+        return dumped
+    stripped = {key: without_prompts(value) for key, value in dumped.items()}
+    if "input_messages" in stripped:  # only iterations have this key
+        stripped["input_messages"] = None
+    return stripped

@@ -5,7 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
+from genai_spans import (
+    Recorder,
+    agent_attrs,
+    chat,
+    messages,
+    text,
+    tool_attrs,
+    tool_call,
+    tool_response,
+    without_prompts,
+)
 
 from evaltrace.collector._lenient_json import parse_json, parse_json_deep
 from evaltrace.collector.convert import convert_spans, group_conversations
@@ -13,8 +23,8 @@ from evaltrace.collector.records import Trace
 from evaltrace.collector.spans import span_from_readable
 
 
-def _convert(rec: Recorder) -> list[Trace]:
-    return convert_spans([span_from_readable(s) for s in rec.finished()])
+def _convert(rec: Recorder, *, histories: bool = True) -> list[Trace]:
+    return convert_spans([span_from_readable(s) for s in rec.finished()], histories=histories)
 
 
 def _one_call_agent(rec: Recorder, arguments: object, schema_params: dict[str, object], **agent: object) -> None:
@@ -347,3 +357,21 @@ def test_cut_short_span_arguments_give_way_to_the_models_object() -> None:
     assert merged_arguments(execution, ToolCall(name="f", arguments={"city": "Paris"})) == ({"city": "Paris"}, False)
     assert merged_arguments(execution, None) == ('{"city": "Par', True)
     assert merged_arguments(ToolExec(name="f"), ToolCall(name="f")) == (None, False)
+
+
+def test_without_histories_prompts_are_none_but_results_and_input_taken_from_them_stay() -> None:
+    rec = Recorder()
+    # No agent input and no tool span: the input and the tool's result exist only in the prompts.
+    with rec.span("invoke_agent a", agent_attrs("a")):
+        ask = ("user", [text("find cats")])
+        request = ("assistant", [tool_call("s1", "search", {"q": "cats"})])
+        chat(rec, "m", messages(ask), messages(request), (10, 1), "tool_call")
+        reply = messages(("assistant", [text("3 cats")]))
+        chat(rec, "m", messages(ask, request, ("tool", [tool_response("s1", "3 cats found")])), reply, (20, 2))
+    (full,) = _convert(rec)
+    (lean,) = _convert(rec, histories=False)
+    assert full.input == lean.input == "find cats"
+    assert [(c.name, c.result) for c in lean.tool_calls] == [("search", "3 cats found")]
+    assert [len(it.input_messages or []) for it in full.iterations] == [1, 3]
+    assert [it.input_messages for it in lean.iterations] == [None, None]
+    assert lean.model_dump(mode="json") == without_prompts(full.model_dump(mode="json"))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from genai_scenarios import old_events_no_agent, parallel_nested, sequential, unfinished_parent
-from genai_spans import Recorder
+from genai_spans import Recorder, without_prompts
 
 from evaltrace.collector.convert import read_traces
 
@@ -43,3 +43,14 @@ def test_golden(case: str, tmp_path: Path) -> None:
     if REGEN:
         path.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n")
     assert got == json.loads(path.read_text()), f"{path} differs; regenerate with EVALTRACE_REGEN_GOLDEN=1 if intended"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_golden_without_histories_differs_only_by_the_prompts(case: str, tmp_path: Path) -> None:
+    rec = Recorder(tmp_path)
+    CASES[case](rec)
+    rec.close()
+    full = [t.model_dump(mode="json") for t in read_traces([tmp_path])]
+    lean = [t.model_dump(mode="json") for t in read_traces([tmp_path], histories=False)]
+    assert any(it["input_messages"] for t in full for it in t["iterations"])  # the case has prompts to leave out
+    assert lean == without_prompts(full)

@@ -77,3 +77,22 @@ class Sleeps(Scorer):
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         time.sleep(self.seconds)
         return self.result(True, 1.0, "slept")
+
+
+@register
+class PromptsSeen(Scorer):
+    """Test scorer that reads the prompts (the default): passes when every iteration has one."""
+
+    name: ClassVar[str] = "t_engine_prompts_seen"
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        seen = [it.input_messages is not None for it in trace.iterations]
+        return self.result(all(seen), reason=f"prompts {seen}")
+
+
+@register
+class PromptsUnread(PromptsSeen):
+    """The same check, declared as not reading prompts: it sees none unless another scorer reads them."""
+
+    name: ClassVar[str] = "t_engine_prompts_unread"
+    reads_histories: ClassVar[bool] = False

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _engine_scorers import KillsWorker, Sleeps  # noqa: F401 - registers the test scorers
+from _engine_scorers import KillsWorker, PromptsSeen, Sleeps  # noqa: F401 - registers the test scorers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
 from evaltrace.collector.convert import read_traces
@@ -137,6 +137,24 @@ def test_sharded_scoring_without_a_spec(run_dir: tuple[Path, Path], tmp_path: Pa
     sharded = _score(runs, None, 2, tmp_path / "two.json")
     assert _comparable(sharded) == _comparable(single)
     assert single["counts"]["entries"] == 51
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_prompts_are_read_only_when_a_scorer_reads_them(
+    run_dir: tuple[Path, Path], tmp_path: Path, workers: int
+) -> None:
+    runs, _ = run_dir
+    verdicts = {}
+    for scorers in (["t_engine_prompts_unread"], ["t_engine_prompts_unread", "t_engine_prompts_seen"]):
+        spec = tmp_path / "prompts.yaml"
+        spec.write_text(f"scorers: {scorers}\ncases:\n  - id: w\n    input: Weather in Paris?\n")
+        report = _score(runs, spec, workers, tmp_path / "report.json")
+        (entry,) = report["entries"]
+        verdicts[len(scorers)] = {s["scorer"]: s["passed"] for s in entry["samples"][0]["scores"]}
+    assert verdicts == {
+        1: {"t_engine_prompts_unread": False},
+        2: {"t_engine_prompts_unread": True, "t_engine_prompts_seen": True},
+    }
 
 
 def test_a_bad_file_fails_the_sharded_run_with_its_name(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
