@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from genai_scenarios import old_events_no_agent, parallel_nested, sequential, unfinished_parent
@@ -33,12 +34,18 @@ CASES: dict[str, Callable[[Recorder], None]] = {
 }
 
 
+def _traces(case: str, folder: Path, *, histories: bool = True) -> list[dict[str, Any]]:
+    """The JSON of the traces `case` records into `folder` (recorded once per folder)."""
+    if not any(folder.glob("*.parquet")):
+        rec = Recorder(folder)
+        CASES[case](rec)
+        rec.close()
+    return [t.model_dump(mode="json") for t in read_traces([folder], histories=histories)]
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_golden(case: str, tmp_path: Path) -> None:
-    rec = Recorder(tmp_path)
-    CASES[case](rec)
-    rec.close()
-    got = [t.model_dump(mode="json") for t in read_traces([tmp_path])]
+    got = _traces(case, tmp_path)
     path = GOLDEN / f"{case}.json"
     if REGEN:
         path.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n")
@@ -47,10 +54,7 @@ def test_golden(case: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_golden_without_histories_differs_only_by_the_prompts(case: str, tmp_path: Path) -> None:
-    rec = Recorder(tmp_path)
-    CASES[case](rec)
-    rec.close()
-    full = [t.model_dump(mode="json") for t in read_traces([tmp_path])]
-    lean = [t.model_dump(mode="json") for t in read_traces([tmp_path], histories=False)]
+    full = _traces(case, tmp_path)
+    lean = _traces(case, tmp_path, histories=False)
     assert any(it["input_messages"] for t in full for it in t["iterations"])  # the case has prompts to leave out
     assert lean == without_prompts(full)
