@@ -6,14 +6,21 @@ The rules are documented in `evaluators/report.py` (outcomes, the gate) and `eva
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import bisect
+import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from evaltrace.evaluators.base import Score
 from evaltrace.evaluators.report import EntryResult, SampleResult, SampleStatus, ScoreResult
 from evaltrace.evaluators.spec import Case, RepeatPolicy
 
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
+_T = TypeVar("_T")
+
+SampleKey = tuple[datetime, str]
+"""Where a sample goes in its entry (`sample_order`): start time, then trace id."""
 
 
 def score_result(score: Score, turn: int | None = None) -> ScoreResult:
@@ -44,7 +51,7 @@ def status_passed(status: SampleStatus) -> bool | None:
     return None if status == "not_applicable" else status == "passed"
 
 
-def sample_order(sample: SampleResult) -> tuple[datetime, str]:
+def sample_order(sample: SampleResult) -> SampleKey:
     """The order of a case's samples in its entry: start time, then trace id."""
     return (sample.start_time or _FAR_FUTURE, sample.trace_id or "")
 
@@ -60,61 +67,111 @@ def aggregate_case(case: Case, policy: RepeatPolicy, samples: Sequence[SampleRes
     Returns:
         The entry, with the samples sorted by start time.
     """
+    tally = CaseTally.for_policy(policy)
+    for sample in samples:
+        tally.add(sample)
     ordered = sorted(samples, key=sample_order)
-    return decide_case(case, policy, ordered).model_copy(update={"samples": ordered})
+    return decide_case(case, policy, tally).model_copy(update={"samples": ordered})
 
 
-def decide_case(case: Case, policy: RepeatPolicy, ordered: Iterable[SampleResult]) -> EntryResult:
-    """Decide a spec case in one pass over its samples, given in `sample_order`.
-
-    The samples are consumed one at a time and not kept, so a case with many repeats can be
-    decided from samples read back from disk.
+def decide_case(case: Case, policy: RepeatPolicy, tally: CaseTally) -> EntryResult:
+    """Decide a spec case from the tally of its samples.
 
     Returns:
         The entry without its `samples` (the caller attaches or streams them).
     """
-    tally = _CaseTally(policy)
-    for sample in ordered:
-        tally.add(sample)
+    scored, passed_count, first_failure = tally.verdicts()
     base = _entry_base(case, tally, policy)
     if tally.samples < policy.min_samples:
         return _missing(base, tally.samples, policy.min_samples)
-    if not tally.scored:
+    if not scored:
         return base.model_copy(update={"status": "not_applicable", "passed": None, "pass_rate": None})
-    passed, rate = _apply_rule(policy, tally.passed, tally.scored)
-    reason = None if tally.passed == tally.scored else _failure_reason(tally, policy)
+    passed, rate = _apply_rule(policy, passed_count, scored)
+    reason = None if passed_count == scored else _failure_reason(first_failure, passed_count, scored, policy)
     status = "passed" if passed else "failed"
     return base.model_copy(update={"status": status, "passed": passed, "pass_rate": rate, "reason": reason})
 
 
-class _CaseTally:
-    """What deciding a case needs from its samples, fed in order: counts, the first sample and failure."""
+_Keyed = tuple[SampleKey, _T]
 
-    def __init__(self, policy: RepeatPolicy) -> None:
-        self._considered = policy.k if policy.rule == "pass@k" and policy.k is not None else None
+
+def _earlier(current: _Keyed[_T] | None, candidate: _Keyed[_T] | None) -> _Keyed[_T] | None:
+    """Of two keyed values, the one whose sample comes first (either may be missing)."""
+    if current is None or (candidate is not None and candidate[0] < current[0]):
+        return candidate
+    return current
+
+
+class CaseTally:
+    """What deciding a case needs from its samples: counts, the first sample and the first failure.
+
+    Samples may be added in any order and tallies merged (each scoring worker keeps its own, the
+    parent merges them): every "first" is kept with its sample's `sample_order` key, so the
+    result is the one feeding the samples in report order gives, and deciding a case never has to
+    read its samples back.
+    """
+
+    def __init__(self, considered: int | None) -> None:
+        self.considered = considered
+        """pass@k: only the k earliest samples count toward the verdict; `None`: all do."""
         self.samples = 0
-        self.scored = 0
-        """Considered samples (the first k under pass@k) that are applicable."""
-        self.passed = 0
-        self.first: SampleResult | None = None
-        self.first_failure: str | None = None
-        """Why the first failing considered sample failed."""
+        self.first: tuple[SampleKey, tuple[str | None, str | None]] | None = None
+        """The earliest sample's trace id and output."""
         self.scores = ScoreMerger()
+        self.scored = 0
+        """Applicable samples (without `considered`)."""
+        self.passed = 0
+        self.first_failure: tuple[SampleKey, str] | None = None
+        """Why the earliest failing sample failed (without `considered`)."""
+        self.leading: list[tuple[SampleKey, SampleStatus, str]] = []
+        """With `considered`: the earliest samples' status and failure text, sorted, at most k."""
+
+    @classmethod
+    def for_policy(cls, policy: RepeatPolicy) -> CaseTally:
+        """An empty tally for a case decided by `policy`."""
+        return cls(policy.k if policy.rule == "pass@k" and policy.k is not None else None)
 
     def add(self, sample: SampleResult) -> None:
-        if self.first is None:
-            self.first = sample
-        considered = self._considered is None or self.samples < self._considered
+        """Count one sample."""
+        key = sample_order(sample)
         self.samples += 1
-        self.scores.add(sample.scores)
-        if not considered or sample.status == "not_applicable":
-            return
-        self.scored += 1
-        if sample.status == "passed":
-            self.passed += 1
-        elif self.first_failure is None:
-            first = next((sc for sc in sample.scores if sc.passed is False), None)
-            self.first_failure = f"{first.scorer}: {first.reason}" if first is not None else "failed"
+        self.first = _earlier(self.first, (key, (sample.trace_id, sample.output)))
+        self.scores.add(key, sample.scores)
+        why = _failure_text(sample) if sample.status == "failed" else ""
+        if self.considered is not None:
+            bisect.insort(self.leading, (key, sample.status, why))
+            del self.leading[self.considered :]
+        elif sample.status != "not_applicable":
+            self.scored += 1
+            if sample.status == "passed":
+                self.passed += 1
+            else:
+                self.first_failure = _earlier(self.first_failure, (key, why))
+
+    def merge(self, other: CaseTally) -> None:
+        """Add the samples `other` counted."""
+        self.samples += other.samples
+        self.first = _earlier(self.first, other.first)
+        self.scores.merge(other.scores)
+        self.scored += other.scored
+        self.passed += other.passed
+        self.first_failure = _earlier(self.first_failure, other.first_failure)
+        if self.considered is not None:
+            self.leading = sorted(self.leading + other.leading)[: self.considered]
+
+    def verdicts(self) -> tuple[int, int, str | None]:
+        """Applicable and passing samples among those that count, and why the first failing one failed."""
+        if self.considered is None:
+            return self.scored, self.passed, self.first_failure[1] if self.first_failure else None
+        counted = [(status, why) for _, status, why in self.leading if status != "not_applicable"]
+        failures = [why for status, why in counted if status != "passed"]
+        passed = len(counted) - len(failures)
+        return len(counted), passed, failures[0] if failures else None
+
+
+def _failure_text(sample: SampleResult) -> str:
+    first = next((sc for sc in sample.scores if sc.passed is False), None)
+    return f"{first.scorer}: {first.reason}" if first is not None else "failed"
 
 
 def _apply_rule(policy: RepeatPolicy, n_pass: int, n: int) -> tuple[bool, float]:
@@ -129,19 +186,19 @@ def _apply_rule(policy: RepeatPolicy, n_pass: int, n: int) -> tuple[bool, float]
     return passed, 1.0 if passed else 0.0
 
 
-def _entry_base(case: Case, tally: _CaseTally, policy: RepeatPolicy) -> EntryResult:
-    first = tally.first
+def _entry_base(case: Case, tally: CaseTally, policy: RepeatPolicy) -> EntryResult:
+    trace_id, output = tally.first[1] if tally.first else (None, None)
     rule = f"pass@{policy.k}" if policy.rule == "pass@k" else policy.rule
     return EntryResult(
         case_id=case.id,
-        trace_id=first.trace_id if first else None,
+        trace_id=trace_id,
         passed=None,
         status="not_applicable",
         pass_rate=None,
         rule=rule,
         scores=tally.scores.result(),
         input=case.input if case.turns is None else case.turns[0].input,
-        output=first.output if first else None,
+        output=output,
         tier=case.tier,
         tags=list(case.tags),
     )
@@ -155,83 +212,144 @@ def _missing(base: EntryResult, found: int, needed: int) -> EntryResult:
     return base.model_copy(update={"status": status, "passed": False, "pass_rate": 0.0, "reason": reason})
 
 
-def _failure_reason(tally: _CaseTally, policy: RepeatPolicy) -> str:
-    why = tally.first_failure or "failed"
-    if tally.scored == 1:
+def _failure_reason(first_failure: str | None, passed: int, scored: int, policy: RepeatPolicy) -> str:
+    why = first_failure or "failed"
+    if scored == 1:
         return why
-    return f"{tally.passed} of {tally.scored} samples passed (rule {policy.rule}); first failure: {why}"
-
-
-def aggregate_scores(samples: Sequence[SampleResult]) -> list[ScoreResult]:
-    """The entry-level scores: the sample's own for one sample, else one row per scorer over samples."""
-    merger = ScoreMerger()
-    for sample in samples:
-        merger.add(sample.scores)
-    return merger.result()
+    return f"{passed} of {scored} samples passed (rule {policy.rule}); first failure: {why}"
 
 
 class ScoreMerger:
-    """Entry-level scores over samples fed in order, without keeping the samples.
+    """Entry-level scores over samples, added in any order and mergeable, without keeping the samples.
 
     One sample: its own scores. Several: one row per (scorer, turn, occurrence) with the number of
-    passing samples, the first failure's reason, the first error and the mean value.
+    passing samples, the first failure's reason, the first error and the mean value, "first" by
+    `sample_order`; rows in the order they first appear in that order.
     """
 
     def __init__(self) -> None:
         self._samples = 0
-        self._first: list[ScoreResult] = []
+        self._first: tuple[SampleKey, list[ScoreResult]] | None = None
         self._groups: dict[tuple[str, int | None, int], _Merged] = {}
 
-    def add(self, scores: Sequence[ScoreResult]) -> None:
-        """Count one sample's scores."""
+    def add(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
+        """Count the scores of the sample at `key` (its `sample_order`)."""
         self._samples += 1
-        if self._samples == 1:
-            self._first = list(scores)
+        self._first = _earlier(self._first, (key, list(scores)))
         occurrence: dict[tuple[str, int | None], int] = {}
-        for score in scores:
-            key = (score.scorer, score.turn)
-            occurrence[key] = occurrence.get(key, 0) + 1
-            self._groups.setdefault((*key, occurrence[key]), _Merged(score.scorer, score.turn)).add(score)
+        for position, score in enumerate(scores):
+            group = (score.scorer, score.turn)
+            occurrence[group] = occurrence.get(group, 0) + 1
+            merged = self._groups.get((*group, occurrence[group]))
+            if merged is None:
+                merged = self._groups[(*group, occurrence[group])] = _Merged(score.scorer, score.turn, (key, position))
+            merged.add(key, position, score)
+
+    def merge(self, other: ScoreMerger) -> None:
+        """Add the samples `other` counted."""
+        self._samples += other._samples
+        self._first = _earlier(self._first, other._first)
+        for group, theirs in other._groups.items():
+            ours = self._groups.get(group)
+            if ours is None:
+                self._groups[group] = theirs
+            else:
+                ours.merge(theirs)
 
     def result(self) -> list[ScoreResult]:
         """The entry-level scores."""
-        if self._samples == 1:
-            return list(self._first)
-        return [group.result(self._samples) for group in self._groups.values()]
+        if self._samples == 1 and self._first is not None:
+            return list(self._first[1])
+        ordered = sorted(self._groups.values(), key=lambda merged: merged.seen)
+        return [merged.result(self._samples) for merged in ordered]
 
 
 class _Merged:
     """One scorer's rows over samples (see `ScoreMerger`)."""
 
-    def __init__(self, scorer: str, turn: int | None) -> None:
+    def __init__(self, scorer: str, turn: int | None, seen: tuple[SampleKey, int]) -> None:
         self.scorer, self.turn = scorer, turn
-        self.applicable = self.failed = self.values = 0
-        self.total = 0.0
-        self.first_failure: str | None = None
-        self.error: str | None = None
+        self.seen = seen
+        """Where the row first appears: the earliest sample's key and the row's position in it."""
+        self.applicable = self.failed = 0
+        self.values = ExactSum()
+        self.first_failure: tuple[SampleKey, str] | None = None
+        self.error: tuple[SampleKey, str] | None = None
 
-    def add(self, row: ScoreResult) -> None:
+    def add(self, key: SampleKey, position: int, row: ScoreResult) -> None:
+        self.seen = min(self.seen, (key, position))
         if row.passed is not None:
             self.applicable += 1
         if row.passed is False:
-            if not self.failed:
-                self.first_failure = str(row.reason)  # as the report always formatted it, `None` included
+            # `str()`: as the report always formatted it, `None` included.
+            self.first_failure = _earlier(self.first_failure, (key, str(row.reason)))
             self.failed += 1
         if row.value is not None:
-            self.total += row.value
-            self.values += 1
-        if self.error is None:
-            self.error = row.error
+            self.values.add(row.value)
+        if row.error is not None:
+            self.error = _earlier(self.error, (key, row.error))
+
+    def merge(self, other: _Merged) -> None:
+        self.seen = min(self.seen, other.seen)
+        self.applicable += other.applicable
+        self.failed += other.failed
+        self.values.merge(other.values)
+        self.first_failure = _earlier(self.first_failure, other.first_failure)
+        self.error = _earlier(self.error, other.error)
 
     def result(self, n_samples: int) -> ScoreResult:
         passed = None if not self.applicable else not self.failed
         reason = f"passed in {self.applicable - self.failed} of {n_samples} samples"
-        if self.failed:
-            reason += f"; first failure: {self.first_failure}"
-        value = self.total / self.values if self.values else None
-        return ScoreResult(
-            scorer=self.scorer, passed=passed, value=value, reason=reason, error=self.error, turn=self.turn
-        )
+        if self.first_failure is not None:
+            reason += f"; first failure: {self.first_failure[1]}"
+        value = self.values.mean()
+        error = self.error[1] if self.error else None
+        return ScoreResult(scorer=self.scorer, passed=passed, value=value, reason=reason, error=error, turn=self.turn)
+
+
+class ExactSum:
+    """A sum of floats that does not depend on the order of its terms (nor on how they were split).
+
+    Samples arrive in a different order in every sharded run; a plain float sum would then differ
+    in its last bits from run to run (and from a one-process run), and so would the reports.
+    Finite terms are summed exactly as integers in units of 2**-1074 (every double is a whole
+    number of those), and the sum or mean is rounded once, at the end.
+    """
+
+    _UNITS = 1 << 1074
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.units = 0
+        self.special = 0.0
+        """The sum of the non-finite terms (inf, nan), which decide the result when present."""
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        if math.isfinite(value):
+            numerator, denominator = float(value).as_integer_ratio()
+            self.units += numerator * (self._UNITS // denominator)
+        else:
+            self.special += value
+
+    def merge(self, other: ExactSum) -> None:
+        self.count += other.count
+        self.units += other.units
+        self.special += other.special
+
+    def total(self) -> float:
+        """The sum of the terms, correctly rounded."""
+        if self.special != 0.0:  # an inf or nan term (nan compares unequal too)
+            return self.special
+        return self.units / self._UNITS
+
+    def mean(self) -> float | None:
+        """The mean of the terms, correctly rounded; `None` for none."""
+        if not self.count:
+            return None
+        if self.special != 0.0:  # an inf or nan term (nan compares unequal too)
+            return self.special / self.count
+        return self.units / (self._UNITS * self.count)
 
 
 def trace_entry(sample: SampleResult, case_id: str | None) -> EntryResult:

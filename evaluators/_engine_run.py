@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaltrace.collector.records import Trace, Usage
-from evaltrace.evaluators._aggregate import percentile, sample_status, score_result, status_passed
+from evaltrace.evaluators._aggregate import ExactSum, percentile, sample_status, score_result, status_passed
 from evaltrace.evaluators.base import Scorer, arun_scorer, run_scorer
 from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, find_price
 from evaltrace.evaluators.report import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
@@ -34,8 +34,8 @@ class RunStats:
     durations: array[float] = field(default_factory=lambda: array("d"))
     """8 bytes per trace: the exact percentiles need every duration."""
     usage: TokenUsage = field(default_factory=TokenUsage)
-    cost_usd: float = 0.0
-    priced: int = 0
+    cost_usd: ExactSum = field(default_factory=ExactSum)
+    """The priced traces' estimated costs (summed exactly: a sharded run adds them in another order)."""
     unpriced_models: set[str] = field(default_factory=set)
     _price_of: dict[str, ModelPrice | None] = field(default_factory=dict, repr=False)
     """`find_price` results by model name: a run has few models and many model calls."""
@@ -50,8 +50,7 @@ class RunStats:
         )
         cost = self._trace_cost(trace)
         if cost is not None:
-            self.cost_usd += cost
-            self.priced += 1
+            self.cost_usd.add(cost)
         return cost
 
     def merge(self, other: RunStats) -> None:
@@ -62,8 +61,7 @@ class RunStats:
             input_tokens=self.usage.input_tokens + other.usage.input_tokens,
             output_tokens=self.usage.output_tokens + other.usage.output_tokens,
         )
-        self.cost_usd += other.cost_usd
-        self.priced += other.priced
+        self.cost_usd.merge(other.cost_usd)
         self.unpriced_models |= other.unpriced_models
 
     def _trace_cost(self, trace: Trace) -> float | None:
@@ -93,7 +91,7 @@ class RunStats:
 
     def cost(self) -> CostStats:
         """The estimated cost; `None` when nothing could be priced."""
-        estimated = self.cost_usd if self.priced else None
+        estimated = self.cost_usd.total() if self.cost_usd.count else None
         return CostStats(estimated_usd=estimated, unpriced_models=sorted(self.unpriced_models))
 
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, get_args
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators._aggregate import decide_case, trace_entry
+from evaltrace.evaluators._aggregate import CaseTally, decide_case, trace_entry
 from evaltrace.evaluators._engine_run import RunStats, score_conversation, score_trace
 from evaltrace.evaluators._spill import Spill
 from evaltrace.evaluators.base import Scorer
@@ -50,12 +50,19 @@ class RouterState:
     conversations: dict[str, list[Trace]] = field(default_factory=dict)
     """Traces held for multi-turn cases, by conversation key; complete only once all input is read."""
     unmatched: list[UnmatchedTrace] = field(default_factory=list)
+    tallies: dict[str, CaseTally] = field(default_factory=dict)
+    """Per case, what deciding it needs from its parked samples (so they are not read back for it)."""
 
     def merge(self, other: RouterState) -> None:
-        """Take over `other`'s conversations (joined by key) and unmatched traces (after ours)."""
+        """Take over `other`'s conversations (joined by key), unmatched traces (after ours) and tallies."""
         for key, traces in other.conversations.items():
             self.conversations.setdefault(key, []).extend(traces)
         self.unmatched.extend(other.unmatched)
+        for case_id, tally in other.tallies.items():
+            if case_id in self.tallies:
+                self.tallies[case_id].merge(tally)
+            else:
+                self.tallies[case_id] = tally
 
 
 class EntrySink(Protocol):
@@ -202,12 +209,17 @@ class SpecRouter:
     def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
         if case_id is not None:
             spill.add(case_id, sample.start_time, sample.trace_id, sample.model_dump_json().encode())
+            tally = self.state.tallies.get(case_id)
+            if tally is None:
+                policy = self.spec.spec.repeat_for(self._by_id[case_id])
+                tally = self.state.tallies[case_id] = CaseTally.for_policy(policy)
+            tally.add(sample)
 
     def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
         for case in self.selected:
-            # One pass over the case's samples decides it; a second copies their JSON to the sink.
-            samples = (SampleResult.model_validate_json(payload) for _, payload in spill.ordered(case.id))
-            entry = decide_case(case, self.spec.spec.repeat_for(case), samples)
+            # Decided from the tally kept as samples were scored; their JSON is only copied to the sink.
+            policy = self.spec.spec.repeat_for(case)
+            entry = decide_case(case, policy, self.state.tallies.get(case.id) or CaseTally.for_policy(policy))
             totals.add(entry.status, entry.pass_rate)
             totals.digest.add(entry, spill.count(case.id))
             if sink is not None:
