@@ -329,7 +329,7 @@ def _fill_outcome(
     failed = [head for head in heads if head.error is not None]
     outcome = failed[-1] if failed else heads[-1]
     trace.error = outcome.error
-    trace.usage = sum((it.usage for it in iterations), Usage())
+    trace.usage = Usage.combined(it.usage for it in iterations)
     trace.models = list(dict.fromkeys(it.model for it in iterations if it.model))
     trace.status = _status(outcome)
 

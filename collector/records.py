@@ -13,6 +13,7 @@ Content that was not captured is `None`, never an empty string: scorers must be 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -46,15 +47,22 @@ class Usage(_Record):
         return (self.input_tokens or 0) + (self.output_tokens or 0)
 
     def __add__(self, other: Usage) -> Usage:
-        def add(a: int | None, b: int | None) -> int | None:
-            return None if a is None and b is None else (a or 0) + (b or 0)
+        return Usage.combined((self, other))
 
-        return Usage(
-            input_tokens=add(self.input_tokens, other.input_tokens),
-            output_tokens=add(self.output_tokens, other.output_tokens),
-            cache_read_tokens=add(self.cache_read_tokens, other.cache_read_tokens),
-            reasoning_tokens=add(self.reasoning_tokens, other.reasoning_tokens),
-        )
+    @classmethod
+    def combined(cls, usages: Iterable[Usage]) -> Usage:
+        """The sum of `usages`; a count stays `None` only when none of them reported it."""
+        # One record for the whole sum: summing with `+` builds (and validates) one per term.
+        totals: dict[str, int | None] = dict.fromkeys(_USAGE_COUNTS)
+        for usage in usages:
+            for name in _USAGE_COUNTS:
+                value = getattr(usage, name)
+                if value is not None:
+                    totals[name] = (totals[name] or 0) + value
+        return cls(**totals)
+
+
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
 
 
 class MessagePart(_Record):

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evaltrace.collector.records import Iteration, Trace, Usage
+from evaltrace.collector.records import Trace, Usage
 from evaltrace.evaluators.base import Score, Scorer
 from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, find_price
 from evaltrace.evaluators.registry import register
@@ -101,13 +101,6 @@ def model_matches(pattern: str, model: str | None) -> bool:
     return m == p or m.startswith(p + "-")
 
 
-def _sum_usage(iterations: list[Iteration]) -> Usage:
-    total = Usage()
-    for it in iterations:
-        total = total + it.usage
-    return total
-
-
 @register
 class UsageLimits(Scorer):
     """Token usage within bounds, for the whole run and per model."""
@@ -144,7 +137,7 @@ class UsageLimits(Scorer):
             if not its:
                 unknown.append(f"{model}: no model call of this model was recorded")
                 continue
-            checked += self._check(model, _sum_usage(its), limits, failures, unknown)
+            checked += self._check(model, Usage.combined(it.usage for it in its), limits, failures, unknown)
         skipped = f" Not checked: {'; '.join(unknown)}." if unknown else ""
         if not checked:
             return self.result(None, reason="No usage limit could be checked." + skipped, unknown=unknown)

@@ -66,8 +66,13 @@ def _compiled_schema(schema: Any) -> _Compiled:
 
     Checking a schema against its meta-schema costs ~4 ms; every call of a tool, in every trace,
     carries the same recorded schema, so results are cached by the schema's JSON text (key order
-    kept, since it decides the order of the errors).
+    kept, since it decides the order of the errors). The converter hands every trace the same
+    schema object for the same recorded definitions (records are read-only once built), so that
+    object is looked up first, which spares encoding the schema once per tool per trace.
     """
+    same = _BY_IDENTITY.get(id(schema))
+    if same is not None and same[0] is schema:
+        return same[1]
     try:
         key = json.dumps(schema)
     except (TypeError, ValueError):  # not JSON data: check it uncached
@@ -78,6 +83,9 @@ def _compiled_schema(schema: Any) -> _Compiled:
             _COMPILED.clear()
         # A private copy: the caller's dict may change later, the cached validator must not.
         found = _COMPILED[key] = _compile(copy.deepcopy(schema))
+    if len(_BY_IDENTITY) >= _COMPILED_MAX:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[id(schema)] = (schema, found)  # the reference keeps the id from being reused
     return found
 
 
@@ -85,6 +93,7 @@ def _compiled_schema(schema: Any) -> _Compiled:
 _Compiled = tuple[Any, str | None, "_Plain | None"]
 _COMPILED: dict[str, _Compiled] = {}
 _COMPILED_MAX = 512
+_BY_IDENTITY: dict[int, tuple[Any, _Compiled]] = {}
 
 
 def _compile(schema: Any) -> _Compiled:
