@@ -42,7 +42,7 @@ class LlmCall:
     """Tools offered to the model in this call."""
     input_loader: Callable[[], list[Message] | None] | None = None
     """Parses the prompt on first use. Prompts resend the whole conversation, so parsing them is
-    about a quarter of rebuilding a trace, and rule scorers rarely read them."""
+    up to a quarter of rebuilding a trace, and rule scorers rarely read them."""
 
     def inputs(self) -> list[Message] | None:
         """The prompt, parsed now if the extractor deferred it."""

@@ -89,7 +89,7 @@ def convert_trace(spans: list[Span], *, histories: bool = True) -> list[Trace]:
     Args:
         spans: All spans of one trace id, in any order (duplicates are ignored).
         histories: Fill in each iteration's prompt (`Iteration.input_messages`). With `False`
-            they stay `None`, which saves about a quarter of the work, since every model call
+            they stay `None`, which saves up to a quarter of the work, since every model call
             resends the conversation so far; tool results and the input still come from them.
 
     Returns:

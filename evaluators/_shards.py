@@ -6,9 +6,9 @@ shard i (chosen on the Arrow trace-id column before any row is decoded, see
 `collector/_shard.py`), rebuilds and scores them with its inherited copy of the router, and
 streams each scored sample's JSON back to the parent, which parks it on its own spill. When a
 worker's input ends it hands over what its router still holds (conversations waiting for their
-other turns, unmatched traces) and its run statistics; the parent merges them, scores the
-conversations (whose traces may have come from several shards) and writes the report as a
-one-process run would. The entries are the same: only their arrival order differs, and the
+other turns, unmatched traces, the tallies that decide its cases) and its run statistics; the
+parent merges them, scores the conversations (whose traces may have come from several shards)
+and writes the report as a one-process run would. The entries are the same: only their arrival order differs, and the
 spill sorts by start time anyway.
 
 Workers are forked, not spawned: they inherit the loaded spec, its scorers and any scorer the
@@ -38,7 +38,6 @@ from evaltrace.evaluators._engine_loop import Router, score_stream_now
 from evaltrace.evaluators._engine_run import RunStats, is_judge
 from evaltrace.evaluators._routers import RouterState
 from evaltrace.evaluators._spill import Spill
-from evaltrace.evaluators.base import reads_histories
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine import ScoreOptions
@@ -122,12 +121,20 @@ def _size(path: Path) -> int:
 
 
 def score_sharded(
-    files: Sequence[Path], router: Router, stats: RunStats, spill: Spill, options: ScoreOptions, workers: int
+    files: Sequence[Path],
+    router: Router,
+    stats: RunStats,
+    spill: Spill,
+    options: ScoreOptions,
+    workers: int,
+    *,
+    histories: bool = True,
 ) -> None:
     """Score `files` in `workers` forked processes; samples land on `spill`, the rest on `router` and `stats`.
 
-    Afterwards `router` holds every worker's conversations and unmatched traces (in shard order)
-    and `stats` the sums of theirs: the caller goes on as after `score_stream`.
+    Afterwards `router` holds every worker's conversations, unmatched traces (in shard order) and
+    case tallies, and `stats` the sums of theirs: the caller goes on as after `score_stream`.
+    `histories`: whether the traces are read with their prompts (see `convert.read_traces`).
 
     Raises:
         InputError: a worker met bad input (the first such error, as that worker reported it).
@@ -146,7 +153,7 @@ def score_sharded(
             shard = Shard(index, workers)
             process = context.Process(
                 target=_work,
-                args=(files, shard, router, stats, options, sender),
+                args=(files, shard, histories, router, stats, options, sender),
                 name=f"evaltrace-score-{index}",
                 daemon=True,
             )
@@ -239,7 +246,13 @@ class _PipeSpill:
 
 
 def _work(
-    files: Sequence[Path], shard: Shard, router: Router, stats: RunStats, options: ScoreOptions, sender: Connection
+    files: Sequence[Path],
+    shard: Shard,
+    histories: bool,
+    router: Router,
+    stats: RunStats,
+    options: ScoreOptions,
+    sender: Connection,
 ) -> None:
     """A worker's whole life: score one shard, then hand over; errors go to the parent as messages."""
     message: tuple[str, Any]
@@ -248,8 +261,7 @@ def _work(
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)
-        traces = read_traces(files, shard, histories=reads_histories(router.scorers()))
-        score_stream_now(traces, router, stats, spill, local)
+        score_stream_now(read_traces(files, shard, histories=histories), router, stats, spill, local)
         spill.flush()
         message = ("done", _Handover(router=router.state, stats=stats))
     except InputError as exc:

@@ -49,7 +49,7 @@ class Scorer(BaseModel, ABC):
     """Bumped when a scorer's verdicts change for the same input, so old reports can be compared."""
     reads_histories: ClassVar[bool] = True
     """Whether `score` reads the iterations' prompts (`Iteration.input_messages`). A run whose
-    scorers all say no reads traces without them (about a quarter less work); such a scorer sees
+    scorers all say no reads traces without them (up to a quarter less work); such a scorer sees
     them as `None`. Custom scorers keep the safe default."""
 
     @abstractmethod

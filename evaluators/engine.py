@@ -244,11 +244,12 @@ def score_paths_to(
     files = resolve_paths(paths)
     router, stats = _new_run(spec, options)
     count = _shards.plan_workers(workers, files, router)
+    histories = reads_histories(router.scorers())
     if count == 1:
-        traces = read_traces(files, histories=reads_histories(router.scorers()))
+        traces = read_traces(files, histories=histories)
         return _run_sync(_ascore(traces, router, stats, spec, options, sink))
     with Spill() as spill:
-        _shards.score_sharded(files, router, stats, spill, options, count)
+        _shards.score_sharded(files, router, stats, spill, options, count, histories=histories)
         asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network
         return _finish(router, stats, spill, spec, options, sink, None)
 
