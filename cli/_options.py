@@ -41,6 +41,16 @@ Workers = Annotated[
         "runs with judge scorers use one).",
     ),
 ]
+Plugins = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugin",
+        metavar="REF",
+        envvar="EVALTRACE_PLUGINS",
+        help="Custom scorers to load: a file (my_scorers.py), a module, or MODULE:CLASS (repeatable; "
+        "EVALTRACE_PLUGINS holds a space-separated list). Installed evaltrace.scorers plugins load by themselves.",
+    ),
+]
 JudgeModel = Annotated[str | None, typer.Option(help="Judge model name.", rich_help_panel=JUDGE)]
 JudgeBaseUrl = Annotated[
     str | None, typer.Option(help="OpenAI-compatible base URL of the judge.", rich_help_panel=JUDGE)
@@ -57,6 +67,14 @@ JudgeCacheDir = Annotated[Path | None, typer.Option(help="Folder of the judge ve
 NoJudgeCache = Annotated[
     bool, typer.Option("--no-judge-cache", help="Neither read nor write the verdict cache.", rich_help_panel=JUDGE)
 ]
+
+
+def load_plugins(plugin: list[str] | None) -> None:
+    """Register the scorers of the `--plugin` references, before any spec names them."""
+    if plugin:
+        from evaltrace.evaluators.registry import load_plugins as load
+
+        load(plugin)
 
 
 def load_spec_arg(spec: str) -> tuple[LoadedSpec, str | None]:

@@ -51,6 +51,7 @@ def run(
     tier: opt.Tiers = None,
     tag: opt.Tags = None,
     case: opt.CaseGlobs = None,
+    plugin: opt.Plugins = None,
     judge_model: opt.JudgeModel = None,
     judge_base_url: opt.JudgeBaseUrl = None,
     judge_api_key: opt.JudgeApiKey = None,
@@ -67,6 +68,7 @@ def run(
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout: must be more than 0 seconds")
     function = load_agent(agent)
+    opt.load_plugins(plugin)  # before the spec, which may name the plugins' scorers
     loaded, case_id = opt.load_spec_arg(spec)
     selection = ScoreOptions(tiers=tuple(tier or ()), tags=tuple(tag or ()), cases=opt.case_globs(case, case_id))
     cases = select_cases(loaded, selection)
@@ -84,6 +86,7 @@ def run(
         case=case,
         # This process ran the agent and may still have its threads: never fork it.
         workers=1,
+        plugin=None,  # loaded above, once
         judge_model=judge_model,
         judge_base_url=judge_base_url,
         judge_api_key=judge_api_key,

@@ -36,6 +36,7 @@ def score(
     tag: opt.Tags = None,
     case: opt.CaseGlobs = None,
     workers: opt.Workers = None,
+    plugin: opt.Plugins = None,
     judge_model: opt.JudgeModel = None,
     judge_base_url: opt.JudgeBaseUrl = None,
     judge_api_key: opt.JudgeApiKey = None,
@@ -51,6 +52,7 @@ def score(
     from evaltrace.evaluators.report import ReportWriter
     from evaltrace.evaluators.summary import render_summary
 
+    opt.load_plugins(plugin)
     loaded, case_from_spec_arg = opt.load_spec_arg(spec) if spec is not None else (None, None)
     if loaded is None and (tier or tag or case):
         raise InputError("--tier, --tag and --case select spec cases: pass --spec FILE")

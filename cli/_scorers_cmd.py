@@ -13,7 +13,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
+from evaltrace.cli import _options as opt
 from evaltrace.cli.main import app
+from evaltrace.evaluators.plugins import origin
 from evaltrace.evaluators.registry import scorer_class, scorer_names
 
 
@@ -49,7 +51,7 @@ def describe_scorer(name: str) -> dict[str, Any]:
     cls = scorer_class(name)
     summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
     kind = "judge" if "ascore" in _own_methods(cls) else "rule"
-    return {"name": name, "kind": kind, "summary": summary, "options": _options(cls)}
+    return {"name": name, "kind": kind, "summary": summary, "module": origin(cls), "options": _options(cls)}
 
 
 def _own_methods(cls: type) -> set[str]:
@@ -81,12 +83,13 @@ def _options(cls: type[BaseModel]) -> list[dict[str, Any]]:
 def _render_text(listing: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     for scorer in listing:
-        lines.append(f"{scorer['name']} ({scorer['kind']}): {scorer['summary']}")
-        for opt in scorer["options"]:
-            default = "required" if opt["required"] else f"default {json.dumps(opt['default'])}"
-            lines.append(f"  {opt['name']}: {opt['type']} ({default})")
-            if opt["description"]:
-                lines.append(f"      {opt['description']}")
+        origin = "" if scorer["module"].startswith("evaltrace.") else f", from {scorer['module']}"
+        lines.append(f"{scorer['name']} ({scorer['kind']}{origin}): {scorer['summary']}")
+        for option in scorer["options"]:
+            default = "required" if option["required"] else f"default {json.dumps(option['default'])}"
+            lines.append(f"  {option['name']}: {option['type']} ({default})")
+            if option["description"]:
+                lines.append(f"      {option['description']}")
         if not scorer["options"]:
             lines.append("  (no options)")
         lines.append("")
@@ -96,8 +99,10 @@ def _render_text(listing: list[dict[str, Any]]) -> str:
 @app.command("scorers")
 def scorers(
     as_json: bool = typer.Option(False, "--json", help="Print the listing as one JSON document."),
+    plugin: opt.Plugins = None,
 ) -> None:
     """List every registered scorer with its options, their types and defaults."""
+    opt.load_plugins(plugin)
     listing = [describe_scorer(name) for name in scorer_names()]
     if as_json:
         typer.echo(json.dumps({"scorers": listing}, indent=2))

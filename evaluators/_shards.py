@@ -20,6 +20,7 @@ the network, not the CPU, and share one request budget, one cache and one concur
 from __future__ import annotations
 
 import dataclasses
+import logging
 import multiprocessing
 import os
 import signal
@@ -41,6 +42,8 @@ from evaltrace.evaluators._spill import Spill
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine import ScoreOptions
+
+logger = logging.getLogger(__name__)
 
 AUTO_MIN_BYTES = 8 * 1024 * 1024
 """Below this much span data, forking costs more than it saves: auto mode uses one process."""
@@ -107,6 +110,15 @@ def plan_workers(requested: int | None, files: Sequence[Path], router: Router) -
     if any(is_judge(scorer) for scorer in router.scorers()):
         return 1
     if requested is not None:
+        cpus = available_cpus()
+        if requested > cpus:
+            # Kept as asked (uneven shards are valid), but each worker reads every file: the
+            # extra ones add memory, not speed.
+            logger.warning(
+                "--workers %d: only %d CPUs are available here; more workers than CPUs add memory, not speed",
+                requested,
+                cpus,
+            )
         return requested
     if sum(_size(path) for path in files) < AUTO_MIN_BYTES:
         return 1

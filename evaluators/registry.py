@@ -1,8 +1,13 @@
-"""Scorers by name: `register` adds a class, `create_scorer` builds one from spec config."""
+"""Scorers by name: `register` adds a class, `create_scorer` builds one from spec config.
+
+The built-in scorers and those of installed plugins (entry-point group `evaltrace.scorers`, see
+`plugins.py`) are loaded the first time the registry is consulted; `load_plugins` adds the
+`--plugin` modules of a run.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -11,6 +16,7 @@ from evaltrace.evaluators.base import Scorer
 from evaltrace.evaluators.errors import InputError, UnknownScorerError
 
 _SCORERS: dict[str, type[Scorer]] = {}
+_loaded = False
 
 S = TypeVar("S", bound=type[Scorer])
 
@@ -26,19 +32,40 @@ def register(cls: S) -> S:
     return cls
 
 
+def registered() -> dict[str, type[Scorer]]:
+    """A copy of the registry as it stands (nothing is loaded on the way)."""
+    return dict(_SCORERS)
+
+
+def load_plugins(refs: Iterable[str]) -> None:
+    """Import `--plugin` references (files, modules, `MODULE:CLASS`) and register their scorers.
+
+    Raises:
+        InputError: a reference does not load or defines no scorer (see `plugins.load_plugin`).
+    """
+    from evaltrace.evaluators.plugins import load_plugin
+
+    _ensure_loaded()
+    for ref in refs:
+        load_plugin(ref, register)
+
+
 def scorer_names() -> list[str]:
     """Every registered name, sorted."""
-    _load_builtins()
+    _ensure_loaded()
     return sorted(_SCORERS)
 
 
 def scorer_class(name: str) -> type[Scorer]:
     """The class registered as `name`; the error lists the valid choices."""
-    _load_builtins()
+    _ensure_loaded()
     try:
         return _SCORERS[name]
     except KeyError:
-        raise UnknownScorerError(f"Unknown scorer {name!r}. Valid choices: {', '.join(sorted(_SCORERS))}") from None
+        raise UnknownScorerError(
+            f"Unknown scorer {name!r}. Valid choices: {', '.join(sorted(_SCORERS))} "
+            "(custom scorers load with --plugin FILE.py or as installed evaltrace.scorers plugins)"
+        ) from None
 
 
 def create_scorer(name: str, config: Mapping[str, Any] | None = None, *, where: str = "") -> Scorer:
@@ -60,6 +87,19 @@ def render_validation_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _load_builtins() -> None:
-    # Importing the modules runs their @register decorators; done lazily to keep import cheap.
+def _ensure_loaded() -> None:
+    # Importing the built-in modules runs their @register decorators; lazily, to keep import cheap.
+    global _loaded
+    if _loaded:
+        return
     from evaltrace.evaluators import builtin  # noqa: F401
+    from evaltrace.evaluators.plugins import load_entry_points
+
+    # Set first: a plugin module that looks the registry up while importing must not recurse.
+    # A failed plugin resets it, so every later lookup reports the failure again.
+    _loaded = True
+    try:
+        load_entry_points(register)
+    except BaseException:
+        _loaded = False
+        raise

@@ -236,6 +236,24 @@ def test_plan_workers(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
     assert plan_workers(4, files, judge_router) == 1, "judges share one session"
 
 
+def test_more_workers_than_cpus_are_kept_with_a_warning(
+    run_dir: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    from evaltrace.evaluators.engine import _new_run
+
+    runs, spec = run_dir
+    router, _ = _new_run(load_spec(spec), ScoreOptions())
+    files = sorted(runs.glob("*.parquet"))
+    many = available_cpus() + 1
+    with caplog.at_level("WARNING", logger="evaltrace.evaluators._shards"):
+        assert plan_workers(available_cpus(), files, router) == available_cpus()
+        assert not caplog.records, "as many workers as CPUs is fine"
+        assert plan_workers(many, files, router) == many
+    assert [r.getMessage() for r in caplog.records] == [
+        f"--workers {many}: only {many - 1} CPUs are available here; more workers than CPUs add memory, not speed"
+    ]
+
+
 @pytest.mark.parametrize(
     ("quota", "period", "cpus"),
     [
