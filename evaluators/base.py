@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import to_jsonable_python
 
 from evaltrace.collector.records import Trace
 
@@ -85,9 +86,9 @@ def error_score(name: str, exc: BaseException) -> Score:
 
 
 def run_scorer(scorer: Scorer, trace: Trace, case: Any | None = None) -> Score:
-    """Run one scorer, turning any exception into an error result."""
+    """Run one scorer, turning any exception (or a result that is not a `Score`) into an error result."""
     try:
-        return scorer.score(trace, case)
+        return _checked(scorer, scorer.score(trace, case))
     except Exception as exc:  # a broken scorer must not stop the run
         return error_score(scorer.name, exc)
 
@@ -95,6 +96,27 @@ def run_scorer(scorer: Scorer, trace: Trace, case: Any | None = None) -> Score:
 async def arun_scorer(scorer: Scorer, trace: Trace, case: Any | None = None) -> Score:
     """Async twin of `run_scorer`."""
     try:
-        return await scorer.ascore(trace, case)
+        return _checked(scorer, await scorer.ascore(trace, case))
     except Exception as exc:  # a broken scorer must not stop the run
         return error_score(scorer.name, exc)
+
+
+def _checked(scorer: Scorer, result: object) -> Score:
+    # Custom scorers are plain Python: one that returns a bool or forgets `return` must give an
+    # error result, not crash the report writer later.
+    if not isinstance(result, Score):
+        raise TypeError(f"{type(scorer).__qualname__}.score returned {type(result).__name__}, not a Score")
+    if type(scorer).__module__.startswith(_BUILTIN_PREFIX):
+        return result  # the built-in scorers' results are tested to hold what follows
+    if result.value is not None and not 0.0 <= result.value <= 1.0:
+        raise ValueError(f"{type(scorer).__qualname__}.score gave value {result.value!r}, outside [0, 1]")
+    if result.details:
+        # The report is JSON: objects it cannot encode are shown by their `str` rather than
+        # failing the run when the report is written.
+        safe = to_jsonable_python(result.details, fallback=str)
+        if safe != result.details:
+            return result.model_copy(update={"details": safe})
+    return result
+
+
+_BUILTIN_PREFIX = "evaltrace."

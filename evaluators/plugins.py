@@ -79,8 +79,6 @@ def _register_loaded(loaded: Any, where: str, register: Any) -> None:
     if isinstance(loaded, ModuleType):
         return  # importing it ran its `@register` decorators
     if isinstance(loaded, type) and issubclass(loaded, Scorer):
-        if not isinstance(getattr(loaded, "name", None), str) or not loaded.name:
-            raise InputError(f"{where}: scorer class {loaded.__qualname__} has no `name` (a ClassVar[str])")
         try:
             register(loaded)
         except ValueError as exc:

@@ -7,6 +7,7 @@ The built-in scorers and those of installed plugins (entry-point group `evaltrac
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -22,8 +23,18 @@ S = TypeVar("S", bound=type[Scorer])
 
 
 def register(cls: S) -> S:
-    """Class decorator adding a scorer under its `name`; duplicate names are a bug."""
-    name = cls.name
+    """Class decorator adding a scorer under its `name`.
+
+    Raises:
+        ValueError: the class has no `name`, leaves `score` unimplemented, or takes a name
+            another class holds (plugins report it as a load error naming the plugin).
+    """
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"scorer class {cls.__qualname__} has no `name` (a ClassVar[str])")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        raise ValueError(f"scorer class {cls.__qualname__} does not implement {missing}")
     if name in _SCORERS and _SCORERS[name] is not cls:
         raise ValueError(
             f"scorer name {name!r} is registered twice ({_SCORERS[name].__qualname__}, {cls.__qualname__})"
