@@ -219,12 +219,17 @@ def gate_from_rates(rates: Sequence[float], confidence: float) -> Gate:
     pass_rate = sum(rates) / len(rates)
     passed = pass_rate + _EPSILON >= confidence
     relation = ">=" if passed else "<"
-    reason = f"pass rate {pass_rate:.1%} ({_fmt(sum(rates))}/{len(rates)}) {relation} confidence {confidence:.1%}"
+    reason = f"pass rate {pass_rate:.1%} ({_tally(rates)}) {relation} confidence {confidence:.1%}"
     return Gate(passed=passed, pass_rate=pass_rate, confidence=confidence, reason=reason)
 
 
-def _fmt(value: float) -> str:
-    return str(int(value)) if value == int(value) else f"{value:.2f}"
+def _tally(rates: Sequence[float]) -> str:
+    whole = sum(1 for rate in rates if rate == 1.0)
+    if all(rate in (0.0, 1.0) for rate in rates):
+        return f"{whole}/{len(rates)}"
+    # Repeated cases under the `mean` rule count their share of passing samples, while an entry only
+    # counts as passed when every sample passed: say so, or "0 passed" beside a passing gate puzzles.
+    return f"mean of {len(rates)} entries' sample pass rates; {whole}/{len(rates)} passed in every sample"
 
 
 def write_report(report: Report, destination: str) -> None:

@@ -59,6 +59,15 @@ def test_gate_ignores_not_applicable_and_fails_when_nothing_applied() -> None:
     assert (empty.passed, empty.pass_rate) == (False, None)
 
 
+def test_gate_reason_explains_partial_credit_from_repeats() -> None:
+    # Under the `mean` rule a repeated case counts its share of passing samples, yet the entry
+    # itself is failed unless every sample passed: the reason says both.
+    gate = evaluate_gate([entry(0.75, "failed"), entry(1.0), entry(0.9, "failed")], 0.8)
+    assert gate.reason == (
+        "pass rate 88.3% (mean of 3 entries' sample pass rates; 1/3 passed in every sample) >= confidence 80.0%"
+    )
+
+
 def score(passed: bool | None, error: str | None = None) -> ScoreResult:
     return ScoreResult(scorer="s", passed=passed, reason="r", error=error)
 
