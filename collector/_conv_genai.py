@@ -111,7 +111,7 @@ def extract(span: Span) -> NormalizedSpan | None:
     if normalized.llm is not None:
         llm = normalized.llm
         llm.input_loader = partial(_input_messages, attrs, where, warnings)
-        llm.output_messages = parse_messages(attrs.get(A.OUTPUT_MESSAGES), where, warnings)
+        llm.output_messages = parse_messages(attrs.get(A.OUTPUT_MESSAGES), where, warnings, history=False)
         llm.tool_calls = tool_calls_of(llm.output_messages)
         llm.tool_schemas = tool_schemas(attrs.get(A.TOOL_DEFINITIONS))
     elif normalized.tool is not None:
@@ -124,7 +124,7 @@ def extract(span: Span) -> NormalizedSpan | None:
     elif normalized.agent is not None:
         agent = normalized.agent
         agent.input_messages = _input_messages(attrs, where, warnings)
-        agent.output_messages = parse_messages(attrs.get(A.OUTPUT_MESSAGES), where, warnings)
+        agent.output_messages = parse_messages(attrs.get(A.OUTPUT_MESSAGES), where, warnings, history=False)
         agent.input = last_text(agent.input_messages, "user")
         agent.output = last_text(agent.output_messages, "assistant")
         agent.tool_schemas = tool_schemas(attrs.get(A.TOOL_DEFINITIONS))

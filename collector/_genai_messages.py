@@ -96,11 +96,16 @@ def _render_other(part: dict[str, Any]) -> str | None:
     return None
 
 
-def parse_messages(value: Any, where: str, warnings: list[str]) -> list[Message] | None:
-    """A `gen_ai.input.messages` / `gen_ai.output.messages` value; `None` when absent or unreadable."""
+def parse_messages(value: Any, where: str, warnings: list[str], *, history: bool = True) -> list[Message] | None:
+    """A `gen_ai.input.messages` / `gen_ai.output.messages` value; `None` when absent or unreadable.
+
+    `history=False` says the value is not a conversation so far (a model's output), so no earlier
+    text can open it: the look for one is skipped. It is still remembered for the next prompt,
+    which opens with it.
+    """
     if value is None:
         return None
-    reused = _continue_history(value, where, warnings)
+    reused = _continue_history(value, where, warnings) if history else None
     if reused is not None:
         return reused
     items = json_list(value)
