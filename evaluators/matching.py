@@ -232,17 +232,31 @@ def lcs_pairs(n_left: int, n_right: int, compatible: Callable[[int, int], bool])
 
 def canonical_arguments(arguments: Any) -> str:
     """A stable text form of arguments where `1` and `1.0` are the same value (used for redundancy)."""
+    return _CANONICAL.encode(_canonical(arguments))
 
-    def norm(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {str(k): norm(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [norm(v) for v in value]
-        if _is_number(value) and float(value).is_integer():
-            return int(value)
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
+
+
+def _canonical(value: Any) -> Any:
+    # Exact types first: every call of every trace passes through here, and arguments decoded
+    # from JSON hold nothing else. Subclasses (an IntEnum, an OrderedDict) take the general path.
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
         return value
-
-    return json.dumps(norm(arguments), sort_keys=True, default=str)
+    if kind is dict:
+        return {k if type(k) is str else str(k): _canonical(v) for k, v in value.items()}
+    if kind is float:
+        return int(value) if value.is_integer() else value
+    if kind is list:
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if _is_number(value) and float(value).is_integer():
+        return int(value)
+    return value
 
 
 def short(value: Any, limit: int = 60) -> str:

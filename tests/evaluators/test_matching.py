@@ -118,3 +118,17 @@ def test_lcs_pairs_are_increasing_and_longest() -> None:
 def test_canonical_arguments_treat_int_and_float_alike_but_not_bool() -> None:
     assert canonical_arguments({"b": 1, "a": [2.0]}) == canonical_arguments({"a": [2], "b": 1.0})
     assert canonical_arguments({"a": True}) != canonical_arguments({"a": 1})
+
+
+def test_canonical_arguments_of_other_python_values() -> None:
+    import enum
+    from collections import OrderedDict
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    nested = OrderedDict([("z", (1.0, Level.HIGH)), (2, {"k": 0.5})])
+    assert canonical_arguments(nested) == '{"2": {"k": 0.5}, "z": [1, 3]}'
+    assert canonical_arguments({"n": 10**400}) == '{"n": ' + str(10**400) + "}"  # no float overflow
+    assert canonical_arguments({"x": float("inf"), "y": -0.0}) == '{"x": Infinity, "y": 0}'
+    assert canonical_arguments({"when": object}) == '{"when": "' + str(object) + '"}'
