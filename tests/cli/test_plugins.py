@@ -8,13 +8,13 @@ distribution as pip lays it out (a `.dist-info` folder with `entry_points.txt`) 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import evaltrace
 
 from evaltrace.collector.records import ToolCall, Trace
 
@@ -50,17 +50,6 @@ class LongAnswer(Scorer):
         words = len((trace.output or "").split())
         return self.result(words <= self.max_words, None, f"{words} words (max {self.max_words})")
 '''
-
-
-def evaltrace(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evaltrace.cli", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def write_spec(folder: Path, scorer: str) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import evaltrace
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_SPEC = REPO / "samples" / "evals.yaml"
@@ -41,12 +42,6 @@ cases:
       - input: "second"
         expect: {output: {contains: ["history 2; conversation True"]}}
 """
-
-
-def evaltrace(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evaltrace.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_process import evaltrace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -17,16 +18,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Status, StatusCode
 
 from evaltrace.collector.exporter import ParquetSpanExporter
-
-
-def evaltrace(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evaltrace.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 def _spans(service: str, shape: list[int], error_in: int | None = None) -> list[list[ReadableSpan]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_process import evaltrace
 from jsonschema import Draft202012Validator
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -45,12 +45,6 @@ cases:
     expect:
       output: {contains: ["21"]}
 """
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "evaltrace.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
 
 
 def _chat(tracer: Tracer, user: str, reply: dict[str, Any], tokens: tuple[int, int]) -> None:
@@ -113,7 +107,7 @@ def workdir(tmp_path: Path) -> Path:
 
 def test_score_passes_and_writes_the_contract_report(workdir: Path) -> None:
     record(workdir / "runs", GOOD)
-    result = run("score", "runs", "--spec", "evals.yaml", "--json", "report.json", cwd=workdir)
+    result = evaltrace("score", "runs", "--spec", "evals.yaml", "--json", "report.json", cwd=workdir)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout.splitlines()[-1] == "Gate PASSED: pass rate 100.0% (2/2) >= confidence 50.0%"
@@ -148,7 +142,7 @@ def test_score_fails_the_gate_with_exit_1_and_names_the_reasons(workdir: Path) -
         {"user": "something", "answer": "error", "case_id": "nowhere"},
     ]
     record(workdir / "runs", broken)
-    result = run("score", "runs", "--spec", "evals.yaml", cwd=workdir)
+    result = evaltrace("score", "runs", "--spec", "evals.yaml", cwd=workdir)
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     failed = next(i for i, line in enumerate(lines) if line.startswith("FAILED paris-weather [trace "))
@@ -161,8 +155,8 @@ def test_score_fails_the_gate_with_exit_1_and_names_the_reasons(workdir: Path) -
 
 def test_confidence_option_overrides_the_spec(workdir: Path) -> None:
     record(workdir / "runs", GOOD[:1])  # rome is missing: 1 of 2
-    assert run("score", "runs", "--spec", "evals.yaml", cwd=workdir).returncode == 0
-    strict = run("score", "runs", "--spec", "evals.yaml", "--confidence", "0.9", cwd=workdir)
+    assert evaltrace("score", "runs", "--spec", "evals.yaml", cwd=workdir).returncode == 0
+    strict = evaltrace("score", "runs", "--spec", "evals.yaml", "--confidence", "0.9", cwd=workdir)
     assert strict.returncode == 1
     assert strict.stdout.splitlines()[-1] == "Gate FAILED: pass rate 50.0% (1/2) < confidence 90.0%"
 
@@ -171,18 +165,18 @@ def test_selection_by_tier_tag_case_and_file_case_id(workdir: Path) -> None:
     record(workdir / "runs", GOOD[:1])
     for args in (["--tier", "smoke"], ["--case", "paris-*"], []):
         spec = "evals.yaml::paris-weather" if not args else "evals.yaml"
-        result = run("score", "runs", "--spec", spec, *args, "--json", "-", "--confidence", "1", cwd=workdir)
+        result = evaltrace("score", "runs", "--spec", spec, *args, "--json", "-", "--confidence", "1", cwd=workdir)
         assert result.returncode == 0, (args, result.stderr)
         report = json.loads(result.stdout)  # `--json -`: the report on stdout, the summary on stderr
         assert [e["case_id"] for e in report["entries"]] == ["paris-weather"]
         assert "Gate PASSED" in result.stderr
-    tagged = run("score", "runs", "--spec", "evals.yaml", "--tag", "weather", cwd=workdir)
+    tagged = evaltrace("score", "runs", "--spec", "evals.yaml", "--tag", "weather", cwd=workdir)
     assert tagged.returncode == 1 and "MISSING rome" in tagged.stdout
 
 
 def test_without_spec_scores_every_trace_with_the_defaults(workdir: Path) -> None:
     record(workdir / "runs", GOOD)
-    result = run("score", str(workdir / "runs" / "*.parquet"), "--json", "r.json", cwd=workdir)
+    result = evaltrace("score", str(workdir / "runs" / "*.parquet"), "--json", "r.json", cwd=workdir)
     assert result.returncode == 0, result.stderr
     report = json.loads((workdir / "r.json").read_text())
     assert len(report["entries"]) == 2 and report["confidence"] == 1.0
@@ -235,7 +229,7 @@ def test_bad_input_exits_2_with_one_error_line(
     record(workdir / "runs", GOOD[:1])
     if spec_text is not None:
         (workdir / "bad.yaml").write_text(spec_text, encoding="utf-8")
-    result = run("score", "runs", *args, cwd=workdir)
+    result = evaltrace("score", "runs", *args, cwd=workdir)
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.startswith(expected), result.stderr
@@ -243,16 +237,16 @@ def test_bad_input_exits_2_with_one_error_line(
 
 
 def test_missing_or_corrupt_trace_files_exit_2(workdir: Path) -> None:
-    nothing = run("score", "runs/*.parquet", cwd=workdir)
+    nothing = evaltrace("score", "runs/*.parquet", cwd=workdir)
     assert nothing.returncode == 2 and nothing.stderr.startswith("Error: ") and nothing.stderr.count("\n") == 1
     (workdir / "junk.parquet").write_bytes(b"not parquet at all")
-    corrupt = run("score", "junk.parquet", cwd=workdir)
+    corrupt = evaltrace("score", "junk.parquet", cwd=workdir)
     assert corrupt.returncode == 2 and corrupt.stderr.startswith("Error: junk.parquet")
     assert corrupt.stderr.count("\n") == 1
 
 
 def test_schema_command_prints_the_spec_schema(workdir: Path) -> None:
-    result = run("schema", cwd=workdir)
+    result = evaltrace("schema", cwd=workdir)
     assert result.returncode == 0, result.stderr
     schema = json.loads(result.stdout)
     assert schema == spec_json_schema()
@@ -309,15 +303,15 @@ def test_judge_options_reach_the_judge_and_its_stats_reach_the_report(workdir: P
         server.script(server_module.verdict(True, "reported the weather"), server_module.verdict(False, "no"))
         args = ["score", "runs", "--spec", "judged.yaml", "--json", "r.json", "--judge-model", "judge-m"]
         args += ["--judge-base-url", server.base_url, "--judge-api-key", "k", "--judge-cache-dir", "cache"]
-        first = run(*args, cwd=workdir)
+        first = evaltrace(*args, cwd=workdir)
         assert first.returncode == 0, first.stderr
         assert len(server.requests) == 1 and server.requests[0].body["model"] == "judge-m"
         report = json.loads((workdir / "r.json").read_text())
         assert report["entries"][0]["scores"][0]["reason"] == "reported the weather"
         assert (report["judge"]["requests"], report["judge"]["cache_misses"]) == (1, 1)
-        again = run(*args, cwd=workdir)  # the verdict is cached: no request
+        again = evaltrace(*args, cwd=workdir)  # the verdict is cached: no request
         assert again.returncode == 0 and len(server.requests) == 1
         assert json.loads((workdir / "r.json").read_text())["judge"]["cache_hits"] == 1
-        uncached = run(*args, "--no-judge-cache", cwd=workdir)  # asks again, gets the second verdict
+        uncached = evaltrace(*args, "--no-judge-cache", cwd=workdir)  # asks again, gets the second verdict
         assert uncached.returncode == 1 and len(server.requests) == 2
         assert "  - task_completion: no" in uncached.stdout.splitlines()

@@ -1,18 +1,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
+from cli_process import evaltrace
 from rule_scorer_names import RULE_SCORERS
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evaltrace.cli", *args], capture_output=True, text=True, timeout=60)
-
-
 def test_scorers_json_lists_every_rule_scorer_with_options() -> None:
-    result = run_cli("scorers", "--json")
+    result = evaltrace("scorers", "--json")
     assert result.returncode == 0, result.stderr
     listing = {s["name"]: s for s in json.loads(result.stdout)["scorers"]}
     assert set(RULE_SCORERS) <= set(listing)
@@ -38,7 +33,7 @@ def test_scorers_json_lists_every_rule_scorer_with_options() -> None:
 
 
 def test_scorers_text_listing() -> None:
-    result = run_cli("scorers")
+    result = evaltrace("scorers")
     assert result.returncode == 0, result.stderr
     assert "tool_efficiency (rule): No redundant tool calls" in result.stdout
     assert (
