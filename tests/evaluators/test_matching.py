@@ -4,7 +4,10 @@ from typing import Any
 
 import pytest
 from _rule_traces import call
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from evaltrace.collector.records import ToolCall
 from evaltrace.evaluators.matching import (
     ArgumentMatch,
     ExpectedCall,
@@ -132,3 +135,47 @@ def test_canonical_arguments_of_other_python_values() -> None:
     assert canonical_arguments({"n": 10**400}) == '{"n": ' + str(10**400) + "}"  # no float overflow
     assert canonical_arguments({"x": float("inf"), "y": -0.0}) == '{"x": Infinity, "y": 0}'
     assert canonical_arguments({"when": object}) == '{"when": "' + str(object) + '"}'
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from([1.0, 2.0, 0.5, -0.0, float("nan")]),
+    st.sampled_from(["Paris", "paris", " Paris ", "", "1"]),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner),
+        st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+_ARGUMENTS = st.dictionaries(st.sampled_from(["a", "b", "c"]), _VALUES, max_size=3)
+
+
+@settings(max_examples=500, deadline=None)
+# Python's `==` says `[True] == [1]` and `" a" == " a"`: containers must be compared item by item.
+@example(expected={"a": [True]}, actual={"a": [1]}, truncated=False, mode="subset", trim=False, casefold=False)
+@example(expected={"a": {"b": 1}}, actual={"a": {"b": True}}, truncated=False, mode="exact", trim=False, casefold=False)
+@example(expected={"a": ("x",)}, actual={"a": ("X",)}, truncated=False, mode="subset", trim=False, casefold=True)
+@given(
+    expected=st.one_of(st.none(), _ARGUMENTS),
+    actual=st.one_of(_ARGUMENTS, _VALUES),
+    truncated=st.booleans(),
+    mode=st.sampled_from(["exact", "subset", "superset", "ignore"]),
+    trim=st.booleans(),
+    casefold=st.booleans(),
+)
+def test_call_matches_agrees_with_argument_diffs(
+    expected: dict[str, Any] | None, actual: Any, truncated: bool, mode: str, trim: bool, casefold: bool
+) -> None:
+    # `call_matches` answers yes/no without building messages; it must say yes exactly when
+    # `argument_diffs` finds nothing, for every value shape and setting.
+    match = ArgumentMatch(mode=mode, trim=trim, casefold=casefold)  # type: ignore[arg-type]
+    wanted = ExpectedCall(name="t", arguments=expected)
+    call = ToolCall(name="t", arguments=actual, arguments_truncated=truncated)
+    assert call_matches(wanted, call, match) == (not argument_diffs(wanted, call, match))
+    assert not call_matches(wanted, call.model_copy(update={"name": "other"}), match)
