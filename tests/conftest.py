@@ -45,3 +45,17 @@ class SpanRecorder:
 def span_recorder(tmp_path: Path) -> SpanRecorder:
     """A `SpanRecorder` writing into a fresh folder."""
     return SpanRecorder(tmp_path / "runs")
+
+
+@pytest.fixture
+def isolated_registry() -> Iterator[None]:
+    """Scorers registered during the test (a plugin, a sample scorer) are removed afterwards."""
+    from evaltrace.evaluators import registry
+
+    registry.scorer_names()  # the built-ins and installed plugins first, so they stay
+    saved = registry.registered()
+    try:
+        yield
+    finally:
+        registry._SCORERS.clear()
+        registry._SCORERS.update(saved)

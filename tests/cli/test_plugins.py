@@ -177,6 +177,7 @@ def test_broken_entry_point_is_one_line_naming_the_distribution(tmp_path: Path) 
     )
 
 
+@pytest.mark.usefixtures("isolated_registry")
 def test_sample_scorer_finds_places_missing_from_the_answer() -> None:
     sys.path.insert(0, str(ROOT))
     try:
