@@ -104,6 +104,8 @@ def _import_file(path: Path, where: str) -> ModuleType:
         raise InputError(f"{where}: no such file {str(path)!r}")
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
     name = f"{FILE_MODULE_PREFIX}{path.stem}_{digest}"  # unique per file: two `checks.py` may be given
+    if name in sys.modules:
+        return sys.modules[name]  # the same file named twice: running it again would register twice
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise InputError(f"{where}: {str(path)!r} is not a Python file")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,11 +52,17 @@ def span_recorder(tmp_path: Path) -> SpanRecorder:
 def isolated_registry() -> Iterator[None]:
     """Scorers registered during the test (a plugin, a sample scorer) are removed afterwards."""
     from evaltrace.evaluators import registry
+    from evaltrace.evaluators.plugins import FILE_MODULE_PREFIX
 
     registry.scorer_names()  # the built-ins and installed plugins first, so they stay
     saved = registry.registered()
+    modules = set(sys.modules)
     try:
         yield
     finally:
         registry._SCORERS.clear()
         registry._SCORERS.update(saved)
+        # Plugin files imported by the test go too, so a later test loading them registers again.
+        for name in set(sys.modules) - modules:
+            if name.startswith(FILE_MODULE_PREFIX):
+                del sys.modules[name]

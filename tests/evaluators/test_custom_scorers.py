@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from evaltrace.collector.records import Trace
 from evaltrace.evaluators.base import Score, Scorer, arun_scorer, run_scorer
-from evaltrace.evaluators.registry import register
+from evaltrace.evaluators.registry import load_plugins, register, scorer_class
 
 TRACE = Trace(trace_id="t1", output="hello")
 
@@ -76,3 +77,20 @@ def test_details_the_report_cannot_encode_are_shown_as_text() -> None:
     json.dumps(verdict.details)  # what the report writer needs
     plain = Score(scorer="x", passed=False, value=0.0, details={"n": 3})
     assert run_scorer(Returns(answer=plain), TRACE) is plain, "JSON-ready details are kept as they are"
+
+
+@pytest.mark.usefixtures("isolated_registry")
+def test_the_same_plugin_file_named_twice_loads_once(tmp_path: Path) -> None:
+    plugin = tmp_path / "twice.py"
+    plugin.write_text(
+        "from typing import ClassVar\n"
+        "from evaltrace.evaluators import Scorer, register\n"
+        "@register\n"
+        "class Twice(Scorer):\n"
+        "    name: ClassVar[str] = 't_custom_twice'\n"
+        "    def score(self, trace, case=None):\n"
+        "        return self.result(True)\n",
+        encoding="utf-8",
+    )
+    load_plugins([str(plugin), str(plugin)])  # running the file twice would register the name twice
+    assert scorer_class("t_custom_twice").__name__ == "Twice"
