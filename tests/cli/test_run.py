@@ -115,6 +115,23 @@ def test_broken_agent_fails_the_gate(tmp_path: Path) -> None:
     assert "Gate FAILED" in ran.stdout
 
 
+def test_run_scores_with_a_plugin_scorer(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    ran = evaltrace(
+        "run", "--agent", "samples.agent:run", "--spec", "samples/evals-custom.yaml",
+        "--plugin", "samples/scorers.py", "--out", str(tmp_path / "r"), "--json", str(report), cwd=REPO,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    entries = json.loads(report.read_text())["entries"]
+    custom = {e["case_id"]: s["reason"] for e in entries for s in e["scores"] if s["scorer"] == "cities_named"}
+    assert custom == {
+        "paris-weather": "The answer names Paris.",
+        "two-cities": "The answer names Paris, Tokyo.",
+        "tokyo-time": "The answer names Tokyo.",
+        "unknown-city": "The answer names Atlantis.",
+    }
+
+
 def test_timeouts_and_errors_are_failed_entries(workdir: Path) -> None:
     ran = evaltrace(
         "run", "--agent", "run_agents:answer", "--spec", "evals.yaml", "--timeout", "1", "--out", "out",
