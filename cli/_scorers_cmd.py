@@ -15,6 +15,7 @@ from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from evaltrace.cli import _options as opt
 from evaltrace.cli.main import app
+from evaltrace.evaluators.base import is_builtin
 from evaltrace.evaluators.plugins import origin
 from evaltrace.evaluators.registry import scorer_class, scorer_names
 
@@ -51,7 +52,14 @@ def describe_scorer(name: str) -> dict[str, Any]:
     cls = scorer_class(name)
     summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
     kind = "judge" if "ascore" in _own_methods(cls) else "rule"
-    return {"name": name, "kind": kind, "summary": summary, "module": origin(cls), "options": _options(cls)}
+    return {
+        "name": name,
+        "kind": kind,
+        "summary": summary,
+        "builtin": is_builtin(cls),
+        "module": origin(cls),
+        "options": _options(cls),
+    }
 
 
 def _own_methods(cls: type) -> set[str]:
@@ -83,8 +91,8 @@ def _options(cls: type[BaseModel]) -> list[dict[str, Any]]:
 def _render_text(listing: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     for scorer in listing:
-        origin = "" if scorer["module"].startswith("evaltrace.") else f", from {scorer['module']}"
-        lines.append(f"{scorer['name']} ({scorer['kind']}{origin}): {scorer['summary']}")
+        source = "" if scorer["builtin"] else f", from {scorer['module']}"
+        lines.append(f"{scorer['name']} ({scorer['kind']}{source}): {scorer['summary']}")
         for option in scorer["options"]:
             default = "required" if option["required"] else f"default {json.dumps(option['default'])}"
             lines.append(f"  {option['name']}: {option['type']} ({default})")

@@ -106,7 +106,7 @@ def _checked(scorer: Scorer, result: object) -> Score:
     # error result, not crash the report writer later.
     if not isinstance(result, Score):
         raise TypeError(f"{type(scorer).__qualname__}.score returned {type(result).__name__}, not a Score")
-    if type(scorer).__module__.startswith(_BUILTIN_PREFIX):
+    if is_builtin(type(scorer)):
         return result  # the built-in scorers' results are tested to hold what follows
     if result.value is not None and not 0.0 <= result.value <= 1.0:
         raise ValueError(f"{type(scorer).__qualname__}.score gave value {result.value!r}, outside [0, 1]")
@@ -119,4 +119,6 @@ def _checked(scorer: Scorer, result: object) -> Score:
     return result
 
 
-_BUILTIN_PREFIX = "evaltrace."
+def is_builtin(cls: type[Scorer]) -> bool:
+    """Whether a scorer class ships with evaltrace (rather than coming from a plugin or a test)."""
+    return cls.__module__.startswith("evaltrace.")

@@ -128,6 +128,7 @@ def test_plugin_module_and_class_references(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     by_name = {s["name"]: s for s in json.loads(listed.stdout)["scorers"]}
     assert by_name["long_answer"]["module"] == "my_checks"
+    assert (by_name["long_answer"]["builtin"], by_name["trajectory"]["builtin"]) == (False, True)
     assert by_name["long_answer"]["options"][0]["name"] == "max_words"
     # Without the class named, a module whose class is not decorated registers nothing.
     line = one_error_line(evaltrace("scorers", "--plugin", "my_checks", cwd=tmp_path, env=env))
