@@ -48,7 +48,7 @@ def load_entry_points(register: Any) -> None:
         where = _describe(entry)
         try:
             loaded = entry.load()
-        except Exception as exc:  # any failure of third-party import code is the plugin's
+        except (Exception, SystemExit) as exc:  # any failure of third-party import code is the plugin's
             raise InputError(f"{where}: could not be loaded ({type(exc).__name__}: {exc})") from None
         _register_loaded(loaded, where, register)
 
@@ -114,7 +114,7 @@ def _import_file(path: Path, where: str) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module-level sys.exit() too: never a silent exit
         del sys.modules[name]
         raise InputError(f"{where}: import failed ({type(exc).__name__}: {exc})") from None
     return module
@@ -124,11 +124,11 @@ def _import_module(name: str, where: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name is not None and name.startswith(exc.name):
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
             hint = " (give a file path such as my_scorers.py for a module that is not installed)"
             raise InputError(f"{where}: no module named {exc.name!r}{hint}") from None
         raise InputError(f"{where}: import failed ({type(exc).__name__}: {exc})") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise InputError(f"{where}: import failed ({type(exc).__name__}: {exc})") from None
 
 

@@ -141,6 +141,8 @@ def test_plugin_module_and_class_references(tmp_path: Path) -> None:
         ("missing.py", "--plugin missing.py: no such file 'missing.py'"),
         ("no_such_module", "--plugin no_such_module: no module named 'no_such_module'"),
         ("broken.py", "--plugin broken.py: import failed (ZeroDivisionError: division by zero)"),
+        ("exits.py", "--plugin exits.py: import failed (SystemExit: 3)"),
+        ("needs_numpyx", "--plugin needs_numpyx: import failed (ModuleNotFoundError: No module named 'numpyx')"),
         ("json:dumps", "--plugin json:dumps: names <function dumps"),
         ("json:nothing", "--plugin json:nothing: json has no attribute 'nothing'"),
         ("clash.py", "--plugin clash.py: import failed (ValueError: scorer name 'trajectory' is registered twice"),
@@ -148,6 +150,8 @@ def test_plugin_module_and_class_references(tmp_path: Path) -> None:
 )
 def test_bad_plugins_exit_2_naming_them(tmp_path: Path, ref: str, message: str) -> None:
     (tmp_path / "broken.py").write_text("1 / 0\n", encoding="utf-8")
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
+    (tmp_path / "needs_numpyx.py").write_text("import numpyx\n", encoding="utf-8")
     (tmp_path / "clash.py").write_text(LONG_ANSWER.replace('"long_answer"', '"trajectory"'), encoding="utf-8")
     line = one_error_line(evaltrace("score", SAMPLE_RUNS, "--plugin", ref, cwd=tmp_path))
     assert message in line
