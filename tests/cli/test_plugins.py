@@ -205,3 +205,21 @@ def test_sample_scorer_finds_places_missing_from_the_answer() -> None:
     by_place = CitiesNamed(argument="place")
     assert by_place.score(one).reason == "The answer does not name Nice."
     assert scorer.score(Trace(trace_id="t3", output="Hi!")).passed is None
+
+
+def test_plugin_scorer_configured_per_case_and_checked_like_a_built_in(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        'cases:\n  - id: tokyo-time\n    input: "What time is it in Tokyo?"\n'
+        "    expect:\n      cities_named: {argument: city}\n",
+        encoding="utf-8",
+    )
+    report = tmp_path / "report.json"
+    scored = evaltrace("score", SAMPLE_RUNS, "--spec", spec, "--plugin", SAMPLE_SCORERS, "--json", report, cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    assert scores(report, "cities_named")["tokyo-time"]["reason"] == "The answer names Tokyo."
+    spec.write_text(spec.read_text(encoding="utf-8").replace("argument:", "argumnt:"), encoding="utf-8")
+    line = one_error_line(evaltrace("score", SAMPLE_RUNS, "--spec", spec, "--plugin", SAMPLE_SCORERS, cwd=tmp_path))
+    assert line.endswith(
+        "case 'tokyo-time': expect.cities_named: scorer 'cities_named': argumnt: Extra inputs are not permitted"
+    )
