@@ -51,7 +51,7 @@ def describe_scorer(name: str) -> dict[str, Any]:
     """The listing of one scorer: name, summary, kind and options."""
     cls = scorer_class(name)
     summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-    kind = "judge" if "ascore" in _own_methods(cls) else "rule"
+    kind = "judge" if cls.uses_judge else "async" if "ascore" in _own_methods(cls) else "rule"
     return {
         "name": name,
         "kind": kind,

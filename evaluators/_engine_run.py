@@ -194,9 +194,10 @@ async def judge_session_for(
 ) -> AsyncIterator[Callable[[], dict[str, Any] | None]]:
     """Open one judge session when a judge is among `scorers`; yields a getter of its stats.
 
-    Without judges nothing is opened (no judge settings are needed) and the stats are `None`.
+    Without judges nothing is opened (no judge settings are needed) and the stats are `None`;
+    other async scorers (custom ones doing their own I/O) run concurrently without a session.
     """
-    if not any(is_judge(s) for s in scorers):
+    if not any(s.uses_judge for s in scorers):
         yield lambda: None
         return
     # Imported here: the judge pulls in the HTTP client, which rule-only scoring never needs.

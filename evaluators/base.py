@@ -48,6 +48,9 @@ class Scorer(BaseModel, ABC):
     name: ClassVar[str]
     version: ClassVar[int] = 1
     """Bumped when a scorer's verdicts change for the same input, so old reports can be compared."""
+    uses_judge: ClassVar[bool] = False
+    """Whether `ascore` asks the LLM judge (the run then opens one judge session for all of them).
+    An async custom scorer that does its own I/O keeps the default."""
     reads_histories: ClassVar[bool] = True
     """Whether `score` reads the iterations' prompts (`Iteration.input_messages`). A run whose
     scorers all say no reads traces without them (up to a quarter less work); such a scorer sees

@@ -44,6 +44,8 @@ _DEFAULT_ASPECTS: tuple[ReasoningAspect, ...] = ("coherence", "relevance", "erro
 class JudgeScorer(Scorer):
     """Base of the judge scorers: session lookup, majority vote, error results."""
 
+    uses_judge: ClassVar[bool] = True
+
     samples: int | None = Field(default=None, ge=1)
     """Verdicts per question for a majority vote; default the judge's `samples` setting."""
 

@@ -223,3 +223,30 @@ def test_plugin_scorer_configured_per_case_and_checked_like_a_built_in(tmp_path:
     assert line.endswith(
         "case 'tokyo-time': expect.cities_named: scorer 'cities_named': argumnt: Extra inputs are not permitted"
     )
+
+
+def test_async_plugin_scorer_runs_without_a_judge_session(tmp_path: Path) -> None:
+    (tmp_path / "waits.py").write_text(
+        "import asyncio\n"
+        "from typing import ClassVar\n"
+        "from evaltrace.evaluators import Scorer, register\n"
+        "@register\n"
+        "class Waits(Scorer):\n"
+        '    """Waits on its own I/O."""\n'
+        "    name: ClassVar[str] = 'waits'\n"
+        "    def score(self, trace, case=None):\n"
+        "        raise AssertionError('awaited, not called')\n"
+        "    async def ascore(self, trace, case=None):\n"
+        "        await asyncio.sleep(0.01)\n"
+        "        return self.result(True, 1.0, 'waited')\n",
+        encoding="utf-8",
+    )
+    listed = evaltrace("scorers", "--plugin", "waits.py", cwd=tmp_path)
+    assert "waits (async, from " in listed.stdout, listed.stderr
+    # A judge setting that would not parse does not matter: no judge session is opened for it.
+    env = {"EVALTRACE_JUDGE_TIMEOUT": "not-a-number"}
+    scored = evaltrace(
+        "score", SAMPLE_RUNS, "--spec", write_spec(tmp_path, "waits"), "--plugin", "waits.py", cwd=tmp_path, env=env
+    )
+    assert scored.returncode == 0, scored.stderr
+    assert "Judge:" not in scored.stdout

@@ -29,6 +29,7 @@ class SlowJudge(Scorer):
     """Test async scorer standing in for a judge: sleeps, then passes."""
 
     name: ClassVar[str] = "t_engine_slow_judge"
+    uses_judge: ClassVar[bool] = True
     delay: float = 0.3
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
@@ -37,6 +38,14 @@ class SlowJudge(Scorer):
     async def ascore(self, trace: Trace, case: Any | None = None) -> Score:
         await asyncio.sleep(self.delay)
         return self.result(True, reason="slept")
+
+
+@register
+class SlowAsync(SlowJudge):
+    """Test async scorer doing its own waiting: concurrent like a judge, but needs no judge session."""
+
+    name: ClassVar[str] = "t_engine_slow_async"
+    uses_judge: ClassVar[bool] = False
 
 
 def make_trace(
@@ -372,16 +381,20 @@ def test_report_carries_inputs_stats_and_scorer_identity(tmp_path: Path) -> None
     assert (sample.input, sample.output, sample.usage.input_tokens) == ("q", "ok", 1000)
 
 
-def test_judge_scorers_run_concurrently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("scorer", ["t_engine_slow_judge", "t_engine_slow_async"])
+def test_async_scorers_run_concurrently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scorer: str) -> None:
     monkeypatch.chdir(tmp_path)
-    spec = spec_file(tmp_path, "cases: [{id: a, input: q, expect: {t_engine_slow_judge: {delay: 0.3}}}]\n")
+    spec = spec_file(tmp_path, f"cases: [{{id: a, input: q, expect: {{{scorer}: {{delay: 0.3}}}}}}]\n")
     traces = [make_trace(i, "q") for i in range(8)]
     started = time.perf_counter()
     report = score_traces(iter(traces), spec)
     elapsed = time.perf_counter() - started
     assert entry(report, "a").pass_rate == 1.0 and len(entry(report, "a").samples) == 8
     assert elapsed < 8 * 0.3 / 2, f"8 samples of a 0.3 s judge took {elapsed:.2f} s: not concurrent"
-    assert report.judge is not None and report.judge["requests"] == 0  # the session opened, nothing was sent
+    if scorer == "t_engine_slow_judge":
+        assert report.judge is not None and report.judge["requests"] == 0  # the session opened, nothing was sent
+    else:
+        assert report.judge is None, "an async scorer that uses no judge opens no judge session"
 
 
 def test_rule_scoring_opens_no_socket_and_no_judge_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
