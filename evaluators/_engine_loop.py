@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators._engine_run import RunStats, is_judge
+from evaltrace.evaluators._engine_run import RunStats, is_async_scorer
 from evaltrace.evaluators._routers import Job, SampleSpill, SpecRouter, TraceRouter
 from evaltrace.evaluators.report import SampleResult
 
@@ -28,7 +28,7 @@ async def score_stream(
     traces: Iterable[Trace], router: Router, stats: RunStats, spill: SampleSpill, options: ScoreOptions
 ) -> None:
     """Route and score every trace of `traces`; conversations are held on `router` (see `score_held`)."""
-    if not any(is_judge(scorer) for scorer in router.scorers()):
+    if not any(is_async_scorer(scorer) for scorer in router.scorers()):
         score_stream_now(traces, router, stats, spill, options)
         return
     pending: set[asyncio.Task[tuple[str | None, SampleResult]]] = set()
@@ -72,7 +72,7 @@ def _run_now(job: Job) -> tuple[str | None, SampleResult]:
         result: tuple[str | None, SampleResult] = finished.value
         return result
     job.close()
-    raise RuntimeError("a scoring job without judges waited: is_judge must flag every async scorer")
+    raise RuntimeError("a scoring job without judges waited: is_async_scorer must flag every async scorer")
 
 
 async def score_held(router: Router, stats: RunStats, spill: SampleSpill) -> None:

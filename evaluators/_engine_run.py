@@ -106,9 +106,9 @@ def _iteration_cost(usage: Usage, price: ModelPrice) -> float:
 
 
 async def _run_scorers(trace: Trace, case: Case | None, scorers: Sequence[Scorer]) -> list[Any]:
-    # Rule scorers run inline (a task per scorer costs more than most rules); only judges are
-    # gathered concurrently. Results keep the scorers' order either way.
-    judges = [index for index, s in enumerate(scorers) if is_judge(s)]
+    # Rule scorers run inline (a task per scorer costs more than most rules); only async scorers
+    # (judges, custom I/O) are gathered concurrently. Results keep the scorers' order either way.
+    judges = [index for index, s in enumerate(scorers) if is_async_scorer(s)]
     found: list[Any] = [None if index in judges else run_scorer(s, trace, case) for index, s in enumerate(scorers)]
     if judges:
         verdicts = await asyncio.gather(*(arun_scorer(scorers[index], trace, case) for index in judges))
@@ -183,8 +183,8 @@ def _span_seconds(traces: Sequence[Trace]) -> float | None:
     return (max(ends) - min(starts)).total_seconds() if starts and ends else None
 
 
-def is_judge(scorer: Scorer) -> bool:
-    """Whether the scorer is async (a judge), i.e. overrides `Scorer.ascore`."""
+def is_async_scorer(scorer: Scorer) -> bool:
+    """Whether the scorer is async (overrides `Scorer.ascore`): the judges, and custom scorers doing I/O."""
     return type(scorer).ascore is not Scorer.ascore
 
 

@@ -36,7 +36,7 @@ from evaltrace.collector.convert import read_traces
 from evaltrace.collector.errors import EvaltraceError, InputError
 from evaltrace.collector.reader import Shard
 from evaltrace.evaluators._engine_loop import Router, score_stream_now
-from evaltrace.evaluators._engine_run import RunStats, is_judge
+from evaltrace.evaluators._engine_run import RunStats, is_async_scorer
 from evaltrace.evaluators._routers import RouterState
 from evaltrace.evaluators._spill import Spill
 
@@ -107,7 +107,7 @@ def plan_workers(requested: int | None, files: Sequence[Path], router: Router) -
     # there by default for that reason); Linux is where forking this process is known to be sound.
     if requested == 1 or not sys.platform.startswith("linux"):
         return 1
-    if any(is_judge(scorer) for scorer in router.scorers()):
+    if any(is_async_scorer(scorer) for scorer in router.scorers()):
         return 1
     if requested is not None:
         cpus = available_cpus()

@@ -1,7 +1,8 @@
 """Scorers from outside evaltrace: installed plugins and `--plugin` modules.
 
-Two ways in, both ending in the registry (`registry.register`), so a plugin's scorers are named
-in spec files like the built-in ones and listed by `evaltrace scorers`:
+This module finds and imports them; the registry (`registry.py`) registers what they name, so a
+plugin's scorers are named in spec files like the built-in ones and listed by `evaltrace scorers`.
+Two ways in:
 
 - an installed distribution declares an entry point in the group `evaltrace.scorers`, naming a
   `Scorer` subclass (`my_scorers:Politeness`) or a module whose classes use `@register`. They are
@@ -20,6 +21,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
@@ -35,14 +37,11 @@ FILE_MODULE_PREFIX: Final = "evaltrace_plugin_"
 """Module names of plugin files start with this, so a file never shadows an installed module."""
 
 
-def load_entry_points(register: Any) -> None:
-    """Register the scorers of every installed `evaltrace.scorers` entry point.
-
-    Args:
-        register: `registry.register` (passed in: the registry imports this module lazily).
+def entry_point_objects() -> Iterator[tuple[str, Any]]:
+    """What every installed `evaltrace.scorers` entry point names, with a description of it.
 
     Raises:
-        InputError: an entry point does not import, or names something that is not a scorer.
+        InputError: an entry point does not import.
     """
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         where = _describe(entry)
@@ -50,40 +49,35 @@ def load_entry_points(register: Any) -> None:
             loaded = entry.load()
         except (Exception, SystemExit) as exc:  # any failure of third-party import code is the plugin's
             raise InputError(f"{where}: could not be loaded ({type(exc).__name__}: {exc})") from None
-        _register_loaded(loaded, where, register)
+        yield where, loaded
 
 
-def load_plugin(ref: str, register: Any) -> None:
-    """Import one `--plugin` reference and register the scorers it names or defines.
+def import_plugin(ref: str) -> tuple[str, ModuleType, Any | None]:
+    """Import one `--plugin` reference: `(where, module, the object MODULE:NAME names or None)`.
 
     Raises:
-        InputError: the file or module does not exist or fails to import, the class is missing or
-            not a scorer, or a module registers no scorer at all.
+        InputError: the file or module does not exist or fails to import, or the name is missing.
     """
     where = f"--plugin {ref}"
     target, _, attribute = _split(ref)
-    before = _registered_count()
     module = _import_file(Path(target), where) if _is_path(target) else _import_module(target, where)
-    if attribute:
-        if not hasattr(module, attribute):
-            raise InputError(f"{where}: {target} has no attribute {attribute!r}")
-        _register_loaded(getattr(module, attribute), where, register)
-    elif _registered_count() == before and not _defines_registered_scorer(module):
-        raise InputError(
-            f"{where}: the module registers no scorer (decorate a Scorer subclass with "
-            "@evaltrace.evaluators.register, or name the class as MODULE:CLASS)"
-        )
+    if not attribute:
+        return where, module, None
+    if not hasattr(module, attribute):
+        raise InputError(f"{where}: {target} has no attribute {attribute!r}")
+    return where, module, getattr(module, attribute)
 
 
-def _register_loaded(loaded: Any, where: str, register: Any) -> None:
+def scorer_class_of(loaded: Any, where: str) -> type[Scorer] | None:
+    """The scorer class a plugin names, or `None` for a module (importing it ran its `@register`s).
+
+    Raises:
+        InputError: it names something else.
+    """
     if isinstance(loaded, ModuleType):
-        return  # importing it ran its `@register` decorators
+        return None
     if isinstance(loaded, type) and issubclass(loaded, Scorer):
-        try:
-            register(loaded)
-        except ValueError as exc:
-            raise InputError(f"{where}: {exc}") from None
-        return
+        return loaded
     raise InputError(f"{where}: names {loaded!r}, which is neither a Scorer subclass nor a module")
 
 
@@ -143,17 +137,3 @@ def _describe(entry: EntryPoint) -> str:
     dist = entry.dist
     source = f" (from {dist.name} {dist.version})" if dist is not None else ""
     return f"scorer plugin {entry.name} = {entry.value}{source}"
-
-
-def _registered_count() -> int:
-    from evaltrace.evaluators import registry
-
-    return len(registry.registered())
-
-
-def _defines_registered_scorer(module: ModuleType) -> bool:
-    # A module imported earlier (by an entry point, or twice on the command line) registers
-    # nothing new the second time, yet it is a valid plugin if its scorers are in the registry.
-    from evaltrace.evaluators import registry
-
-    return any(cls.__module__ == module.__name__ for cls in registry.registered().values())

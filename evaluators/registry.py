@@ -52,13 +52,34 @@ def load_plugins(refs: Iterable[str]) -> None:
     """Import `--plugin` references (files, modules, `MODULE:CLASS`) and register their scorers.
 
     Raises:
-        InputError: a reference does not load or defines no scorer (see `plugins.load_plugin`).
+        InputError: a reference does not load or defines no scorer (see `plugins.import_plugin`).
     """
-    from evaltrace.evaluators.plugins import load_plugin
+    from evaltrace.evaluators.plugins import import_plugin
 
     _ensure_loaded()
     for ref in refs:
-        load_plugin(ref, register)
+        before = len(_SCORERS)
+        where, module, named = import_plugin(ref)
+        if named is not None:
+            _register_plugin(named, where)
+        # A module imported before (twice on the command line, or by an entry point) registers
+        # nothing new, yet it is a plugin if scorers of its own are in the registry.
+        elif len(_SCORERS) == before and not any(c.__module__ == module.__name__ for c in _SCORERS.values()):
+            raise InputError(
+                f"{where}: the module registers no scorer (decorate a Scorer subclass with "
+                "@evaltrace.evaluators.register, or name the class as MODULE:CLASS)"
+            )
+
+
+def _register_plugin(loaded: object, where: str) -> None:
+    from evaltrace.evaluators.plugins import scorer_class_of
+
+    cls = scorer_class_of(loaded, where)
+    if cls is not None:
+        try:
+            register(cls)
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}") from None
 
 
 def scorer_names() -> list[str]:
@@ -104,13 +125,14 @@ def _ensure_loaded() -> None:
     if _loaded:
         return
     from evaltrace.evaluators import builtin  # noqa: F401
-    from evaltrace.evaluators.plugins import load_entry_points
+    from evaltrace.evaluators.plugins import entry_point_objects
 
     # Set first: a plugin module that looks the registry up while importing must not recurse.
     # A failed plugin resets it, so every later lookup reports the failure again.
     _loaded = True
     try:
-        load_entry_points(register)
+        for where, loaded in entry_point_objects():
+            _register_plugin(loaded, where)
     except BaseException:
         _loaded = False
         raise
