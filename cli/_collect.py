@@ -234,7 +234,7 @@ def run_checks() -> list[Check]:
 
 @app.command()
 def doctor(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as one JSON object.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print the checks as one JSON object.")] = False,
 ) -> None:
     """Check that recording spans will work here, and say how to fix what will not."""
     import logging

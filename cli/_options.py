@@ -17,25 +17,32 @@ SELECT = "Selection"
 
 Confidence = Annotated[
     float | None,
-    typer.Option("--confidence", min=0.0, max=1.0, help="Minimum pass rate for the gate (overrides the spec's)."),
+    typer.Option(
+        "--confidence", metavar="RATE", min=0.0, max=1.0, help="Minimum pass rate for the gate (overrides the spec's)."
+    ),
 ]
 JsonPath = Annotated[
     str | None, typer.Option("--json", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout).")
 ]
 Tiers = Annotated[
-    list[str] | None, typer.Option("--tier", help="Only cases of this tier (repeatable).", rich_help_panel=SELECT)
+    list[str] | None,
+    typer.Option("--tier", metavar="TIER", help="Only cases of this tier (repeatable).", rich_help_panel=SELECT),
 ]
 Tags = Annotated[
-    list[str] | None, typer.Option("--tag", help="Only cases with this tag (repeatable).", rich_help_panel=SELECT)
+    list[str] | None,
+    typer.Option("--tag", metavar="TAG", help="Only cases with this tag (repeatable).", rich_help_panel=SELECT),
 ]
 CaseGlobs = Annotated[
     list[str] | None,
-    typer.Option("--case", help="Only cases whose id matches (glob; repeatable).", rich_help_panel=SELECT),
+    typer.Option(
+        "--case", metavar="GLOB", help="Only cases whose id matches (glob; repeatable).", rich_help_panel=SELECT
+    ),
 ]
 Workers = Annotated[
     int | None,
     typer.Option(
         "--workers",
+        metavar="N",
         min=1,
         help="Processes that read and score in parallel (default: one per CPU for runs of 8 MB or more; "
         "runs with judge scorers use one).",
@@ -51,21 +58,28 @@ Plugins = Annotated[
         "EVALTRACE_PLUGINS holds a space-separated list). Installed evaltrace.scorers plugins load by themselves.",
     ),
 ]
-JudgeModel = Annotated[str | None, typer.Option(help="Judge model name.", rich_help_panel=JUDGE)]
+JudgeModel = Annotated[str | None, typer.Option(metavar="MODEL", help="Judge model name.", rich_help_panel=JUDGE)]
 JudgeBaseUrl = Annotated[
-    str | None, typer.Option(help="OpenAI-compatible base URL of the judge.", rich_help_panel=JUDGE)
+    str | None, typer.Option(metavar="URL", help="OpenAI-compatible base URL of the judge.", rich_help_panel=JUDGE)
 ]
-JudgeApiKey = Annotated[str | None, typer.Option(help="Judge API key.", rich_help_panel=JUDGE)]
-JudgeTimeout = Annotated[float | None, typer.Option(min=0.0, help="Seconds per judge request.", rich_help_panel=JUDGE)]
+JudgeApiKey = Annotated[str | None, typer.Option(metavar="KEY", help="Judge API key.", rich_help_panel=JUDGE)]
+JudgeTimeout = Annotated[
+    float | None, typer.Option(metavar="SECONDS", min=0.0, help="Seconds per judge request.", rich_help_panel=JUDGE)
+]
 JudgeConcurrency = Annotated[
-    int | None, typer.Option(min=1, help="Judge requests in flight at once.", rich_help_panel=JUDGE)
+    int | None, typer.Option(metavar="N", min=1, help="Judge requests in flight at once.", rich_help_panel=JUDGE)
 ]
 JudgeMaxRequests = Annotated[
-    int | None, typer.Option(min=0, help="Budget of judge requests for the run.", rich_help_panel=JUDGE)
+    int | None, typer.Option(metavar="N", min=0, help="Budget of judge requests for the run.", rich_help_panel=JUDGE)
 ]
-JudgeCacheDir = Annotated[Path | None, typer.Option(help="Folder of the judge verdict cache.", rich_help_panel=JUDGE)]
+JudgeCacheDir = Annotated[
+    Path | None, typer.Option(metavar="DIR", help="Folder of the judge verdict cache.", rich_help_panel=JUDGE)
+]
 NoJudgeCache = Annotated[
-    bool, typer.Option("--no-judge-cache", help="Neither read nor write the verdict cache.", rich_help_panel=JUDGE)
+    bool,
+    typer.Option(
+        "--no-judge-cache", metavar="", help="Neither read nor write the verdict cache.", rich_help_panel=JUDGE
+    ),
 ]
 
 

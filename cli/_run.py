@@ -31,20 +31,33 @@ _RUN = "Run"
 def run(
     agent: Annotated[
         str,
-        typer.Option("--agent", help="The agent function as MODULE:FUNCTION (sync or async).", rich_help_panel=_RUN),
+        typer.Option(
+            "--agent",
+            metavar="MODULE:FUNCTION",
+            help="The agent function as MODULE:FUNCTION (sync or async).",
+            rich_help_panel=_RUN,
+        ),
     ],
-    spec: Annotated[str, typer.Option("--spec", help="Spec file (YAML or JSON); FILE::CASE_ID runs one case.")],
-    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Calls per case.", rich_help_panel=_RUN)] = 1,
+    spec: Annotated[
+        str, typer.Option("--spec", metavar="FILE", help="Spec file (YAML or JSON); FILE::CASE_ID runs one case.")
+    ],
+    repeat: Annotated[
+        int, typer.Option("--repeat", metavar="N", min=1, help="Calls per case.", rich_help_panel=_RUN)
+    ] = 1,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Cases running at once.", rich_help_panel=_RUN)
+        int, typer.Option("--concurrency", metavar="N", min=1, help="Cases running at once.", rich_help_panel=_RUN)
     ] = 1,
     timeout: Annotated[
         float | None,
-        typer.Option("--timeout", min=0.0, help="Seconds one call (one turn) may take.", rich_help_panel=_RUN),
+        typer.Option(
+            "--timeout", metavar="SECONDS", min=0.0, help="Seconds one call (one turn) may take.", rich_help_panel=_RUN
+        ),
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Folder for the run (default runs/<timestamp>-<id>/).", rich_help_panel=_RUN),
+        typer.Option(
+            "--out", metavar="DIR", help="Folder for the run (default runs/<timestamp>-<id>/).", rich_help_panel=_RUN
+        ),
     ] = None,
     confidence: opt.Confidence = None,
     json_path: opt.JsonPath = None,

@@ -21,9 +21,9 @@ _PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'run
 
 @app.command()
 def runs(
-    paths: Annotated[list[str], typer.Argument(help=_PATHS_HELP, metavar="PATH...")],
-    traces: Annotated[bool, typer.Option("--traces", help="Also list every trace.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+    paths: Annotated[list[str], typer.Argument(help=_PATHS_HELP, metavar="PATH")],
+    traces: Annotated[bool, typer.Option("--traces", metavar="", help="Also list every trace.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON object instead of text.")] = False,
 ) -> None:
     """Show what was recorded: files, spans, traces, services, run ids and time range."""
     from evaltrace.collector.reader import summarize_runs  # deferred: pyarrow only when reading
@@ -43,10 +43,15 @@ def runs(
 
 @app.command()
 def clean(
-    paths: Annotated[list[str], typer.Argument(help="Runs folders (a file stands for its folder).", metavar="PATH...")],
+    paths: Annotated[list[str], typer.Argument(help="Runs folders (a file stands for its folder).", metavar="PATH")],
     max_age: Annotated[
         float,
-        typer.Option("--max-age", min=0.0, help="Seconds after which another host's temporary file counts as stale."),
+        typer.Option(
+            "--max-age",
+            metavar="SECONDS",
+            min=0.0,
+            help="Seconds after which another host's temporary file counts as stale.",
+        ),
     ] = DEFAULT_MAX_AGE_S,
 ) -> None:
     """Remove temporary span files left behind by writers that died."""

@@ -26,9 +26,10 @@ _PROGRESS_EVERY = 50
 
 @app.command()
 def score(
-    paths: Annotated[list[str], typer.Argument(help=_PATHS_HELP, metavar="PATH...")],
+    paths: Annotated[list[str], typer.Argument(help=_PATHS_HELP, metavar="PATH")],
     spec: Annotated[
-        str | None, typer.Option("--spec", help="Spec file (YAML or JSON); FILE::CASE_ID scores one case.")
+        str | None,
+        typer.Option("--spec", metavar="FILE", help="Spec file (YAML or JSON); FILE::CASE_ID scores one case."),
     ] = None,
     confidence: opt.Confidence = None,
     json_path: opt.JsonPath = None,

@@ -106,7 +106,7 @@ def _render_text(listing: list[dict[str, Any]]) -> str:
 
 @app.command("scorers")
 def scorers(
-    as_json: bool = typer.Option(False, "--json", help="Print the listing as one JSON document."),
+    as_json: bool = typer.Option(False, "--json", metavar="", help="Print the listing as one JSON document."),
     plugin: opt.Plugins = None,
 ) -> None:
     """List every registered scorer with its options, their types and defaults."""

@@ -12,14 +12,14 @@ from evaltrace.cli.main import app
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Iteration, ToolCall, Trace
 
-PathsArg = Annotated[list[str], typer.Argument(metavar="PATH...", help="Span files, folders or globs.")]
+PathsArg = Annotated[list[str], typer.Argument(metavar="PATH", help="Span files, folders or globs.")]
 _WIDTH = 48
 
 
 @app.command("traces")
 def traces_command(
     paths: PathsArg,
-    json_lines: Annotated[bool, typer.Option("--json", help="One JSON object per line per trace.")] = False,
+    json_lines: Annotated[bool, typer.Option("--json", metavar="", help="One JSON object per line per trace.")] = False,
 ) -> None:
     """List the traces rebuilt from span files (a table, or JSON lines with --json)."""
     from evaltrace.collector.convert import read_traces  # deferred: pyarrow only when reading
@@ -69,7 +69,7 @@ def _clip(text: Any, width: int) -> str:
 
 @app.command("show")
 def show_command(
-    trace_id: Annotated[str, typer.Argument(help="A trace id, or a unique prefix of one.")],
+    trace_id: Annotated[str, typer.Argument(metavar="TRACE_ID", help="A trace id, or a unique prefix of one.")],
     paths: PathsArg,
 ) -> None:
     """Show one trace as a tree: iterations, tool calls with arguments and results, output, usage."""

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup, TyperOption
+from typer.models import CommandFunctionType
+
+if TYPE_CHECKING:
+    # Typer 0.29 ships its own copy of click: its commands take this context type.
+    from typer._click.core import Context
 
 from evaltrace.collector.errors import EvaltraceError
 
@@ -20,9 +27,37 @@ from evaltrace.collector.errors import EvaltraceError
 # Set before pyarrow is first imported (commands import it lazily); a user's choice wins.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
+
+def _bare_help(option: TyperOption | None) -> TyperOption | None:
+    # Typer 0.29 prints a flag's Python type beside it (`--help <bool>`); a flag takes no value,
+    # so its metavar is empty, as on every flag evaltrace declares.
+    if option is not None:
+        option.metavar = ""
+    return option
+
+
+class _Command(TyperCommand):
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
+        return _bare_help(super().get_help_option(ctx))
+
+
+class _Group(TyperGroup):
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
+        return _bare_help(super().get_help_option(ctx))
+
+
+class _App(typer.Typer):
+    """`typer.Typer` whose commands (and itself) show `--help` without a value type."""
+
+    def command(self, name: str | None = None, **kwargs: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
+        kwargs.setdefault("cls", _Command)
+        return super().command(name, **kwargs)
+
+
 # Locals are hidden in tracebacks: trace contents can be sensitive.
-app = typer.Typer(
+app = _App(
     name="evaltrace",
+    cls=_Group,
     help="Record agent spans to Parquet and score them offline.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
