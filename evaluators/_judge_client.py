@@ -20,10 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import httpx
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 
 if TYPE_CHECKING:
+    import httpx
+
     from evaltrace.evaluators.judge import JudgeSettings
 
 T = TypeVar("T")
@@ -118,6 +119,9 @@ class JudgeClient:
         self._counters = counters
         self._url = chat_completions_url(settings.base_url or "")
         self._semaphore = asyncio.Semaphore(settings.concurrency)
+        # httpx (~0.2 s to import) is loaded only when a judge session opens, never by rule-only runs.
+        import httpx
+
         headers = {"Content-Type": "application/json"}
         if settings.api_key is not None and settings.api_key.get_secret_value():
             headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
@@ -187,6 +191,8 @@ class JudgeClient:
         return Completion(value=value, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
     async def _send(self, body: dict[str, Any]) -> httpx.Response:
+        import httpx  # already loaded by __init__
+
         try:
             return await self._http.post(self._url, json=body)
         except httpx.TimeoutException:
