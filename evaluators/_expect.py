@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evaltrace.evaluators.base import Scorer
-from evaltrace.evaluators.errors import SpecError, UnknownScorerError
+from evaltrace.evaluators.errors import SpecError, UnknownScorerError, did_you_mean
 from evaltrace.evaluators.registry import scorer_class, scorer_names
 from evaltrace.evaluators.spec import Expect, ScorerRef, TrajectoryOptions
 
@@ -107,8 +107,9 @@ def build_scorer(request: ScorerRequest, where: str) -> Scorer:
         declared = request.key.rsplit(".", 1)[-1] in Expect.model_fields
         if request.key.startswith(("expect.", "turns")) and not declared:
             keys = ", ".join(Expect.model_fields)
+            hint = did_you_mean(request.name, [*Expect.model_fields, *scorer_names()])
             raise SpecError(
-                f"{where}: {request.key}: unknown key: not an expect key ({keys}) nor a registered scorer "
+                f"{where}: {request.key}: unknown key{hint}: not an expect key ({keys}) nor a registered scorer "
                 f"(valid scorers: {', '.join(scorer_names())})"
             ) from None
         raise SpecError(f"{where}: {request.key}: {exc}") from None

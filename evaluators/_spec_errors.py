@@ -15,6 +15,8 @@ from jsonschema import ValidationError as SchemaError
 from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
+from evaltrace.evaluators.errors import did_you_mean
+
 PathPart = str | int
 
 # Pydantic puts union members and validator wrappers into `loc`; they are not keys the user wrote.
@@ -79,7 +81,7 @@ def _schema_message(error: SchemaError, path: list[PathPart]) -> str:
         known = list(schema.get("properties", {}))
         extra = sorted(str(k) for k in instance if k not in known)
         path.append(extra[0])
-        return f"unknown key; valid keys: {', '.join(known)}"
+        return f"unknown key{did_you_mean(extra[0], known)}; valid keys: {', '.join(known)}"
     if error.validator == "required" and isinstance(instance, dict) and isinstance(error.validator_value, list):
         missing = [k for k in error.validator_value if k not in instance]
         return f"missing required key {missing[0]!r}"

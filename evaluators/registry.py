@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from evaltrace.evaluators.base import Scorer
-from evaltrace.evaluators.errors import InputError, UnknownScorerError
+from evaltrace.evaluators.errors import InputError, UnknownScorerError, did_you_mean
 
 _SCORERS: dict[str, type[Scorer]] = {}
 _loaded = False
@@ -95,7 +95,7 @@ def scorer_class(name: str) -> type[Scorer]:
         return _SCORERS[name]
     except KeyError:
         raise UnknownScorerError(
-            f"Unknown scorer {name!r}. Valid choices: {', '.join(sorted(_SCORERS))} "
+            f"Unknown scorer {name!r}{did_you_mean(name, _SCORERS)}. Valid choices: {', '.join(sorted(_SCORERS))} "
             "(custom scorers load with --plugin FILE.py or as installed evaltrace.scorers plugins)"
         ) from None
 

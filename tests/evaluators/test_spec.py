@@ -170,7 +170,7 @@ def test_repeat_shorthands_and_defaults(tmp_path: Path) -> None:
         ("cases: [{id: a, input: x, colour: red}]\n", "case 'a': colour: unknown key; valid keys: id, description"),
         (
             "cases: [{id: a, input: x, expect: {output: {contians: [x]}}}]\n",
-            "case 'a': expect.output.contians: unknown key; valid keys: contains, not_contains, regex",
+            "case 'a': expect.output.contians: unknown key (did you mean 'contains'?); valid keys: contains,",
         ),
         (
             "cases: [{id: a, input: x, expect: {tool_calls: [{name: t, args: {}}]}}]\n",
@@ -213,14 +213,37 @@ def test_spec_errors_name_file_case_and_key(tmp_path: Path, text: str, expected:
 
 def test_unknown_expect_key_is_named_with_valid_choices(tmp_path: Path) -> None:
     message = load_error(tmp_path, "cases: [{id: paris, input: x, expect: {outptu: {contains: [a]}}}]\n")
-    assert message.startswith("case 'paris': expect.outptu: unknown key: not an expect key (tool_calls, trajectory")
+    assert message.startswith(
+        "case 'paris': expect.outptu: unknown key (did you mean 'output'?): not an expect key (tool_calls, trajectory"
+    )
     assert "valid scorers: " in message and "task_completion" in message and "output" in message
 
 
 def test_unknown_global_scorer_lists_valid_choices(tmp_path: Path) -> None:
     message = load_error(tmp_path, "scorers: [tool_erors]\ncases: [{id: a, input: x}]\n")
-    assert message.startswith("scorers[0]: Unknown scorer 'tool_erors'. Valid choices: ")
+    assert message.startswith("scorers[0]: Unknown scorer 'tool_erors' (did you mean 'tool_errors'?). Valid choices: ")
     assert "tool_errors" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("confidance: 0.8\ncases: [{id: a, input: x}]\n", "confidance: unknown key (did you mean 'confidence'?); "),
+        (
+            "scorers: [trajectroy]\ncases: [{id: a, input: x}]\n",
+            "Unknown scorer 'trajectroy' (did you mean 'trajectory'?)",
+        ),
+        (
+            "cases: [{id: a, input: x, expect: {usgae: {max_total_tokens: 5}}}]\n",
+            "expect.usgae: unknown key (did you mean 'usage'?)",
+        ),
+        # Nothing close: no guess, only the valid choices.
+        ("scorers: [zzzz]\ncases: [{id: a, input: x}]\n", "scorers[0]: Unknown scorer 'zzzz'. Valid choices: "),
+        ("colour: red\ncases: [{id: a, input: x}]\n", "colour: unknown key; valid keys: "),
+    ],
+)
+def test_mistyped_names_get_the_closest_valid_name(tmp_path: Path, text: str, expected: str) -> None:
+    assert expected in load_error(tmp_path, text)
 
 
 def test_bad_scorer_config_names_case_key_and_field(tmp_path: Path) -> None:
