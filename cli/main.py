@@ -28,22 +28,22 @@ from evaltrace.collector.errors import EvaltraceError
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 
-def _bare_help(option: TyperOption | None) -> TyperOption | None:
+class _BareHelp:
     # Typer 0.29 prints a flag's Python type beside it (`--help <bool>`); a flag takes no value,
     # so its metavar is empty, as on every flag evaltrace declares.
-    if option is not None:
-        option.metavar = ""
-    return option
-
-
-class _Command(TyperCommand):
     def get_help_option(self, ctx: Context) -> TyperOption | None:
-        return _bare_help(super().get_help_option(ctx))
+        option: TyperOption | None = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""
+        return option
 
 
-class _Group(TyperGroup):
-    def get_help_option(self, ctx: Context) -> TyperOption | None:
-        return _bare_help(super().get_help_option(ctx))
+class _Command(_BareHelp, TyperCommand):
+    pass
+
+
+class _Group(_BareHelp, TyperGroup):
+    pass
 
 
 class _App(typer.Typer):
