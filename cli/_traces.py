@@ -75,15 +75,17 @@ def show_command(
     """Show one trace as a tree: iterations, tool calls with arguments and results, output, usage."""
     wanted = trace_id.strip().lower()
     from evaltrace.collector.convert import read_traces
+    from evaltrace.collector.reader import find_trace_ids
 
-    matches = [t for t in read_traces(paths) if t.trace_id.startswith(wanted)]
-    ids = sorted({t.trace_id for t in matches})
+    # The id is resolved on the trace-id column alone, then only that trace's rows are decoded:
+    # one trace of a large run shows in about the time it takes to decompress the files.
+    ids = find_trace_ids(paths, wanted)
     if not ids:
         raise InputError(f"no trace with id {trace_id!r} in {', '.join(paths)}; list them with `evaltrace traces`")
     if len(ids) > 1:
         shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
         raise InputError(f"trace id prefix {trace_id!r} is ambiguous ({len(ids)} traces: {shown}); give more digits")
-    for trace in matches:
+    for trace in read_traces(paths, trace_ids=ids):
         for line in render_trace(trace):
             typer.echo(line)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from evaltrace.collector import _parquet_read
-from evaltrace.collector._shard import Shard
+from evaltrace.collector._shard import RowFilter
 
 _T = TypeVar("_T")
 
@@ -17,19 +17,19 @@ Batch = tuple[list[str], list[str], list[_T]]
 
 
 def stream_groups(
-    files: Sequence[Path], read_batches: Callable[[Path], Iterator[Batch[_T]]], shard: Shard | None = None
+    files: Sequence[Path], read_batches: Callable[[Path], Iterator[Batch[_T]]], only: RowFilter | None = None
 ) -> Iterator[list[_T]]:
     """Group rows by trace id across `files`, deduplicated, yielding each group once complete.
 
     Args:
         files: span files in reading order.
         read_batches: yields a file's rows batch by batch, with their trace and span ids.
-        shard: only the traces of this shard are indexed (`read_batches` must keep to it too).
+        only: only the traces it keeps are indexed (`read_batches` must keep to it too).
 
     Returns:
         An iterator of row lists, one per trace, in the order the traces complete.
     """
-    ends_at = _index_trace_ends(files, shard)
+    ends_at = _index_trace_ends(files, only)
     open_traces: dict[str, dict[str, _T]] = {}
     for index, path in enumerate(files):
         for trace_ids, span_ids, batch in read_batches(path):
@@ -44,11 +44,11 @@ def stream_groups(
                 yield list(rows.values())
 
 
-def _index_trace_ends(files: Sequence[Path], shard: Shard | None) -> list[list[str]]:
+def _index_trace_ends(files: Sequence[Path], only: RowFilter | None) -> list[list[str]]:
     """For each file, the trace ids whose last appearance is in that file (first pass)."""
     last_file: dict[str, int] = {}
     for index, path in enumerate(files):
-        last_file.update(dict.fromkeys(_parquet_read.read_trace_ids(path, shard), index))
+        last_file.update(dict.fromkeys(_parquet_read.read_trace_ids(path, only), index))
     ends_at: list[list[str]] = [[] for _ in files]
     for trace_id, index in last_file.items():
         ends_at[index].append(trace_id)

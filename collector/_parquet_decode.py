@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from evaltrace.collector._jsonvalue import loads_attributes
 from evaltrace.collector._parquet_read import column_values, iter_batches
-from evaltrace.collector._shard import Shard
+from evaltrace.collector._shard import RowFilter
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.spans import Span, SpanEvent, SpanLink
 
@@ -77,10 +77,10 @@ def _check_field_order() -> None:
 _check_field_order()
 
 
-def read_span_batches(path: Path, shard: Shard | None = None) -> Iterator[SpanBatch]:
-    """Yield the spans of a file (of `shard`'s traces only, if given), one `SpanBatch` per record batch."""
+def read_span_batches(path: Path, only: RowFilter | None = None) -> Iterator[SpanBatch]:
+    """Yield the spans of a file (the rows `only` keeps, if given), one `SpanBatch` per record batch."""
     resources: dict[str | None, dict[str, Any]] = {None: {}, "": {}}
-    for batch in iter_batches(path, SPAN_COLUMNS, shard):
+    for batch in iter_batches(path, SPAN_COLUMNS, only):
         yield decode_batch(path, batch, resources)
 
 

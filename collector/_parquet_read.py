@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from evaltrace.collector._parquet import SCHEMA
 from evaltrace.collector._schema import METADATA_SCHEMA_VERSION, SCHEMA_VERSION
-from evaltrace.collector._shard import Shard
+from evaltrace.collector._shard import RowFilter
 from evaltrace.collector.errors import InputError
 
 # Rows per decoded batch: large enough to amortise pyarrow calls, small enough to keep the
@@ -83,15 +83,15 @@ def _check_columns(path: Path, schema: pa.Schema) -> None:
             )
 
 
-def iter_batches(path: Path, columns: Sequence[str], shard: Shard | None = None) -> Iterator[pa.RecordBatch]:
+def iter_batches(path: Path, columns: Sequence[str], only: RowFilter | None = None) -> Iterator[pa.RecordBatch]:
     """Yield record batches of `columns`, turning read failures into `InputError`.
 
-    With `shard`, only the rows of its traces are kept (`columns` must then include `trace_id`).
+    With `only`, just the rows it keeps (`columns` must then include `trace_id`).
     """
     handle = open_span_file(path)
     try:
         for batch in handle.iter_batches(batch_size=BATCH_ROWS, columns=list(columns), use_threads=False):
-            yield batch if shard is None else shard.keep(batch)
+            yield batch if only is None else only.keep(batch)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file (was it removed while reading?)") from None
     except (pa.ArrowException, OSError) as exc:
@@ -100,10 +100,10 @@ def iter_batches(path: Path, columns: Sequence[str], shard: Shard | None = None)
         handle.close()
 
 
-def read_trace_ids(path: Path, shard: Shard | None = None) -> list[str]:
-    """Return the distinct trace ids of a file (of `shard` only, if given), in order of first appearance."""
+def read_trace_ids(path: Path, only: RowFilter | None = None) -> list[str]:
+    """Return the distinct trace ids of a file (those `only` keeps, if given), in order of first appearance."""
     seen: dict[str, None] = {}
-    for batch in iter_batches(path, ["trace_id"], shard):
+    for batch in iter_batches(path, ["trace_id"], only):
         seen.update(dict.fromkeys(batch.column(0).unique().to_pylist()))
     return list(seen)
 

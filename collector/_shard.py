@@ -1,4 +1,9 @@
-"""Splitting a run's traces into disjoint shards, so that several processes can score one run.
+"""Choosing which traces of a run to read, on the Arrow trace-id column, before any row is decoded.
+
+`Shard` splits a run's traces into disjoint shards, so that several processes can score one run;
+`TraceIds` keeps named traces and `TracePrefix` those whose id starts alike (`evaltrace show`
+finds and reads one trace of a large run this way). All are `RowFilter`s, which the reader
+applies to every record batch, so a filtered read decodes only the rows it keeps.
 
 A shard keeps the traces whose trace id ends in one of its hex pairs. Trace ids are random
 (W3C), so their last two hex digits spread traces evenly, and the choice is made on the Arrow
@@ -9,13 +14,24 @@ others do not.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from evaltrace.collector._parquet import MEMORY_POOL
+
+
+class RowFilter(Protocol):
+    """Which rows of a record batch with a `trace_id` column to keep."""
+
+    def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The rows of `batch` to read."""
+        ...
+
 
 _PAIRS = tuple(f"{value:02x}" for value in range(256))
 
@@ -52,3 +68,48 @@ class Shard:
         if self.count == 1:
             return batch
         return pc.filter(batch, self.mask(batch.column("trace_id")), memory_pool=MEMORY_POOL)
+
+
+@dataclass(frozen=True)
+class TraceIds:
+    """Only the rows of these trace ids."""
+
+    ids: frozenset[str]
+
+    @cached_property
+    def _values(self) -> pa.Array:
+        return pa.array(sorted(self.ids), pa.string())
+
+    def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The rows of `batch` whose trace id is one of `ids`."""
+        mask = pc.is_in(batch.column("trace_id"), value_set=self._values)
+        return pc.filter(batch, mask, memory_pool=MEMORY_POOL)
+
+
+@dataclass(frozen=True)
+class TracePrefix:
+    """Only the rows whose trace id starts with `prefix`."""
+
+    prefix: str
+
+    def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The rows of `batch` whose trace id starts with `prefix`."""
+        mask = pc.starts_with(batch.column("trace_id"), pattern=self.prefix)
+        return pc.filter(batch, mask, memory_pool=MEMORY_POOL)
+
+
+@dataclass(frozen=True)
+class _Both:
+    first: RowFilter
+    second: RowFilter
+
+    def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return self.second.keep(self.first.keep(batch))
+
+
+def row_filter(shard: Shard | None = None, trace_ids: Iterable[str] | None = None) -> RowFilter | None:
+    """The filter that keeps the rows of `shard` and of `trace_ids` (each `None` keeps everything)."""
+    by_id = TraceIds(frozenset(trace_ids)) if trace_ids is not None else None
+    if shard is not None and by_id is not None:
+        return _Both(shard, by_id)
+    return shard or by_id

@@ -120,7 +120,11 @@ def convert_spans(spans: Iterable[Span], *, histories: bool = True) -> list[Trac
 
 
 def read_traces(
-    paths: Iterable[str | os.PathLike[str]], shard: Shard | None = None, *, histories: bool = True
+    paths: Iterable[str | os.PathLike[str]],
+    shard: Shard | None = None,
+    *,
+    histories: bool = True,
+    trace_ids: Iterable[str] | None = None,
 ) -> Iterator[Trace]:
     """Read span files and yield their traces, one recorded trace at a time.
 
@@ -128,13 +132,14 @@ def read_traces(
         paths: Files, folders (every `*.parquet` in them) or globs, as the CLI accepts them.
         shard: Only the recorded traces of this shard (see `reader.Shard`); all when `None`.
         histories: Fill in the iterations' prompts (see `convert_trace`).
+        trace_ids: Only the recorded traces with these ids (exact); only their rows are decoded.
 
     Raises:
         InputError: A path matches no file, or a file is not an evaltrace span file.
     """
     from evaltrace.collector.reader import iter_traces
 
-    for spans in iter_traces(paths, shard):
+    for spans in iter_traces(paths, shard, trace_ids=trace_ids):
         yield from convert_trace(spans, histories=histories)
 
 

@@ -28,12 +28,12 @@ from functools import partial
 from operator import attrgetter
 from pathlib import Path
 
-from evaltrace.collector import _parquet_decode
+from evaltrace.collector import _parquet_decode, _parquet_read
 from evaltrace.collector._grouping import stream_groups
 from evaltrace.collector._inflight import clean_stale_inflight, find_stale_inflight
 from evaltrace.collector._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_files
 from evaltrace.collector._schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX
-from evaltrace.collector._shard import Shard
+from evaltrace.collector._shard import Shard, TracePrefix, row_filter
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.spans import Span
 
@@ -44,6 +44,7 @@ __all__ = [
     "TraceSummary",
     "clean_stale_inflight",
     "find_stale_inflight",
+    "find_trace_ids",
     "iter_traces",
     "read_spans",
     "resolve_paths",
@@ -121,12 +122,15 @@ def read_spans(paths: Iterable[PathArg]) -> Iterator[Span]:
         yield from trace
 
 
-def iter_traces(paths: Iterable[PathArg], shard: Shard | None = None) -> Iterator[list[Span]]:
+def iter_traces(
+    paths: Iterable[PathArg], shard: Shard | None = None, *, trace_ids: Iterable[str] | None = None
+) -> Iterator[list[Span]]:
     """Yield the spans of each trace as one list, streaming over the files.
 
     Args:
         paths: files, folders or globs, as for `resolve_paths`.
         shard: only the traces of this shard (see `Shard`); every trace when `None`.
+        trace_ids: only these traces (exact ids): only their rows are decoded.
 
     Returns:
         An iterator of non-empty span lists, one per trace id, each sorted by start time.
@@ -135,10 +139,30 @@ def iter_traces(paths: Iterable[PathArg], shard: Shard | None = None) -> Iterato
         InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
     """
     files = resolve_paths(paths)
-    read_batches = partial(_parquet_decode.read_span_batches, shard=shard)
-    for group in stream_groups(files, read_batches, shard):
+    only = row_filter(shard, trace_ids)
+    read_batches = partial(_parquet_decode.read_span_batches, only=only)
+    for group in stream_groups(files, read_batches, only):
         group.sort(key=_SPAN_ORDER)
         yield group
+
+
+def find_trace_ids(paths: Iterable[PathArg], prefix: str) -> list[str]:
+    """The distinct trace ids starting with `prefix` (lowercase hex), reading only the trace-id column.
+
+    Args:
+        paths: files, folders or globs, as for `resolve_paths`.
+        prefix: the start of a trace id; `""` matches every trace.
+
+    Returns:
+        The matching ids, sorted.
+
+    Raises:
+        InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
+    """
+    found: set[str] = set()
+    for path in resolve_paths(paths):
+        found.update(_parquet_read.read_trace_ids(path, TracePrefix(prefix)))
+    return sorted(found)
 
 
 def summarize_runs(paths: Iterable[PathArg]) -> RunsSummary:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from genai_scenarios import parallel_nested, sequential
 from genai_spans import Recorder
@@ -94,6 +95,28 @@ def test_show_unknown_or_ambiguous_id_is_input_error(runs: Path) -> None:
     assert unknown.stderr.startswith("Error: no trace with id 'ffff'") and "Traceback" not in unknown.stderr
     ambiguous = _cli("show", "0", str(runs))
     assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr
+
+
+def test_show_decodes_only_the_trace_it_shows(runs: Path) -> None:
+    # Damage one span of the second trace: showing the first must not even decode it, while a
+    # command that reads every trace still stops at it with the file and span named.
+    listing = [json.loads(line) for line in _cli("traces", str(runs), "--json").stdout.splitlines()]
+    shown, damaged = listing[0]["trace_id"], listing[1]["trace_id"]
+    for path in sorted(runs.glob("*.parquet")):
+        table = pq.read_table(path)
+        rows = table["trace_id"].to_pylist()
+        if damaged in rows:
+            texts = table["attributes"].to_pylist()
+            texts[rows.index(damaged)] = '{"broken": '
+            column = table.schema.get_field_index("attributes")
+            pq.write_table(table.set_column(column, table.schema.field(column), [texts]), path)
+            break
+
+    done = _cli("show", shown, str(runs))
+    assert done.returncode == 0, done.stderr
+    assert f"trace {shown}" in done.stdout and damaged not in done.stdout
+    everything = _cli("traces", str(runs))
+    assert everything.returncode == 2 and "malformed attribute JSON" in everything.stderr
 
 
 def test_traces_missing_path_is_input_error(tmp_path: Path) -> None:

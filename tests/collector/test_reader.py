@@ -18,8 +18,10 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from evaltrace.collector import _parquet_decode, _parquet_read, reader
 from evaltrace.collector._parquet_decode import SpanBatch
+from evaltrace.collector._shard import RowFilter
+from evaltrace.collector.convert import read_traces
 from evaltrace.collector.exporter import ParquetSpanExporter
-from evaltrace.collector.reader import Shard, iter_traces, read_spans, resolve_paths
+from evaltrace.collector.reader import Shard, find_trace_ids, iter_traces, read_spans, resolve_paths
 from evaltrace.collector.spans import Span, span_from_readable
 
 RUN = "run-1"
@@ -219,9 +221,9 @@ def test_traces_are_yielded_before_later_files_are_read(tmp_path: Path, monkeypa
     log: list[str] = []
     real = _parquet_decode.read_span_batches
 
-    def spy(path: Path, shard: Shard | None = None) -> Iterator[SpanBatch]:
+    def spy(path: Path, only: RowFilter | None = None) -> Iterator[SpanBatch]:
         log.append(f"read {files.index(path)}")
-        yield from real(path, shard)
+        yield from real(path, only)
 
     monkeypatch.setattr(reader._parquet_decode, "read_span_batches", spy)
     for group in iter_traces([tmp_path]):
@@ -250,9 +252,9 @@ def test_a_trace_waits_for_its_last_file_only(tmp_path: Path, monkeypatch: pytes
     reads: list[int] = []
     real = _parquet_decode.read_span_batches
 
-    def spy(path: Path, shard: Shard | None = None) -> Iterator[SpanBatch]:
+    def spy(path: Path, only: RowFilter | None = None) -> Iterator[SpanBatch]:
         reads.append(files.index(path))
-        yield from real(path, shard)
+        yield from real(path, only)
 
     monkeypatch.setattr(reader._parquet_decode, "read_span_batches", spy)
     seen = {_root_name(g): (len(g), list(reads)) for g in iter_traces(files)}
@@ -262,3 +264,57 @@ def test_a_trace_waits_for_its_last_file_only(tmp_path: Path, monkeypatch: pytes
 
 def _root_name(group: list[Span]) -> str:
     return next(s.name for s in group if s.parent_span_id is None)
+
+
+def _many_traces(folder: Path, count: int) -> list[Path]:
+    """`count` two-span traces spread over two files (every trace in both)."""
+    provider, memory = make_provider()
+    tracer = provider.get_tracer("t")
+    for index in range(count):
+        with tracer.start_as_current_span(f"root {index}", attributes={"evaltrace.case_id": f"c{index}"}):
+            with tracer.start_as_current_span("chat", attributes={"gen_ai.operation.name": "chat"}):
+                pass
+    spans = list(memory.get_finished_spans())
+    children = [s for s in spans if s.parent is not None]
+    roots = [s for s in spans if s.parent is None]
+    return write_files(folder, children, roots)
+
+
+def test_reading_named_traces_gives_exactly_those_traces_as_a_full_read_does(tmp_path: Path) -> None:
+    _many_traces(tmp_path, 12)
+    everything = {t.trace_id: t for t in read_traces([tmp_path])}
+    wanted = sorted(everything)[3:5]
+
+    picked = list(read_traces([tmp_path], trace_ids=wanted))
+
+    assert sorted(t.trace_id for t in picked) == wanted
+    assert all(t.model_dump() == everything[t.trace_id].model_dump() for t in picked)
+    assert [len(g) for g in iter_traces([tmp_path], trace_ids=wanted)] == [2, 2]
+    assert list(read_traces([tmp_path], trace_ids=["f" * 32])) == []
+
+
+def test_named_traces_and_a_shard_combine(tmp_path: Path) -> None:
+    _many_traces(tmp_path, 12)
+    ids = sorted(t.trace_id for t in read_traces([tmp_path]))
+    per_shard = [{t.trace_id for t in read_traces([tmp_path], Shard(i, 2), trace_ids=ids[:6])} for i in range(2)]
+
+    assert per_shard[0].isdisjoint(per_shard[1])
+    assert per_shard[0] | per_shard[1] == set(ids[:6])
+
+
+def test_find_trace_ids_by_prefix_reads_the_id_column_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _many_traces(tmp_path, 12)
+    ids = sorted(t.trace_id for t in read_traces([tmp_path]))
+    columns_read: list[list[str]] = []
+    real = _parquet_read.iter_batches
+
+    def spy(path: Path, columns: list[str], only: RowFilter | None = None) -> Iterator[Any]:
+        columns_read.append(list(columns))
+        return real(path, columns, only)
+
+    monkeypatch.setattr(_parquet_read, "iter_batches", spy)
+
+    assert find_trace_ids([tmp_path], ids[7][:20]) == [ids[7]]
+    assert find_trace_ids([tmp_path], "") == ids
+    assert find_trace_ids([tmp_path], "not-hex") == []
+    assert columns_read and all(columns == ["trace_id"] for columns in columns_read)
