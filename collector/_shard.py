@@ -109,7 +109,9 @@ class _Both:
 
 def row_filter(shard: Shard | None = None, trace_ids: Iterable[str] | None = None) -> RowFilter | None:
     """The filter that keeps the rows of `shard` and of `trace_ids` (each `None` keeps everything)."""
+    if isinstance(trace_ids, str):
+        trace_ids = [trace_ids]  # one id, not its characters
     by_id = TraceIds(frozenset(trace_ids)) if trace_ids is not None else None
     if shard is not None and by_id is not None:
         return _Both(shard, by_id)
-    return shard or by_id
+    return shard if shard is not None else by_id

@@ -291,6 +291,7 @@ def test_reading_named_traces_gives_exactly_those_traces_as_a_full_read_does(tmp
     assert all(t.model_dump() == everything[t.trace_id].model_dump() for t in picked)
     assert [len(g) for g in iter_traces([tmp_path], trace_ids=wanted)] == [2, 2]
     assert list(read_traces([tmp_path], trace_ids=["f" * 32])) == []
+    assert [t.trace_id for t in read_traces([tmp_path], trace_ids=wanted[0])] == [wanted[0]]  # one id as a str
 
 
 def test_named_traces_and_a_shard_combine(tmp_path: Path) -> None:
