@@ -28,26 +28,39 @@ from evaltrace.collector.errors import EvaltraceError
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 
-class _BareHelp:
-    # Typer 0.29 prints a flag's Python type beside it (`--help <bool>`); a flag takes no value,
-    # so its metavar is empty, as on every flag evaltrace declares.
+class _OutputClosed(Exception):
+    """Whatever read stdout went away (`evaltrace traces runs | head`)."""
+
+
+class _CommandBehaviour:
+    """What every evaltrace command (and the group) changes in Typer's."""
+
     def get_help_option(self, ctx: Context) -> TyperOption | None:
+        # Typer 0.29 prints a flag's Python type beside it (`--help <bool>`); a flag takes no
+        # value, so its metavar is empty, as on every flag evaltrace declares.
         option: TyperOption | None = super().get_help_option(ctx)  # type: ignore[misc]
         if option is not None:
             option.metavar = ""
         return option
 
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)  # type: ignore[misc]
+        except BrokenPipeError:
+            # Typer answers a closed stdout with exit 1, which means "the gate failed" here.
+            raise _OutputClosed from None
 
-class _Command(_BareHelp, TyperCommand):
+
+class _Command(_CommandBehaviour, TyperCommand):
     pass
 
 
-class _Group(_BareHelp, TyperGroup):
+class _Group(_CommandBehaviour, TyperGroup):
     pass
 
 
 class _App(typer.Typer):
-    """`typer.Typer` whose commands (and itself) show `--help` without a value type."""
+    """`typer.Typer` whose commands (and itself) behave as `_CommandBehaviour` says."""
 
     def command(self, name: str | None = None, **kwargs: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
         kwargs.setdefault("cls", _Command)
@@ -83,6 +96,9 @@ from evaltrace.cli import _collect, _run, _runs, _score, _scorers_cmd, _traces  
 
 _INTERRUPTED = 130
 """The exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+_OUTPUT_CLOSED = 141
+"""The exit code when stdout's reader went away (128 + SIGPIPE), as shells report `cat` or `grep`
+killed by it: neither a failed gate (1) nor bad input (2)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,6 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (typer.Abort, KeyboardInterrupt):
         result = _INTERRUPTED
+    except _OutputClosed:
+        _discard_stdout()
+        return _OUTPUT_CLOSED
     if result == _INTERRUPTED:
         # Typer turns Ctrl-C inside a command into a silent 130; no command returns 130 itself.
         _error("interrupted")
@@ -109,6 +128,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _error(message: str) -> None:
     # One line: a multi-line message is folded so scripts can rely on `Error:` being the line.
     print("Error: " + " ".join(message.split()), file=sys.stderr)
+
+
+def _discard_stdout() -> None:
+    # What is still buffered for the closed pipe would fail again when Python flushes it at exit.
+    try:
+        target = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (an in-process caller's capture): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, target)
+    os.close(devnull)
 
 
 def run() -> None:

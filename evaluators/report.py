@@ -313,7 +313,9 @@ class ReportWriter:
         except OSError as exc:
             raise self._error(exc) from None
 
-    def _error(self, exc: OSError) -> InputError:
+    def _error(self, exc: OSError) -> Exception:
+        if isinstance(exc, BrokenPipeError) and self._destination == "-":
+            return exc  # the reader of stdout went away: not a problem with the destination given
         return InputError(f"{self._destination}: cannot write the JSON report: {exc.strerror or exc}")
 
     def __enter__(self) -> ReportWriter:
