@@ -14,10 +14,10 @@ others do not.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,19 +25,23 @@ import pyarrow.compute as pc
 from evaltrace.collector._parquet import MEMORY_POOL
 
 
-class RowFilter(Protocol):
-    """Which rows of a record batch with a `trace_id` column to keep."""
+class RowFilter(ABC):
+    """Which rows of a record batch with a `trace_id` column to keep, chosen by trace id."""
+
+    @abstractmethod
+    def mask(self, trace_ids: pa.Array) -> pa.Array:
+        """A boolean mask of the rows of `trace_ids` (a string array) to keep."""
 
     def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The rows of `batch` to read."""
-        ...
+        return pc.filter(batch, self.mask(batch.column("trace_id")), memory_pool=MEMORY_POOL)
 
 
 _PAIRS = tuple(f"{value:02x}" for value in range(256))
 
 
 @dataclass(frozen=True)
-class Shard:
+class Shard(RowFilter):
     """Shard `index` of `count` (0-based)."""
 
     index: int
@@ -65,13 +69,11 @@ class Shard:
 
     def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The rows of `batch` (which has a `trace_id` column) in this shard."""
-        if self.count == 1:
-            return batch
-        return pc.filter(batch, self.mask(batch.column("trace_id")), memory_pool=MEMORY_POOL)
+        return batch if self.count == 1 else super().keep(batch)
 
 
 @dataclass(frozen=True)
-class TraceIds:
+class TraceIds(RowFilter):
     """Only the rows of these trace ids."""
 
     ids: frozenset[str]
@@ -80,31 +82,29 @@ class TraceIds:
     def _values(self) -> pa.Array:
         return pa.array(sorted(self.ids), pa.string())
 
-    def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """The rows of `batch` whose trace id is one of `ids`."""
-        mask = pc.is_in(batch.column("trace_id"), value_set=self._values)
-        return pc.filter(batch, mask, memory_pool=MEMORY_POOL)
+    def mask(self, trace_ids: pa.Array) -> pa.Array:
+        """The rows whose trace id is one of `ids`."""
+        return pc.is_in(trace_ids, value_set=self._values)
 
 
 @dataclass(frozen=True)
-class TracePrefix:
+class TracePrefix(RowFilter):
     """Only the rows whose trace id starts with `prefix`."""
 
     prefix: str
 
-    def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """The rows of `batch` whose trace id starts with `prefix`."""
-        mask = pc.starts_with(batch.column("trace_id"), pattern=self.prefix)
-        return pc.filter(batch, mask, memory_pool=MEMORY_POOL)
+    def mask(self, trace_ids: pa.Array) -> pa.Array:
+        """The rows whose trace id starts with `prefix`."""
+        return pc.starts_with(trace_ids, pattern=self.prefix)
 
 
 @dataclass(frozen=True)
-class _Both:
+class _Both(RowFilter):
     first: RowFilter
     second: RowFilter
 
-    def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        return self.second.keep(self.first.keep(batch))
+    def mask(self, trace_ids: pa.Array) -> pa.Array:
+        return pc.and_(self.first.mask(trace_ids), self.second.mask(trace_ids))
 
 
 def row_filter(shard: Shard | None = None, trace_ids: Iterable[str] | None = None) -> RowFilter | None:
