@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup, TyperOption
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from typer.models import CommandFunctionType
 
 if TYPE_CHECKING:
@@ -32,8 +32,29 @@ class _OutputClosed(Exception):
     """Whatever read stdout went away (`evaltrace traces runs | head`)."""
 
 
+class _Argument(TyperArgument):
+    """A positional argument shown by its metavar alone, as Unix usage lines name them."""
+
+    def display_type_rich(self, ctx: Context) -> str | None:
+        # Typer 0.29 prints the Python annotation (`PATH <list[str]>`): the metavar says it.
+        return None
+
+    def get_usage_pieces(self, ctx: Context) -> list[str]:
+        # `PATH...` and `[PATH]...` as in POSIX usage, not Typer 0.29's `{PATH}...`.
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return [name + ("..." if self.nargs != 1 else "")]
+
+
 class _CommandBehaviour:
     """What every evaltrace command (and the group) changes in Typer's."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Typer builds its own argument objects with no way to pass a class; `_Argument` adds no
+        # state, only display, so each one is given that class in place.
+        for param in self.params:  # type: ignore[attr-defined]
+            if type(param) is TyperArgument:
+                param.__class__ = _Argument
 
     def get_help_option(self, ctx: Context) -> TyperOption | None:
         # Typer 0.29 prints a flag's Python type beside it (`--help <bool>`); a flag takes no

@@ -37,3 +37,23 @@ def test_score_help_names_what_each_option_takes() -> None:
     assert rows["--case"] == "GLOB"
     assert rows["--judge-timeout"] == "SECONDS"
     assert rows["--no-judge-cache"] == "Neither"
+
+
+_ARGUMENT_ROW = re.compile(r"^│\s+\*?\s*([A-Z_]+)\s+(\S+)")
+
+
+@pytest.mark.parametrize(
+    ("command", "usage", "arguments"),
+    [
+        ("score", "evaltrace score [OPTIONS] PATH...", {"PATH": "Span"}),
+        ("show", "evaltrace show [OPTIONS] TRACE_ID PATH...", {"TRACE_ID": "A", "PATH": "Span"}),
+        ("clean", "evaltrace clean [OPTIONS] PATH...", {"PATH": "Runs"}),
+    ],
+)
+def test_arguments_read_as_unix_usage(command: str, usage: str, arguments: dict[str, str]) -> None:
+    # Usage lines name positionals as POSIX does (`PATH...`), and the arguments table gives the
+    # help right after the name, not a Python annotation such as `<list[str]>`.
+    text = evaltrace(command, "--help", env={"COLUMNS": "120"}).stdout
+    assert f"Usage: {usage}" in " ".join(text.split()), text
+    rows = {m.group(1): m.group(2) for line in text.splitlines() if (m := _ARGUMENT_ROW.match(line))}
+    assert rows == arguments, text
