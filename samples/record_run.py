@@ -9,6 +9,7 @@ The model is the offline one in samples/model_server.py unless OPENAI_BASE_URL i
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +29,9 @@ def main() -> None:
     parser.add_argument("--spec", default=str(HERE / "evals.yaml"))
     args = parser.parse_args()
     agent = run_broken if args.broken else run
+    # The SDK names the service from OTEL_SERVICE_NAME; without it every span says
+    # `unknown_service:python`, which is what `evaltrace runs` would show for the samples.
+    os.environ.setdefault("OTEL_SERVICE_NAME", "sample-agent")
     cases = yaml.safe_load(Path(args.spec).read_text())["cases"]
     with record(directory=args.out, run_id="sample-broken" if args.broken else "sample") as recorder:
         for case in cases:
