@@ -149,7 +149,7 @@ def parse_env_patterns(raw: str) -> tuple[tuple[str, ...], list[str]]:
         try:
             re.compile(str(pattern))
         except re.error as exc:
-            errors.append(f"invalid regex {pattern!r} ({exc})")
+            errors.append(f"invalid regex '{pattern}' ({exc})")
             continue
         kept.append(str(pattern))
     return tuple(kept), errors

@@ -45,6 +45,7 @@ from evaltrace.evaluators.matching import (
 from evaltrace.evaluators.registry import register
 from evaltrace.evaluators.rules_calls import call_failure
 from evaltrace.evaluators.rules_tools import check_json_schema, schema_errors
+from evaltrace.evaluators.spec import valid_regexes
 
 
 def _as_list(value: str | list[str] | None) -> list[str]:
@@ -76,12 +77,7 @@ class Output(Scorer):
     @field_validator("regex")
     @classmethod
     def _valid_regex(cls, value: str | list[str] | None) -> str | list[str] | None:
-        for pattern in _as_list(value):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
-        return value
+        return valid_regexes(value)
 
     @field_validator("json_schema")
     @classmethod
@@ -115,7 +111,7 @@ class Output(Scorer):
         failures = [f"missing {s!r}" for s in _as_list(self.contains) if self._fold(s) not in folded]
         failures += [f"contains forbidden {s!r}" for s in _as_list(self.not_contains) if self._fold(s) in folded]
         flags = 0 if self.case_sensitive else re.IGNORECASE
-        failures += [f"no match for regex {p!r}" for p in _as_list(self.regex) if not re.search(p, text, flags)]
+        failures += [f"no match for regex '{p}'" for p in _as_list(self.regex) if not re.search(p, text, flags)]
         if self.equals is not None and " ".join(folded.split()) != " ".join(self._fold(self.equals).split()):
             failures.append(f"expected exactly {short(self.equals)}, got {short(text)}")
         if self.json_schema is not None:

@@ -86,12 +86,20 @@ class OutputExpect(_SpecModel):
     @field_validator("regex")
     @classmethod
     def _check_regex(cls, value: StrList | None) -> StrList | None:
-        for pattern in [value] if isinstance(value, str) else value or []:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc.msg}") from None
-        return value
+        return valid_regexes(value)
+
+
+def valid_regexes(value: StrList | None) -> StrList | None:
+    """`value` unchanged if each pattern compiles; a `ValueError` naming the first that does not.
+
+    The pattern is shown as written (not its repr, which doubles every backslash).
+    """
+    for pattern in [value] if isinstance(value, str) else value or []:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression '{pattern}': {exc.msg}") from None
+    return value
 
 
 class Expect(BaseModel):

@@ -191,6 +191,10 @@ def test_repeat_shorthands_and_defaults(tmp_path: Path) -> None:
             "cases: [{id: a, input: x, expect: {output: {regex: '('}}}]\n",
             "case 'a': expect.output.regex: invalid regular expression '(': missing ), unterminated subpattern",
         ),
+        (  # the pattern as the user wrote it, not its repr with doubled backslashes
+            "cases: [{id: a, input: x, expect: {output: {regex: '\\d+('}}}]\n",
+            "case 'a': expect.output.regex: invalid regular expression '\\d+(': missing ), unterminated subpattern",
+        ),
         (
             "cases: [{id: a, input: x}, {id: b, input: y}, {id: a, input: z}]\n",
             "case #3: id: duplicate case id 'a' (case ids must be unique)",
