@@ -92,6 +92,8 @@ def _expand(arg: str) -> list[Path]:
         return _folder_files(path)
     if path.is_file():
         return [path]
+    if path.exists():  # a device or a pipe (`<(cat f)`): Parquet is read from the end, so needs a file
+        raise InputError(f"{arg}: not a regular file or folder")
     raise InputError(f"{arg}: no such file or folder")
 
 

@@ -73,6 +73,13 @@ def test_missing_path_is_named(tmp_path: Path) -> None:
     expect_error([tmp_path / "nope.parquet"], "nope.parquet", "no such file")
 
 
+def test_a_pipe_is_not_taken_for_a_missing_path(tmp_path: Path) -> None:
+    # `evaltrace score <(cat run.parquet)` names a pipe that exists but cannot be read from its end.
+    fifo = tmp_path / "spans.parquet"
+    os.mkfifo(fifo)
+    expect_error([fifo], "spans.parquet", "not a regular file or folder")
+
+
 def test_folder_without_parquet_files_mentions_inflight(tmp_path: Path) -> None:
     (tmp_path / ".inflight-h-1-aa.parquet.tmp").write_bytes(b"x")
     expect_error([tmp_path], str(tmp_path), "no *.parquet files", "1 in-flight")
