@@ -92,6 +92,11 @@ def _summary_lines(s: RunsSummary) -> list[str]:
     if s.start_time is not None and s.end_time is not None:
         span_s = (s.end_time - s.start_time).total_seconds()
         lines.append(f"time range:  {_iso(s.start_time)} .. {_iso(s.end_time)} ({span_s:.3f} s)")
+    if s.dropped_spans or s.unwritten_spans:
+        lines.append(
+            f"lost spans:  {s.dropped_spans} dropped (the export queue was full), "
+            f"{s.unwritten_spans} not written (writes failed); traces may be incomplete"
+        )
     if s.stale_inflight:
         lines.append(
             f"stale in-flight files: {len(s.stale_inflight)} (left by writers that died; "

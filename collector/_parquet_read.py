@@ -8,9 +8,9 @@ Values come out column by column (`to_pylist` per column, never per-row pyarrow 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -83,12 +83,72 @@ def _check_columns(path: Path, schema: pa.Schema) -> None:
             )
 
 
-def iter_batches(path: Path, columns: Sequence[str], only: RowFilter | None = None) -> Iterator[pa.RecordBatch]:
+class RecordingLosses(NamedTuple):
+    """Spans the recording processes ended but never wrote, as their files' metadata counts them."""
+
+    dropped: int
+    """Spans the batch processor dropped on a full queue, before they reached the exporter."""
+    unwritten: int
+    """Spans the exporter could not write (failed writes beyond its buffer bound)."""
+
+
+class LossTally:
+    """Each writer's latest loss counts, from the footers of the span files opened so far.
+
+    A writer's counts are cumulative, so its files say e.g. 2 then 5: it lost 5, not 7.
+    """
+
+    def __init__(self) -> None:
+        self._latest: dict[str, RecordingLosses] = {}
+
+    def add(self, handle: pq.ParquetFile) -> None:
+        """Take the counts of one open span file."""
+        raw: dict[bytes, bytes] = handle.metadata.metadata or {}
+        meta = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
+        # Files of writers before the writer id: host, pid and run id are the closest name.
+        fallback = "/".join(meta.get(f"evaltrace.{key}", "") for key in ("host", "pid", "run_id"))
+        writer = meta.get("evaltrace.writer_id") or fallback
+        dropped, unwritten = _count(meta.get("evaltrace.dropped_spans")), _count(meta.get("evaltrace.unwritten_spans"))
+        before = self._latest.get(writer, RecordingLosses(0, 0))
+        self._latest[writer] = RecordingLosses(max(before.dropped, dropped), max(before.unwritten, unwritten))
+
+    def total(self) -> RecordingLosses:
+        """The writers' counts, summed."""
+        latest = self._latest.values()
+        return RecordingLosses(sum(x.dropped for x in latest), sum(x.unwritten for x in latest))
+
+
+def _count(value: str | None) -> int:
+    return int(value) if value is not None and value.isdigit() else 0
+
+
+def recording_losses(files: Iterable[Path]) -> RecordingLosses:
+    """What the writers of `files` lost in all (footers only; see `LossTally`).
+
+    Raises:
+        InputError: as `open_span_file`.
+    """
+    tally = LossTally()
+    for path in files:
+        handle = open_span_file(path)
+        try:
+            tally.add(handle)
+        finally:
+            handle.close()
+    return tally.total()
+
+
+def iter_batches(
+    path: Path, columns: Sequence[str], only: RowFilter | None = None, tally: LossTally | None = None
+) -> Iterator[pa.RecordBatch]:
     """Yield record batches of `columns`, turning read failures into `InputError`.
 
-    With `only`, just the rows it keeps (`columns` must then include `trace_id`).
+    With `only`, just the rows it keeps (`columns` must then include `trace_id`); with `tally`,
+    the file's loss counts are added to it.
     """
     handle = open_span_file(path)
+    if tally is not None:
+        tally.add(handle)
     try:
         for batch in handle.iter_batches(batch_size=BATCH_ROWS, columns=list(columns), use_threads=False):
             yield batch if only is None else only.keep(batch)
@@ -108,9 +168,9 @@ def read_trace_ids(path: Path, only: RowFilter | None = None) -> list[str]:
     return list(seen)
 
 
-def read_columns(path: Path, columns: Sequence[str]) -> Iterator[dict[str, list[Any]]]:
-    """Yield each batch as plain Python lists per column (timestamps as int ns)."""
-    for batch in iter_batches(path, columns):
+def read_columns(path: Path, columns: Sequence[str], tally: LossTally | None = None) -> Iterator[dict[str, list[Any]]]:
+    """Yield each batch as plain Python lists per column (timestamps as int ns); `tally` as for `iter_batches`."""
+    for batch in iter_batches(path, columns, tally=tally):
         yield {name: column_values(batch.column(name)) for name in columns}
 
 

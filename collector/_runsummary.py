@@ -80,6 +80,10 @@ class RunsSummary(BaseModel):
     """Spans per run id."""
     start_time: datetime | None
     end_time: datetime | None
+    dropped_spans: int
+    """Spans the recording processes' batch processors dropped on a full queue (never recorded)."""
+    unwritten_spans: int
+    """Spans the recording processes could not write (failed writes beyond the buffer bound)."""
     stale_inflight: list[str]
     """Temporary files left by writers that died (`evaltrace clean` removes them)."""
     trace_list: list[TraceSummary]
@@ -89,8 +93,8 @@ def _time(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC)
 
 
-def _read_rows(path: Path, counter: list[int]) -> Iterator[Batch[_Row]]:
-    for columns in _parquet_read.read_columns(path, _COLUMNS):
+def _read_rows(path: Path, counter: list[int], tally: _parquet_read.LossTally) -> Iterator[Batch[_Row]]:
+    for columns in _parquet_read.read_columns(path, _COLUMNS, tally):
         rows: list[_Row] = list(zip(*(columns[c] for c in _COLUMNS), strict=True))
         counter[0] += len(rows)
         yield columns["trace_id"], columns["span_id"], rows
@@ -118,15 +122,21 @@ def summarize_files(files: list[Path]) -> RunsSummary:
     traces: list[TraceSummary] = []
     services: Counter[str] = Counter()
     run_ids: Counter[str] = Counter()
-    for rows in stream_groups(files, lambda p: _read_rows(p, read_rows)):
+    tally = _parquet_read.LossTally()
+    for rows in stream_groups(files, lambda p: _read_rows(p, read_rows, tally)):
         traces.append(_summarize_trace(rows))
         services.update(r[7] or "(none)" for r in rows)
         run_ids.update(r[8] or "(none)" for r in rows)
-    return _totals(files, traces, read_rows[0], services, run_ids)
+    return _totals(files, traces, read_rows[0], services, run_ids, tally.total())
 
 
 def _totals(
-    files: list[Path], traces: list[TraceSummary], rows: int, services: Counter[str], run_ids: Counter[str]
+    files: list[Path],
+    traces: list[TraceSummary],
+    rows: int,
+    services: Counter[str],
+    run_ids: Counter[str],
+    losses: _parquet_read.RecordingLosses,
 ) -> RunsSummary:
     counts = [t.spans for t in traces]
     spans = sum(counts)
@@ -143,6 +153,8 @@ def _totals(
         run_ids=dict(run_ids.most_common()),
         start_time=min((t.start_time for t in traces), default=None),
         end_time=max((t.end_time for t in traces), default=None),
+        dropped_spans=losses.dropped,
+        unwritten_spans=losses.unwritten,
         stale_inflight=[str(p) for folder in folders for p in find_stale_inflight(folder)],
         trace_list=traces,
     )

@@ -13,8 +13,9 @@ Write path (see the collector-storage research, section 4):
   `*.parquet` only ever names complete files and processes never share a file.
 - A failed write (read-only folder, disk full) is logged on the `evaltrace` logger; the batches
   stay buffered for the next roll, up to `max_buffered_rows`, beyond which the oldest are dropped
-  and counted. Counts of spans dropped by the processor queue and spans never written are stored
-  in each file's metadata.
+  and counted. Counts of spans dropped by the processor queue and spans never written so far are
+  stored in each file's metadata, with an id of the writer, so `evaltrace runs` can show what a
+  run lost.
 - After `fork()` the child starts with an empty buffer, sequence and timer, so nothing buffered
   by the parent is written twice.
 """
@@ -302,6 +303,7 @@ class ParquetSpanExporter(SpanExporter):
             "evaltrace.host": socket.gethostname(),
             "evaltrace.pid": str(os.getpid()),
             "evaltrace.run_id": self.settings.run_id,
+            "evaltrace.writer_id": self._writer_id,
             "evaltrace.promoted_keys": _parquet.promoted_keys_json(),
             "evaltrace.dropped_spans": str(self._dropped_by_queue),
             "evaltrace.unwritten_spans": str(self._unwritten),
@@ -335,6 +337,9 @@ class ParquetSpanExporter(SpanExporter):
         self._seq = 0
         self._unwritten = 0
         self._dropped_by_queue = 0
+        # Names this exporter in this process: the loss counters below are cumulative per writer,
+        # so readers take each writer's latest count (pids are reused; run ids are shared).
+        self._writer_id = secrets.token_hex(8)
         self._stop = threading.Event()
         self._timer = None
 

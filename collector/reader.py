@@ -31,6 +31,7 @@ from pathlib import Path
 from evaltrace.collector import _parquet_decode, _parquet_read
 from evaltrace.collector._grouping import stream_groups
 from evaltrace.collector._inflight import clean_stale_inflight, find_stale_inflight
+from evaltrace.collector._parquet_read import RecordingLosses, recording_losses
 from evaltrace.collector._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_files
 from evaltrace.collector._schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX
 from evaltrace.collector._shard import Shard, TracePrefix, row_filter
@@ -38,6 +39,7 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.spans import Span
 
 __all__ = [
+    "RecordingLosses",
     "RunsSummary",
     "Shard",
     "SpansPerTrace",
@@ -47,6 +49,7 @@ __all__ = [
     "find_trace_ids",
     "iter_traces",
     "read_spans",
+    "recording_losses",
     "resolve_paths",
     "summarize_runs",
 ]

@@ -37,6 +37,10 @@ class RunStats:
     cost_usd: ExactSum = field(default_factory=ExactSum)
     """The priced traces' estimated costs (summed exactly: a sharded run adds them in another order)."""
     unpriced_models: set[str] = field(default_factory=set)
+    dropped_spans: int = 0
+    """Spans the recording of the scored files dropped on a full export queue (writers' counts)."""
+    unwritten_spans: int = 0
+    """Spans the recording of the scored files could not write (writers' counts)."""
     _price_of: dict[str, ModelPrice | None] = field(default_factory=dict, repr=False)
     """`find_price` results by model name: a run has few models and many model calls."""
 

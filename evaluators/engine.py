@@ -235,7 +235,7 @@ def score_paths_to(
             there was no trace to score without a spec.
     """
     from evaltrace.collector.convert import read_traces
-    from evaltrace.collector.reader import resolve_paths
+    from evaltrace.collector.reader import recording_losses, resolve_paths
     from evaltrace.evaluators import _shards
 
     if workers is not None and workers < 1:
@@ -243,6 +243,7 @@ def score_paths_to(
     options = options or ScoreOptions()
     files = resolve_paths(paths)
     router, stats = _new_run(spec, options)
+    stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     count = _shards.plan_workers(workers, files, router)
     histories = reads_histories(router.scorers())
     if count == 1:
@@ -294,6 +295,8 @@ def _build_report(
             tiers=list(options.tiers),
             tags=list(options.tags),
             cases=list(options.cases),
+            dropped_spans=stats.dropped_spans,
+            unwritten_spans=stats.unwritten_spans,
         ),
         passed=gate.passed,
         pass_rate=gate.pass_rate,

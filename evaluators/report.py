@@ -160,6 +160,10 @@ class ReportInputs(_ReportModel):
     tiers: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     cases: list[str] = Field(default_factory=list)
+    dropped_spans: int = 0
+    """Spans the recording dropped on a full export queue, as the files' writers counted them."""
+    unwritten_spans: int = 0
+    """Spans the recording could not write (failed writes), as the files' writers counted them."""
 
 
 class Gate(_ReportModel):

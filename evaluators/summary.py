@@ -124,6 +124,13 @@ def _stats_lines(report: Report) -> list[str]:
         lines.append(_judge_line(report.judge))
     if report.unmatched:
         lines.append(f"Unmatched traces (not scored): {len(report.unmatched)}")
+    inputs = report.inputs
+    if inputs.dropped_spans or inputs.unwritten_spans:
+        lines.append(
+            f"Warning: the recording lost {inputs.dropped_spans + inputs.unwritten_spans} spans "
+            f"({inputs.dropped_spans} dropped by a full export queue, {inputs.unwritten_spans} not written); "
+            "the traces they belonged to were scored incomplete"
+        )
     return lines
 
 
