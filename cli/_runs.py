@@ -11,9 +11,11 @@ import typer
 
 from evaltrace.cli.main import app
 from evaltrace.collector._inflight import DEFAULT_MAX_AGE_S, clean_stale_inflight
+from evaltrace.collector._schema import DEFAULT_MAX_ROWS
 from evaltrace.collector.errors import InputError
 
 if TYPE_CHECKING:
+    from evaltrace.collector.compact import Compaction
     from evaltrace.collector.reader import RunsSummary, TraceSummary
 
 _PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'runs/*.parquet'."
@@ -62,6 +64,47 @@ def clean(
             removed += 1
     if not removed:
         typer.echo("no stale in-flight files")
+
+
+@app.command()
+def compact(
+    paths: Annotated[list[str], typer.Argument(help="Runs folders (a file stands for its folder).", metavar="PATH")],
+    max_rows: Annotated[
+        int, typer.Option("--max-rows", metavar="N", min=2, help="Most spans per merged file.")
+    ] = DEFAULT_MAX_ROWS,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", metavar="", help="Show what would be merged; change nothing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON object per folder.")] = False,
+) -> None:
+    """Merge a folder's small span files into fewer, larger ones (per run id; no span is lost)."""
+    from evaltrace.collector.compact import compact_folder  # deferred: pyarrow only when compacting
+
+    for folder in _folders(paths):
+        done = compact_folder(folder, max_rows=max_rows, dry_run=dry_run)
+        if as_json:
+            typer.echo(json.dumps(done.model_dump(mode="json"), ensure_ascii=False))
+            continue
+        for line in _compaction_lines(done):
+            typer.echo(line)
+
+
+def _compaction_lines(done: Compaction) -> list[str]:
+    if not done.merged:
+        return [f"{done.folder}: nothing to compact ({done.files_before} files)"]
+    if done.dry_run:
+        lines = [f"would merge {len(m.sources)} files ({m.spans} spans) into {m.path}" for m in done.merged]
+        return [*lines, f"{done.folder}: {done.files_before} files would become {done.files_after} (dry run)"]
+    before = sum(m.bytes_before for m in done.merged)
+    after = sum(m.bytes_after for m in done.merged)
+    return [
+        f"{done.folder}: {done.files_before} files -> {done.files_after}; "
+        f"merged files {_size(before)} -> {_size(after)}"
+    ]
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} KB"
 
 
 def _folders(paths: list[str]) -> list[Path]:

@@ -9,7 +9,10 @@ only writer-side module that imports pyarrow, so pyarrow's untyped API stays con
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import socket
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +20,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evaltrace.collector._encode import is_large, span_columns
-from evaltrace.collector._schema import BASE_COLUMNS, PROMOTED_INT_KEYS, PROMOTED_STRING_KEYS
+from evaltrace.collector._schema import (
+    BASE_COLUMNS,
+    METADATA_SCHEMA_VERSION,
+    PROMOTED_INT_KEYS,
+    PROMOTED_STRING_KEYS,
+    SCHEMA_VERSION,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -30,9 +39,11 @@ __all__ = [
     "SCHEMA",
     "batch_rows",
     "encode_spans",
+    "file_metadata",
     "is_large",
     "promoted_keys_json",
     "write_parquet",
+    "writer_version",
 ]
 
 _TS = pa.timestamp("ns", tz="UTC")
@@ -150,3 +161,32 @@ def write_parquet(batches: Sequence[Any], path: str, metadata: Mapping[str, str]
 def promoted_keys_json() -> str:
     """The promoted-column mapping of this schema version, for the file metadata."""
     return json.dumps({**PROMOTED_STRING_KEYS, **PROMOTED_INT_KEYS}, separators=(",", ":"))
+
+
+@functools.cache
+def writer_version() -> str:
+    """The evaltrace version that writes files, for their metadata."""
+    try:
+        from importlib.metadata import version
+
+        return version("evaltrace")
+    except Exception:  # a source checkout without metadata still records
+        return "unknown"
+
+
+def file_metadata(run_id: str, dropped: int, unwritten: int, **extra: str) -> dict[str, str]:
+    """The key-value metadata every span file carries (`extra` adds `evaltrace.<key>` entries).
+
+    `dropped` and `unwritten` are the writer's loss counts so far (see `_parquet_read.LossTally`).
+    """
+    return {
+        METADATA_SCHEMA_VERSION.decode(): str(SCHEMA_VERSION),
+        "evaltrace.writer_version": writer_version(),
+        "evaltrace.host": socket.gethostname(),
+        "evaltrace.pid": str(os.getpid()),
+        "evaltrace.run_id": run_id,
+        "evaltrace.promoted_keys": promoted_keys_json(),
+        "evaltrace.dropped_spans": str(dropped),
+        "evaltrace.unwritten_spans": str(unwritten),
+        **{f"evaltrace.{key}": value for key, value in extra.items()},
+    }

@@ -8,6 +8,7 @@ Values come out column by column (`to_pylist` per column, never per-row pyarrow 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -105,17 +106,37 @@ class LossTally:
         """Take the counts of one open span file."""
         raw: dict[bytes, bytes] = handle.metadata.metadata or {}
         meta = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
-        # Files of writers before the writer id: host, pid and run id are the closest name.
-        fallback = "/".join(meta.get(f"evaltrace.{key}", "") for key in ("host", "pid", "run_id"))
-        writer = meta.get("evaltrace.writer_id") or fallback
-        dropped, unwritten = _count(meta.get("evaltrace.dropped_spans")), _count(meta.get("evaltrace.unwritten_spans"))
-        before = self._latest.get(writer, RecordingLosses(0, 0))
-        self._latest[writer] = RecordingLosses(max(before.dropped, dropped), max(before.unwritten, unwritten))
+        for writer, counts in _file_losses(meta).items():
+            before = self._latest.get(writer, RecordingLosses(0, 0))
+            self._latest[writer] = RecordingLosses(
+                max(before.dropped, counts.dropped), max(before.unwritten, counts.unwritten)
+            )
+
+    def by_writer(self) -> dict[str, RecordingLosses]:
+        """Each writer's latest counts."""
+        return dict(self._latest)
 
     def total(self) -> RecordingLosses:
         """The writers' counts, summed."""
         latest = self._latest.values()
         return RecordingLosses(sum(x.dropped for x in latest), sum(x.unwritten for x in latest))
+
+
+def _file_losses(meta: dict[str, str]) -> dict[str, RecordingLosses]:
+    merged = meta.get("evaltrace.writer_losses")
+    if merged is not None:  # a compacted file: the counts of every writer whose spans it holds
+        try:
+            return {str(w): RecordingLosses(int(d), int(u)) for w, (d, u) in json.loads(merged).items()}
+        except (ValueError, TypeError, AttributeError):
+            return {}
+    # Files of writers before the writer id: host, pid and run id are the closest name.
+    fallback = "/".join(meta.get(f"evaltrace.{key}", "") for key in ("host", "pid", "run_id"))
+    writer = meta.get("evaltrace.writer_id") or fallback
+    return {
+        writer: RecordingLosses(
+            _count(meta.get("evaltrace.dropped_spans")), _count(meta.get("evaltrace.unwritten_spans"))
+        )
+    }
 
 
 def _count(value: str | None) -> int:

@@ -98,6 +98,8 @@ ALL_COLUMNS: Final = BASE_COLUMNS + tuple(PROMOTED_STRING_KEYS) + tuple(PROMOTED
 # Temporary files carry this prefix and the `.tmp` suffix, so `*.parquet` globs never match them.
 INFLIGHT_PREFIX: Final = ".inflight-"
 INFLIGHT_SUFFIX: Final = ".parquet.tmp"
+# Spans per file the exporter writes at most (its default `max_rows`), and compaction's target.
+DEFAULT_MAX_ROWS: Final = 50_000
 # Host names in file names are cut to this length, so the cleaner can recognise this host's files.
 HOST_NAME_LIMIT: Final = 60
 

@@ -41,26 +41,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from evaltrace.collector import _parquet
 from evaltrace.collector._redact import RedactionSettings, Redactor, build_redactor
 from evaltrace.collector._schema import (
+    DEFAULT_MAX_ROWS,
     HOST_NAME_LIMIT,
     INFLIGHT_PREFIX,
     INFLIGHT_SUFFIX,
-    METADATA_SCHEMA_VERSION,
-    SCHEMA_VERSION,
     safe_file_part,
 )
 
 logger = logging.getLogger("evaltrace")
 
 __all__ = ["ExporterSettings", "ParquetSpanExporter"]
-
-
-def _writer_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("evaltrace")
-    except Exception:  # a source checkout without metadata still records
-        return "unknown"
 
 
 def default_run_id() -> str:
@@ -97,7 +87,7 @@ class ExporterSettings(BaseModel):
     """Label stored in every row's `run_id` column and used as the file-name prefix."""
     flush_interval: float = Field(default=10.0, gt=0)
     """Seconds after which buffered spans are written even if `max_rows` is not reached."""
-    max_rows: int = Field(default=50_000, gt=0)
+    max_rows: int = Field(default=DEFAULT_MAX_ROWS, gt=0)
     """Buffered rows that trigger a file."""
     max_buffered_rows: int = Field(default=500_000, gt=0)
     """Bound of the buffer while writes fail; older batches beyond it are dropped and counted."""
@@ -110,7 +100,7 @@ class ExporterSettings(BaseModel):
         values: dict[str, Any] = {
             "directory": Path(os.environ.get("EVALTRACE_DIR") or "runs"),
             "flush_interval": _env_float("EVALTRACE_FLUSH_INTERVAL", 10.0),
-            "max_rows": _env_int("EVALTRACE_MAX_ROWS", 50_000),
+            "max_rows": _env_int("EVALTRACE_MAX_ROWS", DEFAULT_MAX_ROWS),
             "redaction": RedactionSettings.from_env(),
         }
         if os.environ.get("EVALTRACE_RUN_ID"):
@@ -118,7 +108,7 @@ class ExporterSettings(BaseModel):
         values.update({k: v for k, v in overrides.items() if v is not None})
         if values["flush_interval"] <= 0 or values["max_rows"] <= 0:
             logger.error("evaltrace: EVALTRACE_FLUSH_INTERVAL and EVALTRACE_MAX_ROWS must be > 0; using defaults")
-            values["flush_interval"], values["max_rows"] = 10.0, 50_000
+            values["flush_interval"], values["max_rows"] = 10.0, DEFAULT_MAX_ROWS
         return cls(**values)
 
 
@@ -176,7 +166,6 @@ class ParquetSpanExporter(SpanExporter):
         self._redactor: Redactor | None = build_redactor(settings.redaction)
         self._host = safe_file_part(socket.gethostname(), HOST_NAME_LIMIT)
         self._run_name = safe_file_part(settings.run_id)
-        self._writer_version = _writer_version()
         self._shutdown = False
         self._dropped_by_queue = 0
         self._reset_process_state()
@@ -297,17 +286,9 @@ class ParquetSpanExporter(SpanExporter):
                 logger.error("evaltrace: buffer full while writes fail; dropped %d spans", dropped)
 
     def _metadata(self) -> dict[str, str]:
-        return {
-            METADATA_SCHEMA_VERSION.decode(): str(SCHEMA_VERSION),
-            "evaltrace.writer_version": self._writer_version,
-            "evaltrace.host": socket.gethostname(),
-            "evaltrace.pid": str(os.getpid()),
-            "evaltrace.run_id": self.settings.run_id,
-            "evaltrace.writer_id": self._writer_id,
-            "evaltrace.promoted_keys": _parquet.promoted_keys_json(),
-            "evaltrace.dropped_spans": str(self._dropped_by_queue),
-            "evaltrace.unwritten_spans": str(self._unwritten),
-        }
+        return _parquet.file_metadata(
+            self.settings.run_id, self._dropped_by_queue, self._unwritten, writer_id=self._writer_id
+        )
 
     # -- timer and fork -------------------------------------------------------------------
 

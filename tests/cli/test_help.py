@@ -7,7 +7,7 @@ import re
 import pytest
 from cli_process import evaltrace
 
-COMMANDS = ("score", "run", "runs", "clean", "traces", "show", "scorers", "doctor", "schema", "version")
+COMMANDS = ("score", "run", "runs", "clean", "compact", "traces", "show", "scorers", "doctor", "schema", "version")
 _OPTION_ROW = re.compile(r"^│\s+\*?\s*(--[a-z-]+)\s+(\S*)")
 _PYTHON_TYPE = re.compile(r"<(bool|str|int|float|path|list\[[a-z]+\])\b")
 
