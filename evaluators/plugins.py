@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Iterator
 from importlib.metadata import EntryPoint, entry_points
@@ -114,9 +115,21 @@ def _import_file(path: Path, where: str) -> ModuleType:
     return module
 
 
+def import_user_module(name: str) -> ModuleType:
+    """Import a module the user named, finding it in the working directory too.
+
+    `python -m evaltrace.cli` puts the working directory on `sys.path` and the `evaltrace`
+    script does not; users expect `--plugin my_checks` and `--agent my_agent:run` to find
+    `./my_checks.py` and `./my_agent.py` either way, as `python -m` would.
+    """
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return importlib.import_module(name)
+
+
 def _import_module(name: str, where: str) -> ModuleType:
     try:
-        return importlib.import_module(name)
+        return import_user_module(name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
             hint = " (give a file path such as my_scorers.py for a module that is not installed)"

@@ -36,10 +36,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import importlib
 import inspect
 import os
-import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -56,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators._runner_call import CallOutcome, CallResult, call_agent
 from evaltrace.evaluators._runner_exec import SealingSpanProcessor, sdk_provider
+from evaltrace.evaluators.plugins import import_user_module
 from evaltrace.evaluators.spec import Case
 
 CASE_ID_ATTRIBUTE = "evaltrace.case_id"
@@ -118,10 +117,8 @@ def load_agent(reference: str) -> AgentFunction:
     module_name, sep, attribute = reference.partition(":")
     if not sep or not module_name or not attribute:
         raise InputError(f"--agent {reference!r}: expected MODULE:FUNCTION, e.g. samples.agent:run")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
     try:
-        target: Any = importlib.import_module(module_name)
+        target: Any = import_user_module(module_name)
     except Exception as exc:  # the user's module failing to import is an input problem, not our bug
         raise InputError(f"--agent {reference!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
     for part in attribute.split("."):

@@ -8,6 +8,7 @@ distribution as pip lays it out (a `.dist-info` folder with `entry_points.txt`) 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -250,3 +251,21 @@ def test_async_plugin_scorer_runs_without_a_judge_session(tmp_path: Path) -> Non
     )
     assert scored.returncode == 0, scored.stderr
     assert "Judge:" not in scored.stdout
+
+
+def test_the_evaltrace_script_finds_a_plugin_module_in_the_working_directory(tmp_path: Path) -> None:
+    # `python -m` puts the working directory on sys.path, the console script does not: a user
+    # typing `evaltrace ... --plugin my_checks` next to my_checks.py expects it found all the same.
+    (tmp_path / "my_checks.py").write_text(LONG_ANSWER, encoding="utf-8")
+    script = Path(sys.executable).with_name("evaltrace")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(script), "scorers", "--json", "--plugin", "my_checks"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "long_answer" in {s["name"] for s in json.loads(done.stdout)["scorers"]}
