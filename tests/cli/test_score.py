@@ -130,7 +130,15 @@ def test_score_passes_and_writes_the_contract_report(workdir: Path) -> None:
     assert paris["samples"][0]["output"] == "It is 18C and sunny in Paris."
     assert report["usage"] == {"input_tokens": 500, "output_tokens": 50}
     assert report["cost"]["estimated_usd"] is not None and report["cost"]["estimated_usd"] > 0
-    assert report["inputs"] == {"paths": ["runs"], "spec": "evals.yaml", "tiers": [], "tags": [], "cases": []}
+    assert report["inputs"] == {
+        "paths": ["runs"],
+        "spec": "evals.yaml",
+        "tiers": [],
+        "tags": [],
+        "cases": [],
+        "dropped_spans": 0,
+        "unwritten_spans": 0,
+    }
     assert {s["name"] for s in report["scorers"]} == {"tool_errors", "trajectory", "output"}
     assert all(len(s["config_hash"]) == 12 for s in report["scorers"])
     assert report["latency"]["p50_seconds"] is not None and report["created_at"]
