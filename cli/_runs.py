@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from evaltrace.collector.compact import Compaction
     from evaltrace.collector.reader import RunsSummary, TraceSummary
 
+# `evaltrace runs` suggests compaction from this many files averaging fewer spans than this:
+# each file costs ~12 KB of footer and ~6 ms of reading (benchmarks/RESULTS.md, Compaction).
+_MANY_FILES = 50
+_SMALL_FILE_SPANS = 1_000
 _PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'runs/*.parquet'."
 
 
@@ -139,6 +143,11 @@ def _summary_lines(s: RunsSummary) -> list[str]:
         lines.append(
             f"lost spans:  {s.dropped_spans} dropped (the export queue was full), "
             f"{s.unwritten_spans} not written (writes failed); traces may be incomplete"
+        )
+    if len(s.files) >= _MANY_FILES and s.spans < _SMALL_FILE_SPANS * len(s.files):
+        lines.append(
+            f"small files: {len(s.files)} files of {s.spans // len(s.files)} spans on average "
+            "('evaltrace compact PATH' merges them: smaller on disk, faster to read)"
         )
     if s.stale_inflight:
         lines.append(

@@ -168,3 +168,14 @@ def test_killed_between_rename_and_removal_loses_and_doubles_nothing(
     monkeypatch.undo()
     assert any("--compacted-" in name for name in _files(runs))
     assert _traces(runs) == before
+
+
+def test_runs_suggests_compaction_for_many_small_files(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    _record(folder, "chatty", 20, files_of=1)  # 60 files of one span
+    before = evaltrace("runs", folder)
+    assert before.returncode == 0, before.stderr
+    assert "small files: 60 files of 1 spans on average ('evaltrace compact PATH' merges them" in before.stdout
+    assert evaltrace("compact", folder).returncode == 0
+    after = evaltrace("runs", folder)
+    assert "small files" not in after.stdout and "files:       1" in after.stdout
