@@ -44,6 +44,7 @@ from evaltrace.collector._schema import (
     safe_file_part,
 )
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.reader import folder_span_files
 
 __all__ = ["CompactedFile", "Compaction", "compact_folder"]
 
@@ -105,9 +106,7 @@ def compact_folder(
     if not base.is_dir():
         raise InputError(f"{folder}: no such folder")
     with _folder_lock(base):
-        files = sorted(
-            p for p in base.iterdir() if p.suffix == ".parquet" and not p.name.startswith(".") and p.is_file()
-        )
+        files = sorted(folder_span_files(base))
         sources = [_source(path) for path in files]  # every file is checked before any is touched
         packs = _packs(sources, max_rows)
         merged = [_plan(pack) if dry_run else _merge(base, pack) for pack in packs]

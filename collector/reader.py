@@ -47,6 +47,7 @@ __all__ = [
     "clean_stale_inflight",
     "find_stale_inflight",
     "find_trace_ids",
+    "folder_span_files",
     "iter_traces",
     "read_spans",
     "recording_losses",
@@ -100,9 +101,16 @@ def _expand(arg: str) -> list[Path]:
     raise InputError(f"{arg}: no such file or folder")
 
 
+def folder_span_files(folder: Path) -> list[Path]:
+    """The complete span files directly in `folder`, as the shell glob `folder/*.parquet` names them.
+
+    Hidden names never match, so in-flight temporary files are left out.
+    """
+    return [p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith(".") and p.is_file()]
+
+
 def _folder_files(folder: Path) -> list[Path]:
-    # Same rule as the shell glob `folder/*.parquet`: hidden names never match.
-    files = [p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith(".") and p.is_file()]
+    files = folder_span_files(folder)
     if not files:
         inflight = sum(1 for p in folder.iterdir() if _is_inflight(p))
         hint = f" ({inflight} in-flight temporary file(s): a writer may still be running)" if inflight else ""
