@@ -166,6 +166,7 @@ class ParquetSpanExporter(SpanExporter):
         self._redactor: Redactor | None = build_redactor(settings.redaction)
         self._host = safe_file_part(socket.gethostname(), HOST_NAME_LIMIT)
         self._run_name = safe_file_part(settings.run_id)
+        _parquet.writer_version()  # looked up now, not in a roll at interpreter exit
         self._shutdown = False
         self._dropped_by_queue = 0
         self._reset_process_state()
