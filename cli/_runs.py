@@ -95,7 +95,8 @@ def compact(
 
 def _compaction_lines(done: Compaction) -> list[str]:
     if not done.merged:
-        return [f"{done.folder}: nothing to compact ({done.files_before} files)"]
+        plural = "" if done.files_before == 1 else "s"
+        return [f"{done.folder}: nothing to compact ({done.files_before} file{plural})"]
     if done.dry_run:
         lines = [f"would merge {len(m.sources)} files ({m.spans} spans) into {m.path}" for m in done.merged]
         return [*lines, f"{done.folder}: {done.files_before} files would become {done.files_after} (dry run)"]
