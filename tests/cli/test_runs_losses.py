@@ -7,6 +7,7 @@ writers keep (queue drops, failed writes) must reach the user.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_process import evaltrace
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from evaltrace.collector import _parquet
 from evaltrace.collector.exporter import ParquetSpanExporter
@@ -60,6 +62,33 @@ def test_a_full_queue_is_counted_in_the_file_and_the_summary(tmp_path: Path, mon
     assert written + dropped == 31  # every span ended is either in the file or counted
     summary = summarize_runs([tmp_path])
     assert (summary.dropped_spans, summary.unwritten_spans) == (dropped, 0)
+
+
+def test_an_sdk_without_the_drop_hook_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Queue drops are counted through the SDK batch processor's internal metrics; an SDK without
+    # them must not let "no drops" pass for a count.
+    real_init = BatchSpanProcessor.__init__
+
+    def init_without_hook(self: BatchSpanProcessor, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        del self._batch_processor._metrics  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(BatchSpanProcessor, "__init__", init_without_hook)
+    with caplog.at_level(logging.WARNING, logger="evaltrace"):
+        processor = EvaltraceSpanProcessor(ParquetSpanExporter(tmp_path))
+    monkeypatch.undo()
+    processor._batch_processor._metrics = _NoMetrics()  # type: ignore[attr-defined]
+    processor.shutdown()
+    assert "offers no hook to count spans it drops on a full queue" in caplog.text
+
+
+class _NoMetrics:
+    """Stands in for the removed metrics so the processor can shut down."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
 
 
 def _record(folder: Path, run_id: str, drops: list[int]) -> ParquetSpanExporter:
