@@ -15,6 +15,7 @@ A file of a live pid on this host is never removed, whatever its age.
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import time
 from pathlib import Path
@@ -22,6 +23,11 @@ from pathlib import Path
 from evaltrace.collector._schema import HOST_NAME_LIMIT, INFLIGHT_PREFIX, INFLIGHT_SUFFIX, safe_file_part
 
 DEFAULT_MAX_AGE_S = 3600.0
+
+
+def inflight_path(folder: Path, host: str) -> Path:
+    """A fresh temporary name in `folder` for a file this process is writing (see `_writer`)."""
+    return folder / f"{INFLIGHT_PREFIX}{host}-{os.getpid()}-{secrets.token_hex(4)}{INFLIGHT_SUFFIX}"
 
 
 def _writer(name: str) -> tuple[str, int] | None:

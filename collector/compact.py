@@ -35,14 +35,9 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from evaltrace.collector import _parquet
+from evaltrace.collector._inflight import inflight_path
 from evaltrace.collector._parquet_read import LossTally, open_span_file
-from evaltrace.collector._schema import (
-    DEFAULT_MAX_ROWS,
-    HOST_NAME_LIMIT,
-    INFLIGHT_PREFIX,
-    INFLIGHT_SUFFIX,
-    safe_file_part,
-)
+from evaltrace.collector._schema import DEFAULT_MAX_ROWS, HOST_NAME_LIMIT, safe_file_part
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.reader import folder_span_files
 
@@ -169,12 +164,16 @@ def _packs(sources: Sequence[_Source], max_rows: int) -> list[list[_Source]]:
 
 
 def _plan(pack: Sequence[_Source]) -> CompactedFile:
+    return _compacted(pack, pack[0].path.parent / _merged_name(pack), sum(s.rows for s in pack), 0)
+
+
+def _compacted(pack: Sequence[_Source], path: Path, spans: int, bytes_after: int) -> CompactedFile:
     return CompactedFile(
-        path=str(pack[0].path.parent / _merged_name(pack)),
+        path=str(path),
         sources=[str(s.path) for s in pack],
-        spans=sum(s.rows for s in pack),
+        spans=spans,
         bytes_before=sum(s.size for s in pack),
-        bytes_after=0,
+        bytes_after=bytes_after,
     )
 
 
@@ -188,8 +187,7 @@ def _merged_name(pack: Sequence[_Source]) -> str:
 def _merge(folder: Path, pack: Sequence[_Source]) -> CompactedFile:
     table, tally = _read_pack(pack)
     final = folder / _merged_name(pack)
-    host = safe_file_part(socket.gethostname(), HOST_NAME_LIMIT)
-    tmp = folder / f"{INFLIGHT_PREFIX}{host}-{os.getpid()}-{secrets.token_hex(4)}{INFLIGHT_SUFFIX}"
+    tmp = inflight_path(folder, safe_file_part(socket.gethostname(), HOST_NAME_LIMIT))
     try:
         written = _parquet.write_parquet(table.to_batches(), str(tmp), _metadata(pack[0].run_id, tally))
         check = open_span_file(tmp)
@@ -210,13 +208,7 @@ def _merge(folder: Path, pack: Sequence[_Source]) -> CompactedFile:
         except OSError as exc:
             # Its spans are in the merged file too; readers keep one copy of each.
             raise InputError(f"{source.path}: merged into {final.name} but could not be removed ({exc})") from None
-    return CompactedFile(
-        path=str(final),
-        sources=[str(s.path) for s in pack],
-        spans=written,
-        bytes_before=sum(s.size for s in pack),
-        bytes_after=final.stat().st_size,
-    )
+    return _compacted(pack, final, written, final.stat().st_size)
 
 
 def _read_pack(pack: Sequence[_Source]) -> tuple[pa.Table, LossTally]:
@@ -240,11 +232,11 @@ def _read_pack(pack: Sequence[_Source]) -> tuple[pa.Table, LossTally]:
 
 
 def _metadata(run_id: str, tally: LossTally) -> dict[str, str]:
-    losses = tally.by_writer()
+    total = tally.total()
     return _parquet.file_metadata(
         run_id,
-        sum(x.dropped for x in losses.values()),
-        sum(x.unwritten for x in losses.values()),
-        writer_losses=json.dumps({w: list(x) for w, x in losses.items()}, separators=(",", ":")),
+        total.dropped,
+        total.unwritten,
+        writer_losses=json.dumps({w: list(x) for w, x in tally.by_writer().items()}, separators=(",", ":")),
         compacted_at=datetime.now(UTC).isoformat(),
     )

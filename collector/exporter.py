@@ -39,12 +39,11 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector import _parquet
+from evaltrace.collector._inflight import inflight_path
 from evaltrace.collector._redact import RedactionSettings, Redactor, build_redactor
 from evaltrace.collector._schema import (
     DEFAULT_MAX_ROWS,
     HOST_NAME_LIMIT,
-    INFLIGHT_PREFIX,
-    INFLIGHT_SUFFIX,
     safe_file_part,
 )
 
@@ -259,7 +258,7 @@ class ParquetSpanExporter(SpanExporter):
 
     def _write(self, batches: list[Any], rows: int) -> bool:
         directory = self.directory
-        tmp = directory / f"{INFLIGHT_PREFIX}{self._host}-{os.getpid()}-{secrets.token_hex(4)}{INFLIGHT_SUFFIX}"
+        tmp = inflight_path(directory, self._host)
         try:
             directory.mkdir(parents=True, exist_ok=True)
             _parquet.write_parquet(batches, str(tmp), self._metadata())
