@@ -15,10 +15,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaltrace.collector.records import Trace, Usage
+from evaltrace.collector.records import Trace
 from evaltrace.evaluators._aggregate import ExactSum, percentile, sample_status, score_result, status_passed
 from evaltrace.evaluators.base import Scorer, arun_scorer, run_scorer
-from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, find_price
+from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.report import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
 from evaltrace.evaluators.spec import Case
 
@@ -76,7 +76,7 @@ class RunStats:
                 complete = False
                 self.unpriced_models.add(iteration.model or "(unknown model)")
                 continue
-            total += _iteration_cost(iteration.usage, price)
+            total += call_cost(iteration.usage, price)
         # A trace without model calls has nothing to price: it is neither priced nor unpriced.
         return total if complete and trace.iterations else None
 
@@ -97,16 +97,6 @@ class RunStats:
         """The estimated cost; `None` when nothing could be priced."""
         estimated = self.cost_usd.total() if self.cost_usd.count else None
         return CostStats(estimated_usd=estimated, unpriced_models=sorted(self.unpriced_models))
-
-
-def _iteration_cost(usage: Usage, price: ModelPrice) -> float:
-    cached = usage.cache_read_tokens or 0
-    uncached = max((usage.input_tokens or 0) - cached, 0)
-    cached_price = price.cached_input_per_mtok if price.cached_input_per_mtok is not None else price.input_per_mtok
-    dollars = (
-        uncached * price.input_per_mtok + cached * cached_price + (usage.output_tokens or 0) * price.output_per_mtok
-    )
-    return dollars / 1e6
 
 
 async def _run_scorers(trace: Trace, case: Case | None, scorers: Sequence[Scorer]) -> list[Any]:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaltrace.collector.records import Usage
+
 
 class ModelPrice(BaseModel):
     """Price of one model, USD per million tokens."""
@@ -66,3 +68,23 @@ def find_price(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | Non
         return table[name]
     prefixes = [k for k in table if name.startswith(k) and name[len(k)] in "-@"]
     return table[max(prefixes, key=len)] if prefixes else None
+
+
+def call_cost(usage: Usage, price: ModelPrice) -> float:
+    """Estimated USD of one model call: uncached input, cache reads and output, each at its price.
+
+    The one formula for both the report's run cost and the `cost` scorer. `Usage` counts cache
+    reads as part of `input_tokens`, as the OTel GenAI conventions, OpenInference and OpenAI
+    report them (OpenAI's `cached_tokens` is a subset of `prompt_tokens`). Anthropic's API
+    reports them apart (`input_tokens` excludes `cache_read_input_tokens`), and an
+    instrumentation that passes both counts through unchanged records more cache reads than
+    input tokens: a subset cannot exceed its whole, so the input count is then taken as the
+    uncached part and the cache reads are priced on top, rather than clipped to the input count
+    (an undercount) or subtracted into a negative number.
+    """
+    inputs = usage.input_tokens or 0
+    cached = usage.cache_read_tokens or 0
+    uncached = inputs - cached if cached <= inputs else inputs
+    cached_price = price.input_per_mtok if price.cached_input_per_mtok is None else price.cached_input_per_mtok
+    outputs = usage.output_tokens or 0
+    return (uncached * price.input_per_mtok + cached * cached_price + outputs * price.output_per_mtok) / 1_000_000

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evaltrace.collector.records import Trace, Usage
 from evaltrace.evaluators.base import Score, Scorer
-from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, find_price
+from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.registry import register
 
 _METRICS = {
@@ -266,14 +266,5 @@ def estimate_cost(trace: Trace, prices: Mapping[str, ModelPrice] | None = None) 
         if price is None or (it.usage.input_tokens is None and it.usage.output_tokens is None):
             unpriced.append(f"model call {it.index} ({model or 'model not recorded'})")
             continue
-        usd += _call_cost(it.usage, price)
+        usd += call_cost(it.usage, price)
     return CostEstimate(usd, unpriced)
-
-
-def _call_cost(usage: Usage, price: ModelPrice) -> float:
-    inputs = usage.input_tokens or 0
-    cached = min(usage.cache_read_tokens or 0, inputs)
-    cached_price = price.input_per_mtok if price.cached_input_per_mtok is None else price.cached_input_per_mtok
-    outputs = usage.output_tokens or 0
-    total = (inputs - cached) * price.input_per_mtok + cached * cached_price + outputs * price.output_per_mtok
-    return total / 1_000_000

@@ -130,3 +130,30 @@ def test_estimate_cost_uses_the_runs_only_model_when_a_call_lacks_one() -> None:
     assert estimate_cost(trace(iterations=its, models=["gpt-4o-mini"])).usd == pytest.approx(0.15)
     unknown = estimate_cost(trace(iterations=its, models=["a", "b"]))
     assert unknown.usd == 0.0 and unknown.unpriced == ["model call 0 (model not recorded)"]
+
+
+def test_call_cost_prices_cache_reads_as_a_subset_of_input() -> None:
+    from evaltrace.evaluators.prices import ModelPrice, call_cost
+
+    price = ModelPrice(input_per_mtok=3.0, output_per_mtok=15.0, cached_input_per_mtok=0.3)
+    # OpenAI and the OTel conventions: 200k of the 1M input tokens came from the cache.
+    subset = Usage(input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=200_000)
+    assert call_cost(subset, price) == pytest.approx(0.8 * 3.0 + 0.2 * 0.3 + 0.1 * 15.0)
+    # Anthropic's counts passed through as reported: 100 uncached input tokens, 10,000 cache reads.
+    apart = Usage(input_tokens=100, output_tokens=0, cache_read_tokens=10_000)
+    assert call_cost(apart, price) == pytest.approx((100 * 3.0 + 10_000 * 0.3) / 1e6)
+    # Without a cached price, cache reads cost the input price.
+    plain = ModelPrice(input_per_mtok=1.0, output_per_mtok=1.0)
+    assert call_cost(apart, plain) == pytest.approx(10_100 / 1e6)
+
+
+def test_cost_scorer_and_run_cost_agree_when_cache_reads_exceed_input() -> None:
+    from evaltrace.evaluators._engine_run import RunStats
+    from evaltrace.evaluators.rules_limits import estimate_cost
+
+    its = [iteration(0, "claude-sonnet-4", input_tokens=100, output_tokens=10, cache_read_tokens=10_000)]
+    run = trace(iterations=its)
+    expected = (100 * 3.0 + 10_000 * 0.30 + 10 * 15.0) / 1e6
+    assert estimate_cost(run).usd == pytest.approx(expected)
+    assert RunStats().add(run) == pytest.approx(expected)
+    assert create_scorer("cost").score(run).details == {"usd": pytest.approx(expected)}
