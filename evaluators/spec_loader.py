@@ -110,12 +110,25 @@ class _StrictLoader(yaml.SafeLoader):
     """The safe loader, rejecting duplicate mapping keys (YAML would keep the last one silently)."""
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
+    # Duplicates are looked for among the mapping's own keys, before merge keys (`<<: *base`)
+    # are expanded: a key written here legally overrides one merged in, and merged mappings may
+    # share keys (the first wins), as YAML specifies.
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue
         key = loader.construct_object(key_node)
-        if key in seen:
+        try:
+            duplicate = key in seen
+        except TypeError:  # a list or mapping as a key (`? [a, b] : 1`)
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark
+            ) from None
+        if duplicate:
             raise yaml.constructor.ConstructorError(
                 "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
             )

@@ -277,6 +277,33 @@ def test_yaml_duplicate_key_is_an_error_with_its_line(tmp_path: Path) -> None:
     assert load_error(tmp_path, text) == "line 4, column 5: invalid YAML: duplicate key 'input'"
 
 
+def test_yaml_merge_keys_are_accepted_and_real_duplicates_still_rejected(tmp_path: Path) -> None:
+    text = """\
+        metadata:
+          defaults: &defaults {input: same question, tags: [smoke]}
+          other: &other {input: other question, tier: slow}
+        cases:
+          - {id: plain, <<: *defaults}
+          - <<: *defaults
+            id: overridden
+            input: own question
+          - <<: [*defaults, *other]
+            id: both
+        """
+    cases = {case.id: case for case in load_spec(write(tmp_path, text)).cases}
+    assert (cases["plain"].input, cases["plain"].tags) == ("same question", ["smoke"])
+    assert cases["overridden"].input == "own question"  # a key written here overrides the merged one
+    assert (cases["both"].tags, cases["both"].tier) == (["smoke"], "slow")  # keys of both merged mappings
+    duplicate = "base: &b {id: a}\ncases:\n  - <<: *b\n    input: x\n    input: y\n"
+    assert load_error(tmp_path, duplicate) == "line 5, column 5: invalid YAML: duplicate key 'input'"
+
+
+def test_yaml_unhashable_key_is_a_one_line_error_with_its_line(tmp_path: Path) -> None:
+    text = "cases:\n  - id: a\n    input: x\n    ? [a, b]\n    : 1\n"
+    assert load_error(tmp_path, text) == "line 4, column 7: invalid YAML: found unhashable key"
+    assert load_error(tmp_path, "{[a, b]: 1}\n") == "line 1, column 2: invalid YAML: found unhashable key"
+
+
 def test_malformed_json_names_the_line(tmp_path: Path) -> None:
     message = load_error(tmp_path, '{"cases": [\n  {"id": "a",}\n]}', "evals.json")
     assert message.startswith("line 2, column 14: invalid JSON: Expecting property name")
