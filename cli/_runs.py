@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -12,6 +11,7 @@ import typer
 from evaltrace.cli.main import app
 from evaltrace.collector._inflight import DEFAULT_MAX_AGE_S, clean_stale_inflight
 from evaltrace.collector._schema import DEFAULT_MAX_ROWS
+from evaltrace.collector._terminal import json_text, plural, printable
 from evaltrace.collector.errors import InputError
 
 if TYPE_CHECKING:
@@ -37,14 +37,15 @@ def runs(
     summary = summarize_runs(paths)
     if as_json:
         exclude = None if traces else {"trace_list"}
-        typer.echo(json.dumps(summary.model_dump(mode="json", exclude=exclude), ensure_ascii=False))
+        typer.echo(json_text(summary.model_dump(mode="json", exclude=exclude)))
         return
+    # Service names, run ids and root span names are recorded content: shown, never run.
     for line in _summary_lines(summary):
-        typer.echo(line)
+        typer.echo(printable(line))
     if traces:
         typer.echo("")
         for line in _trace_lines(summary.trace_list):
-            typer.echo(line)
+            typer.echo(printable(line))
 
 
 @app.command()
@@ -64,7 +65,7 @@ def clean(
     removed = 0
     for folder in _folders(paths):
         for path in clean_stale_inflight(folder, max_age):
-            typer.echo(f"removed {path}")
+            typer.echo(printable(f"removed {path}"))
             removed += 1
     if not removed:
         typer.echo("no stale in-flight files")
@@ -87,23 +88,25 @@ def compact(
     for folder in _folders(paths):
         done = compact_folder(folder, max_rows=max_rows, dry_run=dry_run)
         if as_json:
-            typer.echo(json.dumps(done.model_dump(mode="json"), ensure_ascii=False))
+            typer.echo(json_text(done.model_dump(mode="json")))
             continue
         for line in _compaction_lines(done):
-            typer.echo(line)
+            typer.echo(printable(line))
 
 
 def _compaction_lines(done: Compaction) -> list[str]:
     if not done.merged:
-        plural = "" if done.files_before == 1 else "s"
-        return [f"{done.folder}: nothing to compact ({done.files_before} file{plural})"]
+        return [f"{done.folder}: nothing to compact ({plural(done.files_before, 'file')})"]
     if done.dry_run:
-        lines = [f"would merge {len(m.sources)} files ({m.spans} spans) into {m.path}" for m in done.merged]
-        return [*lines, f"{done.folder}: {done.files_before} files would become {done.files_after} (dry run)"]
+        lines = [
+            f"would merge {plural(len(m.sources), 'file')} ({plural(m.spans, 'span')}) into {m.path}"
+            for m in done.merged
+        ]
+        return [*lines, f"{done.folder}: {plural(done.files_before, 'file')} would become {done.files_after} (dry run)"]
     before = sum(m.bytes_before for m in done.merged)
     after = sum(m.bytes_after for m in done.merged)
     return [
-        f"{done.folder}: {done.files_before} files -> {done.files_after}; "
+        f"{done.folder}: {plural(done.files_before, 'file')} -> {done.files_after}; "
         f"merged files {_size(before)} -> {_size(after)}"
     ]
 
@@ -128,7 +131,8 @@ def _folders(paths: list[str]) -> list[Path]:
 def _summary_lines(s: RunsSummary) -> list[str]:
     lines = [
         f"files:       {len(s.files)}",
-        f"spans:       {s.spans}" + (f" ({s.duplicate_spans} duplicate rows ignored)" if s.duplicate_spans else ""),
+        f"spans:       {s.spans}"
+        + (f" ({plural(s.duplicate_spans, 'duplicate row')} ignored)" if s.duplicate_spans else ""),
         f"traces:      {s.traces}",
     ]
     if s.spans_per_trace is not None:
@@ -147,7 +151,7 @@ def _summary_lines(s: RunsSummary) -> list[str]:
         )
     if len(s.files) >= _MANY_FILES and s.spans < _SMALL_FILE_SPANS * len(s.files):
         lines.append(
-            f"small files: {len(s.files)} files of {s.spans // len(s.files)} spans on average "
+            f"small files: {len(s.files)} files of {plural(s.spans // len(s.files), 'span')} on average "
             "('evaltrace compact PATH' merges them: smaller on disk, faster to read)"
         )
     if s.stale_inflight:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from evaltrace.cli.main import app
+from evaltrace.collector._terminal import json_text, plural, printable
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Iteration, ToolCall, Trace
 
@@ -27,14 +28,14 @@ def traces_command(
     found = read_traces(paths)
     if json_lines:
         for trace in found:
-            typer.echo(json.dumps(trace.to_contract_json(), ensure_ascii=False))
+            typer.echo(json_text(trace.to_contract_json()))
         return
     typer.echo(_row(["TRACE", "CASE", "STATUS", "ITER", "TOOLS", "TOKENS IN/OUT", "INPUT", "OUTPUT"]))
     count = 0
     for trace in found:
         count += 1
         typer.echo(_row(_summary(trace)))
-    typer.echo(f"{count} trace{'s' if count != 1 else ''}")
+    typer.echo(plural(count, "trace"))
 
 
 def _summary(trace: Trace) -> list[str]:
@@ -53,6 +54,8 @@ def _summary(trace: Trace) -> list[str]:
 
 def _row(cells: list[str]) -> str:
     widths = [16, 20, 7, 4, 5, 13, _WIDTH, 0]
+    # Every cell is recorded content: control characters are shown as escapes, not sent to the terminal.
+    cells = [printable(cell) for cell in cells]
     return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
 
 
@@ -63,7 +66,8 @@ def _num(value: int | None) -> str:
 def _clip(text: Any, width: int) -> str:
     if text is None:
         return "-"
-    flat = " ".join(str(text).split())
+    # Escaped before measuring, so the cut counts the characters the terminal will show.
+    flat = printable(" ".join(str(text).split()))
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
@@ -71,6 +75,9 @@ def _clip(text: Any, width: int) -> str:
 def show_command(
     trace_id: Annotated[str, typer.Argument(metavar="TRACE_ID", help="A trace id, or a unique prefix of one.")],
     paths: PathsArg,
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar="", help="The trace as one JSON object, as a line of `traces --json`.")
+    ] = False,
 ) -> None:
     """Show one trace as a tree: iterations, tool calls with arguments and results, output, usage."""
     wanted = trace_id.strip().lower()
@@ -86,12 +93,18 @@ def show_command(
         shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
         raise InputError(f"trace id prefix {trace_id!r} is ambiguous ({len(ids)} traces: {shown}); give more digits")
     for trace in read_traces(paths, trace_ids=ids):
+        if as_json:
+            typer.echo(json_text(trace.to_contract_json()))
+            continue
         for line in render_trace(trace):
-            typer.echo(line)
+            typer.echo(printable(line))
 
 
 def render_trace(trace: Trace, indent: str = "") -> Iterator[str]:
-    """The lines of `evaltrace show` for one trace (child traces indented under their tool call)."""
+    """The lines of `evaltrace show` for one trace (child traces indented under their tool call).
+
+    Lines hold recorded content as it is: pass each through `printable` before it reaches a terminal.
+    """
     head = f"{indent}trace {trace.trace_id}  {trace.agent_name or trace.name or ''}  [{trace.status}]"
     yield head.rstrip() + (f"  {trace.duration_seconds:.3f}s" if trace.duration_seconds is not None else "")
     for label, value in (("case", trace.case_id), ("conversation", trace.conversation_id), ("input", trace.input)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     # Typer 0.29 ships its own copy of click: its commands take this context type.
     from typer._click.core import Context
 
+from evaltrace.collector._terminal import printable
 from evaltrace.collector.errors import EvaltraceError
 
 # The CLI's pyarrow buffers come from the C library's malloc rather than the wheels' default
@@ -99,17 +100,38 @@ app = _App(
 )
 
 
+def _version_line() -> str:
+    from importlib.metadata import version as dist_version
+
+    return f"evaltrace {dist_version('evaltrace')}"
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(_version_line())
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            metavar="",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the evaltrace version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Record agent spans to Parquet and score them offline."""
 
 
 @app.command()
 def version() -> None:
     """Print the evaltrace version."""
-    from importlib.metadata import version as dist_version
-
-    typer.echo(dist_version("evaltrace"))
+    typer.echo(_version_line())
 
 
 # Command modules register themselves on `app` when imported.
@@ -148,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _error(message: str) -> None:
     # One line: a multi-line message is folded so scripts can rely on `Error:` being the line.
-    print("Error: " + " ".join(message.split()), file=sys.stderr)
+    # Messages quote file content (ids, keys, values): control characters in them are shown, not run.
+    print("Error: " + printable(" ".join(message.split())), file=sys.stderr)
 
 
 def _discard_stdout() -> None:

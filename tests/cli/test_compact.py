@@ -175,7 +175,7 @@ def test_runs_suggests_compaction_for_many_small_files(tmp_path: Path) -> None:
     _record(folder, "chatty", 20, files_of=1)  # 60 files of one span
     before = evaltrace("runs", folder)
     assert before.returncode == 0, before.stderr
-    assert "small files: 60 files of 1 spans on average ('evaltrace compact PATH' merges them" in before.stdout
+    assert "small files: 60 files of 1 span on average ('evaltrace compact PATH' merges them" in before.stdout
     assert evaltrace("compact", folder).returncode == 0
     after = evaltrace("runs", folder)
     assert "small files" not in after.stdout and "files:       1" in after.stdout
