@@ -109,3 +109,33 @@ def safe_file_part(text: str, limit: int = 80) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text)
     cleaned = re.sub(r"-{2,}", "-", cleaned).lstrip(".-") or "run"
     return cleaned[:limit]
+
+
+# --- Log records (OTel logs signal: GenAI events) -----------------------------------------------
+# Log records are written to their own files beside the span files. Such a file says what it is
+# in its key-value metadata (`evaltrace.signal=logs`, with its own schema version), and its name
+# ends in `LOGS_FILE_SUFFIX`, so `runs/*.logs.parquet` names the log files alone.
+METADATA_SIGNAL: Final = b"evaltrace.signal"
+SIGNAL_SPANS: Final = "spans"
+SIGNAL_LOGS: Final = "logs"
+LOGS_SCHEMA_VERSION: Final = 1
+LOGS_FILE_SUFFIX: Final = ".logs.parquet"
+LOG_COLUMNS: Final = (
+    "trace_id",
+    "span_id",
+    "trace_flags",
+    "time",
+    "observed_time",
+    "severity_number",
+    "severity_text",
+    "event_name",
+    "body",
+    "attributes",
+    "log_id",
+    "run_id",
+    "service_name",
+    "scope_name",
+    "scope_version",
+    "resource",
+    "dropped_attributes_count",
+)

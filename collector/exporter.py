@@ -1,23 +1,19 @@
 """`ParquetSpanExporter`: the OTel span exporter that records spans to local Parquet files.
 
-Write path (see the collector-storage research, section 4):
+Write path (see the collector-storage research, section 4, and `_rolling.py`):
 
 - `export()` runs on the BatchSpanProcessor's worker thread. It converts the batch straight to
   Arrow columns and appends the record batch to an in-memory buffer.
-- The buffer is rolled into ONE complete Parquet file when it reaches `max_rows`, when its oldest
-  batch is `flush_interval` seconds old (checked by the exporter's own daemon timer thread,
-  because the batch processor never calls an idle exporter), on `force_flush()` and on
-  `shutdown()`. The application thread only writes when it asks for it (flush, shutdown).
-- Each file is written under a hidden `.inflight-<host>-<pid>-<random>.parquet.tmp` name in the
-  target folder, then renamed atomically to `<run_id>--<utc-ts>--<host>-<pid>-<seq>.parquet`, so
-  `*.parquet` only ever names complete files and processes never share a file.
-- A failed write (read-only folder, disk full) is logged on the `evaltrace` logger; the batches
-  stay buffered for the next roll, up to `max_buffered_rows`, beyond which the oldest are dropped
-  and counted. Counts of spans dropped by the processor queue and spans never written so far are
-  stored in each file's metadata, with an id of the writer, so `evaltrace runs` can show what a
-  run lost.
-- After `fork()` the child starts with an empty buffer, sequence and timer, so nothing buffered
-  by the parent is written twice.
+- The buffer is rolled into ONE complete Parquet file by size, age, `force_flush()` and
+  `shutdown()`, written under a hidden in-flight name and renamed atomically to
+  `<run_id>--<utc-ts>--<host>-<pid>-<seq>.parquet`, so `*.parquet` only ever names complete files
+  and processes never share a file.
+- A failed write is logged and retried at the next roll (bounded); counts of spans dropped by the
+  processor queue and spans never written are stored in each file's metadata, with an id of the
+  writer, so `evaltrace runs` can show what a run lost.
+- After `fork()` the child starts with an empty buffer, so nothing is written twice.
+
+`ExporterSettings` is shared with the log-record exporter (`log_exporter.py`).
 """
 
 from __future__ import annotations
@@ -25,11 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import socket
-import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,13 +31,9 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector import _parquet
-from evaltrace.collector._inflight import inflight_path
 from evaltrace.collector._redact import RedactionSettings, Redactor, build_redactor
-from evaltrace.collector._schema import (
-    DEFAULT_MAX_ROWS,
-    HOST_NAME_LIMIT,
-    safe_file_part,
-)
+from evaltrace.collector._rolling import FileKind, RollingWriter
+from evaltrace.collector._schema import DEFAULT_MAX_ROWS
 
 logger = logging.getLogger("evaltrace")
 
@@ -110,19 +98,16 @@ class ExporterSettings(BaseModel):
             values["flush_interval"], values["max_rows"] = 10.0, DEFAULT_MAX_ROWS
         return cls(**values)
 
-
-@dataclass
-class _Buffer:
-    """Encoded batches waiting for the next roll (per process)."""
-
-    batches: list[Any]
-    rows: int = 0
-    oldest: float | None = None
-
-    def take(self) -> tuple[list[Any], int]:
-        batches, rows = self.batches, self.rows
-        self.batches, self.rows, self.oldest = [], 0, None
-        return batches, rows
+    def rolling_writer(self, kind: FileKind) -> RollingWriter:
+        """A writer of `kind` files with these settings (folder, run id, roll thresholds)."""
+        return RollingWriter(
+            kind,
+            self.directory,
+            self.run_id,
+            flush_interval=self.flush_interval,
+            max_rows=self.max_rows,
+            max_buffered_rows=self.max_buffered_rows,
+        )
 
 
 class ParquetSpanExporter(SpanExporter):
@@ -140,8 +125,6 @@ class ParquetSpanExporter(SpanExporter):
         redaction: redaction settings (default: from the environment).
         settings: a complete `ExporterSettings` (the other arguments must then be omitted).
     """
-
-    _timer: threading.Thread | None
 
     def __init__(
         self,
@@ -163,13 +146,8 @@ class ParquetSpanExporter(SpanExporter):
             )
         self.settings = settings
         self._redactor: Redactor | None = build_redactor(settings.redaction)
-        self._host = safe_file_part(socket.gethostname(), HOST_NAME_LIMIT)
-        self._run_name = safe_file_part(settings.run_id)
         _parquet.writer_version()  # looked up now, not in a roll at interpreter exit
-        self._shutdown = False
-        self._dropped_by_queue = 0
-        self._reset_process_state()
-        _register_fork_reset(self)
+        self._writer = settings.rolling_writer(_SPAN_FILES)
 
     # -- public surface -------------------------------------------------------------------
 
@@ -186,163 +164,54 @@ class ParquetSpanExporter(SpanExporter):
     @property
     def unwritten_spans(self) -> int:
         """Spans this process encoded but could not write and had to drop (or failed to encode)."""
-        return self._unwritten
+        return self._writer.unwritten
 
     @property
     def dropped_spans(self) -> int:
         """Spans dropped by the batch processor's full queue before reaching the exporter."""
-        return self._dropped_by_queue
+        return self._writer.dropped
 
     def note_dropped(self, count: int) -> None:
         """Count spans dropped upstream (called by evaltrace's processor on queue overflow)."""
-        self._dropped_by_queue += count
+        self._writer.note_dropped(count)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Encode a batch and buffer it; writes a file when the row threshold is reached."""
-        if self._shutdown:
+        if self._writer.closed:
             return SpanExportResult.FAILURE
         try:
             batch = _parquet.encode_spans(spans, self.settings.run_id, self._redactor)
         except Exception:
             logger.exception("evaltrace: could not encode %d spans; they are dropped", len(spans))
-            self._unwritten += len(spans)
+            self._writer.note_unwritten(len(spans))
             return SpanExportResult.FAILURE
-        with self._lock:
-            buf = self._buffer
-            buf.batches.append(batch)
-            buf.rows += _parquet.batch_rows(batch)
-            if buf.oldest is None:
-                buf.oldest = time.monotonic()
-            due = buf.rows >= self.settings.max_rows
-        self._ensure_timer()
-        if due:
-            return SpanExportResult.SUCCESS if self._roll() else SpanExportResult.FAILURE
+        if self._writer.add(batch):
+            return SpanExportResult.SUCCESS if self._writer.roll() else SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Write everything buffered now; False when the write failed."""
-        if self._shutdown:
+        if self._writer.closed:
             return True
-        return self._roll()
+        return self._writer.roll()
 
     def shutdown(self) -> None:
         """Write what is buffered and stop the timer; later calls do nothing."""
-        if self._shutdown:
-            return
-        self._roll()
-        self._shutdown = True
-        self._stop.set()
-        if self._buffer.rows:
-            logger.error(
-                "evaltrace: %d spans could not be written to %s and are lost", self._buffer.rows, self.directory
-            )
-            self._unwritten += self._buffer.rows
-
-    # -- rolling --------------------------------------------------------------------------
-
-    def _roll(self) -> bool:
-        """Write the buffer as one file; on failure keep it (bounded) for the next roll."""
-        try:
-            with self._write_lock:
-                with self._lock:
-                    batches, rows = self._buffer.take()
-                if not rows:
-                    return True
-                if self._write(batches, rows):
-                    return True
-                self._requeue(batches, rows)
-                return False
-        except Exception:  # never let a bug here reach the app or the processor
-            logger.exception("evaltrace: unexpected error while writing spans")
-            return False
-
-    def _write(self, batches: list[Any], rows: int) -> bool:
-        directory = self.directory
-        tmp = inflight_path(directory, self._host)
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            _parquet.write_parquet(batches, str(tmp), self._metadata())
-            self._seq += 1
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-            final = directory / f"{self._run_name}--{stamp}--{self._host}-{os.getpid()}-{self._seq:05d}.parquet"
-            os.replace(tmp, final)
-        except Exception as exc:
-            logger.error("evaltrace: could not write %d spans to %s: %s (will retry)", rows, directory, exc)
-            _remove_quietly(tmp)
-            return False
-        return True
-
-    def _requeue(self, batches: list[Any], rows: int) -> None:
-        """Put failed batches back in front of newer ones, dropping the oldest beyond the bound."""
-        with self._lock:
-            buf = self._buffer
-            buf.batches[:0] = batches
-            buf.rows += rows
-            buf.oldest = time.monotonic()  # retry after one more interval, not in a hot loop
-            while buf.rows > self.settings.max_buffered_rows and len(buf.batches) > 1:
-                dropped = _parquet.batch_rows(buf.batches.pop(0))
-                buf.rows -= dropped
-                self._unwritten += dropped
-                logger.error("evaltrace: buffer full while writes fail; dropped %d spans", dropped)
-
-    def _metadata(self) -> dict[str, str]:
-        return _parquet.file_metadata(
-            self.settings.run_id, self._dropped_by_queue, self._unwritten, writer_id=self._writer_id
-        )
-
-    # -- timer and fork -------------------------------------------------------------------
-
-    def _ensure_timer(self) -> None:
-        if self._timer is not None and self._timer.is_alive():
-            return
-        with self._lock:
-            if self._timer is not None and self._timer.is_alive():
-                return
-            self._timer = threading.Thread(target=self._timer_loop, name="evaltrace-roll", daemon=True)
-            self._timer.start()
-
-    def _timer_loop(self) -> None:
-        interval = self.settings.flush_interval
-        tick = min(interval / 4, 1.0)
-        stop = self._stop
-        while not stop.wait(tick):
-            oldest = self._buffer.oldest
-            if oldest is not None and time.monotonic() - oldest >= interval:
-                self._roll()
-
-    def _reset_process_state(self) -> None:
-        """Fresh per-process state: used at construction and in a forked child."""
-        self._lock = threading.RLock()
-        self._write_lock = threading.RLock()
-        self._buffer = _Buffer(batches=[])
-        self._seq = 0
-        self._unwritten = 0
-        self._dropped_by_queue = 0
-        # Names this exporter in this process: the loss counters below are cumulative per writer,
-        # so readers take each writer's latest count (pids are reused; run ids are shared).
-        self._writer_id = secrets.token_hex(8)
-        self._stop = threading.Event()
-        self._timer = None
+        self._writer.close()
 
 
-def _remove_quietly(path: Path) -> None:
-    try:
-        path.unlink(missing_ok=True)
-    except OSError:
-        pass
+def _span_metadata(run_id: str, dropped: int, unwritten: int, writer_id: str) -> dict[str, str]:
+    return _parquet.file_metadata(run_id, dropped, unwritten, writer_id=writer_id)
 
 
-def _register_fork_reset(exporter: ParquetSpanExporter) -> None:
-    """Reset the exporter in a forked child; a weak reference lets the exporter be collected."""
-    if not hasattr(os, "register_at_fork"):
-        return
-    import weakref
+def _write_spans(batches: Sequence[Any], path: str, metadata: dict[str, str]) -> int:
+    return _parquet.write_parquet(batches, path, metadata)  # looked up per call: tests replace it
 
-    ref = weakref.ref(exporter)
 
-    def _after_in_child() -> None:
-        target = ref()
-        if target is not None:
-            target._reset_process_state()
-
-    os.register_at_fork(after_in_child=_after_in_child)
+_SPAN_FILES = FileKind(
+    noun="spans",
+    suffix=".parquet",
+    write=_write_spans,
+    rows=_parquet.batch_rows,
+    metadata=_span_metadata,
+)

@@ -1,7 +1,13 @@
 """`record()`: attach the Parquet recorder to the application's tracer provider in one call.
 
-Besides adding a `BatchSpanProcessor(ParquetSpanExporter(...))`, recording installs the process
-hooks that the SDK lacks (collector-storage research, section 1.3):
+`record()` adds a `BatchSpanProcessor(ParquetSpanExporter(...))` to the tracer provider and, by
+default, a `BatchLogRecordProcessor(ParquetLogExporter(...))` to the logger provider (GenAI
+events: message content some instrumentations send as log records), creating and setting SDK
+providers only where none is set. It also turns GenAI content capture on unless the user set it
+(`_genai_env.py`): instrumentations read that setting when they instrument, so call `record()`
+before instrumenting the application's clients.
+
+Recording also installs the process hooks that the SDK lacks (collector-storage research, section 1.3):
 
 - **multiprocessing.** Fork workers of `multiprocessing` exit through `os._exit`, so `atexit`
   never shuts the provider down and their spans were lost. A `multiprocessing.util` after-fork
@@ -27,14 +33,18 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from evaltrace.collector._genai_env import apply_capture_default
 from evaltrace.collector._redact import RedactionSettings
 from evaltrace.collector.exporter import ParquetSpanExporter
+
+if TYPE_CHECKING:
+    from evaltrace.collector.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
 
 logger = logging.getLogger("evaltrace")
 
@@ -46,24 +56,42 @@ _MP_EXIT_PRIORITY = 100  # run before multiprocessing's own low-priority finaliz
 _state_lock = threading.Lock()
 _active: Recorder | None = None
 _hooked_providers: set[int] = set()
-_sigterm_processors: list[EvaltraceSpanProcessor] = []
+_sigterm_processors: list[Any] = []  # evaltrace's span and log-record processors
 _sigterm_provider: Any = None
 
 
 class _DropCounter:
-    """Wraps the batch processor's internal metrics to count spans it drops on a full queue."""
+    """Wraps a batch processor's internal metrics to count the items it drops on a full queue."""
 
-    def __init__(self, inner: Any, exporter: ParquetSpanExporter) -> None:
+    def __init__(self, inner: Any, note: Callable[[int], None]) -> None:
         self._inner = inner
-        self._exporter = exporter
+        self._note = note
 
     def drop_items(self, count: int, error_type: str = "queue_full") -> None:
         if error_type == "queue_full":
-            self._exporter.note_dropped(count)
+            self._note(count)
         self._inner.drop_items(count, error_type)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+def count_queue_drops(processor: Any, note: Callable[[int], None], noun: str) -> None:
+    """Make an SDK batch processor (span or log) report the items its full queue drops to `note`.
+
+    The SDK counts drops only through internal metrics that are off by default, so the count
+    is taken where the SDK records it. On SDK versions without that hook it is said once.
+    """
+    inner = getattr(processor, "_batch_processor", None)
+    metrics = getattr(inner, "_metrics", None)
+    if inner is not None and callable(getattr(metrics, "drop_items", None)):
+        inner._metrics = _DropCounter(metrics, note)
+    else:  # said, so that `evaltrace runs` showing no drops is not taken for a count of zero
+        logger.warning(
+            "evaltrace: this opentelemetry-sdk's batch processor offers no hook to count %s it "
+            "drops on a full queue; such drops will not be counted",
+            noun,
+        )
 
 
 class EvaltraceSpanProcessor(BatchSpanProcessor):
@@ -77,15 +105,7 @@ class EvaltraceSpanProcessor(BatchSpanProcessor):
     def __init__(self, exporter: ParquetSpanExporter, **kwargs: Any) -> None:
         super().__init__(exporter, **kwargs)
         self.exporter = exporter
-        inner = getattr(self, "_batch_processor", None)
-        metrics = getattr(inner, "_metrics", None)
-        if inner is not None and callable(getattr(metrics, "drop_items", None)):
-            inner._metrics = _DropCounter(metrics, exporter)
-        else:  # said, so that `evaltrace runs` showing no drops is not taken for a count of zero
-            logger.warning(
-                "evaltrace: this opentelemetry-sdk's batch processor offers no hook to count spans it "
-                "drops on a full queue; such drops will not be counted"
-            )
+        count_queue_drops(self, exporter.note_dropped, "spans")
 
     def force_flush(self, timeout_millis: int | None = None) -> bool:
         """Export the queue, then write the exporter's buffer to a file.
@@ -101,9 +121,12 @@ class EvaltraceSpanProcessor(BatchSpanProcessor):
 class Recorder:
     """Handle returned by `record()`: flush or stop the recording; usable as a context manager."""
 
-    def __init__(self, processor: EvaltraceSpanProcessor, provider: Any) -> None:
+    def __init__(
+        self, processor: EvaltraceSpanProcessor, provider: Any, log_processor: EvaltraceLogRecordProcessor | None = None
+    ) -> None:
         self._processor = processor
         self._provider = provider
+        self._log_processor = log_processor
         self._stopped = False
 
     @property
@@ -122,15 +145,23 @@ class Recorder:
         return self._processor.exporter
 
     @property
+    def log_exporter(self) -> ParquetLogExporter | None:
+        """The log-record exporter, or None when log records are not recorded."""
+        return self._log_processor.exporter if self._log_processor is not None else None
+
+    @property
     def stopped(self) -> bool:
         """Whether `stop()` was called."""
         return self._stopped
 
     def flush(self) -> bool:
-        """Write every span ended so far to a file now; False if the write failed."""
+        """Write every span ended (and log record emitted) so far to a file now; False if a write failed."""
         if self._stopped:
             return True
-        return self._processor.force_flush()
+        # Spans first: a reader that sees a log record's file should find its span's file too.
+        spans = self._processor.force_flush()
+        logs = self._log_processor.force_flush() if self._log_processor is not None else True
+        return spans and logs
 
     def stop(self) -> None:
         """Write what is pending and stop recording (later spans are not recorded)."""
@@ -138,13 +169,18 @@ class Recorder:
         if self._stopped:
             return
         self._stopped = True
-        shutdown: Callable[[], object] = self._processor.shutdown  # the SDK method is unannotated
-        shutdown()
+        processors: list[Any] = [self._processor]
+        if self._log_processor is not None:
+            processors.append(self._log_processor)
+        for processor in processors:
+            shutdown: Callable[[], object] = processor.shutdown  # the SDK method is unannotated
+            shutdown()
         with _state_lock:
             if _active is self:
                 _active = None
-            if self._processor in _sigterm_processors:
-                _sigterm_processors.remove(self._processor)
+            for processor in processors:
+                if processor in _sigterm_processors:
+                    _sigterm_processors.remove(processor)
 
     def __enter__(self) -> Recorder:
         return self
@@ -163,12 +199,16 @@ def record(
     flush_interval: float | None = None,
     max_rows: int | None = None,
     handle_sigterm: bool = True,
+    logs: bool = True,
 ) -> Recorder:
-    """Record every span the application ends to Parquet files.
+    """Record every span the application ends (and every log record it emits) to Parquet files.
 
     Attaches a batch processor with a `ParquetSpanExporter` to the global tracer provider,
     creating and setting an SDK `TracerProvider` only if none is set (OTel refuses to replace
-    one). Arguments left out come from the environment (`EVALTRACE_DIR`, `EVALTRACE_RUN_ID`, ...).
+    one); with `logs`, likewise a `ParquetLogExporter` to the global logger provider. Turns GenAI
+    content capture on when the user has not set it and `EVALTRACE_CAPTURE_CONTENT` is not 0:
+    call `record()` before instrumenting clients (instrumentations read it when they
+    instrument). Arguments left out come from the environment (`EVALTRACE_DIR`, ...).
 
     Args:
         directory: folder for the files (default `EVALTRACE_DIR`, else `runs`).
@@ -178,6 +218,8 @@ def record(
         max_rows: buffered spans that trigger a file (default 50000).
         handle_sigterm: install a SIGTERM handler that writes pending spans, only if the
             application has none.
+        logs: also record OTel log records (GenAI events) to `*.logs.parquet` files. A global
+            logger provider that accepts no processors is left alone, with a warning.
 
     Returns:
         The `Recorder` handle. Calling `record()` again while it is active returns the same
@@ -187,23 +229,63 @@ def record(
     with _state_lock:
         if _active is not None:
             return _existing(_active, directory, run_id)
+        apply_capture_default()
         provider = _sdk_provider()
         exporter = ParquetSpanExporter(
             directory, run_id=run_id, redaction=redaction, flush_interval=flush_interval, max_rows=max_rows
         )
         processor = EvaltraceSpanProcessor(exporter)
         provider.add_span_processor(processor)
-        _active = Recorder(processor, provider)
+        log_processor = _record_logs(exporter) if logs else None
+        _active = Recorder(processor, provider, log_processor)
     install_process_hooks(provider, processor, handle_sigterm=handle_sigterm)
+    if log_processor is not None:
+        install_process_hooks(provider, log_processor, handle_sigterm=handle_sigterm)
     return _active
 
 
-def adopt(processor: EvaltraceSpanProcessor, provider: Any) -> Recorder:
-    """Register a processor built by auto-configuration, so `record()` returns it, not a second one."""
+def _record_logs(spans: ParquetSpanExporter) -> EvaltraceLogRecordProcessor | None:
+    """Attach a log exporter with the span exporter's settings to the global logger provider."""
+    from evaltrace.collector.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
+
+    provider = _sdk_logger_provider()
+    if provider is None:
+        return None
+    processor = EvaltraceLogRecordProcessor(ParquetLogExporter(settings=spans.settings))
+    provider.add_log_record_processor(processor)
+    return processor
+
+
+def _sdk_logger_provider() -> Any:
+    """The global logger provider if it accepts processors, else a new SDK one set globally (or None)."""
+    from opentelemetry import _logs
+    from opentelemetry._logs._internal import ProxyLoggerProvider
+    from opentelemetry.sdk._logs import LoggerProvider
+
+    provider = _logs.get_logger_provider()
+    if hasattr(provider, "add_log_record_processor"):
+        return provider
+    if isinstance(provider, ProxyLoggerProvider):
+        _logs.set_logger_provider(LoggerProvider())
+        provider = _logs.get_logger_provider()
+        if hasattr(provider, "add_log_record_processor"):
+            return provider
+    logger.warning(
+        "evaltrace: the global logger provider (%s) accepts no log record processors; log records "
+        "(GenAI events) are not recorded. Add evaltrace.collector.log_exporter.ParquetLogExporter to it yourself",
+        type(provider).__name__,
+    )
+    return None
+
+
+def adopt(
+    processor: EvaltraceSpanProcessor, provider: Any, log_processor: EvaltraceLogRecordProcessor | None = None
+) -> Recorder:
+    """Register processors built by auto-configuration, so `record()` returns them, not second ones."""
     global _active
     with _state_lock:
         if _active is None:
-            _active = Recorder(processor, provider)
+            _active = Recorder(processor, provider, log_processor)
         return _active
 
 
@@ -239,8 +321,12 @@ def _sdk_provider() -> Any:
     return provider
 
 
-def install_process_hooks(provider: Any, processor: EvaltraceSpanProcessor, *, handle_sigterm: bool = True) -> None:
-    """Install the multiprocessing exit hook and (optionally) the SIGTERM handler, once each."""
+def install_process_hooks(provider: Any, processor: Any, *, handle_sigterm: bool = True) -> None:
+    """Install the multiprocessing exit hook and (optionally) the SIGTERM handler, once each.
+
+    `processor` is one of evaltrace's span or log-record processors: it is flushed on SIGTERM and
+    shut down when a multiprocessing worker exits.
+    """
     global _sigterm_provider
     with _state_lock:
         if id(provider) not in _hooked_providers:

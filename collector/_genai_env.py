@@ -1,0 +1,52 @@
+"""Environment defaults evaltrace sets for recording: GenAI content capture on, logs recorded.
+
+Evaluation needs what the agent was asked, what its tools received and returned, and what it
+answered. GenAI instrumentations leave message content out unless
+`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` says otherwise, so when evaltrace records
+and the user set nothing, it sets that variable (the files stay local):
+
+- the instrumentations' default conventions (e.g. openai-v2 without an opt-in) read `true`;
+  they send content as log records (GenAI events), which evaltrace's logs exporter records;
+- with `OTEL_SEMCONV_STABILITY_OPT_IN` naming `gen_ai_latest_experimental`, util-genai reads one
+  of `SPAN_ONLY`, `EVENT_ONLY`, `SPAN_AND_EVENT` (`true` would be rejected and mean no content):
+  `SPAN_ONLY` puts the JSON messages on the model spans, which rebuild completely on their own,
+  without a second copy in log records.
+
+`EVALTRACE_CAPTURE_CONTENT=0` leaves the variable alone (and the exporters drop content from the
+files as before). Instrumentations read it when they instrument (openai-v2: at `instrument()`),
+so it must be set first: `opentelemetry-instrument` runs the distro before any instrumentor, and
+`record()` must be called before the application instruments its clients.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+
+CAPTURE_CONTENT_VAR = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_OPT_IN_VAR = "OTEL_SEMCONV_STABILITY_OPT_IN"
+_LATEST = "gen_ai_latest_experimental"
+_OFF = {"0", "false", "no", "off"}
+
+
+def latest_genai_conventions(environ: MutableMapping[str, str] | None = None) -> bool:
+    """Whether `OTEL_SEMCONV_STABILITY_OPT_IN` opts into the latest experimental GenAI conventions."""
+    env = os.environ if environ is None else environ
+    return _LATEST in {part.strip() for part in env.get(_OPT_IN_VAR, "").split(",")}
+
+
+def capture_content_value(environ: MutableMapping[str, str] | None = None) -> str:
+    """The content-capture value that makes the current conventions record content evaltrace rebuilds."""
+    return "SPAN_ONLY" if latest_genai_conventions(environ) else "true"
+
+
+def apply_capture_default(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Turn GenAI content capture on unless the user chose (or `EVALTRACE_CAPTURE_CONTENT=0`); return what was set."""
+    env = os.environ if environ is None else environ
+    if env.get(CAPTURE_CONTENT_VAR, "").strip():
+        return {}
+    if env.get("EVALTRACE_CAPTURE_CONTENT", "").strip().lower() in _OFF:
+        return {}
+    value = capture_content_value(env)
+    env[CAPTURE_CONTENT_VAR] = value
+    return {CAPTURE_CONTENT_VAR: value}
