@@ -24,6 +24,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import Field, field_validator
 
 from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.evaluators._schema_regex import has_keyword, safe_validator_class, unsupported_patterns
 from evaltrace.evaluators.base import Score, Scorer
 from evaltrace.evaluators.matching import (
     ArgumentMatch,
@@ -38,10 +39,17 @@ from evaltrace.evaluators.registry import register
 
 
 def check_json_schema(schema: dict[str, Any], what: str) -> dict[str, Any]:
-    """Raise `ValueError` naming `what` when `schema` is not a valid JSON schema."""
-    problem = _compiled_schema(schema)[1]
-    if problem is not None:
-        raise ValueError(f"{what} is not a valid JSON schema: {problem}")
+    """Raise `ValueError` naming `what` when `schema` is not a valid JSON schema.
+
+    A schema given in config must also be one evaltrace can check whole: a pattern the
+    linear-time regex engine cannot run (backreferences, lookaround) is an error here, where a
+    recorded schema's is skipped with a note.
+    """
+    compiled = _compiled_schema(schema)
+    if compiled[1] is not None:
+        raise ValueError(f"{what} is not a valid JSON schema: {compiled[1]}")
+    if compiled[3]:
+        raise ValueError(f"{what}: {compiled[3][0]}; write it without backreferences or lookaround")
     return schema
 
 
@@ -51,12 +59,11 @@ def schema_errors(schema: dict[str, Any], instance: Any) -> list[str]:
 
 
 def _errors(compiled: _Compiled, schema: dict[str, Any], instance: Any) -> list[str]:
-    validator, _, plain = compiled
+    validator, _, plain, _ = compiled
     if plain is not None and _plainly_valid(plain, instance):
         return []
     if validator is None:  # an invalid schema: validate as before, without the meta-check
-        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator = validator_cls(schema)
+        validator = _validator_class(schema)(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
     return [f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors]
 
@@ -89,20 +96,38 @@ def _compiled_schema(schema: Any) -> _Compiled:
     return found
 
 
-# (validator, meta-schema problem, the `_plain_shape` of the schema).
-_Compiled = tuple[Any, str | None, "_Plain | None"]
+# (validator, meta-schema problem, the `_plain_shape` of the schema, what is not checked).
+_Compiled = tuple[Any, str | None, "_Plain | None", tuple[str, ...]]
 _COMPILED: dict[str, _Compiled] = {}
 _COMPILED_MAX = 512
 _BY_IDENTITY: dict[int, tuple[Any, _Compiled]] = {}
 
 
 def _compile(schema: Any) -> _Compiled:
-    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator_cls = _validator_class(schema)
     try:
         validator_cls.check_schema(schema)
     except SchemaError as exc:
-        return None, exc.message, None
-    return validator_cls(schema), None, _plain_shape(schema)
+        return None, exc.message, None, ()
+    return validator_cls(schema), None, _plain_shape(schema), _unchecked(schema)
+
+
+def _validator_class(schema: Any) -> Any:
+    """The schema's jsonschema validator class, its patterns run by RE2 (see `_schema_regex`)."""
+    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    mixed = has_keyword(schema, "patternProperties") and has_keyword(schema, "unevaluatedProperties")
+    return safe_validator_class(base, check_unevaluated=not mixed)
+
+
+def _unchecked(schema: Any) -> tuple[str, ...]:
+    """What the validator of `schema` leaves unchecked, one phrase each."""
+    notes = [
+        f"pattern {pattern!r} not checked (the linear-time regex engine cannot run it: {why})"
+        for pattern, why in unsupported_patterns(schema)
+    ]
+    if has_keyword(schema, "patternProperties") and has_keyword(schema, "unevaluatedProperties"):
+        notes.append("unevaluatedProperties not checked (the schema also has patternProperties)")
+    return tuple(notes)
 
 
 # The common tool schema, `{type: object, properties: {name: {type: T, description}}, required}`
@@ -211,6 +236,12 @@ class ToolCallValidity(Scorer):
         skipped = len(findings) - len(checked)
         if skipped:
             reason += f" {skipped} call(s) not checked (no schema, or arguments not recorded)."
+        unchecked = [f"tool {tool!r}: {note}" for tool, entry in compiled.items() for note in entry[3]]
+        if unchecked:  # patterns of recorded schemas that RE2 cannot run (see `_schema_regex`)
+            reason += " Not checked: " + "; ".join(unchecked[:3]) + "."
+            return self.result(
+                passed, value, reason, invalid=invalid, checked=len(checked), skipped=skipped, unchecked=unchecked
+            )
         return self.result(passed, value, reason, invalid=invalid, checked=len(checked), skipped=skipped)
 
     def _check(

@@ -159,3 +159,69 @@ def test_calls_without_recorded_arguments_are_skipped_and_reported() -> None:
     assert score.reason == (
         "All 1 checked calls match their tool schemas. 1 call(s) not checked (no schema, or arguments not recorded)."
     )
+
+
+# Patterns of recorded schemas are untrusted: they run on RE2, whose time is linear in the input.
+EVIL = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(a+)+$"}}, "required": ["name"]}
+
+
+def test_a_catastrophic_pattern_scores_in_well_under_a_second() -> None:
+    import time
+
+    # With Python's backtracking `re` this argument took 8 s, and each 2 more characters 4x longer.
+    bad = trace(call("lookup", {"name": "a" * 28 + "!"}), tool_schemas=[schema("lookup", EVIL)])
+    started = time.perf_counter()
+    score = validity().score(bad)
+    assert time.perf_counter() - started < 0.5
+    assert score.passed is False and score.reason is not None
+    assert "call #1 lookup: name: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaa!' does not match '^(a+)+$'" in score.reason
+    good = trace(call("lookup", {"name": "a" * 5000}), tool_schemas=[schema("lookup", EVIL)])
+    assert validity().score(good).passed is True
+
+
+def test_pattern_properties_and_additional_properties_run_on_re2() -> None:
+    tags = {
+        "type": "object",
+        "patternProperties": {"^x-[a-z]+$": {"type": "string"}, "^(b+)+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    offered = [schema("tag", tags)]
+    assert validity().score(trace(call("tag", {"x-one": "v", "bbb": 3}), tool_schemas=offered)).passed is True
+    wrong_type = validity().score(trace(call("tag", {"x-one": 1}), tool_schemas=offered))
+    assert wrong_type.reason is not None and "x-one: 1 is not of type 'string'" in wrong_type.reason
+    extra = validity().score(trace(call("tag", {"other": "v", "b" * 40 + "!": 1}), tool_schemas=offered))
+    assert extra.passed is False and extra.reason is not None
+    assert "do not match any of the regexes: '^(b+)+$', '^x-[a-z]+$'" in extra.reason
+
+
+def test_ecma_unicode_escapes_in_patterns_are_understood() -> None:
+    accented = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^\\u00e9+$"}}}
+    offered = [schema("t", accented)]
+    assert validity().score(trace(call("t", {"s": "éé"}), tool_schemas=offered)).passed is True
+    assert validity().score(trace(call("t", {"s": "e"}), tool_schemas=offered)).passed is False
+
+
+def test_recorded_patterns_re2_cannot_run_are_skipped_with_a_note() -> None:
+    backref = {
+        "type": "object",
+        "properties": {"twice": {"type": "string", "pattern": "^(a)\\1$"}, "n": {"type": "integer"}},
+    }
+    offered = [schema("t", backref)]
+    score = validity().score(trace(call("t", {"twice": "xyz", "n": 1}), tool_schemas=offered))
+    assert score.passed is True  # the rest of the schema is still checked ...
+    assert score.reason is not None and "Not checked: tool 't': pattern '^(a)\\\\1$' not checked" in score.reason
+    assert "invalid escape sequence" in score.reason
+    assert score.details is not None and len(score.details["unchecked"]) == 1
+    failing = validity().score(trace(call("t", {"twice": "aa", "n": "one"}), tool_schemas=offered))
+    assert failing.passed is False  # ... and its violations are still found
+    assert failing.reason is not None and "n: 'one' is not of type 'integer'" in failing.reason
+    lookahead = {"type": "object", "patternProperties": {"^(?!x)": {"type": "string"}}, "additionalProperties": False}
+    unsure = validity().score(trace(call("t", {"y": 1}), tool_schemas=[schema("t", lookahead)]))
+    # The property might match the pattern that was not run: neither its type nor its presence is blamed.
+    assert unsure.passed is True and unsure.reason is not None and "'^(?!x)' not checked" in unsure.reason
+
+
+def test_config_schema_with_a_pattern_re2_cannot_run_is_a_construction_error() -> None:
+    backref = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a)\\1"}}}
+    with pytest.raises(InputError, match=r"schema of tool 'lookup': pattern '\(a\)\\\\1' not checked .*lookaround"):
+        validity(schemas={"lookup": backref})
