@@ -1,45 +1,34 @@
-"""`evaltrace doctor`: check that recording will work in this environment and say how to fix it.
+"""`evaltrace doctor [PATH...]`: check that recording will work here, and what a recording lacks.
 
-Recording fails silently in several ways (collector-storage research, section 6): no
-configurator for `opentelemetry-instrument`, a misspelt or uninstalled exporter name, metrics or
-logs exporters whose failure disables tracing, another distro winning the entry-point race, an
-unwritable folder. Each check prints one line: `ok`, `warn` (works, but worth knowing) or
-`problem` (recording will not work as intended) with the fix. Exit 0 when there is no problem,
-2 otherwise (1 is reserved for gate failures).
+Recording fails silently in several ways: no configurator for `opentelemetry-instrument`, a
+misspelt or uninstalled exporter name, metrics or logs exporters whose failure disables tracing,
+another distro winning the entry-point race, an unwritable folder, an instrumentation that does
+not load, content capture switched off. Given recorded runs, the doctor also reads them
+(`evaltrace.collector.diagnose`): content left in unrecorded log records, traces without content,
+model calls that became traces of their own. Each check prints one line: `ok`, `warn` (works,
+but worth knowing) or `problem` (recording or scoring will not work as intended) with the fix.
+Exit 0 when there is no problem, 2 otherwise (1 is reserved for gate failures).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
+from evaltrace.cli._doctor_genai import genai_checks
 from evaltrace.cli.main import app
+from evaltrace.collector.diagnose import Check
 from evaltrace.collector.errors import EvaltraceError
 
-Status = Literal["ok", "warn", "problem"]
 _PIN = "OTEL_PYTHON_DISTRO=evaltrace OTEL_PYTHON_CONFIGURATOR=evaltrace"
 _OTLP_NAMES = {"otlp", "otlp_proto_grpc", "otlp_proto_http"}
 _OTLP_BY_PROTOCOL = {"grpc": "otlp_proto_grpc", "http/protobuf": "otlp_proto_http"}
-
-
-@dataclass(frozen=True)
-class Check:
-    """One line of the doctor's report."""
-
-    name: str
-    status: Status
-    message: str
-    fix: str | None = None
-
-    def line(self) -> str:
-        text = f"{self.status:<8}{self.name}: {self.message}"
-        return f"{text} Fix: {self.fix}" if self.fix else text
 
 
 def _group(name: str) -> list[EntryPoint]:
@@ -144,22 +133,31 @@ def _installed_check(signal: str, name: str, entry: str, installed: set[str]) ->
     return Check(signal, "problem", msg, fix)
 
 
+def signal_default(var: str) -> str:
+    """What an unset `OTEL_<SIGNAL>_EXPORTER` becomes under the distro `opentelemetry-instrument` would use."""
+    distro, _ = _chosen("opentelemetry_distro", "OTEL_PYTHON_DISTRO")
+    if distro == "evaltrace":
+        from evaltrace.collector._autoconf import apply_env_defaults
+
+        # Asked of the distro itself, on a copy of the environment, so the two never disagree.
+        return apply_env_defaults(dict(os.environ)).get(var, "none")
+    return "otlp" if distro else "none"
+
+
 def check_other_signals() -> list[Check]:
     """Metrics and logs exporters that would make initialisation fail."""
-    traces = [n.strip() for n in _env("OTEL_TRACES_EXPORTER").split(",") if n.strip()]
     distro, _ = _chosen("opentelemetry_distro", "OTEL_PYTHON_DISTRO")
     checks: list[Check] = []
     for signal in ("metrics", "logs"):
         var = f"OTEL_{signal.upper()}_EXPORTER"
         value = _env(var)
         if not value:
-            default = "none" if distro == "evaltrace" and "evaltrace" in traces else "otlp" if distro else "none"
-            if distro not in (None, "evaltrace") and default == "otlp":
+            value = signal_default(var)
+            if distro not in (None, "evaltrace") and value == "otlp":
                 msg = f"{var} is unset; distro '{distro}' defaults it to otlp (sent to localhost:4317)"
                 checks.append(Check(signal, "warn", msg, f"set {var}=none, or pin evaltrace: {_PIN}"))
-                value = "otlp"
             else:
-                checks.append(Check(signal, "ok", f"{var} is unset (defaults to none)"))
+                checks.append(Check(signal, "ok", f"{var} is unset (defaults to {value})"))
                 continue
         if value.lower() == "none":
             checks.append(Check(signal, "ok", f"{var}=none"))
@@ -229,18 +227,29 @@ def run_checks() -> list[Check]:
         *check_otlp(),
         check_sdk_enabled(),
         check_redaction(),
+        *genai_checks(_env("OTEL_LOGS_EXPORTER") or signal_default("OTEL_LOGS_EXPORTER")),
     ]
 
 
 @app.command()
 def doctor(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[PATH]...", help="Recorded runs to inspect too (files, folders or globs).", show_default=False
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print the checks as one JSON object.")] = False,
 ) -> None:
-    """Check that recording spans will work here, and say how to fix what will not."""
+    """Check that recording spans will work here and, given recorded runs, what they lack for scoring."""
     import logging
 
     logging.getLogger("evaltrace").disabled = True  # the checks report bad values themselves
     checks = run_checks()
+    if paths:
+        from evaltrace.collector.diagnose import recording_checks
+
+        checks += recording_checks(paths)
     problems = sum(c.status == "problem" for c in checks)
     if as_json:
         typer.echo(json.dumps({"problems": problems, "checks": [asdict(c) for c in checks]}))
@@ -248,4 +257,4 @@ def doctor(
         for check in checks:
             typer.echo(check.line())
     if problems:
-        raise EvaltraceError(f"{problems} problem(s) found")
+        raise EvaltraceError(f"{problems} problem{'' if problems == 1 else 's'} found")

@@ -33,7 +33,7 @@ def test_unknown_exporter_is_a_problem_with_fix(tmp_path: Path) -> None:
     problem = [line for line in proc.stdout.splitlines() if line.startswith("problem")]
     assert len(problem) == 1 and "'nosuch' is not installed" in problem[0]
     assert "Fix: remove 'nosuch' from OTEL_TRACES_EXPORTER" in problem[0]
-    assert proc.stderr.strip().splitlines()[-1] == "Error: 1 problem(s) found"
+    assert proc.stderr.strip().splitlines()[-1] == "Error: 1 problem found"
 
 
 def test_broken_metrics_folder_and_pattern_in_json(tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_broken_metrics_folder_and_pattern_in_json(tmp_path: Path) -> None:
     warns = [c for c in report["checks"] if c["status"] == "warn"]
     assert any(c["fix"] == "OTEL_TRACES_EXPORTER=evaltrace,otlp" for c in warns)  # evaltrace first
     assert any("OTEL_EXPORTER_OTLP_TIMEOUT" in c["fix"] for c in warns)
-    assert proc.stderr.strip() == "Error: 3 problem(s) found"
+    assert proc.stderr.strip() == "Error: 3 problems found"
 
 
 def test_pinned_unknown_configurator_and_unset_exporter(tmp_path: Path) -> None:
