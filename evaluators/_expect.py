@@ -96,10 +96,10 @@ def scorer_ref_request(ref: ScorerRef, index: int) -> ScorerRequest:
 
 
 def build_scorer(request: ScorerRequest, where: str) -> Scorer:
-    """Instantiate the scorer; errors name `where` (file and case) and the key.
+    """Instantiate the scorer as a spec check; errors name `where` (file and case) and the key.
 
     Raises:
-        SpecError: an unknown scorer name or an invalid config.
+        SpecError: an unknown scorer name, an invalid config, or a config that checks nothing.
     """
     try:
         cls = scorer_class(request.name)
@@ -114,9 +114,14 @@ def build_scorer(request: ScorerRequest, where: str) -> Scorer:
             ) from None
         raise SpecError(f"{where}: {request.key}: {exc}") from None
     try:
-        return cls.model_validate(request.config)
+        scorer = cls.model_validate(request.config)
     except ValidationError as exc:
         raise SpecError(f"{where}: {request.key}: scorer {request.name!r}: {_render(exc)}") from None
+    problem = scorer.configuration_problem()
+    if problem is not None:
+        raise SpecError(f"{where}: {request.key}: scorer {request.name!r}: {problem}")
+    # Written in a spec, so a check: it fails, never "does not apply", when its evidence is missing.
+    return scorer.as_spec_check()
 
 
 def _render(exc: ValidationError) -> str:

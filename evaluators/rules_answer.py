@@ -21,6 +21,11 @@ All four share one configuration (`expected`, `facts`, `fields`, `aliases`, ...)
   match `priceless` and `margin` does not match `marginal`.
 - **answer_quality**: the weighted mean of the axes that apply (default 40/40/20), with the
   weights of inapplicable axes spread over the others.
+
+Evidence that was not recorded never passes: with no recorded answer, correctness and
+completeness fail; groundedness (reference-free) fails as a spec check, and otherwise does not
+apply, as when the answer makes claims but no input or tool result was recorded. In
+answer_quality written in a spec, an axis that could not be checked for that reason counts as 0.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evaltrace.collector.records import Trace
+from evaltrace.evaluators._evidence import RECORD_HINT, no_answer
 from evaltrace.evaluators._text import contains_number, key_terms, mentions, numbers, parse_number
 from evaltrace.evaluators.base import Score, Scorer
 from evaltrace.evaluators.registry import register
@@ -63,6 +69,8 @@ class Axis:
     value: float | None
     reason: str
     details: dict[str, Any] = field(default_factory=dict)
+    unrecorded: bool = False
+    """The axis could not be checked because what it reads was not recorded (not: was not configured)."""
 
 
 class _AnswerScorer(Scorer):
@@ -98,7 +106,7 @@ class _AnswerScorer(Scorer):
         """The groundedness axis (binary)."""
         answer = trace.final_answer()
         if answer is None:
-            return Axis(None, "No final answer was recorded.")
+            return Axis(None, _sentence(no_answer(trace)), unrecorded=True)
         if self.require_tool_call and not trace.tool_calls:
             return Axis(0.0, "The agent answered without calling any tool.")
         sources = _sources(trace)
@@ -108,7 +116,8 @@ class _AnswerScorer(Scorer):
         claimed_facts = [f for f in self.facts if parse_number(f) is None and self._found(f, answer, answer_numbers)]
         claims = [_number_label(n) for n in claimed_numbers] + claimed_facts
         if claims and not sources.strip():
-            return Axis(None, "The answer makes claims but no input or tool result was recorded to check them.")
+            why = f"The answer makes claims but no input or tool result was recorded to check them; {RECORD_HINT}."
+            return Axis(None, why, unrecorded=True)
         unsupported = [_number_label(n) for n in claimed_numbers if not contains_number(source_numbers, n)]
         unsupported += [f for f in claimed_facts if not self._found(f, sources, source_numbers)]
         if unsupported:
@@ -133,7 +142,8 @@ class _AnswerScorer(Scorer):
     def _coverage(self, trace: Trace, terms: list[str], what: str) -> Axis:
         answer = trace.final_answer()
         if answer is None:
-            return Axis(None, "No final answer was recorded.")
+            # Configured facts or fields with no answer to look in: a failure, not "does not apply".
+            return Axis(0.0, _sentence(no_answer(trace)), {"missing": list(terms)}, unrecorded=True)
         answer_numbers = numbers(answer)
         missing = [t for t in terms if not self._found(t, answer, answer_numbers)]
         value = (len(terms) - len(missing)) / len(terms)
@@ -143,9 +153,14 @@ class _AnswerScorer(Scorer):
 
     def _score_axis(self, axis: Axis, passed: bool | None = None) -> Score:
         if axis.value is None:
-            return self.result(None, reason=axis.reason)
+            return self.missing(axis.reason) if axis.unrecorded else self.result(None, reason=axis.reason)
         verdict = axis.value >= self.threshold if passed is None else passed
-        return self.result(verdict, axis.value, axis.reason, **axis.details)
+        extra = {"unrecorded": True} if axis.unrecorded else {}
+        return self.result(verdict, axis.value, axis.reason, **axis.details, **extra)
+
+
+def _sentence(text: str) -> str:
+    return f"{text[:1].upper()}{text[1:]}."
 
 
 def _number_label(value: float) -> str:
@@ -173,6 +188,8 @@ class Groundedness(_AnswerScorer):
     """The answer's numbers and stated facts appear in the input or tool results (binary)."""
 
     name: ClassVar[str] = "groundedness"
+    version: ClassVar[int] = 2
+    """2: what was not recorded fails (see the module docstring) instead of passing or not applying."""
     reads_histories: ClassVar[bool] = False
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
@@ -186,6 +203,8 @@ class Correctness(_AnswerScorer):
     """The answer states the expected facts (partial credit; extras not penalised)."""
 
     name: ClassVar[str] = "correctness"
+    version: ClassVar[int] = 2
+    """2: what was not recorded fails (see the module docstring) instead of passing or not applying."""
     reads_histories: ClassVar[bool] = False
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
@@ -198,6 +217,8 @@ class Completeness(_AnswerScorer):
     """The answer mentions every field asked for, matched as whole words through aliases."""
 
     name: ClassVar[str] = "completeness"
+    version: ClassVar[int] = 2
+    """2: what was not recorded fails (see the module docstring) instead of passing or not applying."""
     reads_histories: ClassVar[bool] = False
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
@@ -210,6 +231,8 @@ class AnswerQuality(_AnswerScorer):
     """Weighted groundedness, correctness and completeness (40/40/20 by default)."""
 
     name: ClassVar[str] = "answer_quality"
+    version: ClassVar[int] = 2
+    """2: what was not recorded fails (see the module docstring) instead of passing or not applying."""
     reads_histories: ClassVar[bool] = False
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
@@ -220,6 +243,11 @@ class AnswerQuality(_AnswerScorer):
             "completeness": self.completeness(trace),
         }
         weights = self.weights.model_dump()
+        if self.spec_check:  # a check cannot leave out what it could not see: such an axis counts 0
+            axes = {
+                k: Axis(0.0, a.reason, a.details, True) if a.unrecorded and a.value is None else a
+                for k, a in axes.items()
+            }
         applicable = {k: a for k, a in axes.items() if a.value is not None and weights[k] > 0}
         if not applicable:
             why = " ".join(a.reason for a in axes.values())
@@ -233,4 +261,5 @@ class AnswerQuality(_AnswerScorer):
         if not passed:
             reason += f"; weakest: {weakest[0]}: {weakest[1].reason}"
         axes_detail = {k: {"value": a.value, "reason": a.reason} for k, a in axes.items()}
-        return self.result(passed, value, reason if reason.endswith(".") else reason + ".", axes=axes_detail)
+        extra = {"unrecorded": True} if any(a.unrecorded for a in applicable.values()) else {}
+        return self.result(passed, value, reason if reason.endswith(".") else reason + ".", axes=axes_detail, **extra)

@@ -2,22 +2,30 @@
 
 - `tool_errors`: a call failed when the instrumentation recorded an error for it, or (with
   `error_results`) when its result is a JSON object whose top-level `error` field is set. A
-  result that was not captured is not a failure: `None` means "not recorded".
+  result that was not captured is not a failure: `None` means "not recorded" (a failure is
+  recorded as the span's status, which content capture does not remove).
 - `tool_efficiency`: two calls are redundant when they have the same name and the same
   arguments (numbers by value). A repeat right after a failed call is a retry, not redundancy,
   unless `count_retries`. Runs of identical consecutive calls are reported as loops. Calls
-  whose arguments were not recorded are never counted as repeats.
+  whose arguments were not recorded are never counted as repeats; when such a call shares its
+  tool with another, "no repeats" cannot be shown: a spec check fails and names the calls, a
+  default does not apply.
 - `budget`: counts of tool calls, model calls (iterations) and steps (model calls plus tool
   calls) against maxima.
+
+With no tool calls, `tool_errors` and `tool_efficiency` have nothing to find: written in a spec
+they pass (no call failed, none repeated), as defaults they do not apply.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.evaluators._evidence import arguments_not_recorded, unrecorded_labels
 from evaltrace.evaluators.base import Score, Scorer
 from evaltrace.evaluators.matching import call_label, canonical_arguments, clip, format_call, short
 from evaltrace.evaluators.registry import register
@@ -50,6 +58,8 @@ class ToolErrors(Scorer):
         """Count the failed calls."""
         calls = trace.all_tool_calls(nested=self.nested)
         if not calls:
+            if self.spec_check:
+                return self.result(True, 1.0, "The agent made no tool calls, so none failed.")
             return self.result(None, reason="The agent made no tool calls.")
         failures = []
         for i, call in enumerate(calls):
@@ -71,6 +81,8 @@ class ToolEfficiency(Scorer):
     """No redundant tool calls (same name and arguments); value = distinct calls / calls."""
 
     name: ClassVar[str] = "tool_efficiency"
+    version: ClassVar[int] = 2
+    """2: calls of one tool with unrecorded arguments no longer pass as distinct."""
     reads_histories: ClassVar[bool] = False
 
     max_redundant: int = Field(default=0, ge=0)
@@ -86,6 +98,8 @@ class ToolEfficiency(Scorer):
         """Find repeated calls and loops."""
         calls = trace.all_tool_calls(nested=self.nested)
         if not calls:
+            if self.spec_check:
+                return self.result(True, 1.0, "The agent made no tool calls, so none was redundant.")
             return self.result(None, reason="The agent made no tool calls.")
         keys = [_call_key(i, c) for i, c in enumerate(calls)]
         redundant = self._redundant(calls, keys)
@@ -99,8 +113,13 @@ class ToolEfficiency(Scorer):
         for start, n in loops[:3]:
             repeated = format_call(calls[start].name, calls[start].arguments)
             parts.append(f"loop: {repeated} {n} times in a row from #{start + 1}")
+        details = {"redundant": redundant, "loops": [[s, n] for s, n in loops]}
+        blind = _incomparable(calls)
+        if passed and blind:
+            why = f"Repeats cannot be ruled out: {arguments_not_recorded(blind)}."
+            return self.missing(why, **details)
         reason = "; ".join(parts) + "." if parts else f"No redundant calls among {len(calls)}."
-        return self.result(passed, value, reason, redundant=redundant, loops=[[s, n] for s, n in loops])
+        return self.result(passed, value, reason, **details)
 
     def _redundant(self, calls: list[ToolCall], keys: list[tuple[str, str]]) -> list[str]:
         seen: dict[tuple[str, str], int] = {}
@@ -121,6 +140,13 @@ def _call_key(index: int, call: ToolCall) -> tuple[str, str]:
     if call.arguments is None:
         return call.name, f"<not recorded #{index}>"
     return call.name, canonical_arguments(call.arguments)
+
+
+def _incomparable(calls: list[ToolCall]) -> list[str]:
+    """Labels of calls whose arguments were not recorded while another call used the same tool."""
+    uses = Counter(call.name for call in calls)
+    labels = unrecorded_labels(calls)
+    return [label for label, call in zip(labels, calls, strict=True) if label and uses[call.name] > 1]
 
 
 def _loops(keys: list[tuple[str, str]]) -> list[tuple[int, int]]:
@@ -151,6 +177,12 @@ class Budget(Scorer):
     nested: bool = False
     """Also count the tool calls of nested agents."""
 
+    def configuration_problem(self) -> str | None:
+        """No limit set."""
+        if (self.max_tool_calls, self.max_model_calls, self.max_steps) != (None, None, None):
+            return None
+        return "no budget limit is configured: give max_tool_calls, max_model_calls or max_steps"
+
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Compare the counts with the limits that are set."""
         tool_calls = len(trace.all_tool_calls(nested=self.nested))
@@ -158,7 +190,7 @@ class Budget(Scorer):
         counts = {"tool calls": tool_calls, "model calls": model_calls, "steps": tool_calls + model_calls}
         limits = {"tool calls": self.max_tool_calls, "model calls": self.max_model_calls, "steps": self.max_steps}
         checked = {k: (counts[k], lim) for k, lim in limits.items() if lim is not None}
-        if not checked:
+        if not checked:  # a spec cannot get here: `configuration_problem` rejects it
             return self.result(None, reason="No budget limit is configured.")
         over = [f"{k}: {n} > max {lim}" for k, (n, lim) in checked.items() if n > lim]
         within = ", ".join(f"{k} {n}/{lim}" for k, (n, lim) in checked.items())

@@ -6,15 +6,20 @@
 Timbal's names such as `input_text_tokens`), and sums of them written with `+`
 (`input+output`). A bound is `{min, max}` or a bare number meaning the max. A model's usage is
 the sum over its model calls; a model name matches exactly or as a prefix followed by `-`
-(`gpt-4.1` covers `gpt-4.1-2025-04-14`). What was not recorded is reported and not checked;
-when nothing could be checked the scorer does not apply. It never passes silently.
+(`gpt-4.1` covers `gpt-4.1-2025-04-14`). A bound whose metric was not recorded, or a model
+with no recorded call, fails a spec check with what is missing; used outside a spec such a bound
+is reported and not checked, and with nothing checked the scorer does not apply.
 
-`latency` bounds the run's wall time, each model call's and each tool call's.
+`latency` bounds the run's wall time, each model call's and each tool call's. A spec check
+fails when a bounded duration was not recorded (a limit per model call with no model call
+recorded, a run without start or end); a per-tool limit for a tool not called checks nothing.
 
 `cost` estimates USD from each model call's usage and a price table (`prices.DEFAULT_PRICES`
 overlaid with the `prices` option). A call of a model with no price makes the estimate
-incomplete: the scorer then does not apply, unless `unknown_model: fail`, or the known part
-alone already exceeds `max_usd`.
+incomplete: by default (`unknown_model: skip`) the priced calls are checked and the reason
+names the skipped ones (with no call priced, a spec check fails and a default does not apply);
+`unknown_model: fail` fails. With no model call recorded a spec check fails. In a spec, `cost`
+needs `max_usd` or `unknown_model: fail`.
 """
 
 from __future__ import annotations
@@ -125,8 +130,12 @@ class UsageLimits(Scorer):
             _check_metrics(limits)
         return value
 
+    def configuration_problem(self) -> str | None:
+        """No bound configured."""
+        return None if self.total or self.per_model else "no usage limit is configured: give total or per_model"
+
     def score(self, trace: Trace, case: Any | None = None) -> Score:
-        """Evaluate every bound that can be evaluated."""
+        """Evaluate every bound that can be evaluated (a spec check fails on those that cannot)."""
         if not self.total and not self.per_model:
             return self.result(None, reason="No usage limit is configured.")
         failures: list[str] = []
@@ -138,8 +147,11 @@ class UsageLimits(Scorer):
                 unknown.append(f"{model}: no model call of this model was recorded")
                 continue
             checked += self._check(model, Usage.combined(it.usage for it in its), limits, failures, unknown)
+        if unknown and self.spec_check:  # a bound that cannot be evaluated fails a spec check
+            failures += [f"{gap} (cannot be checked)" for gap in unknown]
+            unknown = []
         skipped = f" Not checked: {'; '.join(unknown)}." if unknown else ""
-        if not checked:
+        if not checked and not failures:
             return self.result(None, reason="No usage limit could be checked." + skipped, unknown=unknown)
         if failures:
             return self.result(False, None, "Usage out of bounds: " + "; ".join(failures) + "." + skipped)
@@ -174,10 +186,23 @@ class Latency(Scorer):
     max_tool_seconds: float | dict[str, float] | None = None
     """Longest allowed tool call: one number for every tool, or per tool name."""
 
+    def configuration_problem(self) -> str | None:
+        """No bound configured."""
+        if (self.max_seconds, self.max_iteration_seconds, self.max_tool_seconds) != (None, None, None):
+            return None
+        return "no latency limit is configured: give max_seconds, max_iteration_seconds or max_tool_seconds"
+
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Compare the recorded durations with the bounds."""
         checks = self._durations(trace)
+        gaps = [f"{label}: duration not recorded" for label, d, _ in checks if d is None]
+        if self.max_iteration_seconds is not None and not trace.iterations:
+            gaps.append("max_iteration_seconds: no model call was recorded (is the model client instrumented?)")
+        if self.spec_check and gaps:
+            return self.result(False, None, "Cannot check latency: " + "; ".join(gaps[:5]) + ".", unrecorded=True)
         if not checks:
+            if self.spec_check:  # only per-tool limits, for tools the agent did not call
+                return self.result(True, None, "No call of a tool with a latency limit was made.")
             return self.result(None, reason="No latency limit is configured.")
         measured = [(label, d, lim) for label, d, lim in checks if d is not None]
         if not measured:
@@ -208,6 +233,8 @@ class Cost(Scorer):
     """Estimated USD cost of the run's model calls (usage x price table) within `max_usd`."""
 
     name: ClassVar[str] = "cost"
+    version: ClassVar[int] = 2
+    """2: `unknown_model: skip` checks the priced calls against max_usd instead of not applying."""
     reads_histories: ClassVar[bool] = False
 
     max_usd: float | None = Field(default=None, ge=0)
@@ -217,25 +244,34 @@ class Cost(Scorer):
     unknown_model: Literal["skip", "fail"] = "skip"
     """What a model call without a known price does: skip (not applicable) or fail."""
 
+    def configuration_problem(self) -> str | None:
+        """Nothing to check."""
+        if self.max_usd is None and self.unknown_model == "skip":
+            return "no cost limit is configured: give max_usd (or unknown_model: fail)"
+        return None
+
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Price every model call and compare the total."""
         if not trace.iterations:
-            return self.result(None, reason="No model calls were recorded, so there is no cost to estimate.")
+            why = "No model calls were recorded, so there is no cost to estimate (is the model client instrumented?)."
+            return self.missing(why)
         estimate = estimate_cost(trace, self.prices)
-        return self._verdict(estimate.usd, estimate.unpriced)
+        return self._verdict(estimate.usd, estimate.unpriced, len(trace.iterations))
 
-    def _verdict(self, usd: float, unpriced: list[str]) -> Score:
+    def _verdict(self, usd: float, unpriced: list[str], calls: int) -> Score:
         est = f"estimated ${usd:.4f}"
         gaps = f" without {len(unpriced)} unpriced call(s): {', '.join(unpriced[:3])}" if unpriced else ""
         if self.max_usd is not None and usd > self.max_usd:
             return self.result(False, None, f"Cost {est}{gaps} exceeds max ${self.max_usd:g}.", usd=usd)
         if unpriced and self.unknown_model == "fail":
             return self.result(False, None, f"Cost {est}{gaps}; add their prices under `prices`.", usd=usd)
-        if unpriced:
-            return self.result(None, reason=f"Cost {est}{gaps}; add their prices under `prices` to check it.", usd=usd)
+        if unpriced and (self.max_usd is None or len(unpriced) == calls):
+            return self.missing(f"Cost {est}{gaps}; add their prices under `prices` to check it.", usd=usd)
         if self.max_usd is None:
+            if self.spec_check:  # `unknown_model: fail` alone: every call was priced
+                return self.result(True, None, f"Cost {est}; every model call was priced.", usd=usd)
             return self.result(None, reason=f"Cost {est} (no max_usd set).", usd=usd)
-        return self.result(True, None, f"Cost {est} within max ${self.max_usd:g}.", usd=usd)
+        return self.result(True, None, f"Cost {est}{gaps} within max ${self.max_usd:g}.", usd=usd)
 
 
 class CostEstimate(NamedTuple):

@@ -24,6 +24,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import Field, field_validator
 
 from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.evaluators._evidence import RECORD_HINT
 from evaltrace.evaluators._schema_regex import has_keyword, safe_validator_class, unsupported_patterns
 from evaltrace.evaluators.base import Score, Scorer
 from evaltrace.evaluators.matching import (
@@ -214,10 +215,12 @@ class ToolCallValidity(Scorer):
         schemas = {s.name: s.parameters for s in trace.tool_schemas if s.parameters is not None}
         schemas.update(self.schemas)
         calls = trace.all_tool_calls(nested=self.nested)
-        if not offered and not schemas:
-            return self.result(None, reason="No tool schemas were recorded in the trace or given in `schemas`.")
         if not calls:
+            if self.spec_check:  # nothing to validate: no call can be invalid
+                return self.result(True, 1.0, "The agent made no tool calls, so none was invalid.")
             return self.result(None, reason="The agent made no tool calls to validate.")
+        if not offered and not schemas:
+            return self.missing(f"No tool schemas were recorded in the trace or given in `schemas`; {RECORD_HINT}.")
         # Existence is only checked against what the model was offered; config schemas alone don't define that.
         known = offered | set(self.schemas) if offered else set()
         compiled: dict[str, _Compiled] = {}  # per tool: a trace calls the same tools many times
@@ -225,7 +228,10 @@ class ToolCallValidity(Scorer):
         checked = [f for f in findings if f is not None]
         if not checked:
             names = sorted({c.name for c in calls})
-            return self.result(None, reason=f"No schema is known for any called tool ({', '.join(names)}).")
+            return self.missing(
+                f"No schema is known for any called tool ({', '.join(names)}), "
+                f"or their arguments were not recorded; {RECORD_HINT}."
+            )
         invalid = [problem for problem in checked if problem]
         value = (len(checked) - len(invalid)) / len(checked)
         passed = value >= self.threshold
@@ -236,6 +242,9 @@ class ToolCallValidity(Scorer):
         skipped = len(findings) - len(checked)
         if skipped:
             reason += f" {skipped} call(s) not checked (no schema, or arguments not recorded)."
+            if passed and self.spec_check:  # a check cannot vouch for calls it could not see
+                passed = False
+                reason += f" A spec check must see every call: {RECORD_HINT}, or give their schemas in `schemas`."
         unchecked = [f"tool {tool!r}: {note}" for tool, entry in compiled.items() for note in entry[3]]
         if unchecked:  # patterns of recorded schemas that RE2 cannot run (see `_schema_regex`)
             reason += " Not checked: " + "; ".join(unchecked[:3]) + "."
@@ -296,6 +305,14 @@ class ToolCorrectness(Scorer):
     """How arguments are compared in `arguments` mode."""
     nested: bool = False
     """Also count the calls made by nested agents."""
+
+    def configuration_problem(self) -> str | None:
+        """No expected calls configured."""
+        return (
+            "no expected tool calls are configured: give expected (a case's tool_calls)"
+            if self.expected is None
+            else None
+        )
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Compare the recorded calls with `expected`."""

@@ -15,9 +15,10 @@ argument matcher (expected `arguments: None` means "any arguments"). Modes:
 
 `threshold` (default 1.0) applies to the graded modes (in_order, any_order, precision, recall);
 strict, superset and subset are binary. Unordered modes pair repeated tool names by maximum
-bipartite matching. An empty expectation means "no calls": it passes in the modes that allow
-extra calls (in_order, superset, recall) and the reason says so; use `strict` or `subset` to
-forbid calls. With no calls made, precision is 1 only if none were expected.
+bipartite matching. An empty expectation (`tool_calls: []`) means "no tool calls" in every mode:
+any recorded call fails it, and the reason names the calls. With no calls made, precision is 1
+only if none were expected. An expected call whose arguments could only be compared with
+arguments that were not recorded is missing, and the reason says the arguments were not recorded.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.evaluators._evidence import arguments_not_recorded, unrecorded_labels
 from evaltrace.evaluators.base import Score, Scorer
 from evaltrace.evaluators.matching import (
     ArgumentMatch,
@@ -95,6 +97,8 @@ class Trajectory(Scorer):
     """The tool-call sequence matches the expected calls in the chosen mode."""
 
     name: ClassVar[str] = "trajectory"
+    version: ClassVar[int] = 2
+    """2: `expected: []` fails on any call in every mode (before: only where extras were not allowed)."""
     reads_histories: ClassVar[bool] = False
 
     expected: list[ExpectedCall] | None = None
@@ -108,11 +112,21 @@ class Trajectory(Scorer):
     nested: bool = False
     """Include the calls made by nested agents, after the call that started them."""
 
+    def configuration_problem(self) -> str | None:
+        """No expected calls configured."""
+        return (
+            "no expected tool calls are configured: give expected (a case's tool_calls)"
+            if self.expected is None
+            else None
+        )
+
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Align the recorded calls with `expected` and grade them in `mode`."""
         if self.expected is None:
             return self.result(None, reason="No expected tool calls are configured.")
         actual = trace.all_tool_calls(nested=self.nested)
+        if not self.expected and actual:
+            return self._no_calls_expected(actual)
         al = _align(self.expected, actual, self.arguments)
         value = mode_value(self.mode, al)
         if self.mode in ("strict", "superset", "subset"):
@@ -120,7 +134,27 @@ class Trajectory(Scorer):
         else:
             passed = value >= self.threshold
         reason = self._reason(al, actual, passed, value)
-        return self.result(passed, value, reason, **self._details(al, actual))
+        details = self._details(al, actual)
+        blind = self._blind(al, actual)
+        if blind and not passed:
+            reason += f" {arguments_not_recorded(blind)[0].upper()}{arguments_not_recorded(blind)[1:]}."
+            details["unrecorded"] = True
+        return self.result(passed, value, reason, **details)
+
+    def _no_calls_expected(self, actual: list[ToolCall]) -> Score:
+        """`tool_calls: []` means no tool calls, whatever the mode."""
+        named = ", ".join(f"#{j + 1} {call.name}" for j, call in enumerate(actual[:5]))
+        more = f" and {len(actual) - 5} more" if len(actual) > 5 else ""
+        reason = f"Failed ({self.mode}): no tool calls were expected, but {len(actual)} were made: {named}{more}."
+        return self.result(False, 0.0, reason, expected=[], actual=[c.name for c in actual], matched=[], in_order=[])
+
+    def _blind(self, al: _Alignment, actual: list[ToolCall]) -> list[str]:
+        """Labels of unmatched calls whose arguments were not recorded but an expected call compares."""
+        assert self.expected is not None
+        used = set(al.matched.values())
+        wanted = {e.name for i, e in enumerate(self.expected) if i not in al.matched and e.arguments is not None}
+        labels = unrecorded_labels(actual)
+        return [label for j, label in enumerate(labels) if label and j not in used and actual[j].name in wanted]
 
     def _missing(self, al: _Alignment) -> tuple[list[int], list[int]]:
         """Expected indices missing altogether, and those present but out of order."""
@@ -155,8 +189,6 @@ class Trajectory(Scorer):
             parts.append(
                 f"all {al.n_expected} expected calls matched" if al.n_expected else "no calls expected or made"
             )
-        if al.n_expected == 0 and al.n_actual and self.mode in _EXTRAS_ALLOWED:
-            parts.append("an empty expectation only forbids calls in strict, any_order, subset or precision mode")
         return f"{head}: " + "; ".join(parts) + "."
 
     def _near(self, i: int, al: _Alignment, actual: list[ToolCall]) -> str:

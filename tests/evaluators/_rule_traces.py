@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evaltrace.collector.records import Iteration, ToolCall, ToolSchema, Trace, Usage
+from evaltrace.evaluators.spec_loader import LoadedSpec, compile_spec, parse_spec_text, validate_spec_data
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -27,3 +28,8 @@ def iteration(index: int, model: str | None = "gpt-4o", seconds: float | None = 
 
 def schema(name: str, parameters: dict[str, Any] | None = None, description: str | None = None) -> ToolSchema:
     return ToolSchema(name=name, parameters=parameters, description=description)
+
+
+def load(text: str) -> LoadedSpec:
+    """A spec compiled from YAML text, as `load_spec` does from a file named spec.yaml."""
+    return compile_spec(validate_spec_data(parse_spec_text(text, "spec.yaml"), "spec.yaml"), "spec.yaml")

@@ -137,6 +137,33 @@ def test_groundedness_not_applicable_when_nothing_to_check_against() -> None:
     )
 
 
+HINT = "record content (is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)"
+
+
+@pytest.mark.parametrize("name", ["correctness", "completeness", "answer_quality"])
+def test_answer_checks_with_facts_fail_when_no_answer_was_recorded(name: str) -> None:
+    # Before: "does not apply" (so a spec's `answer:` check passed on a recording without content).
+    for scorer in (answer(name, facts=["18"]), answer(name, facts=["18"]).as_spec_check()):
+        score = scorer.score(trace(call("get_weather", result="18"), input="Weather?"))
+        assert score.passed is False and score.reason is not None and HINT in score.reason
+        assert "no answer was recorded: the trace has no output" in score.reason.lower()
+
+
+def test_groundedness_spec_check_fails_where_the_default_does_not_apply() -> None:
+    claims = trace(call("f", None, result=None), output="It costs 348 dollars")
+    check = answer("groundedness").as_spec_check()
+    unrecorded = check.score(claims)
+    assert unrecorded.passed is False and unrecorded.reason == (
+        f"The answer makes claims but no input or tool result was recorded to check them; {HINT}."
+    )
+    assert check.score(trace(call("f"))).passed is False
+    # answer_quality in a spec counts the unverifiable axis as 0 rather than leaving it out.
+    quality = answer("answer_quality", facts=["348"])
+    assert quality.score(claims).passed is True
+    strict = quality.as_spec_check().score(claims)
+    assert strict.passed is False and strict.value == pytest.approx(0.6)
+
+
 def test_answer_quality_weights_40_40_20_by_default() -> None:
     weather = call("get_weather", {"city": "Paris"}, result={"temp": 18})
     config = {"facts": ["18", "Paris"], "fields": ["temperature", "humidity"]}

@@ -49,12 +49,32 @@ def test_efficiency_retry_after_failure_is_not_redundant_unless_counted() -> Non
     assert create_scorer("tool_efficiency", {"count_retries": True}).score(trace(*calls)).passed is False
 
 
-def test_efficiency_never_flags_calls_whose_arguments_were_not_recorded() -> None:
+def test_efficiency_never_flags_calls_whose_arguments_were_not_recorded_nor_passes_them() -> None:
     from evaltrace.collector.records import ToolCall
 
+    # Before: such calls passed as distinct (value 1.0), so a recording without content passed.
     unrecorded = [ToolCall(name="search", arguments=None), ToolCall(name="search", arguments=None)]
-    score = create_scorer("tool_efficiency").score(trace(*unrecorded))
-    assert score.passed is True and score.value == 1.0
+    default = create_scorer("tool_efficiency").score(trace(*unrecorded))
+    assert default.passed is None and default.details is not None and default.details["redundant"] == []
+    assert default.reason == (
+        "Repeats cannot be ruled out: the arguments of call #1 search, call #2 search were not recorded; "
+        "record content (is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)."
+    )
+    check = create_scorer("tool_efficiency").as_spec_check().score(trace(*unrecorded))
+    assert (check.passed, check.reason) == (False, default.reason)
+    # One call per tool cannot repeat: nothing is missing.
+    single = [ToolCall(name="search", arguments=None), ToolCall(name="fetch", arguments=None)]
+    assert create_scorer("tool_efficiency").as_spec_check().score(trace(*single)).passed is True
+    # A repeat among the recorded calls still fails, whatever else is unknown.
+    mixed = [call("f", {"a": 1}), call("f", {"a": 1}), ToolCall(name="f", arguments=None)]
+    assert create_scorer("tool_efficiency").score(trace(*mixed)).passed is False
+
+
+def test_no_tool_calls_passes_a_spec_check_and_does_not_apply_as_a_default() -> None:
+    for name in ("tool_errors", "tool_efficiency", "tool_call_validity"):
+        assert create_scorer(name).score(trace()).passed is None, name
+        check = create_scorer(name).as_spec_check().score(trace())
+        assert check.passed is True and check.reason is not None and "made no tool calls" in check.reason, name
 
 
 def test_efficiency_not_applicable_without_calls_and_bool_is_not_int() -> None:

@@ -55,6 +55,29 @@ def test_usage_unknown_model_and_unrecorded_usage_are_not_checked() -> None:
     assert empty.passed is None and empty.reason is not None and "not recorded" in empty.reason
 
 
+def test_usage_spec_check_fails_on_what_it_cannot_check() -> None:
+    unknown_model = create_scorer("usage", {"per_model": {"gpt-5": {"input_tokens": 10}}}).as_spec_check()
+    score = unknown_model.score(two_models())
+    assert score.passed is False
+    assert score.reason == ("Usage out of bounds: gpt-5: no model call of this model was recorded (cannot be checked).")
+    partial = create_scorer("usage", {"total": {"reasoning": 10, "input": 10000}}).as_spec_check().score(two_models())
+    assert (
+        partial.passed is False
+        and partial.reason == "Usage out of bounds: run reasoning: not recorded (cannot be checked)."
+    )
+    empty = create_scorer("usage", {"total": {"total_tokens": 10}}).as_spec_check().score(trace())
+    assert empty.passed is False
+
+
+def test_latency_spec_check_fails_on_unrecorded_durations() -> None:
+    unmeasured = create_scorer("latency", {"max_seconds": 5}).as_spec_check().score(trace())
+    assert unmeasured.passed is False and unmeasured.reason == "Cannot check latency: the run: duration not recorded."
+    no_calls = create_scorer("latency", {"max_iteration_seconds": 5}).as_spec_check().score(trace())
+    assert no_calls.passed is False and no_calls.reason is not None and "no model call was recorded" in no_calls.reason
+    untouched = create_scorer("latency", {"max_tool_seconds": {"search": 1}}).as_spec_check().score(trace())
+    assert untouched.passed is True
+
+
 def test_usage_config_errors() -> None:
     with pytest.raises(InputError, match="unknown usage metric 'inptu'"):
         create_scorer("usage", {"total": {"inptu+output": 5}})
@@ -103,11 +126,17 @@ def test_cost_from_usage_and_prices() -> None:
     assert create_scorer("cost", {"prices": custom}).score(trace(iterations=its)).details == {"usd": pytest.approx(1.1)}
 
 
-def test_cost_unknown_model_is_not_applicable_unless_fail() -> None:
+def test_cost_unknown_model_is_skipped_and_named_unless_fail() -> None:
     its = [iteration(0, "gpt-4o", input_tokens=1000, output_tokens=0), iteration(1, "my-llama", input_tokens=10)]
+    # `skip` checks the priced calls and names the others (before: the whole scorer did not apply).
     skipped = create_scorer("cost", {"max_usd": 1}).score(trace(iterations=its))
-    assert skipped.passed is None
-    assert skipped.reason is not None and "model call 1 (my-llama)" in skipped.reason and "`prices`" in skipped.reason
+    assert skipped.passed is True
+    assert skipped.reason == "Cost estimated $0.0025 without 1 unpriced call(s): model call 1 (my-llama) within max $1."
+    # With no call priced there is nothing to check: a spec check fails, a default does not apply.
+    unpriced = trace(iterations=[iteration(0, "my-llama", input_tokens=10)])
+    assert create_scorer("cost", {"max_usd": 1}).score(unpriced).passed is None
+    nothing = create_scorer("cost", {"max_usd": 1}).as_spec_check().score(unpriced)
+    assert nothing.passed is False and nothing.reason is not None and "`prices`" in nothing.reason
     assert create_scorer("cost", {"max_usd": 1, "unknown_model": "fail"}).score(trace(iterations=its)).passed is False
     assert create_scorer("cost", {"max_usd": 0.000001}).score(trace(iterations=its)).passed is False
     priced = create_scorer("cost", {"max_usd": 1, "prices": {"my-llama": {"input_per_mtok": 0, "output_per_mtok": 0}}})
@@ -119,6 +148,10 @@ def test_cost_without_limit_or_model_calls() -> None:
     report_only = create_scorer("cost").score(trace(iterations=its))
     assert report_only.passed is None and report_only.reason == "Cost estimated $0.0025 (no max_usd set)."
     assert create_scorer("cost", {"max_usd": 1}).score(trace()).passed is None
+    no_calls = create_scorer("cost", {"max_usd": 1}).as_spec_check().score(trace())
+    assert (
+        no_calls.passed is False and no_calls.reason is not None and "No model calls were recorded" in no_calls.reason
+    )
     with pytest.raises(InputError, match="unknown_model"):
         create_scorer("cost", {"unknown_model": "ignore"})
 

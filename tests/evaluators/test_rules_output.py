@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
-from _rule_traces import call, iteration, trace
+from _rule_traces import call, iteration, load, trace
 
-from evaltrace.evaluators.errors import InputError
+from evaltrace.collector.records import ToolCall
+from evaltrace.evaluators.errors import InputError, SpecError
 from evaltrace.evaluators.registry import create_scorer
+from evaltrace.evaluators.rules_output import _strip_code_fence
 
 
 def output(**config: Any) -> Any:
@@ -60,12 +63,75 @@ def test_invalid_json_schema_is_a_construction_error() -> None:
         create_scorer("output", {"json_schema": {"type": 12}})
 
 
-def test_output_not_applicable_or_failed_without_answer() -> None:
-    assert output().score(trace(output="x")).passed is None
-    missing = output(contains="x").score(trace(output=None))
-    assert missing.passed is None and missing.reason is not None and "content capture" in missing.reason
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"contains": "x"},
+        {"not_contains": "error"},
+        {"regex": "x"},
+        {"equals": "x"},
+        {"json_schema": {"type": "object"}},
+    ],
+)
+def test_every_output_check_fails_when_no_answer_was_recorded(config: dict[str, Any]) -> None:
+    # Before: "does not apply", so a spec's `output` check passed on a trace recorded without
+    # content. not_contains fails too: an answer nobody saw cannot be shown to avoid a word.
+    for scorer in (output(**config), output(**config).as_spec_check()):
+        missing = scorer.score(trace(output=None, input="hi"))
+        assert (missing.passed, missing.value) == (False, 0.0)
+        assert missing.reason == (
+            "No answer was recorded: the trace has no output; record content (is EVALTRACE_CAPTURE_CONTENT=0?) "
+            "or wrap the agent in evaltrace.collector.agent_run(...); the output check failed."
+        )
+    blank = output(**config).score(trace(output=None))
+    assert blank.reason is not None and blank.reason.startswith(
+        "No answer was recorded: the trace has no input and no output;"
+    )
+
+
+def test_output_without_answer_after_a_crash_names_the_error() -> None:
     crashed = output(contains="x").score(trace(output=None, status="error", error="ValueError: boom"))
     assert crashed.passed is False and crashed.reason is not None and "ValueError: boom" in crashed.reason
+
+
+def test_output_with_no_check_does_not_apply_by_default_and_is_a_spec_error() -> None:
+    assert output().score(trace(output="x")).passed is None
+    with pytest.raises(
+        SpecError, match=r"expect.output: scorer 'output': no output check is configured: give contains"
+    ):
+        load("cases: [{id: a, input: q, expect: {output: {case_sensitive: true}}}]")
+    with pytest.raises(SpecError, match=r"scorers\[0\]: scorer 'output': no output check is configured"):
+        load("scorers: [output]\ncases: [{id: a, input: q}]")
+
+
+def test_fence_stripper_is_linear_on_hostile_answers() -> None:
+    # Issue 14: the old regex took 7.6 s on 3,000 newlines (cubic backtracking). Many newlines
+    # inside and around an unclosed or closed fence now take one pass each.
+    js = {"type": "object"}
+    hostile = "```json\n" + "\n" * 200_000 + "x"
+    started = time.perf_counter()
+    score = output(json_schema=js).score(trace(output=hostile))
+    elapsed = time.perf_counter() - started
+    assert score.passed is False and score.reason is not None and "answer is not JSON" in score.reason
+    closed = "```\n" + "\n" * 200_000 + '{"a": 1}' + "\n" * 200_000 + "```"
+    assert output(json_schema=js).score(trace(output=closed)).passed is True
+    assert elapsed < 1.0, f"200,000 newlines took {elapsed:.2f} s"
+
+
+@pytest.mark.parametrize(
+    ("text", "inner"),
+    [
+        ('```json\n{"a": 1}\n```', '{"a": 1}'),
+        ('  ```\n{"a": 1}\n  ```  ', '{"a": 1}'),
+        ('```json  \n{"a": 1}\n\n```', '{"a": 1}\n'),
+        ('```python\n{"a": 1}\n```', None),
+        ('```json {"a": 1}```', None),
+        ("```\n```", None),
+        ('{"a": 1}', None),
+    ],
+)
+def test_fence_stripper_keeps_what_the_fence_wraps(text: str, inner: str | None) -> None:
+    assert _strip_code_fence(text) == (text if inner is None else inner)
 
 
 def test_output_falls_back_to_last_model_reply() -> None:
@@ -107,6 +173,64 @@ def test_steps_not_contains_by_name_or_arguments() -> None:
     assert steps().score(actual).passed is None
 
 
+def test_steps_regex_on_name_arguments_and_result() -> None:
+    actual = trace(
+        call("get_weather", {"city": "Paris"}, result="18°C and sunny"), call("log", {"level": "info"}, result="ok")
+    )
+    assert steps(regex="^get_").score(actual).passed is True  # a bare pattern reads the name
+    matched = steps(regex=[{"name": "weather", "arguments": '"city": "Par', "result": r"\d+°C"}]).score(actual)
+    assert matched.passed is True and matched.reason == "All 1 step checks passed."
+    # Every pattern of an item must match the same call: the name of one and the result of another do not.
+    score = steps(regex=[{"name": "^log$", "result": r"\d+°C"}, "^delete"]).score(actual)
+    assert score.passed is False and score.value == 0.0
+    assert (
+        score.reason == "no step matches regex {name~'^log$', result~'\\d+°C'}; no step matches regex {name~'^delete'}."
+    )
+
+
+def test_steps_regex_reads_structured_results_as_json_text() -> None:
+    actual = trace(call("lookup", {"ids": [1, 2]}, result={"temp": 18, "unit": "C"}))
+    assert steps(regex=[{"result": '"temp": 18'}, {"arguments": r"\[1, 2\]"}]).score(actual).passed is True
+
+
+def test_steps_regex_on_unrecorded_arguments_or_result_fails_and_says_so() -> None:
+    blind = trace(ToolCall(name="get_weather", arguments=None, result=None))
+    score = steps(regex=[{"name": "get_weather", "result": "18"}]).score(blind)
+    assert score.passed is False and score.reason is not None
+    assert (
+        "no step matches regex {name~'get_weather', result~'18'} (the result of some calls were not recorded)"
+        in score.reason
+    )
+    assert "EVALTRACE_CAPTURE_CONTENT" in score.reason and score.details is not None and score.details["unrecorded"]
+
+
+def test_invalid_steps_regex_is_a_spec_error_naming_the_pattern() -> None:
+    text = "cases: [{id: a, input: q, expect: {steps: {regex: [{name: ok, result: '(unclosed'}]}}}]"
+    with pytest.raises(SpecError) as info:
+        load(text)
+    message = str(info.value)
+    assert message.startswith("spec.yaml: case 'a': expect.steps: scorer 'steps': regex.0.result:")
+    assert "invalid regular expression '(unclosed'" in message
+    with pytest.raises(SpecError, match="a steps regex needs name, arguments or result"):
+        load("cases: [{id: a, input: q, expect: {steps: {regex: [{}]}}}]")
+
+
+def test_steps_that_need_unrecorded_arguments_fail() -> None:
+    # Content capture off: the calls are there, their arguments are not.
+    blind = trace(ToolCall(name="search", arguments=None), ToolCall(name="delete_file", arguments=None))
+    required = steps(contains=[{"name": "search", "arguments": {"q": "a"}}]).score(blind)
+    assert required.passed is False and required.reason is not None
+    assert required.reason.startswith("no call search(q='a') (the arguments of call #1 search were not recorded).")
+    assert "EVALTRACE_CAPTURE_CONTENT" in required.reason
+    forbidden = steps(not_contains=[{"name": "delete_file", "arguments": {"path": "/"}}]).score(blind)
+    assert forbidden.passed is False and forbidden.reason is not None
+    assert forbidden.reason.startswith(
+        "cannot rule out forbidden call delete_file(path='/'): the arguments of call #2 delete_file were not recorded."
+    )
+    # By name alone nothing is missing: names are recorded without content.
+    assert steps(contains=["search"], not_contains=["rm"]).score(blind).passed is True
+
+
 FAILED_MODEL_CALL = iteration(0).model_copy(update={"error": "429"})
 CUT_SHORT = iteration(0).model_copy(update={"finish_reasons": ["length"]})
 
@@ -134,6 +258,20 @@ def test_outcome_classification(fields: dict[str, Any], outcome: str) -> None:
         score = create_scorer("outcome", {"expected": expected}).score(actual)
         assert score.passed is (expected == outcome)
         assert score.details == {"outcome": outcome}
+
+
+@pytest.mark.parametrize("spec_check", [False, True])
+def test_outcome_without_a_recorded_answer_is_unknown_and_fails(spec_check: bool) -> None:
+    # Before: a run recorded without content was a "success". Nothing shows it succeeded now.
+    for expected in ("success", "failure", "error", "timeout"):
+        scorer = create_scorer("outcome", {"expected": expected})
+        score = (scorer.as_spec_check() if spec_check else scorer).score(trace(call("f", arguments=None)))
+        assert score.passed is False and score.details == {"outcome": "unknown", "unrecorded": True}
+        assert score.reason == (
+            f"Outcome unknown (expected {expected}): the run returned but no answer was recorded: the trace has "
+            "no input and no output; record content (is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in "
+            "evaltrace.collector.agent_run(...)."
+        )
 
 
 def test_outcome_reason_and_default() -> None:

@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 from _rule_traces import call, schema, trace
 
+from evaltrace.collector.records import ToolCall
 from evaltrace.evaluators.errors import InputError
 from evaltrace.evaluators.registry import create_scorer
 
@@ -85,15 +86,37 @@ def test_truncated_and_raw_arguments_are_invalid_with_a_clear_reason() -> None:
     assert "call #2 get_weather: arguments are not a JSON object (got str" in score.reason
 
 
-def test_not_applicable_without_any_schema() -> None:
-    score = validity().score(trace(call("get_weather", {"city": "Paris"})))
+HINT = "record content (is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)"
+
+
+def test_without_any_schema_a_default_does_not_apply_and_a_spec_check_fails() -> None:
+    actual = trace(call("get_weather", {"city": "Paris"}))
+    score = validity().score(actual)
     assert score.passed is None
-    assert score.reason == "No tool schemas were recorded in the trace or given in `schemas`."
+    assert score.reason == f"No tool schemas were recorded in the trace or given in `schemas`; {HINT}."
+    assert validity().as_spec_check().score(actual).passed is False
 
 
-def test_not_applicable_when_no_called_tool_has_a_schema() -> None:
-    score = validity(schemas={"other": {"type": "object"}}).score(trace(call("search", {"q": "x"})))
-    assert score.passed is None and score.reason == "No schema is known for any called tool (search)."
+def test_when_no_called_tool_has_a_schema_a_default_does_not_apply_and_a_spec_check_fails() -> None:
+    scorer = validity(schemas={"other": {"type": "object"}})
+    score = scorer.score(trace(call("search", {"q": "x"})))
+    assert score.passed is None and score.reason == (
+        f"No schema is known for any called tool (search), or their arguments were not recorded; {HINT}."
+    )
+    assert scorer.as_spec_check().score(trace(call("search", {"q": "x"}))).passed is False
+
+
+def test_a_spec_check_fails_when_some_calls_could_not_be_validated() -> None:
+    calls = [call("get_weather", {"city": "Paris"}), ToolCall(name="get_weather", arguments=None)]
+    actual = trace(*calls, tool_schemas=[schema("get_weather", WEATHER)])
+    default = validity().score(actual)
+    assert default.passed is True and default.reason is not None and "1 call(s) not checked" in default.reason
+    check = validity().as_spec_check().score(actual)
+    assert (
+        check.passed is False
+        and check.reason is not None
+        and f"A spec check must see every call: {HINT}" in check.reason
+    )
 
 
 def test_config_schemas_validate_without_recorded_schemas() -> None:

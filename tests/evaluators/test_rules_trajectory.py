@@ -3,8 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _rule_traces import call, trace
+from _rule_traces import call, load, trace
 
+from evaltrace.collector.records import ToolCall
 from evaltrace.evaluators.registry import create_scorer
 from evaltrace.evaluators.rules_trajectory import Trajectory
 
@@ -95,24 +96,32 @@ def test_expected_empty_and_actual_empty_passes(mode: str) -> None:
     assert score.passed is True and score.value == 1.0
 
 
-@pytest.mark.parametrize(
-    ("mode", "passed"),
-    [
-        ("strict", False),
-        ("any_order", False),
-        ("subset", False),
-        ("precision", False),
-        ("in_order", True),
-        ("superset", True),
-        ("recall", True),
-    ],
-)
-def test_expected_empty_and_actual_not_empty(mode: str, passed: bool) -> None:
-    score = traj([], mode).score(trace(call("delete_all")))
-    assert score.passed is passed
-    assert score.reason is not None and "delete_all" in score.reason
-    if passed:
-        assert "empty expectation only forbids calls" in score.reason
+@pytest.mark.parametrize("mode", ["strict", "any_order", "subset", "precision", "in_order", "superset", "recall"])
+def test_expected_empty_and_actual_not_empty(mode: str) -> None:
+    # `tool_calls: []` means "no tool calls" in every mode. Before, in_order, superset and recall
+    # passed (extra calls allowed), so the expectation forbade nothing unless `trajectory: strict`.
+    score = traj([], mode).score(trace(call("delete_all"), call("log")))
+    assert (score.passed, score.value) == (False, 0.0)
+    assert score.reason == f"Failed ({mode}): no tool calls were expected, but 2 were made: #1 delete_all, #2 log."
+    assert traj([], mode).score(trace()).passed is True
+
+
+def test_empty_expectation_in_a_spec_fails_on_any_call_whatever_the_trajectory_mode() -> None:
+    for mode in ("in_order", "superset", "recall"):
+        loaded = load(f"cases: [{{id: a, input: q, expect: {{tool_calls: [], trajectory: {mode}}}}}]")
+        (scorer,) = loaded.case_scorers["a"][0]
+        assert scorer.spec_check and scorer.score(trace(call("delete_all"))).passed is False
+
+
+def test_expected_call_against_unrecorded_arguments_says_they_were_not_recorded() -> None:
+    blind = trace(ToolCall(name="get_weather", arguments=None))
+    score = traj([{"name": "get_weather", "arguments": {"city": "Paris"}}], "strict").score(blind)
+    assert score.passed is False and score.reason is not None and score.details is not None
+    assert score.reason.endswith(
+        "The arguments of call #1 get_weather were not recorded; record content (is EVALTRACE_CAPTURE_CONTENT=0?) "
+        "or wrap the agent in evaltrace.collector.agent_run(...)."
+    )
+    assert score.details["unrecorded"] is True
 
 
 def test_calls_expected_but_none_made() -> None:
