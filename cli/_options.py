@@ -62,9 +62,26 @@ JudgeModel = Annotated[str | None, typer.Option(metavar="MODEL", help="Judge mod
 JudgeBaseUrl = Annotated[
     str | None, typer.Option(metavar="URL", help="OpenAI-compatible base URL of the judge.", rich_help_panel=JUDGE)
 ]
-JudgeApiKey = Annotated[str | None, typer.Option(metavar="KEY", help="Judge API key.", rich_help_panel=JUDGE)]
+JudgeApiKey = Annotated[
+    str | None,
+    typer.Option(
+        metavar="KEY",
+        help="Judge API key. Prefer EVALTRACE_JUDGE_API_KEY: a command line is visible to other users (ps).",
+        rich_help_panel=JUDGE,
+    ),
+]
+JudgeAllowInsecure = Annotated[
+    bool,
+    typer.Option(
+        "--judge-allow-insecure",
+        metavar="",
+        help="Send the judge API key over plain http:// to a host outside loopback (EVALTRACE_JUDGE_ALLOW_INSECURE).",
+        rich_help_panel=JUDGE,
+    ),
+]
 JudgeTimeout = Annotated[
-    float | None, typer.Option(metavar="SECONDS", min=0.0, help="Seconds per judge request.", rich_help_panel=JUDGE)
+    float | None,
+    typer.Option(metavar="SECONDS", min=0.0, help="Total seconds one judge request may take.", rich_help_panel=JUDGE),
 ]
 JudgeConcurrency = Annotated[
     int | None, typer.Option(metavar="N", min=1, help="Judge requests in flight at once.", rich_help_panel=JUDGE)
@@ -73,7 +90,13 @@ JudgeMaxRequests = Annotated[
     int | None, typer.Option(metavar="N", min=0, help="Budget of judge requests for the run.", rich_help_panel=JUDGE)
 ]
 JudgeCacheDir = Annotated[
-    Path | None, typer.Option(metavar="DIR", help="Folder of the judge verdict cache.", rich_help_panel=JUDGE)
+    Path | None,
+    typer.Option(
+        metavar="DIR",
+        help="Folder of the judge verdict cache (EVALTRACE_JUDGE_CACHE_DIR; default .evaltrace-cache/judge). Its "
+        "verdicts are trusted: keep it outside the repository.",
+        rich_help_panel=JUDGE,
+    ),
 ]
 NoJudgeCache = Annotated[
     bool,

@@ -73,6 +73,7 @@ def run(
     judge_max_requests: opt.JudgeMaxRequests = None,
     judge_cache_dir: opt.JudgeCacheDir = None,
     no_judge_cache: opt.NoJudgeCache = False,
+    judge_allow_insecure: opt.JudgeAllowInsecure = False,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
     from evaltrace.evaluators.engine import ScoreOptions, select_cases
@@ -108,6 +109,7 @@ def run(
         judge_max_requests=judge_max_requests,
         judge_cache_dir=judge_cache_dir,
         no_judge_cache=no_judge_cache,
+        judge_allow_insecure=judge_allow_insecure,
     )
 
 

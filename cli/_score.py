@@ -46,6 +46,7 @@ def score(
     judge_max_requests: opt.JudgeMaxRequests = None,
     judge_cache_dir: opt.JudgeCacheDir = None,
     no_judge_cache: opt.NoJudgeCache = False,
+    judge_allow_insecure: opt.JudgeAllowInsecure = False,
 ) -> None:
     """Score stored traces against a spec (or the reference-free defaults) and gate on the pass rate."""
     # Imported here so that other commands start without the scoring machinery.
@@ -72,6 +73,7 @@ def score(
             max_requests=judge_max_requests,
             cache_dir=judge_cache_dir,
             no_cache=no_judge_cache or None,
+            allow_insecure=judge_allow_insecure or None,
         ),
         progress=_progress() if sys.stderr.isatty() else None,
     )

@@ -9,8 +9,18 @@ never reach the disk.
 Each verdict is one small JSON file `<folder>/<key[:2]>/<key>.json`, written under a hidden
 temporary name in the same folder and renamed into place, so a reader in another process sees
 either no file or a complete one. Two processes writing the same key write the same verdict, and
-the last rename wins. Only successful verdicts are stored. A file that cannot be read or parsed
-is a miss; a write that fails is logged and skipped, never an error of the run.
+the last rename wins. Only successful verdicts are stored. A write that fails is logged and
+skipped, never an error of the run.
+
+Trust. A cached verdict is used in place of asking the judge, so whoever can write the cache
+folder decides those verdicts: keep it out of reach of untrusted changes (outside the repository,
+`EVALTRACE_JUDGE_CACHE_DIR` / `--judge-cache-dir`; not restored from an untrusted branch's CI
+cache). What is checked on read: an entry is used only when it is a small file of exactly the
+verdict's shape (a boolean `passed`, a string `reason`), written in this cache format, for this
+key (the entry names it), and for the same model, template, version and sample as the question
+asked. Anything else (truncated, oversized, foreign, copied from another key) is a miss, and
+the question is asked again. These checks stop corruption and mix-ups; they cannot stop a
+deliberate forgery by someone who can write the folder, since the key material is not secret.
 """
 
 from __future__ import annotations
@@ -24,27 +34,42 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
 logger = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 """Bumped when the key material or the entry layout changes; old entries then simply miss."""
+
+_MAX_ENTRY_BYTES = 64 * 1024
+"""Larger files are not verdicts this cache wrote (a reason is a sentence or two): a miss, unread."""
 
 
 class CachedVerdict(BaseModel):
     """One stored verdict."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
+    cache_format: StrictInt = CACHE_FORMAT
+    key: StrictStr
+    """The key the entry was stored under: an entry copied or renamed to another key is a miss."""
     passed: StrictBool
     reason: StrictStr
-    model: str
-    template: str
-    template_version: int
-    sample: int
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    model: StrictStr
+    template: StrictStr
+    template_version: StrictInt
+    sample: StrictInt
+    prompt_tokens: StrictInt = 0
+    completion_tokens: StrictInt = 0
+
+    def identity(self) -> dict[str, Any]:
+        """What question the verdict answers, compared on read with the question being asked."""
+        return {
+            "model": self.model,
+            "template": self.template,
+            "template_version": self.template_version,
+            "sample": self.sample,
+        }
 
 
 def cache_key(material: Mapping[str, Any]) -> str:
@@ -62,24 +87,47 @@ class VerdictCache:
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> CachedVerdict | None:
-        """The stored verdict, or `None` when absent or unreadable."""
+    def get(self, key: str, identity: Mapping[str, Any] | None = None) -> CachedVerdict | None:
+        """The stored verdict for `key`, or `None` when absent, unreadable or not a valid entry for it.
+
+        Args:
+            key: The question's content address.
+            identity: When given, the entry's `identity()` must equal it (model, template, version, sample).
+        """
         path = self._path(key)
         try:
-            text = path.read_text(encoding="utf-8")
+            with path.open("rb") as handle:
+                data = handle.read(_MAX_ENTRY_BYTES + 1)
         except FileNotFoundError:
             return None
         except OSError as exc:
             logger.warning("judge cache: cannot read %s: %s", path, exc)
             return None
+        if len(data) > _MAX_ENTRY_BYTES:
+            logger.warning("judge cache: ignoring oversized entry %s", path)
+            return None
         try:
-            return CachedVerdict.model_validate_json(text)
-        except ValidationError:
+            entry = CachedVerdict.model_validate_json(data)
+        except (ValidationError, ValueError, RecursionError):
             logger.warning("judge cache: ignoring malformed entry %s", path)
             return None
+        if (
+            entry.cache_format != CACHE_FORMAT
+            or entry.key != key
+            or (identity is not None and entry.identity() != dict(identity))
+        ):
+            logger.warning("judge cache: ignoring entry %s written for another question", path)
+            return None
+        return entry
 
     def put(self, key: str, verdict: CachedVerdict) -> None:
-        """Store a verdict atomically; failures are logged, never raised."""
+        """Store a verdict atomically; failures are logged, never raised.
+
+        Raises:
+            ValueError: The verdict names another key (a programming error).
+        """
+        if verdict.key != key:
+            raise ValueError(f"verdict for key {verdict.key} stored under {key}")
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

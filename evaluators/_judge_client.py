@@ -6,6 +6,14 @@ exponential backoff and jitter; a 429's `Retry-After` is honoured up to a cap. O
 (400, 401, 404, ...) are not retried: repeating them only spends the budget. Concurrency is
 bounded by a semaphore held only while a request is in flight, and every attempt, retries
 included, counts against the run's request budget because every attempt can be billed.
+
+The judge's reply is untrusted output: a judge may quote the trace under evaluation, and the trace
+may contain text shaped like a verdict. So a reply is a verdict only when, after removing code
+fences and reasoning blocks, it is exactly one JSON object with a boolean `passed` and a string
+`reason` (see `parse_verdict`). Structured output (`response_format` with a JSON schema) is asked
+for, and a server that rejects it is asked again with a weaker format, remembered for the session.
+
+Every error message leaving the client has the API key and URL credentials removed.
 """
 
 from __future__ import annotations
@@ -15,10 +23,12 @@ import datetime
 import email.utils
 import json
 import random
+import re
 import time
-from collections.abc import Callable, Mapping
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 
@@ -29,7 +39,28 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+ResponseFormat = Literal["json_schema", "json_object", "none"]
+"""What the client asks of the server's output: a strict JSON schema, any JSON object, or nothing."""
+
+_WEAKER: dict[ResponseFormat, ResponseFormat] = {"json_schema": "json_object", "json_object": "none"}
+"""The format to ask next when a server rejects one."""
+
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+_REFUSAL_STATUS = frozenset({401, 403, 404})
+"""Answers that say the judge is not set up for this client: a refused key, or no such endpoint or model."""
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    # `reason` comes first: a model writing in schema order then decides after stating its evidence.
+    "properties": {"reason": {"type": "string"}, "passed": {"type": "boolean"}},
+    "required": ["reason", "passed"],
+    "additionalProperties": False,
+}
+"""The verdict as a JSON schema, sent as the structured-output format."""
+
+_REASONING_TAG = re.compile(r"<(/?)(think|thinking|reasoning|reflection)\s*>", re.IGNORECASE)
+"""Reasoning blocks some models (DeepSeek-R1, Qwen3, ...) write before their answer."""
+_FENCE_LANGUAGE = re.compile(r"[A-Za-z0-9_+-]*")
 
 
 class JudgeError(Exception):
@@ -42,6 +73,14 @@ class JudgeConfigError(JudgeError):
 
 class JudgeUnavailableError(JudgeError):
     """The judge could not be reached, timed out, or answered with an HTTP error."""
+
+
+class JudgeRefusedError(JudgeUnavailableError):
+    """The judge refused this client: no connection (refused, unknown host), the key (401/403), or the URL (404).
+
+    At a session's first contact with the server this is a setup error (the run stops, exit 2);
+    later it is one entry's error result.
+    """
 
 
 class JudgeReplyError(JudgeError):
@@ -62,25 +101,122 @@ class Verdict(BaseModel):
 
 
 def parse_verdict(text: str) -> Verdict:
-    """Find the verdict object in a reply: plain JSON, fenced JSON, or JSON inside prose.
+    """Read a reply as a verdict: after removing reasoning blocks and a code fence, exactly one JSON object.
+
+    Nothing else counts: prose around the object, a second object, an object inside another
+    text, or duplicate keys all make the reply unparseable. A judge that quotes the trace (which
+    may contain `{"passed": true, ...}`) therefore cannot hand the trace's text over as its verdict.
 
     Raises:
-        JudgeReplyError: No JSON object with a boolean `passed` and a string `reason` was found.
+        JudgeReplyError: The reply is not one JSON object with a boolean `passed` and a string `reason`.
     """
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
+    body = _strip_fence(_strip_reasoning(text))
+    if body is not None:
         try:
-            obj, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+            obj = json.loads(body, object_pairs_hook=_unique_keys)
+        except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
             try:
                 return Verdict.model_validate(obj)
             except ValidationError:
                 pass
-        start = text.find("{", start + 1)
-    raise JudgeReplyError(f"unparseable judge reply (expected {{'passed': bool, 'reason': str}}): {_snippet(text)}")
+    raise JudgeReplyError(
+        'unparseable judge reply (expected exactly one JSON object {"passed": bool, "reason": str}): ' + _snippet(text)
+    )
+
+
+def _strip_reasoning(text: str) -> str | None:
+    # Reasoning comes before the answer: the answer is what follows the last closing tag (a
+    # closing tag alone is a block whose opening tag was in the chat template). A reasoning tag
+    # left in that answer (an unclosed block, a tag quoted in the verdict) leaves no clean verdict.
+    tags = list(_REASONING_TAG.finditer(text))
+    closing = [tag for tag in tags if tag.group(1)]
+    answer = text[closing[-1].end() :] if closing else text
+    if _REASONING_TAG.search(answer):
+        return None
+    return answer
+
+
+def _strip_fence(text: str | None) -> str | None:
+    # One fenced block around the whole reply (```json ... ```) is unwrapped; anything else with
+    # a fence in it is not one object.
+    if text is None:
+        return None
+    text = text.strip()
+    if not text.startswith("```"):
+        return None if "```" in text else text
+    newline = text.find("\n")
+    if newline == -1 or not text.endswith("```") or len(text) < newline + 4:
+        return None
+    if not _FENCE_LANGUAGE.fullmatch(text[3:newline].strip()):
+        return None
+    inner = text[newline + 1 : -3]
+    return None if "```" in inner else inner
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # `{"passed": false, "reason": "...", "passed": true}` is what an unescaped quote of the trace
+    # inside the reason string can produce; json.loads would silently keep the last value.
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+class Redactor:
+    """Removes secrets (the API key, URL credentials) from text bound for messages, reports and logs."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        forms: set[str] = set()
+        for secret in secrets:
+            if len(secret) < 4:
+                continue  # too short to remove without mangling unrelated text
+            # As written, as a JSON string escapes it, and as a URL encodes it.
+            forms.update({secret, json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe="")})
+        self._forms = sorted(forms, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        """`text` with every secret replaced by `***`."""
+        for form in self._forms:
+            text = text.replace(form, "***")
+        return text
+
+
+_SECRET_QUERY = re.compile(r"key|token|secret|sig|pass|auth", re.IGNORECASE)
+
+
+def display_url(url: str) -> str:
+    """`url` safe to print: user, password and secret-looking query values become `***`."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - a malformed port raises here, and the URL is then shown masked whole
+    except ValueError:
+        return "<malformed URL>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    query = parts.query
+    if query:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        query = "&".join(
+            f"{urllib.parse.quote(k)}={'***' if _SECRET_QUERY.search(k) else urllib.parse.quote(v)}" for k, v in pairs
+        )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials written into a URL (user, password, secret-looking query values), for a `Redactor`."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return [url]
+    found = [urllib.parse.unquote(s) for s in (parts.username, parts.password) if s]
+    found += [s for s in (parts.username, parts.password) if s]
+    found += [v for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if _SECRET_QUERY.search(k)]
+    return found
 
 
 @dataclass
@@ -111,6 +247,11 @@ class _Retry(Exception):
         self.wait = wait
 
 
+class _Downgrade(Exception):
+    # Internal signal: the server rejected the response format; ask again with a weaker one.
+    pass
+
+
 class JudgeClient:
     """Sends chat-completion requests with retries, a concurrency bound and a request budget."""
 
@@ -118,14 +259,20 @@ class JudgeClient:
         self._settings = settings
         self._counters = counters
         self._url = chat_completions_url(settings.base_url or "")
+        self._shown_url = display_url(self._url)
         self._semaphore = asyncio.Semaphore(settings.concurrency)
+        self.response_format: ResponseFormat = settings.response_format
+        """The format asked for now: the configured one, or a weaker one after the server rejected it."""
+        key = settings.api_key.get_secret_value() if settings.api_key is not None else ""
+        self.redact = Redactor([key, *url_secrets(self._url)])
         # httpx (~0.2 s to import) is loaded only when a judge session opens, never by rule-only runs.
         import httpx
 
         headers = {"Content-Type": "application/json"}
-        if settings.api_key is not None and settings.api_key.get_secret_value():
-            headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout), headers=headers)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        # No redirects: a redirect to another host must not carry the key there.
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout), headers=headers, follow_redirects=False)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -135,18 +282,28 @@ class JudgeClient:
         """Ask the judge and parse its reply, retrying what is worth retrying.
 
         Raises:
-            JudgeError: The last failure once retries are spent, or a budget/HTTP error at once.
+            JudgeError: The last failure once retries are spent, or a budget/HTTP error at once;
+                its message has every secret removed.
         """
-        body = self._body(messages)
-        for attempt in range(self._settings.max_retries + 1):
+        try:
+            return await self._complete(messages, parse)
+        except JudgeError as exc:
+            exc.args = (self.redact(str(exc)),)
+            raise
+
+    async def _complete(self, messages: list[dict[str, str]], parse: Callable[[str], T]) -> Completion[T]:
+        attempt = 0
+        while True:
             try:
-                return await self._attempt(body, parse)
+                return await self._attempt(messages, parse)
+            except _Downgrade:
+                continue  # a new format is not a retry of the same request
             except _Retry as retry:
                 if attempt == self._settings.max_retries:
                     raise retry.error from None
+                attempt += 1
                 self._counters.retries += 1
-                await asyncio.sleep(self._delay(attempt, retry.wait))
-        raise AssertionError("unreachable: the loop returns or raises")
+                await asyncio.sleep(self._delay(attempt - 1, retry.wait))
 
     def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -154,7 +311,12 @@ class JudgeClient:
             "messages": messages,
             "temperature": self._settings.temperature,
         }
-        if self._settings.json_mode:
+        if self.response_format == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
+            }
+        elif self.response_format == "json_object":
             body["response_format"] = {"type": "json_object"}
         return body
 
@@ -175,11 +337,12 @@ class JudgeClient:
             )
         self._counters.requests += 1
 
-    async def _attempt(self, body: dict[str, Any], parse: Callable[[str], T]) -> Completion[T]:
+    async def _attempt(self, messages: list[dict[str, str]], parse: Callable[[str], T]) -> Completion[T]:
+        asked = self.response_format
         async with self._semaphore:
             self._take_budget()
-            response = await self._send(body)
-        _check_status(response)
+            response = await self._send(self._body(messages))
+        self._check_status(response, asked)
         content, prompt_tokens, completion_tokens = _read_reply(response)
         # Tokens are counted even when the verdict does not parse: the provider bills them.
         self._counters.prompt_tokens += prompt_tokens
@@ -194,32 +357,52 @@ class JudgeClient:
         import httpx  # already loaded by __init__
 
         try:
-            return await self._http.post(self._url, json=body)
-        except httpx.TimeoutException:
+            # httpx's timeout applies to each phase (connect, each read, ...): a server dripping
+            # bytes could hold a request far longer. The deadline bounds the whole request.
+            async with asyncio.timeout(self._settings.timeout):
+                return await self._http.post(self._url, json=body)
+        except (TimeoutError, httpx.TimeoutException):
             raise _Retry(
-                JudgeUnavailableError(f"judge at {self._url} did not answer within {self._settings.timeout:g}s")
+                JudgeUnavailableError(f"judge at {self._shown_url} did not answer within {self._settings.timeout:g}s")
             ) from None
+        except httpx.ConnectError as exc:
+            detail = str(exc) or type(exc).__name__
+            raise _Retry(JudgeRefusedError(f"cannot connect to the judge at {self._shown_url}: {detail}")) from None
         except httpx.TransportError as exc:
             detail = str(exc) or type(exc).__name__
-            raise _Retry(JudgeUnavailableError(f"cannot reach judge at {self._url}: {detail}")) from None
+            raise _Retry(JudgeUnavailableError(f"cannot reach judge at {self._shown_url}: {detail}")) from None
+
+    def _check_status(self, response: httpx.Response, asked: ResponseFormat) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        text = response.text
+        if status in (400, 422) and asked != "none" and _mentions_response_format(text):
+            if self.response_format == asked:  # another request may have stepped down already
+                self.response_format = _WEAKER[asked]
+            raise _Downgrade
+        message = f"judge at {self._shown_url} answered HTTP {status}: {_snippet(text)}"
+        if status in _REFUSAL_STATUS:
+            raise JudgeRefusedError(message)
+        error = JudgeUnavailableError(message)
+        if status == 429:
+            raise _Retry(error, _retry_after(response.headers))
+        if status >= 500 or status in _RETRYABLE_STATUS:
+            raise _Retry(error)
+        raise error
+
+
+def _mentions_response_format(text: str) -> bool:
+    # Servers name the parameter they reject: "response_format ... not supported", "json_schema is
+    # only available for ...". Other 400s (a bad model name, a prompt too long) are errors as they are.
+    lowered = text.lower()
+    return any(word in lowered for word in ("response_format", "json_schema", "json_object", "structured output"))
 
 
 def chat_completions_url(base_url: str) -> str:
     """The endpoint for an OpenAI-style base URL (`.../v1`); a full endpoint URL is kept as is."""
     base = base_url.rstrip("/")
     return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
-
-
-def _check_status(response: httpx.Response) -> None:
-    status = response.status_code
-    if status < 400:
-        return
-    error = JudgeUnavailableError(f"judge answered HTTP {status}: {_snippet(response.text)}")
-    if status == 429:
-        raise _Retry(error, _retry_after(response.headers))
-    if status >= 500 or status in _RETRYABLE_STATUS:
-        raise _Retry(error)
-    raise error
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
@@ -242,10 +425,18 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 def _read_reply(response: httpx.Response) -> tuple[str, int, int]:
     try:
         body = response.json()
-        content = body["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
+        message = body["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         raise _Retry(JudgeReplyError(f"unparseable judge response body: {_snippet(response.text)}")) from None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        # Some proxies send the content as parts: [{"type": "text", "text": "..."}].
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        content = "".join(t for t in texts if isinstance(t, str)) if texts else None
     if not isinstance(content, str):
+        refusal = message.get("refusal") if isinstance(message, dict) else None
+        if isinstance(refusal, str) and refusal:
+            raise _Retry(JudgeReplyError(f"the judge refused to answer: {_snippet(refusal)}"))
         raise _Retry(JudgeReplyError("judge reply has no text content (refusal or tool call?)"))
     usage = body.get("usage") if isinstance(body, dict) else None
     return content, _int_field(usage, "prompt_tokens"), _int_field(usage, "completion_tokens")

@@ -8,15 +8,35 @@ The engine opens one session for a whole run::
     report["judge"] = session.stats().model_dump(mode="json")
 
 Judge scorers find the session with `current_judge()`. A session owns the HTTP client (bounded
-concurrency, retries, request budget), the verdict cache and the counters. It is lazy: a run
-whose scorers never ask the judge sends nothing and needs no judge settings. A missing model or
-base URL only becomes an error result for the entries whose judge scorer runs.
+concurrency, retries, request budget), the verdict cache and the counters.
+
+Setup errors stop the run (`JudgeSetupError`, an `InputError`: exit 2 in the CLI) instead of
+becoming error results, which a gate would read as a regression of the agent:
+
+- Opening a session checks the settings: a model and a base URL are set, the URL is http(s), and
+  a key would not travel unencrypted to a host outside loopback (unless `allow_insecure`).
+- The session's first request is its contact check: while it is in flight no other request is
+  sent, and when it ends in a refused connection, a refused key (401/403) or no such endpoint or
+  model (404), no further request is sent and the session raises that error when it closes. There
+  is no separate probe: no request is spent on it, it works with any OpenAI-compatible server
+  (many have no `/models`), and a run whose verdicts all come from the cache never contacts the
+  server at all (nor fails for a server that is down).
+
+Faults during a run (timeouts, 429, 5xx, replies that are not verdicts, a refusal after the first
+contact) stay error results of the entries they hit.
+
+Keys: `EVALTRACE_JUDGE_API_KEY` (or `--judge-api-key`) goes to the configured judge. The
+`OPENAI_API_KEY` fallback goes only to `OPENAI_BASE_URL` or to OpenAI's own host
+(`https://api.openai.com`), never to a base URL set by `EVALTRACE_JUDGE_BASE_URL` or
+`--judge-base-url` that points elsewhere.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
+import urllib.parse
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -24,15 +44,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from evaltrace.evaluators._judge_cache import CachedVerdict, VerdictCache, cache_key
 from evaltrace.evaluators._judge_client import (
+    Completion,
     Counters,
     JudgeClient,
     JudgeConfigError,
     JudgeError,
+    JudgeRefusedError,
+    ResponseFormat,
     Verdict,
+    display_url,
     parse_verdict,
 )
 from evaltrace.evaluators._judge_prompts import RenderedPrompt
@@ -43,7 +67,7 @@ from evaltrace.evaluators.registry import render_validation_errors
 _ENV: dict[str, tuple[tuple[str, ...], str | None]] = {
     "model": (("EVALTRACE_JUDGE_MODEL",), "--judge-model"),
     "base_url": (("EVALTRACE_JUDGE_BASE_URL", "OPENAI_BASE_URL"), "--judge-base-url"),
-    "api_key": (("EVALTRACE_JUDGE_API_KEY", "OPENAI_API_KEY"), "--judge-api-key"),
+    "api_key": (("EVALTRACE_JUDGE_API_KEY",), "--judge-api-key"),  # OPENAI_API_KEY: see `_openai_key`
     "timeout": (("EVALTRACE_JUDGE_TIMEOUT",), "--judge-timeout"),
     "max_retries": (("EVALTRACE_JUDGE_MAX_RETRIES",), None),
     "concurrency": (("EVALTRACE_JUDGE_CONCURRENCY",), "--judge-concurrency"),
@@ -52,11 +76,18 @@ _ENV: dict[str, tuple[tuple[str, ...], str | None]] = {
     "samples": (("EVALTRACE_JUDGE_SAMPLES",), None),
     "cache_dir": (("EVALTRACE_JUDGE_CACHE_DIR",), "--judge-cache-dir"),
     "cache": (("EVALTRACE_JUDGE_CACHE",), "--no-judge-cache"),
-    "json_mode": (("EVALTRACE_JUDGE_JSON_MODE",), None),
+    "response_format": (("EVALTRACE_JUDGE_RESPONSE_FORMAT",), None),
+    "allow_insecure": (("EVALTRACE_JUDGE_ALLOW_INSECURE",), "--judge-allow-insecure"),
     "price_input_per_mtok": (("EVALTRACE_JUDGE_PRICE_INPUT_PER_MTOK",), None),
     "price_output_per_mtok": (("EVALTRACE_JUDGE_PRICE_OUTPUT_PER_MTOK",), None),
 }
 _NEGATED = {"no_cache": "cache", "no_judge_cache": "cache"}
+_OPENAI_HOST = "api.openai.com"
+"""The host the OpenAI SDK talks to by default: `OPENAI_API_KEY` may go there without `OPENAI_BASE_URL`."""
+
+
+class JudgeSetupError(InputError):
+    """The judge is not usable as configured (settings, connection, key); the run stops with exit 2."""
 
 
 class JudgeSettings(BaseModel):
@@ -69,9 +100,12 @@ class JudgeSettings(BaseModel):
     base_url: str | None = None
     """OpenAI-style base URL such as `http://localhost:8000/v1` (`EVALTRACE_JUDGE_BASE_URL`, `OPENAI_BASE_URL`)."""
     api_key: SecretStr | None = None
-    """Bearer token (`EVALTRACE_JUDGE_API_KEY`, `OPENAI_API_KEY`); never printed and never cached."""
+    """Bearer token (`EVALTRACE_JUDGE_API_KEY`; `OPENAI_API_KEY` only for `OPENAI_BASE_URL` or OpenAI's
+    host); never printed, cached or written to a report."""
+    allow_insecure: bool = False
+    """Send the key over plain `http://` to a host outside loopback (`EVALTRACE_JUDGE_ALLOW_INSECURE`)."""
     timeout: float = Field(default=60.0, gt=0)
-    """Seconds one request may take before it counts as a timeout (then retried)."""
+    """Seconds one request may take in total, from sending to the last byte of the reply (then retried)."""
     max_retries: int = Field(default=3, ge=0)
     """Retries after the first attempt, for 429/5xx, timeouts, connection errors and unparseable replies."""
     concurrency: int = Field(default=4, ge=1)
@@ -86,8 +120,9 @@ class JudgeSettings(BaseModel):
     """Verdict cache folder; default `$EVALTRACE_CACHE_DIR/judge` or `.evaltrace-cache/judge`."""
     cache: bool = True
     """Read and write the verdict cache."""
-    json_mode: bool = True
-    """Send `response_format: {"type": "json_object"}`; turn off for servers that reject it."""
+    response_format: ResponseFormat = "json_schema"
+    """Structured output asked for: `json_schema` (the verdict's schema), `json_object` or `none`. A
+    server that rejects it is asked again with the next weaker one, for the rest of the session."""
     price_input_per_mtok: float | None = Field(default=None, ge=0)
     """USD per million prompt tokens, for the estimated cost."""
     price_output_per_mtok: float | None = Field(default=None, ge=0)
@@ -98,6 +133,18 @@ class JudgeSettings(BaseModel):
     """Longest backoff between retries, in seconds."""
     retry_after_cap: float = Field(default=60.0, ge=0)
     """Longest wait honoured from a 429's `Retry-After` header, in seconds."""
+
+    _withheld_key: str | None = PrivateAttr(default=None)
+    # Names a key found in the environment but not sent to this base URL, for the 401 message.
+
+    @field_validator("api_key")
+    @classmethod
+    def _strip_key(cls, value: SecretStr | None) -> SecretStr | None:
+        # A key read from a file (`$(cat key.txt)`) often ends in a newline, which no header may carry.
+        if value is None:
+            return None
+        stripped = value.get_secret_value().strip()
+        return SecretStr(stripped) if stripped else None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> JudgeSettings:
@@ -121,11 +168,20 @@ class JudgeSettings(BaseModel):
             sources[field] = (_ENV[field][1] if field in _ENV else None) or f"{field}="
         if "cache_dir" not in values:
             values["cache_dir"] = Path(env.get("EVALTRACE_CACHE_DIR") or ".evaltrace-cache") / "judge"
+        withheld = None
+        if "api_key" not in values and env.get("OPENAI_API_KEY", "").strip():
+            if _openai_key_allowed(values.get("base_url"), env.get("OPENAI_BASE_URL")):
+                values["api_key"] = env["OPENAI_API_KEY"]
+                sources["api_key"] = "OPENAI_API_KEY"
+            else:
+                withheld = "OPENAI_API_KEY"
         try:
-            return cls.model_validate(values)
+            settings = cls.model_validate(values)
         except ValidationError as exc:
             field = str(exc.errors()[0]["loc"][0]) if exc.errors()[0]["loc"] else ""
             raise InputError(f"judge setting {sources.get(field, field)}: {render_validation_errors(exc)}") from None
+        settings._withheld_key = withheld
+        return settings
 
     def resolved_cache_dir(self) -> Path:
         """The cache folder, applying the default when none was set."""
@@ -134,14 +190,44 @@ class JudgeSettings(BaseModel):
         return Path(os.environ.get("EVALTRACE_CACHE_DIR") or ".evaltrace-cache") / "judge"
 
     def missing(self) -> str | None:
-        """Why the judge cannot be asked, or `None` when model and base URL are usable."""
+        """Why the judge cannot be asked as configured, or `None` when it can.
+
+        Checks that model and base URL are set, that the URL is http(s), that the key fits in an
+        HTTP header, and that no credential would go unencrypted to a host outside loopback.
+        """
         if not self.model:
             return "EVALTRACE_JUDGE_MODEL is not set (or pass --judge-model)"
         if not self.base_url:
             return "EVALTRACE_JUDGE_BASE_URL is not set (nor OPENAI_BASE_URL; or pass --judge-base-url)"
-        if not self.base_url.startswith(("http://", "https://")):
-            return f"judge base URL must start with http:// or https://, got {self.base_url!r}"
+        shown = display_url(self.base_url)
+        try:
+            parts = urllib.parse.urlsplit(self.base_url)
+            parts.port  # noqa: B018 - raises for a malformed port
+        except ValueError:
+            return f"judge base URL {shown} is malformed"
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return f"judge base URL must start with http:// or https:// and name a host, got {shown}"
+        key = self.api_key.get_secret_value() if self.api_key is not None else ""
+        if key and not all(33 <= ord(c) < 127 for c in key):
+            # The key itself is never echoed: an error message may end up in a CI log.
+            return "the judge API key contains spaces, control or non-ASCII characters, which no HTTP header can carry"
+        has_credentials = bool(key) or parts.username is not None or parts.password is not None
+        if has_credentials and parts.scheme == "http" and not _is_loopback(parts.hostname) and not self.allow_insecure:
+            return (
+                f"refusing to send the judge API key unencrypted over http:// to {parts.hostname}: use https://, "
+                "a loopback address, or pass --judge-allow-insecure (EVALTRACE_JUDGE_ALLOW_INSECURE=1) "
+                "if the network is trusted"
+            )
         return None
+
+    def key_hint(self) -> str:
+        """What to add to a refused-key message about a key found in the environment but not sent."""
+        if self._withheld_key is None:
+            return ""
+        return (
+            f" ({self._withheld_key} was not sent: it goes only to OPENAI_BASE_URL or https://{_OPENAI_HOST}; "
+            "set EVALTRACE_JUDGE_API_KEY for this judge)"
+        )
 
 
 def _values_from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -154,6 +240,32 @@ def _values_from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, 
                 sources[field] = name
                 break
     return values, sources
+
+
+def _openai_key_allowed(base_url: Any, openai_base_url: str | None) -> bool:
+    # OPENAI_API_KEY belongs to OPENAI_BASE_URL (or OpenAI itself), not to any judge URL.
+    if not isinstance(base_url, str) or not base_url.strip():
+        return False
+    if openai_base_url and _same_url(base_url, openai_base_url):
+        return True
+    try:
+        parts = urllib.parse.urlsplit(base_url.strip())
+    except ValueError:
+        return False
+    return parts.scheme == "https" and (parts.hostname or "") == _OPENAI_HOST and parts.port in (None, 443)
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.strip().rstrip("/") == b.strip().rstrip("/")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _override_field(key: str, value: Any) -> tuple[str, Any]:
@@ -219,6 +331,10 @@ class JudgeSession:
         self._client: JudgeClient | None = None
         self._cache = VerdictCache(settings.resolved_cache_dir()) if settings.cache else None
         self._inflight: dict[str, asyncio.Task[CachedVerdict]] = {}
+        self._first_contact = asyncio.Lock()
+        self._contacted = False
+        self.setup_error: JudgeSetupError | None = None
+        """Set when the first contact with the server was refused; `judge_session` raises it on close."""
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
@@ -275,7 +391,13 @@ class JudgeSession:
     async def _sample(self, prompt: RenderedPrompt, index: int) -> tuple[CachedVerdict, bool]:
         # Returns the verdict and whether it came without a request of its own.
         key = cache_key(self._key_material(prompt, index))
-        cached = self._cache.get(key) if self._cache is not None else None
+        identity = {
+            "model": self.settings.model or "",
+            "template": prompt.template,
+            "template_version": prompt.version,
+            "sample": index,
+        }
+        cached = self._cache.get(key, identity) if self._cache is not None else None
         if cached is not None:
             self._hits += 1
             return cached, True
@@ -295,7 +417,7 @@ class JudgeSession:
         return {
             "model": s.model,
             "temperature": s.temperature,
-            "json_mode": s.json_mode,
+            "response_format": s.response_format,
             "template": prompt.template,
             "template_version": prompt.version,
             "messages": prompt.messages(),
@@ -303,11 +425,10 @@ class JudgeSession:
         }
 
     async def _fetch(self, prompt: RenderedPrompt, index: int, key: str) -> CachedVerdict:
-        if self._client is None:
-            self._client = JudgeClient(self.settings, self._counters)
-        reply = await self._client.complete(prompt.messages(), parse_verdict)
+        reply = await self._ask(prompt.messages())
         verdict: Verdict = reply.value
         entry = CachedVerdict(
+            key=key,
             passed=verdict.passed,
             reason=verdict.reason,
             model=self.settings.model or "",
@@ -320,6 +441,39 @@ class JudgeSession:
         if self._cache is not None:
             self._cache.put(key, entry)
         return entry
+
+    async def _ask(self, messages: list[dict[str, str]]) -> Completion[Verdict]:
+        # The first request is the contact check: the others wait until it has settled, and none
+        # is sent once it was refused.
+        if not self._contacted:
+            async with self._first_contact:
+                self._raise_if_refused()
+                if not self._contacted:
+                    return await self._contact(messages)
+        self._raise_if_refused()
+        return await self._http_client().complete(messages, parse_verdict)
+
+    async def _contact(self, messages: list[dict[str, str]]) -> Completion[Verdict]:
+        try:
+            reply = await self._http_client().complete(messages, parse_verdict)
+        except JudgeRefusedError as exc:
+            hint = self.settings.key_hint() if " HTTP 401" in str(exc) or " HTTP 403" in str(exc) else ""
+            self.setup_error = JudgeSetupError(f"judge setup: {exc}{hint}")
+            raise
+        except JudgeError:
+            self._contacted = True  # the server answered (or a fault of the run): not a setup problem
+            raise
+        self._contacted = True
+        return reply
+
+    def _raise_if_refused(self) -> None:
+        if self.setup_error is not None:
+            raise JudgeConfigError(f"not asked: {self.setup_error}")
+
+    def _http_client(self) -> JudgeClient:
+        if self._client is None:
+            self._client = JudgeClient(self.settings, self._counters)
+        return self._client
 
 
 def _vote(prompt: RenderedPrompt, samples: list[tuple[CachedVerdict, bool]]) -> JudgeOutcome:
@@ -348,11 +502,21 @@ async def judge_session(settings: JudgeSettings | None = None) -> AsyncIterator[
 
     Args:
         settings: Judge settings; `JudgeSettings.from_env()` when omitted.
+
+    Raises:
+        JudgeSetupError: On entry, when the settings cannot work (no model, no or a malformed base
+            URL, a key that would go unencrypted to a remote host); on exit, when the first
+            contact with the server was refused (connection, key, endpoint or model).
     """
     session = JudgeSession(settings if settings is not None else JudgeSettings.from_env())
+    problem = session.settings.missing()
+    if problem is not None:
+        raise JudgeSetupError(f"judge setup: {problem}")
     token = _CURRENT.set(session)
     try:
         yield session
+        if session.setup_error is not None:
+            raise session.setup_error
     finally:
         _CURRENT.reset(token)
         await session.aclose()
@@ -365,6 +529,7 @@ def current_judge() -> JudgeSession | None:
 
 __all__ = [
     "JudgeError",
+    "JudgeSetupError",
     "JudgeOutcome",
     "JudgeSession",
     "JudgeSettings",

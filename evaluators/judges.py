@@ -1,9 +1,11 @@
 """Judge scorers: questions a rule cannot settle, answered by an LLM judge as pass/fail labels.
 
 Every judge scorer is async (`ascore`) and asks the session from `current_judge()` (the engine
-opens one per run; outside a session a scorer opens its own from the environment). A verdict
-that cannot be obtained (no model configured, server unreachable, timeouts, garbage replies,
-request budget used up) becomes an error result: `passed=False` with `error` set, never a pass.
+opens one per run; outside a session a scorer opens its own from the environment). A judge that
+is not set up (no model, a refused connection or key) stops the run when the session opens or
+closes (see `judge.py`); a verdict that cannot be obtained during a run (timeouts, 429/5xx,
+replies that are not verdicts, request budget used up) becomes an error result: `passed=False`
+with `error` set, never a pass.
 A scorer that lacks what it needs in the trace (no tool calls to check, no answer recorded)
 returns `passed=None` with the reason.
 
@@ -34,7 +36,14 @@ from evaltrace.evaluators._judge_data import (
 )
 from evaltrace.evaluators._judge_prompts import RenderedPrompt, render
 from evaltrace.evaluators.base import Score, Scorer
-from evaltrace.evaluators.judge import JudgeError, JudgeOutcome, JudgeSession, current_judge, judge_session
+from evaltrace.evaluators.judge import (
+    JudgeError,
+    JudgeOutcome,
+    JudgeSession,
+    JudgeSetupError,
+    current_judge,
+    judge_session,
+)
 from evaltrace.evaluators.registry import register
 
 ReasoningAspect = Literal["coherence", "relevance", "efficiency", "error_recovery"]
@@ -62,8 +71,12 @@ class JudgeScorer(Scorer):
         session = current_judge()
         if session is not None:
             return await self._guarded(session, trace, case)
-        async with judge_session() as own:
-            return await self._guarded(own, trace, case)
+        try:
+            async with judge_session() as own:
+                return await self._guarded(own, trace, case)
+        except JudgeSetupError as exc:
+            # A one-off call has no run to stop: the setup problem is this result's error.
+            return Score(scorer=self.name, passed=False, reason=f"judge error: {exc}", error=type(exc).__name__)
 
     async def _guarded(self, session: JudgeSession, trace: Trace, case: Any | None) -> Score:
         try:

@@ -179,7 +179,7 @@ def test_concurrent_processes_write_and_read_safely(tmp_path: Path) -> None:
                 key = cache_key({{"i": i}})
                 got = cache.get(key)
                 assert got is None or got.reason == f"r{{i}}", got
-                cache.put(key, CachedVerdict(passed=True, reason=f"r{{i}}", model="m", template="t",
+                cache.put(key, CachedVerdict(key=key, passed=True, reason=f"r{{i}}", model="m", template="t",
                                              template_version=1, sample=0))
         """
     )

@@ -13,13 +13,14 @@ from judge_server import JudgeServer, Reply, closed_port_url, judge_settings, ve
 
 from evaltrace.collector.records import Trace
 from evaltrace.evaluators._judge_client import (
+    VERDICT_SCHEMA,
     JudgeBudgetError,
     JudgeReplyError,
     JudgeUnavailableError,
 )
 from evaltrace.evaluators._judge_prompts import SEMANTIC_OUTPUT, render
 from evaltrace.evaluators.base import Score, arun_scorer
-from evaltrace.evaluators.judge import JudgeOutcome, JudgeSession, judge_session
+from evaltrace.evaluators.judge import JudgeOutcome, JudgeSession, JudgeSetupError, judge_session
 from evaltrace.evaluators.judges import SemanticOutput
 
 
@@ -50,7 +51,7 @@ def _score(settings: Any, trace: Trace) -> tuple[Score, JudgeSession]:
     return asyncio.run(go())
 
 
-def test_request_body_is_a_json_mode_chat_completion(server: JudgeServer, tmp_path: Path) -> None:
+def test_request_body_asks_for_structured_output(server: JudgeServer, tmp_path: Path) -> None:
     server.script(verdict(True, "has a number"))
     [outcome], session = _classify(judge_settings(server.base_url, tmp_path), [_prompt()])
     assert isinstance(outcome, JudgeOutcome) and outcome.passed and outcome.reason == "has a number"
@@ -58,7 +59,11 @@ def test_request_body_is_a_json_mode_chat_completion(server: JudgeServer, tmp_pa
     assert request.path == "/v1/chat/completions"
     assert request.body["model"] == "judge-model"
     assert request.body["temperature"] == 0.0
-    assert request.body["response_format"] == {"type": "json_object"}
+    assert request.body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
+    }
+    assert VERDICT_SCHEMA["required"] == ["reason", "passed"] and VERDICT_SCHEMA["additionalProperties"] is False
     assert [m["role"] for m in request.body["messages"]] == ["system", "user"]
     assert "JSON object" in request.system
     assert request.headers["authorization"] == "Bearer sk-test-secret"
@@ -140,12 +145,31 @@ def test_garbage_then_good_reply_passes(server: JudgeServer, tmp_path: Path) -> 
     assert score.passed is True and score.reason == "fine"
 
 
-def test_unreachable_server_gives_a_clear_error_result(tmp_path: Path) -> None:
+def test_unreachable_server_at_first_contact_is_a_setup_error(tmp_path: Path) -> None:
     url = closed_port_url()
-    score, session = _score(judge_settings(url, tmp_path, max_retries=1), Trace(trace_id="t", output="42"))
-    assert score.passed is False and score.error == "JudgeUnavailableError"
-    assert score.reason is not None and f"cannot reach judge at {url}/chat/completions" in score.reason
-    assert session.stats().errors == 1 and session.stats().requests == 2
+    with pytest.raises(JudgeSetupError, match=f"judge setup: cannot connect to the judge at {url}/chat/completions"):
+        _score(judge_settings(url, tmp_path, max_retries=1), Trace(trace_id="t", output="42"))
+
+
+def test_server_gone_after_first_contact_gives_an_error_result(tmp_path: Path) -> None:
+    # The first verdict comes through; then the server goes away: a fault of the run, not of its setup.
+    server = JudgeServer().start()
+    url = server.base_url
+    server.script(verdict(True, "fine", headers={"Connection": "close"}))  # no kept-alive connection survives
+    settings = judge_settings(url, tmp_path, max_retries=1, concurrency=1)
+
+    async def go() -> tuple[list[Score], JudgeSession]:
+        async with judge_session(settings) as session:
+            first = await arun_scorer(SemanticOutput(rubric="Gives a number"), Trace(trace_id="a", output="1"))
+            server.stop()
+            second = await arun_scorer(SemanticOutput(rubric="Gives a number"), Trace(trace_id="b", output="2"))
+            return [first, second], session
+
+    (first, second), session = asyncio.run(go())
+    assert first.passed is True
+    assert second.passed is False and second.error == "JudgeRefusedError"
+    assert second.reason is not None and f"cannot connect to the judge at {url}/chat/completions" in second.reason
+    assert session.stats().errors == 1 and session.setup_error is None
 
 
 def test_concurrency_runs_requests_in_parallel(server: JudgeServer, tmp_path: Path) -> None:
@@ -153,16 +177,31 @@ def test_concurrency_runs_requests_in_parallel(server: JudgeServer, tmp_path: Pa
     prompts = [_prompt(f"answer {i}") for i in range(4)]
 
     def timed(concurrency: int, folder: str) -> float:
-        settings = judge_settings(server.base_url, tmp_path / folder, concurrency=concurrency)
-        started = time.monotonic()
-        results, _ = _classify(settings, prompts)
-        assert all(isinstance(r, JudgeOutcome) and r.passed for r in results)
-        return time.monotonic() - started
+        async def go() -> float:
+            settings = judge_settings(server.base_url, tmp_path / folder, concurrency=concurrency)
+            async with judge_session(settings) as session:
+                await session.classify(_prompt("first contact"))  # sent alone, before any other
+                started = time.monotonic()
+                results = await asyncio.gather(*(session.classify(p) for p in prompts))
+                assert all(r.passed for r in results)
+                return time.monotonic() - started
+
+        return asyncio.run(go())
 
     serial = timed(1, "serial")
     parallel = timed(4, "parallel")
     assert serial >= 1.5  # 4 x 0.4 s one after another
     assert parallel < 0.5 * serial
+
+
+def test_first_contact_is_sent_alone_then_the_rest_in_parallel(server: JudgeServer, tmp_path: Path) -> None:
+    server.responder = lambda body: verdict(True, delay=0.3)
+    settings = judge_settings(server.base_url, tmp_path, concurrency=4)
+    results, _ = _classify(settings, [_prompt(f"a{i}") for i in range(4)])
+    assert all(isinstance(r, JudgeOutcome) for r in results)
+    arrivals = sorted(r.arrived for r in server.requests)
+    assert arrivals[1] - arrivals[0] >= 0.25  # the others waited for the first contact to settle
+    assert arrivals[3] - arrivals[1] < 0.2  # then went out together
 
 
 def test_concurrency_bound_is_respected(server: JudgeServer, tmp_path: Path) -> None:

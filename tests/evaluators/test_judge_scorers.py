@@ -270,7 +270,8 @@ def test_one_failed_question_makes_a_multi_question_scorer_an_error(server: Judg
     server.script(verdict(True, "ok"), Reply(status=401, raw=b'{"error": "bad key"}'))
     settings = judge_settings(server.base_url, tmp_path, concurrency=1)
     result, stats = score(create_scorer("argument_hallucination", {}), travel_trace(), settings)
-    assert result.passed is False and result.error == "JudgeUnavailableError"
+    # A refusal after the first contact succeeded is a fault of the run: an error result, not a setup error.
+    assert result.passed is False and result.error == "JudgeRefusedError"
     assert "HTTP 401" in (result.reason or "")
     assert stats.errors == 1
 
