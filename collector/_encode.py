@@ -187,9 +187,14 @@ def _attribute_columns(spans: Sequence[ReadableSpan], redactor: Redactor | None)
 
 
 class _Resources:
-    """JSON and service name per resource object: a process has one resource, so encode it once."""
+    """JSON and service name per resource object: a process has one resource, so encode it once.
 
-    def __init__(self) -> None:
+    The resource's attributes are redacted like a span's (its `service.name` too, before it
+    becomes the `service_name` column).
+    """
+
+    def __init__(self, redactor: Redactor | None) -> None:
+        self._redactor = redactor
         self._last: Any = _MISSING
         self._value: tuple[str | None, str | None] = (None, None)
 
@@ -198,22 +203,25 @@ class _Resources:
             return self._value
         value: tuple[str | None, str | None] = (None, None)
         if resource is not None:
-            service = resource.attributes.get("service.name")
-            value = (dumps_attributes(resource.attributes), service if isinstance(service, str) else None)
+            attributes = resource.attributes
+            if self._redactor is not None:
+                attributes = self._redactor.apply(attributes)
+            service = attributes.get("service.name")
+            value = (dumps_attributes(attributes), service if isinstance(service, str) else None)
         self._last, self._value = resource, value
         return value
 
 
-def _base_columns(spans: Sequence[ReadableSpan], run_id: str) -> dict[str, list[Any]]:
+def _base_columns(spans: Sequence[ReadableSpan], run_id: str, redactor: Redactor | None) -> dict[str, list[Any]]:
     ctxs = [s.context for s in spans]
     parents = [s.parent for s in spans]
     statuses = [s.status for s in spans]
     scopes = [s.instrumentation_scope for s in spans]
     start = [s.start_time or 0 for s in spans]
     end = [e or s for s, e in zip(start, [s.end_time for s in spans], strict=True)]
-    resources = _Resources()
+    resources = _Resources(redactor)
     res = [resources.get(s.resource) for s in spans]
-    return {
+    columns: dict[str, list[Any]] = {
         "trace_id": [f"{c.trace_id:032x}" for c in ctxs],
         "span_id": [f"{c.span_id:016x}" for c in ctxs],
         "parent_span_id": [f"{p.span_id:016x}" if p is not None else None for p in parents],
@@ -233,6 +241,16 @@ def _base_columns(spans: Sequence[ReadableSpan], run_id: str) -> dict[str, list[
         "dropped_events_count": [s.dropped_events for s in spans],
         "dropped_links_count": [s.dropped_links for s in spans],
     }
+    if redactor is not None:
+        _redact_texts(columns, redactor)
+    return columns
+
+
+def _redact_texts(columns: dict[str, list[Any]], redactor: Redactor) -> None:
+    """Mask span and scope names and redact status messages, in place (names keep unmatched text)."""
+    for column in ("name", "scope_name", "scope_version"):
+        columns[column] = [redactor.mask_text(v) if v else v for v in columns[column]]
+    columns["status_message"] = [redactor.status_message(v) for v in columns["status_message"]]
 
 
 def _attributes_json(attributes: Any, redactor: Redactor | None) -> str:
@@ -243,7 +261,11 @@ def _attributes_json(attributes: Any, redactor: Redactor | None) -> str:
 
 def _events(span: ReadableSpan, redactor: Redactor | None) -> list[dict[str, Any]]:
     return [
-        {"time": e.timestamp, "name": e.name, "attributes": _attributes_json(e.attributes, redactor)}
+        {
+            "time": e.timestamp,
+            "name": redactor.mask_text(e.name) if redactor is not None else e.name,
+            "attributes": _attributes_json(e.attributes, redactor),
+        }
         for e in span.events
     ]
 
@@ -288,8 +310,12 @@ def _any_nested(spans: Sequence[ReadableSpan], private: str, public: str) -> boo
 
 
 def span_columns(spans: Sequence[ReadableSpan], run_id: str, redactor: Redactor | None) -> Columns:
-    """Read a batch of ended SDK spans into schema-v1 column lists (redaction applied first)."""
-    flat = _base_columns(spans, run_id)
+    """Read a batch of ended SDK spans into schema-v1 column lists (redaction applied first).
+
+    With a redactor, everything the file holds about a span passes through it: attributes of the
+    span, its events, links and resource; span, event and scope names; status messages.
+    """
+    flat = _base_columns(spans, run_id, redactor)
     flat.update(_attribute_columns(spans, redactor))
     has_events = _any_nested(spans, "_events", "events")
     has_links = _any_nested(spans, "_links", "links")
