@@ -58,6 +58,16 @@ Plugins = Annotated[
         "EVALTRACE_PLUGINS holds a space-separated list). Installed evaltrace.scorers plugins load by themselves.",
     ),
 ]
+ScorerTimeout = Annotated[
+    float,
+    typer.Option(
+        "--scorer-timeout",
+        metavar="SECONDS",
+        min=0.0,
+        help="Seconds one scorer may take on one entry; past it, its result is an error naming it and the run "
+        "goes on (0: no limit; judge scorers are bounded by --judge-timeout).",
+    ),
+]
 JudgeModel = Annotated[str | None, typer.Option(metavar="MODEL", help="Judge model name.", rich_help_panel=JUDGE)]
 JudgeBaseUrl = Annotated[
     str | None, typer.Option(metavar="URL", help="OpenAI-compatible base URL of the judge.", rich_help_panel=JUDGE)

@@ -21,6 +21,8 @@ from evaltrace.cli import _score
 from evaltrace.cli.main import app
 from evaltrace.evaluators.errors import InputError
 
+from evaltrace.collector._terminal import plural, printable
+from evaltrace.evaluators._time_limit import DEFAULT_SCORER_TIMEOUT
 if TYPE_CHECKING:
     from evaltrace.evaluators.runner import RunResult
 
@@ -74,6 +76,7 @@ def run(
     judge_cache_dir: opt.JudgeCacheDir = None,
     no_judge_cache: opt.NoJudgeCache = False,
     judge_allow_insecure: opt.JudgeAllowInsecure = False,
+    scorer_timeout: opt.ScorerTimeout = DEFAULT_SCORER_TIMEOUT,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
     from evaltrace.evaluators.engine import ScoreOptions, select_cases
@@ -107,6 +110,7 @@ def run(
         judge_timeout=judge_timeout,
         judge_concurrency=judge_concurrency,
         judge_max_requests=judge_max_requests,
+        scorer_timeout=scorer_timeout,
         judge_cache_dir=judge_cache_dir,
         no_judge_cache=no_judge_cache,
         judge_allow_insecure=judge_allow_insecure,

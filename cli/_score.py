@@ -19,6 +19,8 @@ import typer
 from evaltrace.cli import _options as opt
 from evaltrace.cli.main import app
 from evaltrace.evaluators.errors import InputError
+from evaltrace.collector._terminal import printable
+from evaltrace.evaluators._time_limit import DEFAULT_SCORER_TIMEOUT
 
 _PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'runs/*.parquet'."
 _PROGRESS_EVERY = 50
@@ -42,6 +44,7 @@ def score(
     judge_base_url: opt.JudgeBaseUrl = None,
     judge_api_key: opt.JudgeApiKey = None,
     judge_timeout: opt.JudgeTimeout = None,
+    scorer_timeout: opt.ScorerTimeout = DEFAULT_SCORER_TIMEOUT,
     judge_concurrency: opt.JudgeConcurrency = None,
     judge_max_requests: opt.JudgeMaxRequests = None,
     judge_cache_dir: opt.JudgeCacheDir = None,
@@ -69,6 +72,7 @@ def score(
             base_url=judge_base_url,
             api_key=judge_api_key,
             timeout=judge_timeout,
+        scorer_timeout=scorer_timeout or None,  # 0: no limit
             concurrency=judge_concurrency,
             max_requests=judge_max_requests,
             cache_dir=judge_cache_dir,

@@ -17,7 +17,8 @@ from typing import Any
 
 from evaltrace.collector.records import Trace
 from evaltrace.evaluators._aggregate import ExactSum, percentile, sample_status, score_result, status_passed
-from evaltrace.evaluators.base import Scorer, arun_scorer, run_scorer
+from evaltrace.evaluators._time_limit import Limiter, ScorerTimeout, current_limiter, timeout_message
+from evaltrace.evaluators.base import Score, Scorer, arun_scorer, run_scorer
 from evaltrace.evaluators.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.report import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
 from evaltrace.evaluators.spec import Case
@@ -102,13 +103,46 @@ class RunStats:
 async def _run_scorers(trace: Trace, case: Case | None, scorers: Sequence[Scorer]) -> list[Any]:
     # Rule scorers run inline (a task per scorer costs more than most rules); only async scorers
     # (judges, custom I/O) are gathered concurrently. Results keep the scorers' order either way.
+    limiter = current_limiter()
     judges = [index for index, s in enumerate(scorers) if is_async_scorer(s)]
-    found: list[Any] = [None if index in judges else run_scorer(s, trace, case) for index, s in enumerate(scorers)]
+    found: list[Any] = [
+        None if index in judges else _run_limited(s, trace, case, limiter) for index, s in enumerate(scorers)
+    ]
     if judges:
-        verdicts = await asyncio.gather(*(arun_scorer(scorers[index], trace, case) for index in judges))
+        verdicts = await asyncio.gather(*(_arun_limited(scorers[index], trace, case, limiter) for index in judges))
         for index, verdict in zip(judges, verdicts, strict=True):
             found[index] = verdict
     return found
+
+
+def _run_limited(scorer: Scorer, trace: Trace, case: Case | None, limiter: Limiter | None) -> Score:
+    """`run_scorer` under the run's time limit (see `_time_limit.py`)."""
+    if limiter is None:
+        return run_scorer(scorer, trace, case)
+    try:
+        return limiter.call(lambda: run_scorer(scorer, trace, case))
+    except ScorerTimeout:
+        return _timed_out(scorer, limiter.seconds)
+
+
+async def _arun_limited(scorer: Scorer, trace: Trace, case: Case | None, limiter: Limiter | None) -> Score:
+    """`arun_scorer` under the run's time limit; judges are bounded by the judge's own timeout."""
+    if limiter is None or scorer.uses_judge:
+        return await arun_scorer(scorer, trace, case)
+    try:
+        return await asyncio.wait_for(arun_scorer(scorer, trace, case), limiter.seconds)
+    except TimeoutError:  # raised by `wait_for`: the scorer's own errors are results of `arun_scorer`
+        return _timed_out(scorer, limiter.seconds)
+
+
+def _timed_out(scorer: Scorer, seconds: float) -> Score:
+    return Score(
+        scorer=scorer.name,
+        passed=False,
+        reason=timeout_message(scorer.name, seconds),
+        error="ScorerTimeout",
+        details={"time_limit_seconds": seconds},
+    )
 
 
 async def score_trace(trace: Trace, case: Case | None, scorers: Sequence[Scorer], stats: RunStats) -> SampleResult:

@@ -39,6 +39,7 @@ from evaltrace.evaluators._engine_loop import Router, score_stream_now
 from evaltrace.evaluators._engine_run import RunStats, is_async_scorer
 from evaltrace.evaluators._routers import RouterState
 from evaltrace.evaluators._spill import Spill
+from evaltrace.evaluators._time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine import ScoreOptions
@@ -273,7 +274,8 @@ def _work(
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)
-        score_stream_now(read_traces(files, shard, histories=histories), router, stats, spill, local)
+        with scorer_time_limit(options.scorer_timeout):
+            score_stream_now(read_traces(files, shard, histories=histories), router, stats, spill, local)
         spill.flush()
         message = ("done", _Handover(router=router.state, stats=stats))
     except InputError as exc:

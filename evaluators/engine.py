@@ -42,6 +42,7 @@ from evaltrace.evaluators._routers import EntryList, SpecRouter, Totals, TraceRo
 from evaltrace.evaluators._routers import EntrySink as EntrySink  # public: the sink protocol
 from evaltrace.evaluators._routers import normalize_input as normalize_input  # public, kept importable here
 from evaltrace.evaluators._spill import Spill
+from evaltrace.evaluators._time_limit import DEFAULT_SCORER_TIMEOUT, scorer_time_limit
 from evaltrace.evaluators.base import Scorer, reads_histories
 from evaltrace.evaluators.prices import DEFAULT_PRICES
 from evaltrace.evaluators.registry import create_scorer
@@ -85,6 +86,16 @@ class ScoreOptions:
     """Passed to `JudgeSettings.from_env` when a judge scorer runs."""
     progress: Callable[[int], None] | None = None
     """Called with the number of traces read so far."""
+    scorer_timeout: float | None = DEFAULT_SCORER_TIMEOUT
+    """Seconds one scorer may take on one entry (`None`: no limit); past it, the scorer's result
+    is an error naming it. Judge scorers are bounded by the judge's own timeout instead."""
+
+    def __post_init__(self) -> None:
+        """Reject a limit that is not a positive number of seconds."""
+        if self.scorer_timeout is not None and not self.scorer_timeout > 0:
+            raise ValueError(
+                f"scorer_timeout must be more than 0 seconds (or None for no limit), not {self.scorer_timeout}"
+            )
 
 
 def select_cases(spec: LoadedSpec, options: ScoreOptions) -> list[Case]:
@@ -201,7 +212,7 @@ async def _ascore(
     options: ScoreOptions,
     sink: EntrySink | None,
 ) -> ScoredRun:
-    with Spill() as spill:
+    with Spill() as spill, scorer_time_limit(options.scorer_timeout):
         async with judge_session_for(router.scorers(), options.judge_overrides) as judge_stats:
             await score_stream(traces, router, stats, spill, options)
             await score_held(router, stats, spill)
@@ -251,7 +262,8 @@ def score_paths_to(
         return _run_sync(_ascore(traces, router, stats, spec, options, sink))
     with Spill() as spill:
         _shards.score_sharded(files, router, stats, spill, options, count, histories=histories)
-        asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network
+        with scorer_time_limit(options.scorer_timeout):  # each worker set its own: threads do not survive a fork
+            asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network
         return _finish(router, stats, spill, spec, options, sink, None)
 
 
