@@ -12,9 +12,11 @@ from evaltrace.collector._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evaltrace.collector._redact import RedactionSettings
+    from evaltrace.collector.agent_run import AgentRun, agent_run
     from evaltrace.collector.convert import convert_spans, convert_trace, group_conversations, read_traces
     from evaltrace.collector.errors import EvaltraceError, InputError
     from evaltrace.collector.exporter import ParquetSpanExporter
+    from evaltrace.collector.log_exporter import ParquetLogExporter
     from evaltrace.collector.reader import (
         RunsSummary,
         TraceSummary,
@@ -39,12 +41,14 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
+    "AgentRun": "evaltrace.collector.agent_run",
     "Conversation": "evaltrace.collector.records",
     "EvaltraceError": "evaltrace.collector.errors",
     "InputError": "evaltrace.collector.errors",
     "Iteration": "evaltrace.collector.records",
     "Message": "evaltrace.collector.records",
     "MessagePart": "evaltrace.collector.records",
+    "ParquetLogExporter": "evaltrace.collector.log_exporter",
     "ParquetSpanExporter": "evaltrace.collector.exporter",
     "Recorder": "evaltrace.collector.recording",
     "RedactionSettings": "evaltrace.collector._redact",
@@ -54,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "Trace": "evaltrace.collector.records",
     "TraceSummary": "evaltrace.collector.reader",
     "Usage": "evaltrace.collector.records",
+    "agent_run": "evaltrace.collector.agent_run",
     "clean_stale_inflight": "evaltrace.collector.reader",
     "convert_spans": "evaltrace.collector.convert",
     "convert_trace": "evaltrace.collector.convert",
@@ -69,12 +74,14 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AgentRun",
     "Conversation",
     "EvaltraceError",
     "InputError",
     "Iteration",
     "Message",
     "MessagePart",
+    "ParquetLogExporter",
     "ParquetSpanExporter",
     "Recorder",
     "RedactionSettings",
@@ -84,6 +91,7 @@ __all__ = [
     "Trace",
     "TraceSummary",
     "Usage",
+    "agent_run",
     "clean_stale_inflight",
     "convert_spans",
     "convert_trace",

@@ -5,12 +5,17 @@ answered. GenAI instrumentations leave message content out unless
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` says otherwise, so when evaltrace records
 and the user set nothing, it sets that variable (the files stay local):
 
-- the instrumentations' default conventions (e.g. openai-v2 without an opt-in) read `true`;
-  they send content as log records (GenAI events), which evaltrace's logs exporter records;
-- with `OTEL_SEMCONV_STABILITY_OPT_IN` naming `gen_ai_latest_experimental`, util-genai reads one
-  of `SPAN_ONLY`, `EVENT_ONLY`, `SPAN_AND_EVENT` (`true` would be rejected and mean no content):
-  `SPAN_ONLY` puts the JSON messages on the model spans, which rebuild completely on their own,
-  without a second copy in log records.
+- instrumentations on the latest GenAI conventions (through `opentelemetry-util-genai`) read one
+  of `SPAN_ONLY`, `EVENT_ONLY`, `SPAN_AND_EVENT`; `true` is rejected there (a warning, then no
+  content). `SPAN_ONLY` puts the JSON messages on the model spans, which rebuild completely on
+  their own, without a second copy in log records. That is the case when
+  `OTEL_SEMCONV_STABILITY_OPT_IN` names `gen_ai_latest_experimental`, and always with
+  util-genai 1.1 and later, whose `is_experimental_mode()` is always true (openai-v2 2.4 asks it
+  which path to take);
+- otherwise (older util-genai, no opt-in) instrumentations keep the v1.30 conventions and read
+  `true`; they send content as log records (GenAI events), which evaltrace's logs exporter
+  records beside the spans. (util-genai's handler, built there too, warns once that `true` is
+  not one of its modes; the instrumentation still records content.)
 
 `EVALTRACE_CAPTURE_CONTENT=0` leaves the variable alone (and the exporters drop content from the
 files as before). Instrumentations read it when they instrument (openai-v2: at `instrument()`),
@@ -35,9 +40,25 @@ def latest_genai_conventions(environ: MutableMapping[str, str] | None = None) ->
     return _LATEST in {part.strip() for part in env.get(_OPT_IN_VAR, "").split(",")}
 
 
+def util_genai_latest() -> bool:
+    """Whether the installed `opentelemetry-util-genai` puts instrumentations on the latest conventions.
+
+    Asks util-genai itself (`is_experimental_mode`), which is what openai-v2 asks; False when it
+    is not installed or its answer cannot be had.
+    """
+    try:
+        from opentelemetry.util.genai.utils import is_experimental_mode
+    except Exception:  # not installed, or an incompatible version: the env var decides
+        return False
+    try:
+        return bool(is_experimental_mode())
+    except Exception:
+        return False
+
+
 def capture_content_value(environ: MutableMapping[str, str] | None = None) -> str:
-    """The content-capture value that makes the current conventions record content evaltrace rebuilds."""
-    return "SPAN_ONLY" if latest_genai_conventions(environ) else "true"
+    """The content-capture value that makes the instrumentations in use record content evaltrace rebuilds."""
+    return "SPAN_ONLY" if latest_genai_conventions(environ) or util_genai_latest() else "true"
 
 
 def apply_capture_default(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:

@@ -1,7 +1,10 @@
-"""Opening and checking span files written under schema version 1 (the pyarrow side of `reader.py`).
+"""Opening and checking run files (the pyarrow side of `reader.py`).
 
-Every file is opened through `open_span_file`, which checks its metadata and schema against
-`_parquet.SCHEMA` and turns every pyarrow failure into a one-line `InputError` naming the file.
+A run folder holds span files (schema version 1) and log-record files (logs schema version 1,
+metadata `evaltrace.signal=logs`). Every file is opened through `open_run_file` (alias
+`open_span_file`), which recognises the kind by the file's metadata, checks its schema against
+`_parquet.SCHEMA` or `_parquet_logs.LOGS_SCHEMA`, and turns every pyarrow failure into a one-line
+`InputError` naming the file. `file_signal` tells which kind a file is.
 Values come out column by column (`to_pylist` per column, never per-row pyarrow scalars).
 `_parquet_decode.py` turns the span columns into `Span` objects.
 """
@@ -17,7 +20,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evaltrace.collector._parquet import SCHEMA
-from evaltrace.collector._schema import METADATA_SCHEMA_VERSION, SCHEMA_VERSION
+from evaltrace.collector._parquet_logs import LOGS_SCHEMA
+from evaltrace.collector._schema import (
+    LOGS_SCHEMA_VERSION,
+    METADATA_SCHEMA_VERSION,
+    METADATA_SIGNAL,
+    SCHEMA_VERSION,
+    SIGNAL_LOGS,
+    SIGNAL_SPANS,
+)
 from evaltrace.collector._shard import RowFilter
 from evaltrace.collector.errors import InputError
 
@@ -31,8 +42,8 @@ def _fail(path: Path, exc: BaseException) -> InputError:
     return InputError(f"{path}: not a readable Parquet file ({detail}). It may be truncated, corrupt or not Parquet.")
 
 
-def open_span_file(path: Path) -> pq.ParquetFile:
-    """Open `path` and check it is an evaltrace span file this version can read.
+def open_run_file(path: Path) -> pq.ParquetFile:
+    """Open `path` and check it is an evaltrace span or log-record file this version can read.
 
     Raises:
         InputError: the file is missing, unreadable, not Parquet, foreign, or of another schema.
@@ -44,9 +55,55 @@ def open_span_file(path: Path) -> pq.ParquetFile:
         raise InputError(f"{path}: no such file") from None
     except (pa.ArrowException, OSError) as exc:
         raise _fail(path, exc) from None
-    _check_version(path, schema.metadata or {})
-    _check_columns(path, schema)
+    metadata = schema.metadata or {}
+    if _signal(metadata) == SIGNAL_LOGS:
+        _check_logs_version(path, metadata)
+        _check_columns(path, schema, LOGS_SCHEMA, f"logs schema v{LOGS_SCHEMA_VERSION}")
+    else:
+        _check_version(path, metadata)
+        _check_columns(path, schema, SCHEMA, f"schema v{SCHEMA_VERSION}")
     return handle
+
+
+open_span_file = open_run_file
+"""The name callers used before log-record files existed: every run file opens the same way."""
+
+
+def _signal(metadata: dict[bytes, bytes]) -> str:
+    return metadata.get(METADATA_SIGNAL, SIGNAL_SPANS.encode()).decode("utf-8", "replace")
+
+
+def signal_of(handle: pq.ParquetFile) -> str:
+    """`spans` or `logs`: what an opened run file holds (by its metadata)."""
+    return _signal(handle.schema_arrow.metadata or {})
+
+
+def file_signal(path: Path) -> str:
+    """`spans` or `logs`: what the run file at `path` holds, checked as `open_run_file` does.
+
+    Raises:
+        InputError: as `open_run_file`.
+    """
+    handle = open_run_file(path)
+    try:
+        return signal_of(handle)
+    finally:
+        handle.close()
+
+
+def _check_logs_version(path: Path, metadata: dict[bytes, bytes]) -> None:
+    raw = metadata.get(METADATA_SCHEMA_VERSION, b"")
+    try:
+        version = int(raw.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        key = METADATA_SCHEMA_VERSION.decode()
+        raise InputError(f"{path}: unreadable {key} {raw!r} of a log-record file") from None
+    if version != LOGS_SCHEMA_VERSION:
+        newer = version > LOGS_SCHEMA_VERSION
+        hint = ". Upgrade evaltrace: pip install -U evaltrace" if newer else " is not supported"
+        raise InputError(
+            f"{path}: written with logs schema v{version} (this evaltrace reads v{LOGS_SCHEMA_VERSION}){hint}"
+        )
 
 
 def _check_version(path: Path, metadata: dict[bytes, bytes]) -> None:
@@ -69,18 +126,16 @@ def _check_version(path: Path, metadata: dict[bytes, bytes]) -> None:
         raise InputError(f"{path}: span schema v{version} is not supported (this evaltrace reads v{SCHEMA_VERSION})")
 
 
-def _check_columns(path: Path, schema: pa.Schema) -> None:
+def _check_columns(path: Path, schema: pa.Schema, layout: pa.Schema, version: str) -> None:
     names = set(schema.names)
-    for expected in SCHEMA:
+    for expected in layout:
         if expected.name not in names:
-            raise InputError(
-                f"{path}: missing column {expected.name!r} (schema v{SCHEMA_VERSION}). Was it written by evaltrace?"
-            )
+            raise InputError(f"{path}: missing column {expected.name!r} ({version}). Was it written by evaltrace?")
         actual = schema.field(expected.name).type
         if not actual.equals(expected.type):
             raise InputError(
                 f"{path}: column {expected.name!r} has type {actual}, expected {expected.type} "
-                f"(schema v{SCHEMA_VERSION}). Was it written by evaltrace?"
+                f"({version}). Was it written by evaltrace?"
             )
 
 
@@ -94,19 +149,25 @@ class RecordingLosses(NamedTuple):
 
 
 class LossTally:
-    """Each writer's latest loss counts, from the footers of the span files opened so far.
+    """Each writer's latest loss counts, from the footers of the files of one signal opened so far.
 
-    A writer's counts are cumulative, so its files say e.g. 2 then 5: it lost 5, not 7.
+    A writer's counts are cumulative, so its files say e.g. 2 then 5: it lost 5, not 7. A tally
+    counts spans (the default) or log records (`signal="logs"`); files of the other kind are
+    ignored, so one list of run files can be given to either.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, signal: str = SIGNAL_SPANS) -> None:
         self._latest: dict[str, RecordingLosses] = {}
+        self._signal = signal
 
     def add(self, handle: pq.ParquetFile) -> None:
-        """Take the counts of one open span file."""
+        """Take the counts of one open run file (if it holds this tally's signal)."""
         raw: dict[bytes, bytes] = handle.metadata.metadata or {}
+        if _signal(raw) != self._signal:
+            return
         meta = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
-        for writer, counts in _file_losses(meta).items():
+        noun = "log_records" if self._signal == SIGNAL_LOGS else "spans"
+        for writer, counts in _file_losses(meta, noun).items():
             before = self._latest.get(writer, RecordingLosses(0, 0))
             self._latest[writer] = RecordingLosses(
                 max(before.dropped, counts.dropped), max(before.unwritten, counts.unwritten)
@@ -122,7 +183,7 @@ class LossTally:
         return RecordingLosses(sum(x.dropped for x in latest), sum(x.unwritten for x in latest))
 
 
-def _file_losses(meta: dict[str, str]) -> dict[str, RecordingLosses]:
+def _file_losses(meta: dict[str, str], noun: str) -> dict[str, RecordingLosses]:
     merged = meta.get("evaltrace.writer_losses")
     if merged is not None:  # a compacted file: the counts of every writer whose spans it holds
         try:
@@ -134,7 +195,7 @@ def _file_losses(meta: dict[str, str]) -> dict[str, RecordingLosses]:
     writer = meta.get("evaltrace.writer_id") or fallback
     return {
         writer: RecordingLosses(
-            _count(meta.get("evaltrace.dropped_spans")), _count(meta.get("evaltrace.unwritten_spans"))
+            _count(meta.get(f"evaltrace.dropped_{noun}")), _count(meta.get(f"evaltrace.unwritten_{noun}"))
         )
     }
 
@@ -143,13 +204,13 @@ def _count(value: str | None) -> int:
     return int(value) if value is not None and value.isdigit() else 0
 
 
-def recording_losses(files: Iterable[Path]) -> RecordingLosses:
-    """What the writers of `files` lost in all (footers only; see `LossTally`).
+def recording_losses(files: Iterable[Path], signal: str = SIGNAL_SPANS) -> RecordingLosses:
+    """What the writers of `files` lost in all, spans or log records (footers only; see `LossTally`).
 
     Raises:
         InputError: as `open_span_file`.
     """
-    tally = LossTally()
+    tally = LossTally(signal)
     for path in files:
         handle = open_span_file(path)
         try:
@@ -167,7 +228,7 @@ def iter_batches(
     With `only`, just the rows it keeps (`columns` must then include `trace_id`); with `tally`,
     the file's loss counts are added to it.
     """
-    handle = open_span_file(path)
+    handle = open_run_file(path)
     if tally is not None:
         tally.add(handle)
     try:
@@ -185,7 +246,8 @@ def read_trace_ids(path: Path, only: RowFilter | None = None) -> list[str]:
     """Return the distinct trace ids of a file (those `only` keeps, if given), in order of first appearance."""
     seen: dict[str, None] = {}
     for batch in iter_batches(path, ["trace_id"], only):
-        seen.update(dict.fromkeys(batch.column(0).unique().to_pylist()))
+        # Log records emitted outside any span have no trace id.
+        seen.update(dict.fromkeys(batch.column(0).drop_null().unique().to_pylist()))
     return list(seen)
 
 

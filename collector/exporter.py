@@ -45,6 +45,14 @@ def default_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
+_latest_span_run_id: str | None = None
+
+
+def latest_span_run_id() -> str | None:
+    """The run id of the span exporter built last in this process (the log exporter shares it)."""
+    return _latest_span_run_id
+
+
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name, "").strip()
     try:
@@ -145,6 +153,8 @@ class ParquetSpanExporter(SpanExporter):
                 redaction=redaction,
             )
         self.settings = settings
+        global _latest_span_run_id
+        _latest_span_run_id = settings.run_id
         self._redactor: Redactor | None = build_redactor(settings.redaction)
         _parquet.writer_version()  # looked up now, not in a roll at interpreter exit
         self._writer = settings.rolling_writer(_SPAN_FILES)

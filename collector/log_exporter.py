@@ -39,7 +39,7 @@ from evaltrace.collector._parquet import writer_version
 from evaltrace.collector._redact import RedactionSettings, build_redactor
 from evaltrace.collector._rolling import FileKind
 from evaltrace.collector._schema import LOGS_FILE_SUFFIX
-from evaltrace.collector.exporter import ExporterSettings
+from evaltrace.collector.exporter import ExporterSettings, latest_span_run_id
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import ReadableLogRecord
@@ -71,6 +71,9 @@ class ParquetLogExporter(LogRecordExporter):
 
     Built with no arguments by OTel auto-configuration (`OTEL_LOGS_EXPORTER=evaltrace`), it reads
     the same variables as `ParquetSpanExporter`. Keyword arguments override the environment.
+    Without a run id (argument or `EVALTRACE_RUN_ID`), it takes that of the span exporter built
+    in this process (auto-configuration builds that one first), so a run's spans and log records
+    carry one run id.
 
     Args:
         directory: target folder.
@@ -92,6 +95,8 @@ class ParquetLogExporter(LogRecordExporter):
         settings: ExporterSettings | None = None,
     ) -> None:
         if settings is None:
+            if run_id is None and not os.environ.get("EVALTRACE_RUN_ID"):
+                run_id = latest_span_run_id()
             settings = ExporterSettings.from_env(
                 directory=Path(directory) if directory is not None else None,
                 run_id=run_id,

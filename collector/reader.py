@@ -17,28 +17,40 @@ Spans present in several files (a forked process flushing its parent's buffer, a
 that crashed before deleting its inputs) are deduplicated on `(trace_id, span_id)`; the first
 copy in file order wins. Spans of a trace are returned sorted by start time, then span id, so
 the result does not depend on how the spans were spread over files.
+
+Log-record files (`*.logs.parquet`, recognised by their metadata) are accepted wherever span
+files are. They go through the same streaming pass, keyed by trace id, so a shard or a trace-id
+selection reads the same records either way; each record is attached to its span as a span event
+(`_logs_decode.attach_logs`), deduplicated on its `log_id`. Records whose span is not in the
+files are counted (`LogAttachment`, and `evaltrace runs`) and a warning says how many.
 """
 
 from __future__ import annotations
 
 import glob
+import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
+from typing import Any
 
 from evaltrace.collector import _parquet_decode, _parquet_read
 from evaltrace.collector._grouping import stream_groups
 from evaltrace.collector._inflight import clean_stale_inflight, find_stale_inflight
+from evaltrace.collector._logs_decode import LogAttachment, LogRow, attach_logs, read_log_batches
 from evaltrace.collector._parquet_read import RecordingLosses, recording_losses
 from evaltrace.collector._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_files
-from evaltrace.collector._schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX
+from evaltrace.collector._schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX, SIGNAL_LOGS, SIGNAL_SPANS
 from evaltrace.collector._shard import Shard, TracePrefix, row_filter
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.spans import Span
 
+logger = logging.getLogger("evaltrace")
+
 __all__ = [
+    "LogAttachment",
     "RecordingLosses",
     "RunsSummary",
     "Shard",
@@ -52,6 +64,7 @@ __all__ = [
     "read_spans",
     "recording_losses",
     "resolve_paths",
+    "split_signals",
     "summarize_runs",
 ]
 
@@ -102,9 +115,10 @@ def _expand(arg: str) -> list[Path]:
 
 
 def folder_span_files(folder: Path) -> list[Path]:
-    """The complete span files directly in `folder`, as the shell glob `folder/*.parquet` names them.
+    """The complete run files directly in `folder`, as the shell glob `folder/*.parquet` names them.
 
-    Hidden names never match, so in-flight temporary files are left out.
+    Span and log-record files alike (`split_signals` tells them apart). Hidden names never match,
+    so in-flight temporary files are left out.
     """
     return [p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith(".") and p.is_file()]
 
@@ -135,15 +149,32 @@ def read_spans(paths: Iterable[PathArg]) -> Iterator[Span]:
         yield from trace
 
 
+def split_signals(files: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """The span files and the log-record files among `files` (by content), each in the given order.
+
+    Raises:
+        InputError: a file is unreadable or not an evaltrace run file.
+    """
+    signals = {path: _parquet_read.file_signal(path) for path in files}
+    return [p for p in files if signals[p] == SIGNAL_SPANS], [p for p in files if signals[p] == SIGNAL_LOGS]
+
+
 def iter_traces(
-    paths: Iterable[PathArg], shard: Shard | None = None, *, trace_ids: Iterable[str] | None = None
+    paths: Iterable[PathArg],
+    shard: Shard | None = None,
+    *,
+    trace_ids: Iterable[str] | None = None,
+    logs: LogAttachment | None = None,
 ) -> Iterator[list[Span]]:
     """Yield the spans of each trace as one list, streaming over the files.
+
+    Log records in the files are attached to their spans as span events (see the module docstring).
 
     Args:
         paths: files, folders or globs, as for `resolve_paths`.
         shard: only the traces of this shard (see `Shard`); every trace when `None`.
         trace_ids: only these traces (exact ids): only their rows are decoded.
+        logs: filled with what happened to the log records read (attached, unattached).
 
     Returns:
         An iterator of non-empty span lists, one per trace id, each sorted by start time.
@@ -153,10 +184,40 @@ def iter_traces(
     """
     files = resolve_paths(paths)
     only = row_filter(shard, trace_ids)
-    read_batches = partial(_parquet_decode.read_span_batches, only=only)
-    for group in stream_groups(files, read_batches, only):
-        group.sort(key=_SPAN_ORDER)
-        yield group
+    _, log_files = split_signals(files)
+    if not log_files:
+        read_batches = partial(_parquet_decode.read_span_batches, only=only)
+        for group in stream_groups(files, read_batches, only):
+            group.sort(key=_SPAN_ORDER)
+            yield group
+        return
+    stats = logs if logs is not None else LogAttachment()
+    is_log = frozenset(log_files)
+
+    def read_any(path: Path) -> Iterator[Any]:
+        if path in is_log:
+            return read_log_batches(path, only, stats)
+        return _parquet_decode.read_span_batches(path, only)
+
+    mixed: list[Span | LogRow]
+    for mixed in stream_groups(files, read_any, only):
+        spans = attach_logs(mixed, stats)
+        if spans:
+            spans.sort(key=_SPAN_ORDER)
+            yield spans
+    _warn_unattached(stats)
+
+
+def _warn_unattached(stats: LogAttachment) -> None:
+    if not stats.unattached:
+        return
+    names = ", ".join(f"{name} ({n})" for name, n in sorted(stats.unattached_events.items()))
+    logger.warning(
+        "evaltrace: %d log record(s) name spans that are not in these files and belong to no rebuilt trace "
+        "(%s); were the span files left out or not recorded? 'evaltrace runs PATH' counts them",
+        stats.unattached,
+        names,
+    )
 
 
 def find_trace_ids(paths: Iterable[PathArg], prefix: str) -> list[str]:
@@ -173,7 +234,8 @@ def find_trace_ids(paths: Iterable[PathArg], prefix: str) -> list[str]:
         InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
     """
     found: set[str] = set()
-    for path in resolve_paths(paths):
+    span_files, _ = split_signals(resolve_paths(paths))
+    for path in span_files:  # a trace is its spans: ids known only from log records name no trace
         found.update(_parquet_read.read_trace_ids(path, TracePrefix(prefix)))
     return sorted(found)
 
