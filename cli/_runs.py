@@ -149,6 +149,18 @@ def _summary_lines(s: RunsSummary) -> list[str]:
             f"lost spans:  {s.dropped_spans} dropped (the export queue was full), "
             f"{s.unwritten_spans} not written (writes failed); traces may be incomplete"
         )
+    if s.log_files:
+        lines.append(f"log records: {s.log_records} in {s.log_files} file(s): " + _counts(s.log_events))
+    if s.unattached_log_records:
+        lines.append(
+            f"unattached:  {s.unattached_log_records} log record(s) name spans not in these files; "
+            "they are in no rebuilt trace (were span files left out?)"
+        )
+    if s.dropped_log_records or s.unwritten_log_records:
+        lines.append(
+            f"lost logs:   {s.dropped_log_records} dropped (the export queue was full), "
+            f"{s.unwritten_log_records} not written (writes failed)"
+        )
     if len(s.files) >= _MANY_FILES and s.spans < _SMALL_FILE_SPANS * len(s.files):
         lines.append(
             f"small files: {len(s.files)} files of {plural(s.spans // len(s.files), 'span')} on average "

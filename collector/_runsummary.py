@@ -1,7 +1,9 @@
-"""What a set of span files holds, for `evaltrace runs`: counts, services, run ids, time range.
+"""What a set of run files holds, for `evaltrace runs`: counts, services, run ids, time range.
 
 Reads only the small columns (ids, names, status, times, service, run id), never the payload
 columns, and groups through the same streaming, deduplicating pass as `reader.iter_traces`.
+Log-record files are counted in that pass too: records per event name, and those that the
+reader cannot attach to a span (their span is not in the files, or they have no trace id).
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from evaltrace.collector import _parquet_read
 from evaltrace.collector._grouping import Batch, stream_groups
 from evaltrace.collector._inflight import find_stale_inflight
+from evaltrace.collector._schema import SIGNAL_LOGS
 
 # (trace_id, span_id, parent_span_id, name, status_code, start ns, end ns, service, run_id)
 _Row = tuple[str, str, str | None, str, str, int, int, str | None, str | None]
@@ -49,6 +53,8 @@ class TraceSummary(BaseModel):
     run_id: str | None
     start_time: datetime
     end_time: datetime
+    log_records: int = 0
+    """Log records (GenAI events) recorded for this trace's spans."""
 
 
 class SpansPerTrace(BaseModel):
@@ -87,6 +93,38 @@ class RunsSummary(BaseModel):
     stale_inflight: list[str]
     """Temporary files left by writers that died (`evaltrace clean` removes them)."""
     trace_list: list[TraceSummary]
+    log_files: int = 0
+    """Files of log records (`*.logs.parquet`) among `files`."""
+    log_records: int = 0
+    """Distinct log records (GenAI events and other logs), with or without a trace."""
+    log_events: dict[str, int] = {}
+    """Log records per event name (`(none)` for plain log lines)."""
+    unattached_log_records: int = 0
+    """Records naming a span that is not in the files: they are in no rebuilt trace."""
+    log_records_without_trace: int = 0
+    """Records emitted outside any span (no trace id): they belong to no trace."""
+    dropped_log_records: int = 0
+    """Log records the recording processes' batch processors dropped on a full queue."""
+    unwritten_log_records: int = 0
+    """Log records the recording processes could not write."""
+
+
+class _LogEntry(NamedTuple):
+    """The small columns of one log record, as the summary pass groups them."""
+
+    trace_id: str
+    span_id: str | None
+    event_name: str | None
+
+
+class _LogCounts:
+    """Log records seen in the summary pass."""
+
+    def __init__(self) -> None:
+        self.without_trace = 0
+        self.events: Counter[str] = Counter()
+        self.unattached = 0
+        self.seen_without_trace: set[str] = set()
 
 
 def _time(ns: int) -> datetime:
@@ -98,6 +136,41 @@ def _read_rows(path: Path, counter: list[int], tally: _parquet_read.LossTally) -
         rows: list[_Row] = list(zip(*(columns[c] for c in _COLUMNS), strict=True))
         counter[0] += len(rows)
         yield columns["trace_id"], columns["span_id"], rows
+
+
+_LOG_COLUMNS = ("trace_id", "span_id", "event_name", "log_id")
+
+
+def _read_logs(path: Path, counts: _LogCounts, tally: _parquet_read.LossTally) -> Iterator[Batch[_LogEntry]]:
+    for columns in _parquet_read.read_columns(path, _LOG_COLUMNS, tally):
+        entries, trace_ids, keys = [], [], []
+        for trace_id, span_id, name, log_id in zip(*(columns[c] for c in _LOG_COLUMNS), strict=True):
+            if trace_id is None:  # in no trace: counted here, once per record
+                if log_id not in counts.seen_without_trace:
+                    counts.seen_without_trace.add(log_id)
+                    counts.events[name or "(none)"] += 1
+                continue
+            entries.append(_LogEntry(trace_id, span_id, name))
+            trace_ids.append(trace_id)
+            keys.append("log:" + log_id)
+        yield trace_ids, keys, entries
+
+
+def _split(group: list[Any], counts: _LogCounts) -> tuple[list[_Row], int]:
+    """The span rows of a group, and how many of its log records name one of its spans."""
+    rows = [r for r in group if not isinstance(r, _LogEntry)]
+    if len(rows) == len(group):
+        return rows, 0
+    ids = {r[1] for r in rows}
+    attached = 0
+    for entry in group:
+        if isinstance(entry, _LogEntry):
+            counts.events[entry.event_name or "(none)"] += 1
+            if entry.span_id in ids:
+                attached += 1
+            else:
+                counts.unattached += 1
+    return rows, attached
 
 
 def _summarize_trace(rows: list[_Row]) -> TraceSummary:
@@ -117,17 +190,42 @@ def _summarize_trace(rows: list[_Row]) -> TraceSummary:
 
 
 def summarize_files(files: list[Path]) -> RunsSummary:
-    """Summarise resolved span files (see `reader.summarize_runs`)."""
+    """Summarise resolved run files (see `reader.summarize_runs`)."""
     read_rows = [0]
     traces: list[TraceSummary] = []
     services: Counter[str] = Counter()
     run_ids: Counter[str] = Counter()
     tally = _parquet_read.LossTally()
-    for rows in stream_groups(files, lambda p: _read_rows(p, read_rows, tally)):
-        traces.append(_summarize_trace(rows))
+    log_tally = _parquet_read.LossTally(SIGNAL_LOGS)
+    log_files = {p for p in files if _parquet_read.file_signal(p) == SIGNAL_LOGS}
+    counts = _LogCounts()
+
+    def read(path: Path) -> Iterator[Batch[Any]]:
+        if path in log_files:
+            return _read_logs(path, counts, log_tally)
+        return _read_rows(path, read_rows, tally)
+
+    for group in stream_groups(files, read):
+        rows, attached = _split(group, counts)
+        if not rows:
+            continue
+        summary = _summarize_trace(rows)
+        traces.append(summary.model_copy(update={"log_records": attached}) if attached else summary)
         services.update(r[7] or "(none)" for r in rows)
         run_ids.update(r[8] or "(none)" for r in rows)
-    return _totals(files, traces, read_rows[0], services, run_ids, tally.total())
+    totals = _totals(files, traces, read_rows[0], services, run_ids, tally.total())
+    log_losses = log_tally.total()
+    return totals.model_copy(
+        update={
+            "log_files": len(log_files),
+            "log_records": sum(counts.events.values()),
+            "log_events": dict(counts.events.most_common()),
+            "unattached_log_records": counts.unattached,
+            "log_records_without_trace": len(counts.seen_without_trace),
+            "dropped_log_records": log_losses.dropped,
+            "unwritten_log_records": log_losses.unwritten,
+        }
+    )
 
 
 def _totals(
