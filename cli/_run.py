@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,18 +19,23 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.cli import _score
+from evaltrace.cli._progress import progress_bar
 from evaltrace.cli.main import app
-from evaltrace.evaluators.errors import InputError
-
 from evaltrace.collector._terminal import plural, printable
 from evaltrace.evaluators._time_limit import DEFAULT_SCORER_TIMEOUT
+from evaltrace.evaluators.errors import InputError
+
 if TYPE_CHECKING:
-    from evaltrace.evaluators.runner import RunResult
+    from evaltrace.evaluators._runner_call import CallOutcome
+    from evaltrace.evaluators.runner import CallRecord, RunResult
+    from evaltrace.evaluators.spec import Case
 
 _RUN = "Run"
+_OUTCOMES: tuple[tuple[CallOutcome, str], ...] = (("ok", "ok"), ("error", "errors"), ("timeout", "timeouts"))
+"""Each call outcome, singular and plural, in the order the run's tally lists them."""
 
 
-@app.command()
+@app.command(epilog=_score.EXIT_CODES_HELP)
 def run(
     agent: Annotated[
         str,
@@ -70,13 +76,13 @@ def run(
     judge_model: opt.JudgeModel = None,
     judge_base_url: opt.JudgeBaseUrl = None,
     judge_api_key: opt.JudgeApiKey = None,
+    scorer_timeout: opt.ScorerTimeout = DEFAULT_SCORER_TIMEOUT,
     judge_timeout: opt.JudgeTimeout = None,
     judge_concurrency: opt.JudgeConcurrency = None,
     judge_max_requests: opt.JudgeMaxRequests = None,
     judge_cache_dir: opt.JudgeCacheDir = None,
     no_judge_cache: opt.NoJudgeCache = False,
     judge_allow_insecure: opt.JudgeAllowInsecure = False,
-    scorer_timeout: opt.ScorerTimeout = DEFAULT_SCORER_TIMEOUT,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
     from evaltrace.evaluators.engine import ScoreOptions, select_cases
@@ -91,7 +97,8 @@ def run(
     cases = select_cases(loaded, selection)
     directory = out if out is not None else new_run_directory()
     options = RunOptions(repeat=repeat, concurrency=concurrency, timeout=timeout)
-    result = run_agent(function, cases, directory, options)
+    with progress_bar("running", "calls", lambda: _planned_calls(cases, repeat)) as progress:
+        result = run_agent(function, cases, directory, options, on_call=_counter(progress))
     _report_run(result, spec, tier, tag, case)
     _score.score(
         paths=[str(directory)],
@@ -103,6 +110,7 @@ def run(
         case=case,
         # This process ran the agent and may still have its threads: never fork it.
         workers=1,
+        scorer_timeout=scorer_timeout,
         plugin=None,  # loaded above, once
         judge_model=judge_model,
         judge_base_url=judge_base_url,
@@ -110,11 +118,28 @@ def run(
         judge_timeout=judge_timeout,
         judge_concurrency=judge_concurrency,
         judge_max_requests=judge_max_requests,
-        scorer_timeout=scorer_timeout,
         judge_cache_dir=judge_cache_dir,
         no_judge_cache=no_judge_cache,
         judge_allow_insecure=judge_allow_insecure,
     )
+
+
+def _planned_calls(cases: list[Case], repeat: int) -> int:
+    """Calls the run will make if no conversation stops early: a turn each, a call per single-turn case."""
+    return repeat * sum(len(case.turns) if case.turns else 1 for case in cases)
+
+
+def _counter(progress: Callable[[int], None] | None) -> Callable[[CallRecord], None] | None:
+    """The runner's per-call hook feeding the bar: it counts the calls that ended."""
+    if progress is None:
+        return None
+    done = [0]
+
+    def ended(_call: CallRecord) -> None:
+        done[0] += 1
+        progress(done[0])
+
+    return ended
 
 
 def _report_run(
@@ -124,10 +149,13 @@ def _report_run(
     for call in result.calls:
         if call.outcome != "ok":
             turn = f" turn {call.turn}" if call.turn is not None else ""
-            print(f"{call.case_id} (repeat {call.repeat}{turn}): {call.outcome}: {call.error}", file=sys.stderr)
-    counts = ", ".join(f"{result.count(o)} {o}" for o in ("ok", "error", "timeout"))
-    print(f"recorded {len(result.calls)} agent calls ({counts}) into {result.directory}", file=sys.stderr)
+            # The error is the agent's own text (often a model's): shown, never run by the terminal.
+            line = f"{call.case_id} (repeat {call.repeat}{turn}): {call.outcome}: {call.error}"
+            print(printable(line), file=sys.stderr)
+    counts = ", ".join(plural(result.count(one), one, many) for one, many in _OUTCOMES)
+    calls = plural(len(result.calls), "agent call")
+    print(printable(f"recorded {calls} ({counts}) into {result.directory}"), file=sys.stderr)
     selection = [f"--tier {shlex.quote(t)}" for t in tier or []] + [f"--tag {shlex.quote(t)}" for t in tag or []]
     selection += [f"--case {shlex.quote(c)}" for c in case or []]
     command = ["evaltrace score", shlex.quote(str(result.directory)), "--spec", shlex.quote(spec), *selection]
-    print("score it again with: " + " ".join(command), file=sys.stderr)
+    print(printable("score it again with: " + " ".join(command)), file=sys.stderr)

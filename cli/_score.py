@@ -4,29 +4,34 @@ Exit codes (CONTRACT.md): 0 the gate passed, 1 the gate failed, 2 bad input or u
 summary goes to stdout; with `--json -` the report takes stdout and the summary goes to stderr.
 The report's entries are streamed to the file (a temporary name, renamed into place at the end),
 so scoring memory does not grow with the number of traces.
-Progress is shown on stderr only when stderr is a terminal.
+A progress bar (`_progress.py`) is drawn on stderr only when stderr is a terminal.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from evaltrace.cli import _options as opt
+from evaltrace.cli._progress import progress_bar
 from evaltrace.cli.main import app
-from evaltrace.evaluators.errors import InputError
 from evaltrace.collector._terminal import printable
 from evaltrace.evaluators._time_limit import DEFAULT_SCORER_TIMEOUT
+from evaltrace.evaluators.errors import InputError
 
 _PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'runs/*.parquet'."
-_PROGRESS_EVERY = 50
+EXIT_CODES_HELP = (
+    "Exit codes: 0 the gate passed; 1 the gate failed; 2 bad input, usage or setup (one 'Error:' line on "
+    "stderr); 130 interrupted; 141 the reader of the output went away."
+)
+"""The exit codes, as `score --help` and `run --help` list them (main.py returns them)."""
 
 
-@app.command()
+@app.command(epilog=EXIT_CODES_HELP)
 def score(
     paths: Annotated[list[str], typer.Argument(help=_PATHS_HELP, metavar="PATH")],
     spec: Annotated[
@@ -39,12 +44,12 @@ def score(
     tag: opt.Tags = None,
     case: opt.CaseGlobs = None,
     workers: opt.Workers = None,
+    scorer_timeout: opt.ScorerTimeout = DEFAULT_SCORER_TIMEOUT,
     plugin: opt.Plugins = None,
     judge_model: opt.JudgeModel = None,
     judge_base_url: opt.JudgeBaseUrl = None,
     judge_api_key: opt.JudgeApiKey = None,
     judge_timeout: opt.JudgeTimeout = None,
-    scorer_timeout: opt.ScorerTimeout = DEFAULT_SCORER_TIMEOUT,
     judge_concurrency: opt.JudgeConcurrency = None,
     judge_max_requests: opt.JudgeMaxRequests = None,
     judge_cache_dir: opt.JudgeCacheDir = None,
@@ -67,31 +72,34 @@ def score(
         tags=tuple(tag or ()),
         cases=opt.case_globs(case, case_from_spec_arg),
         paths=tuple(paths),
+        scorer_timeout=scorer_timeout or None,  # 0: no limit
         judge_overrides=_judge_overrides(
             model=judge_model,
             base_url=judge_base_url,
             api_key=judge_api_key,
             timeout=judge_timeout,
-        scorer_timeout=scorer_timeout or None,  # 0: no limit
             concurrency=judge_concurrency,
             max_requests=judge_max_requests,
             cache_dir=judge_cache_dir,
             no_cache=no_judge_cache or None,
             allow_insecure=judge_allow_insecure or None,
         ),
-        progress=_progress() if sys.stderr.isatty() else None,
     )
     writer = ReportWriter(json_path) if json_path is not None else None
     try:
-        run = score_paths_to(paths, loaded, options, writer, workers=workers)
-        if options.progress is not None:
-            print(file=sys.stderr)
+        # `--json -` on a terminal: the report's lines and the bar would share the screen.
+        shown = not (json_path == "-" and _stdout_is_terminal())
+        with progress_bar("scoring", "traces", lambda: _count_traces(paths), shown=shown) as progress:
+            options = dataclasses.replace(options, progress=progress)
+            run = score_paths_to(paths, loaded, options, writer, workers=workers)
         if writer is not None:
             writer.finish(run.report)
     finally:
         if writer is not None:
             writer.abort()
-    typer.echo(render_summary(run.report, run.digest), nl=False, err=json_path == "-")
+    # The summary quotes recorded content (reasons, model names): shown, never run by the terminal.
+    summary = printable(render_summary(run.report, run.digest), layout=True)
+    typer.echo(summary, nl=False, err=json_path == "-")
     if not run.report.passed:
         raise typer.Exit(1)
 
@@ -101,16 +109,18 @@ def _judge_overrides(**values: Any) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
-def _progress() -> Callable[[int], None]:
-    shown = [0]
+def _stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without a file, or closed
+        return False
 
-    def show(count: int) -> None:
-        # Counts arrive one by one from one process, in jumps from several: redraw every 50.
-        if count - shown[0] >= _PROGRESS_EVERY:
-            shown[0] = count
-            print(f"\rscoring: {count} traces read", end="", file=sys.stderr, flush=True)
 
-    return show
+def _count_traces(paths: list[str]) -> int:
+    """The recorded traces in `paths`, read from the trace-id column alone (~0.3% of scoring's time)."""
+    from evaltrace.collector.reader import find_trace_ids
+
+    return len(find_trace_ids(paths, ""))
 
 
 @app.command()

@@ -224,6 +224,9 @@ def _collect(
             elif kind == "done":
                 handovers[index] = payload
                 del waiting[ready]
+                if options.progress is not None:
+                    counts[index] = payload.stats.traces
+                    options.progress(sum(counts))
             elif kind == "input":
                 raise InputError(payload)
             else:
@@ -243,6 +246,7 @@ class _PipeSpill:
         self._rows: list[_Row] = []
         self._bytes = 0
         self.traces = 0
+        self._traces_sent = 0
 
     def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
         self._rows.append((group, start, trace_id, payload, tag))
@@ -252,10 +256,15 @@ class _PipeSpill:
 
     def count(self, traces: int) -> None:
         self.traces = traces
+        # Traces that park no row (unmatched, or held for their conversation) still count as read:
+        # the parent's progress hears of them at least every `_ROWS_PER_MESSAGE` traces.
+        if traces - self._traces_sent >= _ROWS_PER_MESSAGE:
+            self.flush()
 
     def flush(self) -> None:
         self._sender.send(("rows", (self._rows, self.traces)))
         self._rows, self._bytes = [], 0
+        self._traces_sent = self.traces
 
 
 def _work(

@@ -137,7 +137,13 @@ def new_run_directory(base: str | os.PathLike[str] = "runs") -> Path:
     return Path(base) / f"{stamp}-{uuid.uuid4().hex[:8]}"
 
 
-def run_agent(agent: AgentFunction, cases: Sequence[Case], directory: Path, options: RunOptions) -> RunResult:
+def run_agent(
+    agent: AgentFunction,
+    cases: Sequence[Case],
+    directory: Path,
+    options: RunOptions,
+    on_call: Callable[[CallRecord], None] | None = None,
+) -> RunResult:
     """Call `agent` for every case and repeat, recording the spans into `directory`.
 
     Args:
@@ -145,6 +151,8 @@ def run_agent(agent: AgentFunction, cases: Sequence[Case], directory: Path, opti
         cases: the cases to run (already selected).
         directory: a new folder, or an existing one without span files.
         options: repeats, concurrency, timeout.
+        on_call: called with each call's record as soon as the call ends (progress), on the
+            event loop's thread.
 
     Returns:
         Every call with its outcome; the files are complete when this returns.
@@ -163,15 +171,22 @@ def run_agent(agent: AgentFunction, cases: Sequence[Case], directory: Path, opti
     sdk_provider().add_span_processor(sealer)
     result = RunResult(directory=directory, run_id=run_id)
     try:
-        result.calls = asyncio.run(_Runner(agent, sealer, options).run(cases))
+        result.calls = asyncio.run(_Runner(agent, sealer, options, on_call).run(cases))
     finally:
         sealer.shutdown()  # writes the buffered spans and stops recording
     return result
 
 
 class _Runner:
-    def __init__(self, agent: AgentFunction, sealer: SealingSpanProcessor, options: RunOptions) -> None:
+    def __init__(
+        self,
+        agent: AgentFunction,
+        sealer: SealingSpanProcessor,
+        options: RunOptions,
+        on_call: Callable[[CallRecord], None] | None = None,
+    ) -> None:
         self._agent = agent
+        self._on_call = on_call
         self._sealer = sealer
         self._options = options
         self._tracer = trace.get_tracer("evaltrace.runner")
@@ -243,6 +258,8 @@ class _Runner:
             error=error,
             duration_seconds=time.monotonic() - started,
         )
+        if self._on_call is not None:
+            self._on_call(record)
         return record, result.value
 
 
