@@ -35,6 +35,8 @@ class Reply:
     raw: bytes | None = None
     """A raw body sent instead of a chat completion (garbage, error bodies)."""
     delay: float = 0.0
+    drip: float = 0.0
+    """Seconds between single bytes of the body, sent after the headers (a server that answers slowly)."""
     headers: dict[str, str] = field(default_factory=dict)
     prompt_tokens: int = 40
     completion_tokens: int = 9
@@ -67,7 +69,9 @@ class Recorded:
 class JudgeServer:
     """The scripted server; `base_url` ends in `/v1`."""
 
-    def __init__(self, responder: Callable[[dict[str, Any]], Reply] | None = None) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any]], Reply] | None = None, host: str = "127.0.0.1") -> None:
+        self.host = host
+        """The loopback address to listen on: 127.0.0.2 and others stand for "another host" in key tests."""
         self.responder = responder
         """Answers requests once the script is empty; `None` answers 500 ("script exhausted")."""
         self.requests: list[Recorded] = []
@@ -85,7 +89,7 @@ class JudgeServer:
     @property
     def base_url(self) -> str:
         assert self._server is not None, "server not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://{self.host}:{self._server.server_address[1]}/v1"
 
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -100,7 +104,7 @@ class JudgeServer:
             self.requests.append(Recorded(body=body, headers=headers, path=path, arrived=time.monotonic()))
 
     def start(self) -> JudgeServer:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server = ThreadingHTTPServer((self.host, 0), _handler_for(self))
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(
@@ -151,6 +155,13 @@ def _handler_for(owner: JudgeServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+        def do_GET(self) -> None:
+            # Recorded like a POST (a test can assert no GET was sent), answered 404.
+            owner._record({}, {k.lower(): v for k, v in self.headers.items()}, self.path)
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
@@ -170,7 +181,13 @@ def _handler_for(owner: JudgeServer) -> type[BaseHTTPRequestHandler]:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                if reply.drip:
+                    for index in range(len(payload)):
+                        self.wfile.write(payload[index : index + 1])
+                        self.wfile.flush()
+                        time.sleep(reply.drip)
+                else:
+                    self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test); nothing to answer
 
