@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 from evaltrace.evaluators.base import Score
-from evaltrace.evaluators.report import EntryResult, SampleResult, SampleStatus, ScoreResult
+from evaltrace.evaluators.report import EntryResult, SampleResult, SampleStatus, ScorerCount, ScoreResult
 from evaltrace.evaluators.spec import Case, RepeatPolicy
 
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
@@ -35,6 +35,48 @@ def score_result(score: Score, turn: int | None = None) -> ScoreResult:
         turn=turn,
         details=score.details,
     )
+
+
+class ScorerTally:
+    """Per scorer, how its verdicts went: what the summary's scorer table shows.
+
+    Counted as samples are scored (every worker keeps its own, the parent merges them), so the
+    table needs no second pass over the entries.
+    """
+
+    def __init__(self) -> None:
+        self.counts: dict[str, ScorerCount] = {}
+
+    def add(self, scores: Sequence[ScoreResult]) -> None:
+        """Count one sample's verdicts."""
+        for score in scores:
+            count = self.counts.get(score.scorer)
+            if count is None:
+                count = self.counts[score.scorer] = ScorerCount(scorer=score.scorer)
+            if score.error is not None or score.passed is False:
+                count.failed += 1
+            elif score.passed:
+                count.passed += 1
+            else:
+                count.not_applied += 1
+            if score.details and score.details.get("unrecorded") is True:
+                count.unrecorded += 1
+
+    def merge(self, other: ScorerTally) -> None:
+        """Add `other`'s counts (scorers it saw first come after ours)."""
+        for name, theirs in other.counts.items():
+            ours = self.counts.get(name)
+            if ours is None:
+                self.counts[name] = theirs.model_copy()
+                continue
+            ours.passed += theirs.passed
+            ours.failed += theirs.failed
+            ours.not_applied += theirs.not_applied
+            ours.unrecorded += theirs.unrecorded
+
+    def rows(self) -> list[ScorerCount]:
+        """The counts, one row per scorer in the order first seen."""
+        return [count.model_copy() for count in self.counts.values()]
 
 
 def sample_status(scores: Sequence[ScoreResult]) -> SampleStatus:

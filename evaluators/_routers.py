@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, get_args
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators._aggregate import CaseTally, decide_case, trace_entry
+from evaltrace.evaluators._aggregate import CaseTally, ScorerTally, decide_case, trace_entry
 from evaltrace.evaluators._engine_run import RunStats, score_conversation, score_trace
 from evaltrace.evaluators._spill import Spill
 from evaltrace.evaluators.base import Scorer
@@ -52,12 +52,15 @@ class RouterState:
     unmatched: list[UnmatchedTrace] = field(default_factory=list)
     tallies: dict[str, CaseTally] = field(default_factory=dict)
     """Per case, what deciding it needs from its parked samples (so they are not read back for it)."""
+    scorer_tally: ScorerTally = field(default_factory=ScorerTally)
+    """Per scorer, its verdicts so far (the summary's scorer table)."""
 
     def merge(self, other: RouterState) -> None:
         """Take over `other`'s conversations (joined by key), unmatched traces (after ours) and tallies."""
         for key, traces in other.conversations.items():
             self.conversations.setdefault(key, []).extend(traces)
         self.unmatched.extend(other.unmatched)
+        self.scorer_tally.merge(other.scorer_tally)
         for case_id, tally in other.tallies.items():
             if case_id in self.tallies:
                 self.tallies[case_id].merge(tally)
@@ -122,6 +125,7 @@ class TraceRouter:
 
     def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
         # The entry is built now (it needs only its sample) and parked whole; its status rides in the tag.
+        self.state.scorer_tally.add(sample.scores)
         payload = trace_entry(sample, case_id).model_dump_json().encode()
         spill.add("", sample.start_time, sample.trace_id, payload, tag=_SAMPLE_STATUSES.index(sample.status))
 
@@ -208,6 +212,7 @@ class SpecRouter:
 
     def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
         if case_id is not None:
+            self.state.scorer_tally.add(sample.scores)
             spill.add(case_id, sample.start_time, sample.trace_id, sample.model_dump_json().encode())
             tally = self.state.tallies.get(case_id)
             if tally is None:

@@ -317,6 +317,7 @@ def _build_report(
         counts=_counts(totals, stats.traces, len(router.unmatched)),
         entries=[],
         scorers=_scorer_infos(router.scorers()),
+        scorer_counts=router.state.scorer_tally.rows(),
         latency=stats.latency(),
         usage=stats.usage,
         cost=stats.cost(),

@@ -56,6 +56,19 @@ class ScoreResult(_ReportModel):
     details: dict[str, Any] | None = None
 
 
+class ScorerCount(_ReportModel):
+    """How one scorer's verdicts went over the scored traces (each sample, each turn), for the summary."""
+
+    scorer: str
+    passed: int = 0
+    failed: int = 0
+    """Failures and error results."""
+    not_applied: int = 0
+    """Verdicts "does not apply" (given only by reference-free defaults: a spec check always applies)."""
+    unrecorded: int = 0
+    """Verdicts, of any kind, that met evidence which was not recorded (content capture off, no root span)."""
+
+
 class TokenUsage(_ReportModel):
     """Token totals over model calls."""
 
@@ -190,6 +203,8 @@ class Report(_ReportModel):
     counts: Counts
     entries: list[EntryResult]
     scorers: list[ScorerInfo] = Field(default_factory=list)
+    scorer_counts: list[ScorerCount] = Field(default_factory=list)
+    """Per scorer, in the order first seen: verdicts passed, failed, not applied, and on unrecorded evidence."""
     latency: LatencyStats = Field(default_factory=LatencyStats)
     usage: TokenUsage = Field(default_factory=TokenUsage)
     cost: CostStats = Field(default_factory=CostStats)

@@ -1,7 +1,10 @@
 """The terminal summary of a report: counts, failing entries with their reasons, stats, the gate line.
 
 Up to `MAX_LISTED` failing or missing entries are listed with their reasons, in report order; a
-larger run's others are counted in one line (the JSON report has them all).
+larger run's others are counted in one line (the JSON report has them all). A table gives each
+scorer's verdicts (passed / failed / did not apply), so a scorer that applied to nothing is seen
+in the terminal, not only in the JSON; verdicts that met unrecorded content add a warning with
+the fix.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from evaltrace.evaluators.report import EntryResult, Report, ScoreResult
+from evaltrace.evaluators._evidence import RECORD_HINT
+from evaltrace.evaluators.report import EntryResult, Report, ScorerCount, ScoreResult
 
 _RULE = "-" * 70
 _MAX_REASON = 300
@@ -74,6 +78,7 @@ def render_summary(report: Report, digest: FailureDigest | None = None) -> str:
         lines.append(f"... and {digest.omitted} more failing {more} (see --json)")
     if digest.listed:
         lines.append(_RULE)
+    lines += _scorer_lines(report.scorer_counts)
     lines += _stats_lines(report)
     lines.append(_gate_line(report))
     return "\n".join(lines) + "\n"
@@ -107,6 +112,23 @@ def _score_line(score: ScoreResult) -> str:
     if len(reason) > _MAX_REASON:
         reason = reason[: _MAX_REASON - 3] + "..."
     return f"{score.scorer}{turn}: {' '.join(reason.split())}"
+
+
+def _scorer_lines(counts: list[ScorerCount]) -> list[str]:
+    """`Scorer  passed  failed  did not apply` rows, and a warning when content was not recorded."""
+    if not counts:
+        return []
+    width = max(len("scorer"), *(len(c.scorer) for c in counts))
+    header = ("scorer", "passed", "failed", "did not apply")
+    lines = [f"{header[0]:<{width}}  {header[1]:>6}  {header[2]:>6}  {header[3]:>13}"]
+    lines += [f"{c.scorer:<{width}}  {c.passed:>6}  {c.failed:>6}  {c.not_applied:>13}" for c in counts]
+    unrecorded = [c for c in counts if c.unrecorded]
+    if unrecorded:
+        total = sum(c.unrecorded for c in unrecorded)
+        which = ", ".join(f"{c.scorer} {c.unrecorded}" for c in unrecorded)
+        verdicts = "verdict" if total == 1 else "verdicts"
+        lines.append(f"Warning: {total} {verdicts} met content that was not recorded ({which}): {RECORD_HINT}")
+    return lines
 
 
 def _stats_lines(report: Report) -> list[str]:

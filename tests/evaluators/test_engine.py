@@ -20,6 +20,7 @@ from evaltrace.evaluators.engine import ScoreOptions, score_traces
 from evaltrace.evaluators.registry import register
 from evaltrace.evaluators.report import EntryResult, Report
 from evaltrace.evaluators.spec_loader import LoadedSpec, load_spec
+from evaltrace.evaluators.summary import render_summary
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -310,12 +311,14 @@ def test_a_scorer_error_fails_its_entry(tmp_path: Path) -> None:
 
 
 def test_not_applicable_entries_are_left_out_of_the_pass_rate(tmp_path: Path) -> None:
+    # A case with no check at all is the one entry that does not apply with a spec (before, a
+    # scorer written in the spec could also "not apply"; now it fails: see the next test).
     spec = spec_file(
         tmp_path,
         """\
         cases:
-          - {id: na, input: qa, expect: {t_engine_na: {}}}
-          - {id: ok, input: qb, expect: {t_engine_na: {}, t_engine_output_has: {text: ok}}}
+          - {id: na, input: qa}
+          - {id: ok, input: qb, expect: {t_engine_output_has: {text: ok}}}
         """,
     )
     report = score_traces(iter([make_trace(1, "qa"), make_trace(2, "qb")]), spec)
@@ -325,12 +328,87 @@ def test_not_applicable_entries_are_left_out_of_the_pass_rate(tmp_path: Path) ->
     assert (report.pass_rate, report.passed, report.counts.not_applicable) == (1.0, True, 1)
 
 
+def test_a_scorer_written_in_a_spec_that_does_not_apply_fails(tmp_path: Path) -> None:
+    spec = spec_file(tmp_path, "cases: [{id: na, input: qa, expect: {t_engine_na: {}}}]\n")
+    report = score_traces(iter([make_trace(1, "qa")]), spec)
+    (score,) = entry(report, "na").scores
+    assert (score.passed, score.value) == (False, 0.0)
+    assert score.reason == "does not apply A check written in a spec must apply, so this counts as a failure."
+    assert (report.passed, report.counts.failed) == (False, 1)
+    assert [(c.scorer, c.passed, c.failed, c.not_applied) for c in report.scorer_counts] == [("t_engine_na", 0, 1, 0)]
+
+
 def test_nothing_applicable_fails_the_gate(tmp_path: Path) -> None:
-    spec = spec_file(tmp_path, "cases: [{id: na, input: qa, expect: {t_engine_na: {}}}, {id: empty, input: qb}]\n")
+    spec = spec_file(tmp_path, "cases: [{id: na, input: qa}, {id: empty, input: qb}]\n")
     report = score_traces(iter([make_trace(1, "qa"), make_trace(2, "qb")]), spec)
     assert [e.status for e in report.entries] == ["not_applicable", "not_applicable"]
     assert (report.passed, report.pass_rate) == (False, None)
     assert report.gate_reason == "no entry had a scorer that applies: nothing was checked"
+
+
+HINT = "record content (is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)"
+
+
+def test_spec_checks_on_a_trace_recorded_without_content_fail_and_say_what_is_missing(tmp_path: Path) -> None:
+    # Issue 13: a trace with no answer passed `output: {contains: ...}` ("does not apply"), and
+    # `tool_calls: []` passed with tools called unless `trajectory: strict`.
+    spec = spec_file(
+        tmp_path,
+        """\
+        scorers: [tool_errors, tool_efficiency]
+        cases:
+          - id: a
+            input: q
+            expect:
+              tool_calls: []
+              output: {contains: ["18"], not_contains: [error]}
+              steps: {not_contains: [{name: delete, arguments: {path: /}}]}
+        """,
+    )
+    blind = make_trace(1, None, None, case_id="a").model_copy(
+        update={"tool_calls": [ToolCall(name="delete", arguments=None), ToolCall(name="delete", arguments=None)]}
+    )
+    report = score_traces(iter([blind]), spec)
+    scores = {s.scorer: s for s in entry(report, "a").scores}
+    assert {name: s.passed for name, s in scores.items()} == {
+        "tool_errors": True,
+        "tool_efficiency": False,
+        "trajectory": False,
+        "output": False,
+        "steps": False,
+    }
+    assert scores["output"].reason == (
+        f"No answer was recorded: the trace has no input and no output; {HINT}; all 2 output checks failed."
+    )
+    assert scores["trajectory"].reason == (
+        "Failed (in_order): no tool calls were expected, but 2 were made: #1 delete, #2 delete."
+    )
+    for name in ("tool_efficiency", "steps"):
+        assert scores[name].reason is not None and HINT in scores[name].reason, name
+    assert not report.passed
+
+
+def test_default_scoring_of_a_run_recorded_without_content_does_not_pass() -> None:
+    blind = [
+        make_trace(n, None, None).model_copy(
+            update={"tool_calls": [ToolCall(name="search", arguments=None), ToolCall(name="search", arguments=None)]}
+        )
+        for n in (1, 2)
+    ]
+    report = score_traces(iter(blind), None)
+    assert (report.passed, report.counts.failed) == (False, 2)
+    outcome = next(s for s in report.entries[0].scores if s.scorer == "outcome")
+    assert outcome.passed is False and outcome.reason is not None
+    assert outcome.reason.startswith("Outcome unknown (expected success): the run returned but no answer was recorded")
+    counts = {c.scorer: c for c in report.scorer_counts}
+    assert (counts["tool_efficiency"].not_applied, counts["tool_efficiency"].unrecorded) == (2, 2)
+    assert (counts["outcome"].failed, counts["outcome"].unrecorded) == (2, 2)
+    summary = render_summary(report)
+    assert "tool_efficiency          0       0              2" in summary
+    assert (
+        "Warning: 6 verdicts met content that was not recorded "
+        f"(tool_call_validity 2, tool_efficiency 2, outcome 2): {HINT}" in summary
+    )
 
 
 def test_without_spec_every_trace_is_an_entry_scored_by_the_defaults() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators._aggregate import aggregate_case, percentile, sample_status
+from evaltrace.evaluators._aggregate import ScorerTally, aggregate_case, percentile, sample_status
 from evaltrace.evaluators.report import (
     Counts,
     EntryResult,
@@ -18,6 +18,7 @@ from evaltrace.evaluators.report import (
     ReportInputs,
     ReportWriter,
     SampleResult,
+    ScorerCount,
     ScoreResult,
     evaluate_gate,
     load_report,
@@ -242,3 +243,38 @@ def test_report_writer_to_stdout_writes_nothing_before_the_first_entry(capsys: p
     writer.finish(make_report([], passed=True))
     data = json.loads(capsys.readouterr().out)
     assert data["entries"] == [] and data["passed"] is True and data["schema_version"] == 1
+
+
+def test_scorer_tally_counts_verdicts_and_merges_worker_tallies() -> None:
+    first, second = ScorerTally(), ScorerTally()
+    first.add([ScoreResult(scorer="outcome", passed=True), ScoreResult(scorer="tool_errors", passed=None)])
+    second.add(
+        [
+            ScoreResult(scorer="tool_efficiency", passed=None, details={"unrecorded": True}),
+            ScoreResult(scorer="outcome", passed=False, details={"outcome": "unknown", "unrecorded": True}),
+            ScoreResult(scorer="tool_errors", passed=False, error="RuntimeError"),
+        ]
+    )
+    first.merge(second)
+    rows = [(r.scorer, r.passed, r.failed, r.not_applied, r.unrecorded) for r in first.rows()]
+    assert rows == [("outcome", 1, 1, 0, 1), ("tool_errors", 0, 1, 1, 0), ("tool_efficiency", 0, 0, 1, 1)]
+
+
+def test_summary_shows_each_scorers_verdicts_and_warns_on_unrecorded_content() -> None:
+    report = make_report([], passed=False).model_copy(
+        update={
+            "scorer_counts": [
+                ScorerCount(scorer="tool_call_validity", passed=3, failed=0, not_applied=2, unrecorded=2),
+                ScorerCount(scorer="outcome", passed=4, failed=1, unrecorded=1),
+            ]
+        }
+    )
+    lines = render_summary(report).splitlines()
+    start = lines.index("scorer              passed  failed  did not apply")
+    assert lines[start + 1 : start + 4] == [
+        "tool_call_validity       3       0              2",
+        "outcome                  4       1              0",
+        "Warning: 3 verdicts met content that was not recorded (tool_call_validity 2, outcome 1): record content "
+        "(is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)",
+    ]
+    assert "did not apply" not in render_summary(make_report([], passed=False))  # no scorer ran: no table
