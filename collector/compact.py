@@ -13,7 +13,9 @@ It never loses a span, even if killed at any point:
   (they deduplicate on `(trace_id, span_id)`).
 
 Only files of one run id are merged together, in name order (time order), so a run's files can
-still be picked out by name. The writers' loss counts travel with the spans: a merged file keeps
+still be picked out by name. Log-record files (`*.logs.parquet`) are merged among themselves the
+same way, never with span files: a merged log file is again a `*.logs.parquet` file, and records
+found twice are kept once (by `log_id`). The writers' loss counts travel with the spans: a merged file keeps
 each source writer's latest counts in `evaltrace.writer_losses`. One compaction per folder runs at
 a time (a lock on the folder); a reader that lists a folder while it is compacted may find a
 source gone and stop with an error naming it: compact between runs, not during a read.
@@ -30,14 +32,21 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from evaltrace.collector import _parquet
+from evaltrace.collector import _parquet, _parquet_logs
 from evaltrace.collector._inflight import inflight_path
-from evaltrace.collector._parquet_read import LossTally, open_span_file
-from evaltrace.collector._schema import DEFAULT_MAX_ROWS, HOST_NAME_LIMIT, safe_file_part
+from evaltrace.collector._parquet_read import LossTally, open_span_file, signal_of
+from evaltrace.collector._schema import (
+    DEFAULT_MAX_ROWS,
+    HOST_NAME_LIMIT,
+    LOGS_FILE_SUFFIX,
+    SIGNAL_LOGS,
+    safe_file_part,
+)
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.reader import folder_span_files
 
@@ -76,6 +85,7 @@ class _Source(BaseModel):
     run_id: str
     rows: int
     size: int
+    signal: str
 
 
 def compact_folder(
@@ -139,16 +149,16 @@ def _source(path: Path) -> _Source:
     try:
         meta = handle.metadata
         run_id = (meta.metadata or {}).get(b"evaltrace.run_id", b"").decode("utf-8", "replace")
-        return _Source(path=path, run_id=run_id, rows=meta.num_rows, size=path.stat().st_size)
+        return _Source(path=path, run_id=run_id, rows=meta.num_rows, size=path.stat().st_size, signal=signal_of(handle))
     finally:
         handle.close()
 
 
 def _packs(sources: Sequence[_Source], max_rows: int) -> list[list[_Source]]:
-    """Groups of two or more consecutive small files of one run id, each within `max_rows` spans."""
-    by_run: dict[str, list[_Source]] = {}
+    """Groups of two or more consecutive small files of one kind and run id, each within `max_rows` rows."""
+    by_run: dict[tuple[str, str], list[_Source]] = {}
     for source in sources:
-        by_run.setdefault(source.run_id, []).append(source)
+        by_run.setdefault((source.signal, source.run_id), []).append(source)
     packs: list[list[_Source]] = []
     for run_files in by_run.values():
         current: list[_Source] = []
@@ -179,9 +189,13 @@ def _compacted(pack: Sequence[_Source], path: Path, spans: int, bytes_after: int
 
 def _merged_name(pack: Sequence[_Source]) -> str:
     # `<run>--<first file's timestamp>--compacted-<random>`: sorts with the run's other files.
-    parts = pack[0].path.stem.split("--")
-    prefix = "--".join(parts[:2]) if len(parts) >= 3 else pack[0].path.stem
-    return f"{prefix}--compacted-{secrets.token_hex(4)}.parquet"
+    logs = pack[0].signal == SIGNAL_LOGS
+    suffix = LOGS_FILE_SUFFIX if logs else ".parquet"
+    name = pack[0].path.name
+    stem = name[: -len(suffix)] if name.endswith(suffix) else pack[0].path.stem
+    parts = stem.split("--")
+    prefix = "--".join(parts[:2]) if len(parts) >= 3 else stem
+    return f"{prefix}--compacted-{secrets.token_hex(4)}{suffix}"
 
 
 def _merge(folder: Path, pack: Sequence[_Source]) -> CompactedFile:
@@ -189,7 +203,8 @@ def _merge(folder: Path, pack: Sequence[_Source]) -> CompactedFile:
     final = folder / _merged_name(pack)
     tmp = inflight_path(folder, safe_file_part(socket.gethostname(), HOST_NAME_LIMIT))
     try:
-        written = _parquet.write_parquet(table.to_batches(), str(tmp), _metadata(pack[0].run_id, tally))
+        write = _parquet_logs.write_logs_parquet if pack[0].signal == SIGNAL_LOGS else _parquet.write_parquet
+        written = write(table.to_batches(), str(tmp), _metadata(pack[0], tally))
         check = open_span_file(tmp)
         try:
             rows = check.metadata.num_rows
@@ -212,8 +227,8 @@ def _merge(folder: Path, pack: Sequence[_Source]) -> CompactedFile:
 
 
 def _read_pack(pack: Sequence[_Source]) -> tuple[pa.Table, LossTally]:
-    """The pack's rows in file order, each `(trace_id, span_id)` once, and its writers' losses."""
-    tally = LossTally()
+    """The pack's rows in file order, each `(trace_id, span_id)` (or `log_id`) once, and its writers' losses."""
+    tally = LossTally(pack[0].signal)
     tables = []
     for source in pack:
         handle = open_span_file(source.path)
@@ -223,18 +238,20 @@ def _read_pack(pack: Sequence[_Source]) -> tuple[pa.Table, LossTally]:
         finally:
             handle.close()
     table = pa.concat_tables(tables)
-    seen: set[tuple[str, str]] = set()
+    seen: set[Any] = set()
     keep = []
-    for key in zip(table.column("trace_id").to_pylist(), table.column("span_id").to_pylist(), strict=True):
+    key_columns = ("log_id",) if pack[0].signal == SIGNAL_LOGS else ("trace_id", "span_id")
+    for key in zip(*(table.column(c).to_pylist() for c in key_columns), strict=True):
         keep.append(key not in seen)
         seen.add(key)
     return (table if all(keep) else table.filter(pa.array(keep))), tally
 
 
-def _metadata(run_id: str, tally: LossTally) -> dict[str, str]:
+def _metadata(first: _Source, tally: LossTally) -> dict[str, str]:
     total = tally.total()
-    return _parquet.file_metadata(
-        run_id,
+    build = _parquet_logs.logs_file_metadata if first.signal == SIGNAL_LOGS else _parquet.file_metadata
+    return build(
+        first.run_id,
         total.dropped,
         total.unwritten,
         writer_losses=json.dumps({w: list(x) for w, x in tally.by_writer().items()}, separators=(",", ":")),

@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from evaltrace.collector._autoconf import apply_env_defaults
+from evaltrace.collector._genai_env import capture_content_value
 
 APP = Path(__file__).parent / "apps" / "span_app.py"
 INSTRUMENT = str(Path(sys.executable).parent / "opentelemetry-instrument")
@@ -109,9 +110,27 @@ def test_sigterm_under_instrument_keeps_ended_spans(tmp_path: Path) -> None:
 
 
 def test_distro_defaults_only_where_unset() -> None:
-    env = {"OTEL_TRACES_EXPORTER": "otlp, evaltrace", "OTEL_LOGS_EXPORTER": "console"}
-    assert apply_env_defaults(env) == {"OTEL_METRICS_EXPORTER": "none"}
+    capture = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+    env = {"OTEL_TRACES_EXPORTER": "otlp, evaltrace", "OTEL_LOGS_EXPORTER": "console", capture: "false"}
+    assert apply_env_defaults(env) == {"OTEL_METRICS_EXPORTER": "none"}  # explicit logs and capture win
     assert env["OTEL_LOGS_EXPORTER"] == "console" and env["OTEL_METRICS_EXPORTER"] == "none"
+    assert env[capture] == "false"
+    fresh = {"OTEL_TRACES_EXPORTER": "evaltrace"}
+    applied = apply_env_defaults(fresh)
+    assert applied["OTEL_LOGS_EXPORTER"] == "evaltrace" and applied["OTEL_METRICS_EXPORTER"] == "none"
+    assert fresh[capture] == capture_content_value(fresh) and applied[capture] == fresh[capture]
+    off = {"OTEL_TRACES_EXPORTER": "evaltrace", "EVALTRACE_CAPTURE_CONTENT": "0", "OTEL_LOGS_EXPORTER": "none"}
+    assert apply_env_defaults(off) == {"OTEL_METRICS_EXPORTER": "none"} and capture not in off
     other = {"OTEL_TRACES_EXPORTER": "otlp"}
     assert apply_env_defaults(other) == {} and other == {"OTEL_TRACES_EXPORTER": "otlp"}
     assert apply_env_defaults({}) == {}
+
+
+def test_capture_value_is_one_the_installed_util_genai_accepts() -> None:
+    # util-genai on the latest conventions rejects `true` (and records no content); the older
+    # conventions read exactly `true`. Ask the installed util-genai which path openai-v2 takes.
+    from opentelemetry.util.genai.utils import is_experimental_mode
+
+    assert capture_content_value({}) == ("SPAN_ONLY" if is_experimental_mode() else "true")
+    latest = {"OTEL_SEMCONV_STABILITY_OPT_IN": "http, gen_ai_latest_experimental"}
+    assert capture_content_value(latest) == "SPAN_ONLY"
