@@ -27,6 +27,7 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaltrace.collector._terminal import json_safe_bytes
 from evaltrace.collector.errors import InputError
 
 REPORT_SCHEMA_VERSION = 1
@@ -327,6 +328,10 @@ class ReportWriter:
             self._temp = None
 
     def _put(self, data: bytes) -> None:
+        if self._destination == "-":
+            # Recorded text quoted in the report must not drive a terminal: C1, DEL and bidi
+            # characters (which JSON leaves raw) become \u escapes, the same JSON once parsed.
+            data = json_safe_bytes(data)
         try:
             self._out.write(data)
         except OSError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from evaltrace.collector._terminal import plural
 from evaltrace.evaluators._evidence import RECORD_HINT
 from evaltrace.evaluators.report import EntryResult, Report, ScorerCount, ScoreResult
 
@@ -74,8 +75,7 @@ def render_summary(report: Report, digest: FailureDigest | None = None) -> str:
     digest = digest if digest is not None else FailureDigest.of(report.entries)
     lines = [_headline(report), _RULE, *digest.lines]
     if digest.omitted:
-        more = "entry" if digest.omitted == 1 else "entries"
-        lines.append(f"... and {digest.omitted} more failing {more} (see --json)")
+        lines.append(f"... and {plural(digest.omitted, 'more failing entry', 'more failing entries')} (see --json)")
     if digest.listed:
         lines.append(_RULE)
     lines += _scorer_lines(report.scorer_counts)
@@ -87,12 +87,12 @@ def render_summary(report: Report, digest: FailureDigest | None = None) -> str:
 def _headline(report: Report) -> str:
     c = report.counts
     source = f"spec {report.inputs.spec}" if report.inputs.spec else "reference-free defaults (no --spec)"
-    parts = [f"{c.entries} {'entry' if c.entries == 1 else 'entries'}", f"{c.passed} passed", f"{c.failed} failed"]
+    parts = [plural(c.entries, "entry", "entries"), f"{c.passed} passed", f"{c.failed} failed"]
     if c.missing:
         parts.append(f"{c.missing} missing")
     if c.not_applicable:
         parts.append(f"{c.not_applicable} not applicable")
-    return f"evaltrace score: {source}; {c.traces} traces read\n" + ", ".join(parts)
+    return f"evaltrace score: {source}; {plural(c.traces, 'trace')} read\n" + ", ".join(parts)
 
 
 def _entry_lines(entry: EntryResult, samples: int) -> list[str]:
@@ -126,8 +126,7 @@ def _scorer_lines(counts: list[ScorerCount]) -> list[str]:
     if unrecorded:
         total = sum(c.unrecorded for c in unrecorded)
         which = ", ".join(f"{c.scorer} {c.unrecorded}" for c in unrecorded)
-        verdicts = "verdict" if total == 1 else "verdicts"
-        lines.append(f"Warning: {total} {verdicts} met content that was not recorded ({which}): {RECORD_HINT}")
+        lines.append(f"Warning: {plural(total, 'verdict')} met content that was not recorded ({which}): {RECORD_HINT}")
     return lines
 
 
@@ -149,7 +148,7 @@ def _stats_lines(report: Report) -> list[str]:
     inputs = report.inputs
     if inputs.dropped_spans or inputs.unwritten_spans:
         lines.append(
-            f"Warning: the recording lost {inputs.dropped_spans + inputs.unwritten_spans} spans "
+            f"Warning: the recording lost {plural(inputs.dropped_spans + inputs.unwritten_spans, 'span')} "
             f"({inputs.dropped_spans} dropped by a full export queue, {inputs.unwritten_spans} not written); "
             "the traces they belonged to were scored incomplete"
         )
@@ -160,8 +159,9 @@ def _judge_line(judge: dict[str, Any]) -> str:
     def get(key: str) -> Any:
         return judge.get(key, 0)
 
-    line = f"Judge: {get('requests')} requests ({get('retries')} retries, {get('errors')} errors), "
-    line += f"cache {get('cache_hits')} hits / {get('cache_misses')} misses, "
+    requests = plural(get("requests"), "request")
+    line = f"Judge: {requests} ({plural(get('retries'), 'retry', 'retries')}, {plural(get('errors'), 'error')}), "
+    line += f"cache {plural(get('cache_hits'), 'hit')} / {plural(get('cache_misses'), 'miss', 'misses')}, "
     line += f"tokens {get('prompt_tokens'):,} / {get('completion_tokens'):,}"
     cost = judge.get("estimated_cost_usd")
     return line + (f", estimated cost ${cost:.4f}" if isinstance(cost, int | float) else "")
