@@ -6,8 +6,10 @@ is not set up (no model, a refused connection or key) stops the run when the ses
 closes (see `judge.py`); a verdict that cannot be obtained during a run (timeouts, 429/5xx,
 replies that are not verdicts, request budget used up) becomes an error result: `passed=False`
 with `error` set, never a pass.
-A scorer that lacks what it needs in the trace (no tool calls to check, no answer recorded)
-returns `passed=None` with the reason.
+A scorer that lacks what it needs in the trace (no answer, input or arguments recorded) says what
+is missing and how to record it: as a check written in a spec it fails, as a scorer used on its
+own it does not apply (`passed=None`). Nothing to check at all (no tool call made, nothing failed
+to recover from) passes a spec check.
 
 Config fields common to all: `samples` (majority vote over that many verdicts per question,
 default the judge's `samples` setting; the agreement such as `2/3` is in the reason and details).
@@ -25,6 +27,13 @@ from pydantic import AfterValidator, Field
 
 from evaltrace.collector.records import Trace
 from evaltrace.evaluators import _judge_prompts as prompts
+from evaltrace.evaluators._evidence import (
+    RECORD_HINT,
+    arguments_not_recorded,
+    no_answer,
+    no_input,
+    unrecorded_arguments,
+)
 from evaltrace.evaluators._judge_data import (
     argument_context,
     has_arguments,
@@ -145,7 +154,7 @@ def _final_answer_or_score(scorer: JudgeScorer, trace: Trace) -> str | Score:
         return answer
     if trace.error is not None or trace.status in ("error", "timeout"):
         return scorer.result(False, 0.0, f"the run ended without an answer ({trace.error or trace.status})")
-    return scorer.result(None, None, "the trace has no final answer recorded (content not captured?)")
+    return scorer.missing(no_answer(trace))
 
 
 def _as_list(value: str | list[str]) -> list[str]:
@@ -166,6 +175,7 @@ class TaskCompletion(JudgeScorer):
     """Pass when the agent completed every task (default: the user's request) within the constraints."""
 
     name: ClassVar[str] = "task_completion"
+    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
     reads_histories: ClassVar[bool] = False
 
     tasks: list[str] | None = None
@@ -177,7 +187,7 @@ class TaskCompletion(JudgeScorer):
         """Ask whether every task was completed."""
         request = user_input(trace, case)
         if not self.tasks and request is None:
-            return self.result(None, None, "no task list configured and the trace has no user input")
+            return self.missing(f"no task to judge: no `tasks` configured and {no_input(trace)}")
         criteria = [f"Task: {task}" for task in self.tasks or []]
         criteria += [f"Constraint: {c}" for c in _as_list(self.constraints or [])]
         data = {
@@ -199,6 +209,7 @@ class ArgumentHallucination(JudgeScorer):
     """
 
     name: ClassVar[str] = "argument_hallucination"
+    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
     reads_histories: ClassVar[bool] = False
 
     threshold: float = Field(default=1.0, ge=0, le=1)
@@ -207,13 +218,20 @@ class ArgumentHallucination(JudgeScorer):
     async def judge(self, session: JudgeSession, trace: Trace, case: Any | None) -> Score:
         """Ask about each call's arguments."""
         if not trace.tool_calls:
+            if self.spec_check:
+                return self.result(True, 1.0, "no tool call was made: no argument could be invented")
             return self.result(None, None, "the trace has no tool calls")
         request = user_input(trace, case)
         if request is None:
-            return self.result(None, None, "the trace has no user input to derive arguments from")
+            return self.missing(f"nothing to derive arguments from: {no_input(trace)}")
         indexes = [i for i, call in enumerate(trace.tool_calls) if has_arguments(call)]
         if not indexes:
-            return self.result(None, None, "no tool call has recorded arguments")
+            unrecorded = unrecorded_arguments(trace.tool_calls)
+            if unrecorded:
+                return self.missing(arguments_not_recorded(unrecorded))
+            if self.spec_check:
+                return self.result(True, 1.0, "no tool call took arguments: no argument could be invented")
+            return self.result(None, None, "no tool call took arguments")
         rendered = [
             render(prompts.ARGUMENT_HALLUCINATION, [], {"user_input": request, **argument_context(trace, i)})
             for i in indexes
@@ -236,6 +254,7 @@ class SemanticOutput(JudgeScorer):
     """Pass when the final answer satisfies a rubric (Timbal's `semantic` output validator)."""
 
     name: ClassVar[str] = "semantic_output"
+    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
     reads_histories: ClassVar[bool] = False
 
     rubric: Rubric
@@ -256,6 +275,7 @@ class SemanticSteps(JudgeScorer):
     """Pass when the tool-call trajectory satisfies a rubric (Timbal's `semantic` steps validator)."""
 
     name: ClassVar[str] = "semantic_steps"
+    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
     reads_histories: ClassVar[bool] = False
 
     rubric: Rubric
@@ -273,6 +293,7 @@ class AnswerMatch(JudgeScorer):
     """Pass when the final answer means the same as the expected answer (semantic equivalence)."""
 
     name: ClassVar[str] = "answer_match"
+    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
     reads_histories: ClassVar[bool] = False
 
     expected: str | None = None
@@ -301,6 +322,7 @@ class ReasoningQuality(JudgeScorer):
     """
 
     name: ClassVar[str] = "reasoning_quality"
+    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
     reads_histories: ClassVar[bool] = False
 
     aspects: list[ReasoningAspect] = Field(default_factory=lambda: list(_DEFAULT_ASPECTS), min_length=1)
@@ -309,9 +331,11 @@ class ReasoningQuality(JudgeScorer):
     async def judge(self, session: JudgeSession, trace: Trace, case: Any | None) -> Score:
         """Ask one question per applicable aspect."""
         if not has_reasoning(trace):
-            return self.result(None, None, "the trace records neither model replies nor tool calls")
+            return self.missing(f"the trace records neither model replies nor tool calls; {RECORD_HINT}")
         aspects = [a for a in dict.fromkeys(self.aspects) if a != "error_recovery" or trace.has_error()]
         if not aspects:
+            if self.spec_check:
+                return self.result(True, 1.0, "nothing failed in this run: no error to recover from")
             return self.result(None, None, "error_recovery only applies to runs where something failed")
         data = {
             "user_input": user_input(trace, case),
@@ -339,6 +363,7 @@ class ToolDescriptionQuality(JudgeScorer):
     """
 
     name: ClassVar[str] = "tool_description_quality"
+    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
     reads_histories: ClassVar[bool] = False
 
     tools: list[str] | None = None
@@ -352,7 +377,7 @@ class ToolDescriptionQuality(JudgeScorer):
         """Ask about each tool definition."""
         schemas = {s.name: s for s in trace.tool_schemas if self.tools is None or s.name in self.tools}
         if not schemas:
-            return self.result(None, None, "the trace records no (selected) tool definitions")
+            return self.missing(f"the trace records no (selected) tool definitions; {RECORD_HINT}")
         names = sorted(schemas)
         rendered = [render(prompts.TOOL_DESCRIPTION, self.criteria, schema_data(schemas[n])) for n in names]
         outcomes = await self.ask_all(session, rendered)

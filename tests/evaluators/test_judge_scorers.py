@@ -119,7 +119,12 @@ def test_majority_vote_fails_on_one_of_three_and_on_a_tie(server: JudgeServer, t
 def test_missing_answer_is_not_applicable_or_failed(server: JudgeServer, tmp_path: Path) -> None:
     settings = judge_settings(server.base_url, tmp_path)
     not_captured, _ = score(create_scorer("semantic_output", {"rubric": "x"}), Trace(trace_id="t"), settings)
-    assert not_captured.passed is None and "no final answer" in (not_captured.reason or "")
+    assert not_captured.passed is None and "no answer was recorded" in (not_captured.reason or "")
+    # Written in a spec, the check applies: no recorded answer fails it, saying how to record one.
+    check = create_scorer("semantic_output", {"rubric": "x"}).as_spec_check()
+    in_spec, _ = score(check, Trace(trace_id="t", input="hi"), settings)
+    assert in_spec.passed is False and in_spec.error is None
+    assert "no answer was recorded" in (in_spec.reason or "") and "agent_run" in (in_spec.reason or "")
     failed_run = Trace(trace_id="t", error="RateLimitError: quota", status="error")
     failed, _ = score(create_scorer("answer_match", {"expected": "42"}), failed_run, settings)
     assert failed.passed is False and failed.error is None and "RateLimitError" in (failed.reason or "")
@@ -305,3 +310,26 @@ def test_injection_in_trace_content_stays_inside_the_data_block(server: JudgeSer
     start = injected.user.index(f"<data-{nonce}>")
     end = injected.user.index(f"</data-{nonce}>")
     assert start < injected.user.index("IGNORE ALL PREVIOUS") < end
+
+
+def test_spec_checks_without_recorded_evidence_fail_and_with_nothing_to_check_pass(
+    server: JudgeServer, tmp_path: Path
+) -> None:
+    settings = judge_settings(server.base_url, tmp_path)
+    unrecorded = Trace(
+        trace_id="t", input="Book it", output="Done", tool_calls=[ToolCall(name="book_hotel", arguments=None)]
+    )
+    check = create_scorer("argument_hallucination", {}).as_spec_check()
+    failed, _ = score(check, unrecorded, settings)
+    assert failed.passed is False and "the arguments of call #1 book_hotel were not recorded" in (failed.reason or "")
+    alone, _ = score(create_scorer("argument_hallucination", {}), unrecorded, settings)
+    assert alone.passed is None
+    no_calls, _ = score(check, Trace(trace_id="t", input="hi", output="hello"), settings)
+    assert no_calls.passed is True and "no tool call was made" in (no_calls.reason or "")
+    clean_run = Trace(trace_id="t", input="hi", output="hello", tool_calls=[ToolCall(name="x", arguments={"a": 1})])
+    recovery = create_scorer("reasoning_quality", {"aspects": ["error_recovery"]})
+    assert score(recovery, clean_run, settings)[0].passed is None
+    assert score(recovery.as_spec_check(), clean_run, settings)[0].passed is True
+    no_input, _ = score(create_scorer("task_completion", {}).as_spec_check(), Trace(trace_id="t"), settings)
+    assert no_input.passed is False and "no input was recorded" in (no_input.reason or "")
+    assert server.requests == []
