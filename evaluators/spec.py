@@ -118,7 +118,7 @@ class Expect(BaseModel):
     output: OutputExpect | None = None
     """Checks on the final answer."""
     steps: dict[str, Any] | None = None
-    """`{contains: [{name, arguments?}], not_contains: [name]}`."""
+    """`{contains: [{name, arguments?}], not_contains: [name], regex: [{name?, arguments?, result?}]}`."""
     usage: dict[str, Any] | None = None
     """Token limits, per model and in total."""
     latency: dict[str, Any] | None = None
