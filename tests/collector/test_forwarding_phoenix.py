@@ -217,3 +217,24 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def test_readme_phoenix_example_records_and_forwards_as_written(phoenix: PhoenixServer, tmp_path: Path) -> None:
+    # The README's Phoenix command, run by bash as written, on the README's openai recipe app.
+    from fake_llm import FakeLLM, call, text_turn, tool_turn
+    from readme_blocks import bash_block, recipes, run_lines, user_env
+
+    (tmp_path / "app.py").write_text(recipes()["openai"].app, encoding="utf-8")
+    project = "readme-phoenix"
+    resource = f"openinference.project.name={project}"
+    with FakeLLM([tool_turn(call("get_weather", {"city": "Paris"})), text_turn("18C in Paris.")]) as llm:
+        env = user_env(llm, PHOENIX_URL=phoenix.base_url, OTEL_RESOURCE_ATTRIBUTES=resource)
+        (done,) = run_lines([bash_block("# Phoenix:")], tmp_path, env)
+    assert done.stdout.strip() == "18C in Paris."
+    for complaint in ("Failed to export", "Exception while exporting"):
+        assert complaint not in done.stderr, done.stderr
+    local = list(read_spans([tmp_path / "runs"]))
+    (trace_id,) = {s.trace_id for s in local}
+    got = phoenix.wait_for_spans(project, trace_id, count=len(local))
+    assert {s["context"]["span_id"] for s in got} == {s.span_id for s in local}
+    assert {s["name"] for s in got} >= {"invoke_agent weather-agent", "chat gpt-4o-mini"}

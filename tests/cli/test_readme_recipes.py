@@ -1,0 +1,76 @@
+"""Every "Record your own agent" recipe of the README works exactly as written.
+
+Each recipe's app is saved as app.py in a fresh folder and its shell lines run in bash, as a user
+would run them, against `FakeLLM` standing in for OpenAI (reached through `OPENAI_BASE_URL`, which
+the openai client reads). Its `pip install` line is checked instead of run: the extra it names
+must exist, and the suite's environment holds every package it requires. The recorded run is
+then read back with `evaltrace traces --json` and compared with what the scripted model and the
+tool did. HTTP(S) proxies point at a closed local port, so a request meant for any other host
+fails instead of leaving the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_llm import FakeLLM, call, text_turn, tool_turn
+from packaging.requirements import Requirement
+from readme_blocks import BIN, Recipe, extra_requirements, recipes, run_lines, user_env
+
+QUESTION = "What's the weather in Paris?"
+ANSWER = "It is 18C and sunny in Paris."
+RECIPES = recipes()
+
+
+def test_the_readme_has_the_recipes() -> None:
+    assert sorted(RECIPES) == ["langgraph", "openai", "openai-agents", "pydantic-ai"]
+
+
+def rebuilt(folder: Path) -> list[dict[str, Any]]:
+    proc = subprocess.run(
+        [str(BIN / "evaltrace"), "traces", "runs", "--json"], cwd=folder, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def assert_installed(recipe: Recipe) -> None:
+    assert recipe.extras(), f"recipe {recipe.name} names no evaltrace extra to install"
+    for extra in recipe.extras():
+        needed = extra_requirements(extra)
+        assert needed, f"evaltrace has no extra {extra!r}"
+        for text in needed:
+            req = Requirement(text)
+            try:
+                have = version(req.name)
+            except PackageNotFoundError:
+                pytest.fail(f"extra {extra!r} needs {text}, which the suite's environment lacks")
+            assert req.specifier.contains(have, prereleases=True), f"{req.name} {have} does not satisfy {text}"
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_recipe_records_the_whole_run(name: str, tmp_path: Path) -> None:
+    recipe = RECIPES[name]
+    assert_installed(recipe)
+    (tmp_path / "app.py").write_text(recipe.app, encoding="utf-8")
+    with FakeLLM([tool_turn(call("get_weather", {"city": "Paris"})), text_turn(ANSWER)]) as llm:
+        outputs = run_lines(recipe.run_lines(), tmp_path, user_env(llm))
+        usage = llm.total_usage()
+        assert len(llm.requests) == 2 and not llm.errors
+    assert outputs[0].stdout.strip() == ANSWER  # the app ran the agent to its answer
+    assert "is not a valid option" not in outputs[0].stderr  # no setting evaltrace made was refused
+    (trace,) = rebuilt(tmp_path)
+    assert trace["input"] == QUESTION
+    assert trace["output"] == ANSWER
+    assert [(c["name"], c["arguments"], c["result"], c["error"]) for c in trace["tool_calls"]] == [
+        ("get_weather", {"city": "Paris"}, "18C and sunny in Paris", None)
+    ]
+    assert (trace["usage"]["input_tokens"], trace["usage"]["output_tokens"]) == usage
+    assert len(trace["iterations"]) == 2
+    listing = outputs[-1].stdout  # `evaltrace traces runs`: the table a user reads
+    assert trace["trace_id"][:8] in listing and QUESTION in listing and listing.rstrip().endswith("1 trace")

@@ -1,0 +1,96 @@
+"""Code blocks of the README, for the tests that run them exactly as a user would copy them.
+
+A recipe is marked in README.md by `<!-- recipe: NAME -->` right before its ```python block (the
+user's app.py); the ```bash block after it holds the commands. Other blocks are found by their
+first line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib.metadata import requires
+from pathlib import Path
+
+from fake_llm import FakeLLM
+
+BIN = Path(sys.executable).parent
+"""The venv's scripts (python, opentelemetry-instrument, evaltrace), first on the user's PATH."""
+README = Path(__file__).resolve().parents[1] / "README.md"
+_RECIPE = re.compile(r"<!-- recipe: ([\w-]+) -->\n```python\n(.*?)```\n\n```bash\n(.*?)```", re.DOTALL)
+_BASH = re.compile(r"```bash\n(.*?)```", re.DOTALL)
+_PIP_EXTRA = re.compile(r"^pip install 'evaltrace\[([\w,-]+)\]'$")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One recipe: the app the user saves as app.py and the shell lines they run."""
+
+    name: str
+    app: str
+    commands: list[str]
+
+    def extras(self) -> list[str]:
+        """The evaltrace extras its `pip install` line names."""
+        found = [m.group(1) for line in self.commands if (m := _PIP_EXTRA.match(line))]
+        return [extra for group in found for extra in group.split(",")]
+
+    def run_lines(self) -> list[str]:
+        """The lines to run once the extras are installed (the test environment has every extra)."""
+        return [line for line in self.commands if not line.startswith("pip install")]
+
+
+def readme_text() -> str:
+    """README.md as text."""
+    return README.read_text(encoding="utf-8")
+
+
+def recipes() -> dict[str, Recipe]:
+    """Every recipe of the README by name."""
+    return {
+        name: Recipe(name, app, [line for line in commands.splitlines() if line.strip()])
+        for name, app, commands in _RECIPE.findall(readme_text())
+    }
+
+
+def bash_block(first_line_prefix: str) -> str:
+    """The one ```bash block whose first line starts with `first_line_prefix`."""
+    found = [block for block in _BASH.findall(readme_text()) if block.startswith(first_line_prefix)]
+    assert len(found) == 1, f"expected one README bash block starting {first_line_prefix!r}, found {len(found)}"
+    return found[0]
+
+
+def extra_requirements(extra: str) -> list[str]:
+    """The requirements evaltrace's installed metadata lists for `extra` (empty for an unknown extra)."""
+    marker = re.compile(rf"""extra\s*==\s*["']{re.escape(extra)}["']""")
+    return [req.split(";")[0].strip() for req in requires("evaltrace") or [] if marker.search(req)]
+
+
+def user_env(llm: FakeLLM, **extra: str) -> dict[str, str]:
+    """A user's shell: the suite's environment without OTel/evaltrace settings, the venv first on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "EVALTRACE_", "OPENAI_"))}
+    closed = "http://127.0.0.1:9"  # nothing listens: a request to another host fails here
+    env.update(
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        OPENAI_BASE_URL=llm.base_url,
+        OPENAI_API_KEY="sk-recipe-test",
+        HTTP_PROXY=closed,
+        HTTPS_PROXY=closed,
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    env.update(extra)
+    return env
+
+
+def run_lines(lines: list[str], cwd: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
+    """Run each line (or whole block) in bash, in `cwd`; each must succeed without a traceback."""
+    done = []
+    for line in lines:
+        proc = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, f"{line!r} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        assert "Traceback" not in proc.stderr, proc.stderr
+        done.append(proc)
+    return done
