@@ -2,7 +2,8 @@
 
 Run: `.venv/bin/python benchmarks/bench_scoring.py [--sizes 1000,10000,100000] [--seed 7]`
 (`--profile N` prints a cProfile of the end-to-end path at N traces instead; `--scoring-alone N`
-times rule scoring of N traces rebuilt beforehand and kept in memory.)
+times rule scoring of N traces rebuilt beforehand and kept in memory; adding `--scorer-timeout-ab`
+alternates its rounds with and without the per-call scorer time limit.)
 
 Datasets (see `_scoring_data.py`) are generated once per (size, seed) under `benchmarks/out/`
 and reused. Every measurement runs in a fresh subprocess so that imports, caches and the
@@ -186,7 +187,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def scoring_alone(traces: int, seed: int, rounds: int) -> None:
+def scoring_alone(traces: int, seed: int, rounds: int, *, timeout_ab: bool = False) -> None:
     """CPU seconds of rule scoring alone: the traces are rebuilt first and kept in memory.
 
     What is left of the time budget once reading and rebuilding cost nothing: the same engine
@@ -206,14 +207,19 @@ def scoring_alone(traces: int, seed: int, rounds: int) -> None:
     spec = load_spec(spec_path)
     gc.collect()
     gc.freeze()
+    # With --scorer-timeout-ab, odd rounds run without the time limit and even ones with the
+    # default, so the drift of the VM's speed falls on both alike.
     for round_ in range(1, rounds + 1):
+        limited = not timeout_ab or round_ % 2 == 0
+        options = ScoreOptions(paths=(str(runs),)) if limited else ScoreOptions(paths=(str(runs),), scorer_timeout=None)
         started = time.process_time()
         with ReportWriter(str(runs.parent / "report-alone.json")) as writer:
-            run = score_traces_to(built, spec, ScoreOptions(paths=(str(runs),)), writer)
+            run = score_traces_to(built, spec, options, writer)
             writer.finish(run.report)
         cpu = time.process_time() - started
+        label = (" with the time limit" if limited else " without it") if timeout_ab else ""
         print(
-            f"round {round_}: scored {len(built):,} traces ({spans:,} spans) in {cpu:.2f} s CPU: "
+            f"round {round_}{label}: scored {len(built):,} traces ({spans:,} spans) in {cpu:.2f} s CPU: "
             f"{cpu / len(built) * 1e6:,.0f} us per trace, {cpu / spans * 1e6:.1f} us per span",
             flush=True,
         )
@@ -243,6 +249,9 @@ def main(argv: list[str] | None = None) -> None:
         "--scoring-alone", type=int, metavar="TRACES", help="time rule scoring of prebuilt traces at this size and stop"
     )
     parser.add_argument("--rounds", type=int, default=3, help="rounds of --scoring-alone")
+    parser.add_argument(
+        "--scorer-timeout-ab", action="store_true", help="--scoring-alone: alternate rounds without/with the time limit"
+    )
     parser.add_argument("--_stage", nargs=3, metavar=("STAGE", "RUNS", "SPEC"), help=argparse.SUPPRESS)
     parser.add_argument("--_generate", nargs=2, type=int, metavar=("TRACES", "SEED"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -257,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
         profile(args.profile, args.seed, args.top)
         return
     if args.scoring_alone:
-        scoring_alone(args.scoring_alone, args.seed, args.rounds)
+        scoring_alone(args.scoring_alone, args.seed, args.rounds, timeout_ab=args.scorer_timeout_ab)
         return
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.platform()}", flush=True)
