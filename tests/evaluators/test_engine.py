@@ -462,6 +462,9 @@ def test_report_carries_inputs_stats_and_scorer_identity(tmp_path: Path) -> None
 @pytest.mark.parametrize("scorer", ["t_engine_slow_judge", "t_engine_slow_async"])
 def test_async_scorers_run_concurrently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scorer: str) -> None:
     monkeypatch.chdir(tmp_path)
+    # A judge session checks its settings when it opens (a setup error is exit 2); nothing is sent here.
+    monkeypatch.setenv("EVALTRACE_JUDGE_MODEL", "m")
+    monkeypatch.setenv("EVALTRACE_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
     spec = spec_file(tmp_path, f"cases: [{{id: a, input: q, expect: {{{scorer}: {{delay: 0.3}}}}}}]\n")
     traces = [make_trace(i, "q") for i in range(8)]
     started = time.perf_counter()
