@@ -43,13 +43,20 @@ def _summary(trace: Trace) -> list[str]:
     return [
         trace.trace_id[:16],
         _clip(trace.case_id or "-", 20),
-        trace.status,
+        _status(trace),
         str(len(trace.iterations)),
         str(len(trace.tool_calls)),
         f"{_num(usage.input_tokens)}/{_num(usage.output_tokens)}",
         _clip(trace.input, _WIDTH),
         _clip(trace.output if trace.error is None else f"ERROR {trace.error}", _WIDTH),
     ]
+
+
+def _status(trace: Trace) -> str:
+    """How the run ended, as the `outcome` scorer classifies it (one function, so they agree)."""
+    from evaltrace.evaluators._outcome import trace_outcome  # deferred: only commands listing traces need it
+
+    return trace_outcome(trace)[0]
 
 
 def _row(cells: list[str]) -> str:
@@ -105,7 +112,7 @@ def render_trace(trace: Trace, indent: str = "") -> Iterator[str]:
 
     Lines hold recorded content as it is: pass each through `printable` before it reaches a terminal.
     """
-    head = f"{indent}trace {trace.trace_id}  {trace.agent_name or trace.name or ''}  [{trace.status}]"
+    head = f"{indent}trace {trace.trace_id}  {trace.agent_name or trace.name or ''}  [{_status(trace)}]"
     yield head.rstrip() + (f"  {trace.duration_seconds:.3f}s" if trace.duration_seconds is not None else "")
     for label, value in (("case", trace.case_id), ("conversation", trace.conversation_id), ("input", trace.input)):
         if value is not None:

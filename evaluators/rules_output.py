@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -45,18 +45,19 @@ from evaltrace.evaluators._evidence import (
     no_answer,
     unrecorded_labels,
 )
+from evaltrace.evaluators._outcome import OutcomeKind as OutcomeKind
+from evaltrace.evaluators._outcome import RunOutcome as RunOutcome
+from evaltrace.evaluators._outcome import trace_outcome as trace_outcome
 from evaltrace.evaluators.base import Score, Scorer
 from evaltrace.evaluators.matching import (
     ArgumentMatch,
     ExpectedCall,
     call_matches,
-    clip,
     format_call,
     max_bipartite_matching,
     short,
 )
 from evaltrace.evaluators.registry import register
-from evaltrace.evaluators.rules_calls import call_failure
 from evaltrace.evaluators.rules_tools import check_json_schema, schema_errors
 from evaltrace.evaluators.spec import valid_regexes
 
@@ -348,51 +349,6 @@ class Steps(Scorer):
             why = f" (the {' and '.join(blind)} of some calls were not recorded)" if blind else ""
             found.append((f"no step matches regex {item.describe()}{why}", bool(blind)))
         return found
-
-
-OutcomeKind = Literal["success", "failure", "error", "timeout"]
-RunOutcome = Literal["success", "failure", "error", "timeout", "unknown"]
-"""An outcome as read from a trace: `unknown` when nothing recorded shows how it ended."""
-
-
-def trace_outcome(trace: Trace) -> tuple[RunOutcome, str]:
-    """The run's outcome and the evidence for it (see the module docstring for the rules)."""
-    if trace.status == "timeout":
-        return "timeout", f"the run timed out{f': {trace.error}' if trace.error else ''}"
-    if trace.status == "error" or trace.error:
-        return "error", f"the run raised: {trace.error or 'status error'}"
-    problem = _failure_evidence(trace)
-    if problem:
-        return "failure", f"the run returned but {problem}"
-    if trace.final_answer() is None:
-        return "unknown", f"the run returned but {no_answer(trace)}"
-    return "success", "the run returned normally"
-
-
-_CUT_SHORT = frozenset({"length", "max_tokens", "content_filter"})
-
-
-def _failure_evidence(trace: Trace) -> str | None:
-    """Why a run that returned normally still failed, or `None`."""
-    answer = trace.final_answer()
-    if answer is not None and not answer.strip():
-        return "its final answer is empty"
-    if trace.iterations:
-        last = trace.iterations[-1]
-        if last.error:
-            return f"its last model call failed: {clip(last.error, 80)}"
-        cut = sorted(_CUT_SHORT.intersection(r.lower() for r in last.finish_reasons))
-        if cut:
-            return f"its last model call was cut short ({', '.join(cut)})"
-    errors = [call_failure(c, False) for c in trace.tool_calls]
-    if errors and all(errors):
-        first = f"{trace.tool_calls[0].name}: {clip(errors[0] or '', 80)}"
-        return (
-            f"its only tool call failed ({first})"
-            if len(errors) == 1
-            else f"all {len(errors)} tool calls failed ({first}, ...)"
-        )
-    return None
 
 
 @register
