@@ -31,13 +31,10 @@ inbound only.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -47,13 +44,13 @@ from typing import Any
 
 import httpx
 import pytest
+from _venvs import cached_venv
 
 PHOENIX_REQUIREMENT = "arize-phoenix==20.26.1"
 """Pinned so the server (its REST API and its OTLP receivers) only changes when we say so."""
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_ROOT_VARIABLE = "EVALTRACE_PHOENIX_VENV"
-INSTALL_TIMEOUT = 1200.0  # a cold install of ~170 wheels took about 3 minutes on a loaded 2-core VM
 START_TIMEOUT = 240.0  # a cold start (imports + SQLite migrations) took 15-35 s; leave room for load
 STOP_TIMEOUT = 20.0
 QUERY_TIMEOUT = 5.0
@@ -93,55 +90,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _run_step(cmd: list[str], timeout: float, what: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    try:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{what} did not finish within {timeout:.0f} s: {' '.join(cmd)}", pytrace=False)
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
-        pytest.fail(f"{what} failed (exit {done.returncode}): {' '.join(cmd)}\n{tail}", pytrace=False)
-
-
-@contextmanager
-def _locked(path: Path, timeout: float) -> Iterator[None]:
-    """Hold an exclusive lock on `path`, waiting at most `timeout` seconds (another run may be building)."""
-    deadline = time.monotonic() + timeout
-    with path.open("a") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"gave up after {timeout:.0f} s waiting for the lock {path}", pytrace=False)
-                time.sleep(1.0)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def phoenix_python() -> Path:
     """The interpreter of the Phoenix virtualenv, building the venv first if it is missing or stale."""
     root = Path(os.environ.get(VENV_ROOT_VARIABLE) or REPO / ".phoenix-venv")
-    root.mkdir(parents=True, exist_ok=True)
-    ignore = root / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# Phoenix server venv for tests/_phoenix.py; never committed.\n*\n")
-    env_dir = root / "env"
-    python = env_dir / "bin" / "python"
-    marker = env_dir / ".evaltrace-requirement"
-    with _locked(root / ".lock", INSTALL_TIMEOUT):
-        if python.exists() and marker.exists() and marker.read_text() == PHOENIX_REQUIREMENT:
-            return python
-        shutil.rmtree(env_dir, ignore_errors=True)
-        _run_step([sys.executable, "-m", "venv", str(env_dir)], 300.0, "creating the Phoenix venv")
-        install = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", PHOENIX_REQUIREMENT]
-        _run_step(install, INSTALL_TIMEOUT, f"installing {PHOENIX_REQUIREMENT}")
-        marker.write_text(PHOENIX_REQUIREMENT)
-    return python
+    return cached_venv(root, [PHOENIX_REQUIREMENT], with_evaltrace=False)
 
 
 @dataclass

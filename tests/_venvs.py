@@ -1,0 +1,85 @@
+"""Cached virtualenvs of their own for tests whose packages cannot live in the suite's environment.
+
+A Phoenix server, and agent frameworks whose pins clash with the suite's (CrewAI, Google ADK,
+...), each get a venv built once under a file lock and reused while its recorded requirements
+match. A framework venv installs this repository editable, so the recording it makes always runs
+the code under test. Each venv root holds a `.gitignore` of `*`, keeping it out of git and ruff.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+INSTALL_TIMEOUT = 1500.0  # a cold install of ~170 wheels took about 3 minutes on a loaded 2-core VM
+
+
+def run_step(cmd: list[str], timeout: float, what: str) -> None:
+    """Run an install step outside the suite's venv settings; fail the test with the output's tail."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what} did not finish within {timeout:.0f} s: {' '.join(cmd)}", pytrace=False)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
+        pytest.fail(f"{what} failed (exit {done.returncode}): {' '.join(cmd)}\n{tail}", pytrace=False)
+
+
+@contextmanager
+def locked(path: Path, timeout: float) -> Iterator[None]:
+    """Hold an exclusive lock on `path`, waiting at most `timeout` seconds (another run may be building)."""
+    deadline = time.monotonic() + timeout
+    with path.open("a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"gave up after {timeout:.0f} s waiting for the lock {path}", pytrace=False)
+                time.sleep(1.0)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cached_venv(root: Path, requirements: Sequence[str], *, with_evaltrace: bool) -> Path:
+    """The interpreter of the venv at `root/env`, built first when missing or made for other requirements.
+
+    Args:
+        root: the venv's folder (created, with a `.gitignore` of `*`).
+        requirements: what pip installs, pinned by the caller so the venv changes only when asked.
+        with_evaltrace: also install this repository, editable.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    ignore = root / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# A test venv (tests/_venvs.py); never committed.\n*\n")
+    env_dir = root / "env"
+    python = env_dir / "bin" / "python"
+    marker = env_dir / ".evaltrace-requirements"
+    wanted = json.dumps({"requirements": list(requirements), "evaltrace": with_evaltrace})
+    with locked(root / ".lock", INSTALL_TIMEOUT):
+        if python.exists() and marker.exists() and marker.read_text() == wanted:
+            return python
+        shutil.rmtree(env_dir, ignore_errors=True)
+        run_step([sys.executable, "-m", "venv", str(env_dir)], 300.0, f"creating the venv {env_dir}")
+        install = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements]
+        if with_evaltrace:
+            install += ["-e", str(REPO)]
+        run_step(install, INSTALL_TIMEOUT, f"installing {', '.join(requirements)}")
+        marker.write_text(wanted)
+    return python

@@ -1,0 +1,116 @@
+"""Record a real framework's run of each scenario and hold the rebuilt trace against the truth.
+
+Each framework test gives an app (in `apps/`, run as `opentelemetry-instrument python APP
+SCENARIO` in the framework's own venv, see `tests/_venvs.py`) and the venv's interpreter. The app
+answers the scenario's prompt with its framework's agent, whose model is `FakeLLM` reached over
+OpenAI's API, and prints the answer as its last stdout line. The recording goes through
+evaltrace's exporter, picked by `OTEL_TRACES_EXPORTER=evaltrace` alone. The facts checked:
+input, ordered tool names, arguments, results, error flags, answer, usage and iterations.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fake_llm import FakeLLM, Turn, call, text_turn, tool_turn
+
+from evaltrace.collector.convert import read_traces
+from evaltrace.collector.records import Trace
+
+APPS = Path(__file__).resolve().with_name("apps")
+REPO = Path(__file__).resolve().parents[2]
+VENVS = REPO / ".framework-venvs"
+"""Where each framework's venv is built (`VENVS / name`)."""
+
+ANSWERS = {
+    "sequential": "Paris: 18C and sunny; Lyon: 18C and sunny.",
+    "parallel": "Paris and Rome: both 18C and sunny.",
+    "failing_tool": "The lookup failed.",
+    "no_tool": "Hello there!",
+}
+SCENARIOS = tuple(ANSWERS)
+
+
+def turns(scenario: str) -> list[Turn]:
+    """The scripted model's replies for `scenario`."""
+    answer = text_turn(ANSWERS[scenario])
+    return {
+        "sequential": [
+            tool_turn(call("get_weather", {"city": "Paris"})),
+            tool_turn(call("get_weather", {"city": "Lyon"})),
+            answer,
+        ],
+        "parallel": [tool_turn(call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Rome"})), answer],
+        "failing_tool": [tool_turn(call("lookup", {"code": "X1"})), answer],
+        "no_tool": [answer],
+    }[scenario]
+
+
+@dataclass
+class Recorded:
+    """One recorded scenario: the rebuilt traces and the truth to hold them against."""
+
+    scenario: str
+    traces: list[Trace]
+    tools: list[dict[str, Any]]
+    """What the tools really did, in the order they ran."""
+    answer: str
+    usage: tuple[int, int]
+    model_calls: int
+    stderr: str
+
+
+def record(python: Path, app: str, scenario: str, folder: Path, **env_extra: str) -> Recorded:
+    """Run `apps/APP SCENARIO` under opentelemetry-instrument with `python`'s venv; read back what it recorded."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tool_log = folder / "tools.jsonl"
+    tool_log.touch()
+    bin_dir = python.parent
+    with FakeLLM(turns(scenario)) as llm:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "EVALTRACE_", "OPENAI_", "VIRTUAL"))}
+        closed = "http://127.0.0.1:9"  # nothing listens: a request meant for another host fails here
+        env.update(
+            PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+            OTEL_TRACES_EXPORTER="evaltrace",
+            EVALTRACE_DIR=str(folder / "runs"),
+            OPENAI_BASE_URL=llm.base_url,
+            OPENAI_API_BASE=llm.base_url,
+            OPENAI_API_KEY="sk-framework-test",
+            TOOL_LOG=str(tool_log),
+            HTTP_PROXY=closed,
+            HTTPS_PROXY=closed,
+            NO_PROXY="127.0.0.1,localhost",
+        )
+        env.update(env_extra)
+        cmd = [str(bin_dir / "opentelemetry-instrument"), str(python), str(APPS / app), scenario]
+        done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{app} {scenario} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        assert not llm.errors, llm.errors
+        usage, model_calls = llm.total_usage(), llm.consumed
+    lines = done.stdout.strip().splitlines()
+    tools = [json.loads(line) for line in tool_log.read_text().splitlines()]
+    traces = list(read_traces([folder / "runs"]))
+    return Recorded(scenario, traces, tools, lines[-1] if lines else "", usage, model_calls, done.stderr)
+
+
+def assert_facts(recorded: Recorded, prompt: str) -> None:
+    """The one rebuilt trace holds every fact of the run: the checks of the frameworks issue."""
+    assert recorded.answer == ANSWERS[recorded.scenario], "the app did not print the scripted answer"
+    assert len(recorded.traces) == 1, [(t.name, t.input, t.output) for t in recorded.traces]
+    (trace,) = recorded.traces
+    label = recorded.scenario
+    assert trace.input == prompt, label
+    assert trace.output == ANSWERS[recorded.scenario], label
+    # A failed call's result is whatever the framework told the model, so only its error flag is compared.
+    got = [(c.name, c.arguments, None if c.error else c.result, c.error is not None) for c in trace.tool_calls]
+    want = [(t["name"], t["arguments"], t["result"], t["error"] is not None) for t in recorded.tools]
+    if recorded.scenario == "parallel":  # tools run concurrently: the order they ran in is not the model's
+        got, want = sorted(got, key=repr), sorted(want, key=repr)
+    assert got == want, label
+    assert (trace.usage.input_tokens, trace.usage.output_tokens) == recorded.usage, label
+    assert len(trace.iterations) == recorded.model_calls, label
