@@ -104,6 +104,7 @@ class agent_run:  # lower case: used as a function (`with agent_run(...)`, `@age
             function's first `str` argument.
         case_id: the spec case this run answers (`evaltrace.case_id`).
         conversation_id: the conversation the run belongs to (`gen_ai.conversation.id`).
+        tracer_provider: the provider to make the span with (default: the global one).
     """
 
     def __init__(
@@ -113,8 +114,10 @@ class agent_run:  # lower case: used as a function (`with agent_run(...)`, `@age
         *,
         case_id: str | None = None,
         conversation_id: str | None = None,
+        tracer_provider: trace.TracerProvider | None = None,
     ) -> None:
         self.name = name
+        self.tracer_provider = tracer_provider
         self.input = input
         self.case_id = case_id
         self.conversation_id = conversation_id
@@ -132,7 +135,7 @@ class agent_run:  # lower case: used as a function (`with agent_run(...)`, `@age
 
     @contextmanager
     def _run(self, input_value: Any) -> Iterator[AgentRun]:
-        tracer = trace.get_tracer(_TRACER_NAME)
+        tracer = trace.get_tracer(_TRACER_NAME, tracer_provider=self.tracer_provider)
         with tracer.start_as_current_span(
             f"invoke_agent {self.name}",
             kind=SpanKind.INTERNAL,
