@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaltrace.collector import _attributes as A
+from evaltrace.collector._lenient_json import within_depth
 from evaltrace.collector._match import Requested, ToolSpan, merge, pair, tool_results, usable_id
 from evaltrace.collector._normalized import NormalizedSpan, ToolExec
 from evaltrace.collector._spanutil import error_type, ns_to_datetime
@@ -356,7 +357,8 @@ def _apply_context(trace: Trace, members: list[NormalizedSpan]) -> None:
             trace.conversation_id = normalized.conversation_id
         attributes = normalized.span.attributes
         for key in filter(_EVALTRACE_KEY, attributes):
-            trace.attributes.setdefault(key, attributes[key])
+            if within_depth(attributes[key]):  # a hostile file's deep value would break JSON output
+                trace.attributes.setdefault(key, attributes[key])
     if trace.conversation_id is None:
         # Wrapper spans (a test harness's or `evaltrace run`'s root) are not read by any extractor,
         # but a conversation id set on them still groups the run's turns.

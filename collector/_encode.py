@@ -89,16 +89,22 @@ def _as_str(value: Any) -> str | None:
     return None  # a sequence has no single string form; the JSON keeps it
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _as_int(value: Any) -> int | None:
+    """An int64 column value, or None: a value the column cannot hold must not fail the batch."""
+    number: int | None = None
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return None
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and len(text := value.strip()) <= 20:
+        digits = text[1:] if text.startswith("-") else text
+        number = int(text) if digits.isascii() and digits.isdigit() else None
+    return number if number is not None and _INT64_MIN <= number <= _INT64_MAX else None
 
 
 def dumps_one(attributes: Mapping[str, Any]) -> str:
@@ -168,7 +174,10 @@ def _promoted_column(raws: list[Mapping[str, Any]], keys: tuple[str, ...], is_in
     for key in keys[1:]:
         values = [a.get(key, _MISSING) if v is _MISSING else v for v, a in zip(values, raws, strict=True)]
     if is_int:
-        return [v if v.__class__ is int else (None if v is _MISSING else _as_int(v)) for v in values]
+        return [
+            v if v.__class__ is int and _INT64_MIN <= v <= _INT64_MAX else (None if v is _MISSING else _as_int(v))
+            for v in values
+        ]
     return [v if v.__class__ is str else (None if v is _MISSING else _as_str(v)) for v in values]
 
 

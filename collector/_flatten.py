@@ -9,6 +9,9 @@ smolagents overwrites one index per text part); a gap is simply skipped, never f
 
 A key that is both a leaf and a prefix of other keys (`a.b = 1` next to `a.b.c = 2`) keeps the
 deeper structure: well-formed emitters never write both, so no shape is favoured beyond that.
+
+Keys are untrusted input: a key of more than `MAX_DEPTH` segments (no convention comes near)
+is skipped, so re-nesting never builds a structure deeper than parsed JSON may be.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evaltrace.collector._lenient_json import MAX_DEPTH, within_depth
 from evaltrace.collector._spanutil import is_redacted
 from evaltrace.collector.spans import Span
 
@@ -52,6 +56,8 @@ def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _insert(tree: dict[str, Any], path: list[str], value: Any) -> None:
+    if len(path) > MAX_DEPTH:
+        return
     node = tree
     for segment in path[:-1]:
         child = node.get(segment)
@@ -81,8 +87,8 @@ def dig(node: Any, *path: str) -> Any:
 
 
 def content(value: Any) -> Any:
-    """`value`, or `None` when it is absent or a redaction marker (content not captured)."""
-    return None if is_redacted(value) else value
+    """`value`, or `None` when it is absent, a redaction marker (content not captured) or nested too deeply."""
+    return None if is_redacted(value) or not within_depth(value) else value
 
 
 def text(value: Any) -> str | None:

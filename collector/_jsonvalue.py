@@ -5,6 +5,10 @@ those types apart (`1` vs `1.0`, `true` vs `1`) except non-finite floats, which 
 cannot hold (DuckDB and Polars reject Python's bare `NaN`). Those are written as a one-key
 object `{"$float": "NaN" | "Infinity" | "-Infinity"}`: OTel values are never objects, so the
 marker cannot collide with a real value. Sequences come back as lists.
+
+Reading is strict where Python's `json` is lenient: the bare constants `NaN`, `Infinity` and
+`-Infinity` are not JSON, the writer never produces them, so text holding them is rejected
+like any other malformed text rather than read as a float no other tool would accept.
 """
 
 from __future__ import annotations
@@ -33,6 +37,14 @@ def dumps_attributes(attributes: Mapping[str, Any]) -> str:
     return json.dumps({k: _encode_value(v) for k, v in attributes.items()}, ensure_ascii=False, allow_nan=False)
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+"""A JSON decoder that rejects the bare non-finite constants (still the C scanner: as fast)."""
+
+
 def _decode_value(value: Any) -> Any:
     if isinstance(value, dict) and len(value) == 1 and _FLOAT_MARKER in value:
         return _NON_FINITE[value[_FLOAT_MARKER]]
@@ -42,10 +54,15 @@ def _decode_value(value: Any) -> Any:
 
 
 def loads_attributes(text: str | None) -> dict[str, Any]:
-    """Decode text written by `dumps_attributes`; `None` or empty text gives `{}`."""
+    """Decode text written by `dumps_attributes`; `None` or empty text gives `{}`.
+
+    Raises:
+        ValueError: the text is not a JSON object (or holds a bare `NaN` / `Infinity`).
+        RecursionError: the text nests deeper than the interpreter's recursion limit.
+    """
     if not text:
         return {}
-    raw = json.loads(text)
+    raw = STRICT_DECODER.decode(text)
     if not isinstance(raw, dict):
         raise ValueError("attributes JSON is not an object")
     return {k: _decode_value(v) for k, v in raw.items()}

@@ -6,6 +6,11 @@ Python reprs, and a value may be JSON inside JSON (arguments as a string inside 
 The converter must neither crash on those nor silently drop them, so every parse here returns a
 `ParsedJson` that says whether the text parsed, keeps the raw text when it did not, and flags
 text that looks like JSON cut short (an object or array whose parse failed at the very end).
+
+Recorded content is untrusted input, so parsed values are also bounded in depth: a value nested
+deeper than `MAX_DEPTH` levels is kept as its raw text (structured values as `None`), as text
+that does not parse would be. Deeper values exist only in hostile files, and further down they
+would exhaust the recursion of scorers and of the JSON output (pydantic stops at 255 levels).
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ _OPENERS = ("{", "[")
 # the text, still expects more.
 _UNTERMINATED = "Unterminated string"
 _EXPECTING = "Expecting"
+
+MAX_DEPTH = 100
+"""Deepest nesting of lists and objects a parsed content value may have."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,17 +65,43 @@ def parse_json(value: Any) -> ParsedJson:
     if value is None:
         return ParsedJson(None, parsed=False)
     if not isinstance(value, str):
-        return ParsedJson(value, parsed=True)
+        return ParsedJson(value, parsed=True) if within_depth(value) else ParsedJson(None, parsed=False)
     text = value.strip()
     if not text:
         return ParsedJson(value, parsed=False, raw=value)
     try:
-        return ParsedJson(json.loads(text), parsed=True, raw=value)
+        parsed = json.loads(text)
     except json.JSONDecodeError as exc:
         return ParsedJson(value, parsed=False, truncated=_looks_truncated(text, exc), raw=value)
-    except RecursionError:
-        # Pathologically deep nesting: keep the text rather than fail the whole trace.
+    except (ValueError, RecursionError):
+        # Hostile text (nesting past the recursion limit, an integer longer than Python converts):
+        # keep the text rather than fail the whole trace.
         return ParsedJson(value, parsed=False, raw=value)
+    if _may_be_deep(text) and not within_depth(parsed):
+        return ParsedJson(value, parsed=False, raw=value)
+    return ParsedJson(parsed, parsed=True, raw=value)
+
+
+def _may_be_deep(text: str) -> bool:
+    # C-speed pre-check: nesting deeper than MAX_DEPTH needs more than MAX_DEPTH openers.
+    return text.count("[") + text.count("{") > MAX_DEPTH
+
+
+def within_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether lists and dicts in `value` nest at most `limit` levels (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, (list, tuple)):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return False
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
+    return True
 
 
 def _looks_truncated(text: str, exc: json.JSONDecodeError) -> bool:
@@ -98,9 +132,13 @@ def loads_or_none(value: Any) -> Any:
     if isinstance(value, str):
         # Fast path for the common case: text that parses as is parses to the same value stripped.
         try:
-            return json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
             pass
+        else:
+            if not _may_be_deep(value) or within_depth(parsed):
+                return parsed
+            return None
     outcome = parse_json(value)
     return outcome.value if outcome.parsed else None
 

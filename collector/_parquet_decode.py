@@ -7,7 +7,9 @@ Attributes moved to the `large_attributes` map are merged back into each span's 
 
 Malformed JSON inside a row (attributes, events, links, resource) is an `InputError` naming the
 file, span and row: the writer always produces valid JSON, so bad text means a damaged or
-foreign file, and a lenient fallback would silently change what the scorers see.
+foreign file, and a lenient fallback would silently change what the scorers see. Hostile text
+ends the same way: JSON nested past the recursion limit, integers too long to convert, bare
+`NaN`, and text columns that are not valid UTF-8 (span files are untrusted input).
 
 The `resource` dict is decoded once per distinct text and shared by the spans of a file, like
 the SDK shares one `Resource` among a process's spans: treat it as read-only.
@@ -18,7 +20,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import gc
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evaltrace.collector._jsonvalue import loads_attributes
+from evaltrace.collector._jsonvalue import STRICT_DECODER, loads_attributes
 from evaltrace.collector._parquet_read import column_values, iter_batches
 from evaltrace.collector._shard import RowFilter
 from evaltrace.collector.errors import InputError
@@ -92,6 +93,11 @@ def decode_batch(path: Path, batch: pa.RecordBatch, resources: dict[str | None, 
     gc.disable()
     try:
         return _decode_batch(path, batch, resources)
+    except UnicodeDecodeError as exc:  # pyarrow checks UTF-8 only when a value becomes a `str`
+        raise InputError(
+            f"{path}: a text column holds bytes that are not UTF-8 ({exc.reason} at byte {exc.start} of a value); "
+            "the file is damaged or was not written by evaltrace"
+        ) from None
     finally:
         if enabled:
             gc.enable()
@@ -123,8 +129,8 @@ def load_objects(texts: list[str | None], where: Callable[[int], str]) -> list[d
     """
     joined = "[" + ",".join([t or "{}" for t in texts]) + "]"
     try:
-        values = json.loads(joined)
-    except ValueError:
+        values = STRICT_DECODER.decode(joined)
+    except (ValueError, RecursionError):
         values = None
     # A text that is not one object (bad JSON, `1, 2`) breaks the one-to-one match: decode row by
     # row then, which also pinpoints the bad row.
@@ -140,8 +146,16 @@ def load_objects(texts: list[str | None], where: Callable[[int], str]) -> list[d
 def _load_one(text: str | None, index: int, where: Callable[[int], str]) -> dict[str, Any]:
     try:
         return loads_attributes(text)
+    except RecursionError:
+        raise InputError(f"{where(index)}: attribute JSON nested too deeply to read") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"{where(index)}: malformed attribute JSON ({' '.join(str(exc).split())})") from None
+        raise InputError(f"{where(index)}: malformed attribute JSON ({_short(str(exc))})") from None
+
+
+def _short(detail: str, limit: int = 200) -> str:
+    # One line, and bounded: the detail of a hostile value can be as long as the value.
+    text = " ".join(detail.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _offsets(column: pa.Array) -> tuple[list[int], int, int]:

@@ -28,16 +28,25 @@ def first_attr(attributes: Mapping[str, Any], keys: Iterable[str]) -> Any:
 
 
 def as_int(value: Any) -> int | None:
-    """An integer token count from an attribute value (ints, integral floats, digit strings)."""
+    """An integer token count from an attribute value (ints, integral floats, digit strings).
+
+    Values outside OTel's signed 64-bit integer range give `None`: no SDK can record them, and a
+    hostile file's 400-digit count would otherwise overflow every float computed from it.
+    """
     if isinstance(value, bool) or value is None:
         return None
+    number: int | None = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and len(text := value.strip()) <= _INT64_DIGITS and text.isascii() and text.isdigit():
+        number = int(text)
+    return number if number is not None and _INT64_MIN <= number <= _INT64_MAX else None
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_INT64_DIGITS = 19
 
 
 def as_str(value: Any) -> str | None:

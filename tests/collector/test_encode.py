@@ -67,3 +67,12 @@ def test_promoted_value_is_copied_even_from_a_large_payload() -> None:
     assert dict(row["large_attributes"]) == {"gen_ai.conversation.id": long_id}
     assert loads_attributes(row["attributes"]) == {"session.id": "s"}
     assert row["events"] == [] and row["links"] == []
+
+
+def test_promoted_int_columns_take_only_int64_values_and_never_fail_the_batch() -> None:
+    values: list[Any] = [2**70, -(2**63), "²", "--5", " 42 ", "9" * 30, 1e30, 7.0]
+    batch = encode_spans(_spans([{"gen_ai.usage.input_tokens": v} for v in values]), "r")
+    column = batch.column("gen_ai_usage_input_tokens").to_pylist()
+    assert column == [None, -(2**63), None, None, 42, None, None, 7]
+    # The attribute itself is still stored whole (as text: JSON has no int64 limit).
+    assert loads_attributes(batch.column("attributes")[0].as_py()) == {"gen_ai.usage.input_tokens": 2**70}

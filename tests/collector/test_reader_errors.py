@@ -153,6 +153,34 @@ def test_malformed_attribute_json_names_file_and_span(good_file: Path, tmp_path:
     expect_error([path], f"{path}: span {span_id} (row 0): malformed attribute JSON")
 
 
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "attribute JSON nested too deeply to read"),
+        ('{"a": NaN}', "malformed attribute JSON (NaN is not valid JSON)"),
+        ('{"a": -Infinity}', "malformed attribute JSON (-Infinity is not valid JSON)"),
+        ('{"a": ' + "7" * 5000 + "}", "malformed attribute JSON (Exceeds the limit (4300 digits)"),
+    ],
+    ids=["deep", "nan", "infinity", "huge-int"],
+)
+def test_hostile_attribute_json_is_an_input_error(good_file: Path, tmp_path: Path, text: str, fragment: str) -> None:
+    table = _table(good_file)
+    values = [text] + table["attributes"].to_pylist()[1:]
+    table = table.set_column(table.schema.get_field_index("attributes"), table.schema.field("attributes"), [values])
+    path = _write(tmp_path / "hostile.parquet", table, {b"evaltrace.schema_version": b"1"})
+    message = expect_error([path], f"{path}: span {table['span_id'][0].as_py()} (row 0): ", fragment)
+    assert len(message) < 400  # the value is not echoed whole
+
+
+def test_text_that_is_not_utf8_is_an_input_error(good_file: Path, tmp_path: Path) -> None:
+    table = _table(good_file)
+    raw = pa.array([b"bad \xff name"] + [n.encode() for n in table["name"].to_pylist()[1:]], type=pa.binary())
+    names = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())
+    table = table.set_column(table.schema.get_field_index("name"), "name", names)
+    path = _write(tmp_path / "utf8.parquet", table, {b"evaltrace.schema_version": b"1"})
+    expect_error([path], f"{path}: a text column holds bytes that are not UTF-8 (invalid start byte")
+
+
 def test_errors_come_before_any_trace_is_yielded(good_file: Path, tmp_path: Path) -> None:
     bad = tmp_path / "zz.parquet"
     bad.write_bytes(b"")
