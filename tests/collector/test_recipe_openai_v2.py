@@ -102,3 +102,43 @@ def _plain_bytes(path: Path) -> bytes:
         return plain.read_bytes()
     finally:
         plain.unlink()
+
+
+RECORD_RECIPE = Path(__file__).parent / "recipes" / "record_openai_v2_agent.py"
+
+
+@pytest.mark.parametrize("extra", [{}, {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY"}])
+def test_record_in_code_recipe_rebuilds_too(tmp_path: Path, extra: dict[str, str]) -> None:
+    shutil.copy(RECORD_RECIPE, tmp_path / "agent.py")
+    turns = [tool_turn(call("get_weather", {"city": "Paris"})), text_turn(ANSWER)]
+    with FakeLLM(turns) as fake:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "EVALTRACE_", "OPENAI_"))}
+        env.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="test-key", **extra)
+        done = subprocess.run(
+            [sys.executable, "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+        usage = fake.total_usage()
+    assert done.returncode == 0, done.stderr
+    (trace,) = read_traces([tmp_path / "runs"])
+    assert (trace.input, trace.output) == ("What's the weather in Paris?", ANSWER)
+    assert [(c.name, c.arguments, c.result) for c in trace.tool_calls] == [
+        ("get_weather", {"city": "Paris"}, "18°C and sunny in Paris")
+    ]
+    assert (trace.usage.input_tokens, trace.usage.output_tokens) == usage
+    assert bool(list((tmp_path / "runs").glob("*.logs.parquet"))) == bool(extra)
+
+
+def test_duckdb_query_over_spans_and_log_files(tmp_path: Path) -> None:
+    import duckdb
+
+    done, usage = _run_recipe(tmp_path, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="EVENT_ONLY")
+    assert done.returncode == 0, done.stderr
+    runs = (tmp_path / "runs").as_posix()
+    rows = duckdb.sql(
+        "SELECT gen_ai_request_model, sum(gen_ai_usage_input_tokens) "
+        f"FROM read_parquet('{runs}/*.parquet', union_by_name=true) "
+        "WHERE gen_ai_operation_name = 'chat' GROUP BY 1"
+    ).fetchall()
+    assert rows == [("gpt-4o-mini", usage[0])]
+    events = duckdb.sql(f"SELECT event_name, count(*) FROM '{runs}/*.logs.parquet' GROUP BY 1").fetchall()
+    assert events == [("gen_ai.client.inference.operation.details", 2)]
