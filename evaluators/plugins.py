@@ -23,6 +23,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
@@ -120,11 +121,29 @@ def import_user_module(name: str) -> ModuleType:
 
     `python -m evaltrace.cli` puts the working directory on `sys.path` and the `evaltrace`
     script does not; users expect `--plugin my_checks` and `--agent my_agent:run` to find
-    `./my_checks.py` and `./my_agent.py` either way, as `python -m` would.
+    `./my_checks.py` and `./my_agent.py` either way, as `python -m` would. The directory is on
+    the path only while the module is imported: left there, every later lazy import of the run
+    (`httpx` when a judge starts, say) would look in the working directory first and could load
+    a stray `./httpx.py` instead. A plugin that imports sibling files does so when it is imported.
     """
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    return importlib.import_module(name)
+    with _working_directory_on_path():
+        return importlib.import_module(name)
+
+
+@contextmanager
+def _working_directory_on_path() -> Iterator[None]:
+    """Put the working directory first on `sys.path` for the block, then take out only that entry."""
+    cwd = os.getcwd()
+    if cwd in sys.path or "" in sys.path:
+        yield
+        return
+    sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        # The entry added, not a snapshot restored: a plugin may extend sys.path on purpose.
+        if cwd in sys.path:
+            sys.path.remove(cwd)
 
 
 def _import_module(name: str, where: str) -> ModuleType:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -269,3 +270,67 @@ def test_the_evaltrace_script_finds_a_plugin_module_in_the_working_directory(tmp
     )
     assert done.returncode == 0, done.stderr
     assert "long_answer" in {s["name"] for s in json.loads(done.stdout)["scorers"]}
+
+
+SHADOW = 'raise SystemExit("./httpx.py from the working directory was imported")\n'
+# Where a fresh `import httpx` would load from, asked of sys.path itself (not of sys.modules).
+WHERE_HTTPX = """
+import importlib.machinery, os, sys
+
+def where_httpx() -> str:
+    spec = importlib.machinery.PathFinder.find_spec("httpx")
+    shadowed = spec is not None and str(spec.origin).startswith(os.getcwd())
+    return f"cwd-on-path={os.getcwd() in sys.path} httpx-shadowed={shadowed}"
+"""
+PROBE_SCORER = (
+    WHERE_HTTPX
+    + '''
+from typing import Any, ClassVar
+from evaltrace.evaluators import Score, Scorer, register
+
+@register
+class WherePath(Scorer):
+    """Says what sys.path looks like while scoring."""
+
+    name: ClassVar[str] = "where_path"
+
+    def score(self, trace: Any, case: Any = None) -> Score:
+        return self.result(True, None, where_httpx())
+'''
+)
+
+
+def _script(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    # The console script, as users run it: unlike `python -m`, it does not put the working
+    # directory on sys.path itself, so only plugin loading could have left it there.
+    script = Path(sys.executable).with_name("evaltrace")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([str(script), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_plugin_module_from_the_working_directory_leaves_sys_path_as_it_was(tmp_path: Path) -> None:
+    (tmp_path / "httpx.py").write_text(SHADOW, encoding="utf-8")
+    (tmp_path / "where_checks.py").write_text(PROBE_SCORER, encoding="utf-8")
+    report = tmp_path / "report.json"
+    spec = write_spec(tmp_path, "where_path")
+    done = _script("score", SAMPLE_RUNS, "--spec", spec, "--plugin", "where_checks", "--json", report, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    reasons = {s["reason"] for s in scores(report, "where_path").values()}
+    assert reasons == {"cwd-on-path=False httpx-shadowed=False"}
+
+
+def test_agent_module_from_the_working_directory_leaves_sys_path_as_it_was(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "tests" / "cli" / "run_agents.py", tmp_path / "run_agents.py")
+    (tmp_path / "httpx.py").write_text(SHADOW, encoding="utf-8")
+    # A sibling imported at module level is found: the directory is on sys.path during the import.
+    agent = WHERE_HTTPX + "\nimport run_agents\n\ndef answer(question: str) -> str:\n"
+    agent += "    return run_agents.answer(f'{question} {where_httpx()}')\n"
+    (tmp_path / "where_agent.py").write_text(agent, encoding="utf-8")
+    (tmp_path / "evals.yaml").write_text(
+        'cases:\n  - id: c\n    input: "hi"\n'
+        '    expect: {output: {contains: ["cwd-on-path=False httpx-shadowed=False"]}}\n',
+        encoding="utf-8",
+    )
+    done = _script("run", "--agent", "where_agent:answer", "--spec", "evals.yaml", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Gate PASSED" in done.stdout
