@@ -142,5 +142,7 @@ def case_globs(case: list[str] | None, case_id: str | None) -> tuple[str, ...]:
 
 
 def _literal_glob(text: str) -> str:
-    # `file::case_id` names one case exactly, even when its id contains glob characters.
+    # `file::case_id` names one case exactly, even when its id contains glob characters. Not
+    # `glob.escape`: that escapes paths and leaves a Windows drive or UNC prefix as it is, so an
+    # id such as `//host/share[1]` would stay a pattern there; a case id is not a path.
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)

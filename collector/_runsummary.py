@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -53,6 +53,10 @@ class TraceSummary(BaseModel):
     run_id: str | None
     start_time: datetime
     end_time: datetime
+    start_time_ns: int = 0
+    """`start_time` to the nanosecond as recorded (epoch ns); a datetime holds microseconds."""
+    end_time_ns: int = 0
+    """`end_time` to the nanosecond as recorded (epoch ns)."""
     log_records: int = 0
     """Log records (GenAI events) recorded for this trace's spans."""
 
@@ -86,6 +90,10 @@ class RunsSummary(BaseModel):
     """Spans per run id."""
     start_time: datetime | None
     end_time: datetime | None
+    start_time_ns: int | None = None
+    """`start_time` to the nanosecond as recorded (epoch ns)."""
+    end_time_ns: int | None = None
+    """`end_time` to the nanosecond as recorded (epoch ns)."""
     dropped_spans: int
     """Spans the recording processes' batch processors dropped on a full queue (never recorded)."""
     unwritten_spans: int
@@ -128,7 +136,12 @@ class _LogCounts:
 
 
 def _time(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC)
+    # Integer arithmetic, as the converter's `ns_to_datetime`: a float of epoch seconds has ~0.2 us
+    # resolution today, so `ns / 1e9` could move a time to the neighbouring microsecond.
+    return _EPOCH + timedelta(microseconds=ns // 1000)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _read_rows(path: Path, counter: list[int], tally: _parquet_read.LossTally) -> Iterator[Batch[_Row]]:
@@ -177,6 +190,7 @@ def _summarize_trace(rows: list[_Row]) -> TraceSummary:
     ids = {r[1] for r in rows}
     roots = sorted((r[5], r[1], r[3]) for r in rows if r[2] is None or r[2] not in ids)
     first = min(rows, key=lambda r: (r[5], r[1]))
+    end = max(r[6] for r in rows)
     return TraceSummary(
         trace_id=rows[0][0],
         spans=len(rows),
@@ -185,7 +199,9 @@ def _summarize_trace(rows: list[_Row]) -> TraceSummary:
         service_name=first[7],
         run_id=first[8],
         start_time=_time(first[5]),
-        end_time=_time(max(r[6] for r in rows)),
+        end_time=_time(end),
+        start_time_ns=first[5],
+        end_time_ns=end,
     )
 
 
@@ -251,6 +267,8 @@ def _totals(
         run_ids=dict(run_ids.most_common()),
         start_time=min((t.start_time for t in traces), default=None),
         end_time=max((t.end_time for t in traces), default=None),
+        start_time_ns=min((t.start_time_ns for t in traces), default=None),
+        end_time_ns=max((t.end_time_ns for t in traces), default=None),
         dropped_spans=losses.dropped,
         unwritten_spans=losses.unwritten,
         stale_inflight=[str(p) for folder in folders for p in find_stale_inflight(folder)],
