@@ -128,7 +128,8 @@ def render_trace(trace: Trace, indent: str = "") -> Iterator[str]:
     if trace.error is not None:
         yield f"{indent}  error: {_clip(trace.error, 400)}"
     usage = trace.usage
-    yield f"{indent}  usage: input {_num(usage.input_tokens)}, output {_num(usage.output_tokens)} tokens"
+    out = "- tokens" if usage.output_tokens is None else plural(usage.output_tokens, "token")
+    yield f"{indent}  usage: input {_num(usage.input_tokens)}, output {out}"
     for warning in trace.warnings:
         yield f"{indent}  warning: {warning}"
 

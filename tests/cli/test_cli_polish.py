@@ -83,6 +83,8 @@ def test_counts_take_the_singular_for_one(two_traces: Path, tmp_path: Path) -> N
         chat(rec, "gpt-x", None, messages(("assistant", [text("y")])), (1, 1))
     rec.close()
     assert evaltrace("traces", one).stdout.splitlines()[-1] == "1 trace"
+    trace_id = json.loads(evaltrace("traces", one, "--json").stdout)["trace_id"]
+    assert "usage: input 1, output 1 token\n" in evaltrace("show", trace_id, one).stdout
     assert evaltrace("traces", two_traces).stdout.splitlines()[-1] == "2 traces"
     summary = evaltrace("score", one).stdout
     assert "; 1 trace read\n1 entry, " in summary, summary
