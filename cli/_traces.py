@@ -24,8 +24,10 @@ def traces_command(
 ) -> None:
     """List the traces rebuilt from span files (a table, or JSON lines with --json)."""
     from evaltrace.collector.convert import read_traces  # deferred: pyarrow only when reading
+    from evaltrace.collector.reader import resolve_paths
 
-    found = read_traces(paths)
+    # Paths are checked before the header is printed: a wrong path is one `Error:` line alone.
+    found = read_traces(resolve_paths(paths))
     if json_lines:
         for trace in found:
             typer.echo(json_text(trace.to_contract_json()))

@@ -193,3 +193,12 @@ def test_agent_errors_printed_by_run_are_inert(tmp_path: Path) -> None:
         _assert_inert(stdout, "run stdout")
         _assert_inert(stderr, "run stderr")
         assert b"model said \\x1b]0;PWNED-TITLE\\x07" in stderr, stderr
+
+
+def test_error_lines_quote_paths_inert_and_alone(tmp_path: Path) -> None:
+    # The `Error:` line quotes what it could not read; nothing else is printed before it.
+    missing = tmp_path / ("no" + OSC_TITLE + "such")
+    done = evaltrace("traces", missing)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == f"Error: {str(missing).replace(OSC_TITLE, _SHOWN)}: no such file or folder\n"
