@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evaltrace.collector._jsonvalue import STRICT_DECODER, loads_attributes
-from evaltrace.collector._parquet_read import column_values, iter_batches
+from evaltrace.collector._parquet_read import column_values, iter_batches, not_utf8
 from evaltrace.collector._shard import RowFilter
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.spans import Span, SpanEvent, SpanLink
@@ -94,10 +94,7 @@ def decode_batch(path: Path, batch: pa.RecordBatch, resources: dict[str | None, 
     try:
         return _decode_batch(path, batch, resources)
     except UnicodeDecodeError as exc:  # pyarrow checks UTF-8 only when a value becomes a `str`
-        raise InputError(
-            f"{path}: a text column holds bytes that are not UTF-8 ({exc.reason} at byte {exc.start} of a value); "
-            "the file is damaged or was not written by evaltrace"
-        ) from None
+        raise not_utf8(path, exc) from None
     finally:
         if enabled:
             gc.enable()

@@ -188,7 +188,7 @@ def _file_losses(meta: dict[str, str], noun: str) -> dict[str, RecordingLosses]:
     if merged is not None:  # a compacted file: the counts of every writer whose spans it holds
         try:
             return {str(w): RecordingLosses(int(d), int(u)) for w, (d, u) in json.loads(merged).items()}
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError, RecursionError):
             return {}
     # Files of writers before the writer id: host, pid and run id are the closest name.
     fallback = "/".join(meta.get(f"evaltrace.{key}", "") for key in ("host", "pid", "run_id"))
@@ -242,19 +242,34 @@ def iter_batches(
         handle.close()
 
 
+def not_utf8(path: Path, exc: UnicodeDecodeError) -> InputError:
+    """The error for a text column holding bytes that are not UTF-8 (pyarrow checks only when making a `str`)."""
+    return InputError(
+        f"{path}: a text column holds bytes that are not UTF-8 ({exc.reason} at byte {exc.start} of a value); "
+        "the file is damaged or was not written by evaltrace"
+    )
+
+
 def read_trace_ids(path: Path, only: RowFilter | None = None) -> list[str]:
     """Return the distinct trace ids of a file (those `only` keeps, if given), in order of first appearance."""
     seen: dict[str, None] = {}
     for batch in iter_batches(path, ["trace_id"], only):
         # Log records emitted outside any span have no trace id.
-        seen.update(dict.fromkeys(batch.column(0).drop_null().unique().to_pylist()))
+        try:
+            seen.update(dict.fromkeys(batch.column(0).drop_null().unique().to_pylist()))
+        except UnicodeDecodeError as exc:
+            raise not_utf8(path, exc) from None
     return list(seen)
 
 
 def read_columns(path: Path, columns: Sequence[str], tally: LossTally | None = None) -> Iterator[dict[str, list[Any]]]:
     """Yield each batch as plain Python lists per column (timestamps as int ns); `tally` as for `iter_batches`."""
     for batch in iter_batches(path, columns, tally=tally):
-        yield {name: column_values(batch.column(name)) for name in columns}
+        try:
+            values = {name: column_values(batch.column(name)) for name in columns}
+        except UnicodeDecodeError as exc:
+            raise not_utf8(path, exc) from None
+        yield values
 
 
 def column_values(column: pa.Array) -> list[Any]:

@@ -12,14 +12,16 @@ single pass over the traces (`tally_recording`), so a large run is read once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from evaltrace.collector.convert import classify, convert_trace
-from evaltrace.collector.reader import PathArg, iter_traces, summarize_runs
-from evaltrace.collector.records import Trace
-from evaltrace.collector.spans import Span
+if TYPE_CHECKING:  # the reader and converter load pyarrow and pydantic: `doctor` without a path needs neither
+    from evaltrace.collector.records import Trace
+    from evaltrace.collector.spans import Span
+
+PathArg = str | os.PathLike[str]
 
 Status = Literal["ok", "warn", "problem"]
 
@@ -73,6 +75,9 @@ def tally_recording(paths: Iterable[PathArg]) -> RecordingTally:
     Raises:
         InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
     """
+    from evaltrace.collector.convert import convert_trace
+    from evaltrace.collector.reader import iter_traces
+
     tally = RecordingTally()
     for spans in iter_traces(paths):
         traces = convert_trace(spans, histories=True)
@@ -99,6 +104,8 @@ def _count_trace(tally: RecordingTally, trace: Trace) -> None:
 
 
 def _is_fragment(spans: list[Span]) -> bool:
+    from evaltrace.collector.convert import classify
+
     roles = [classify(span).role for span in spans]
     return roles.count("llm") >= 1 and not any(role in ("agent", "tool", "chain") for role in roles)
 
@@ -106,6 +113,8 @@ def _is_fragment(spans: list[Span]) -> bool:
 def _content_went_to_events(span: Span) -> bool:
     # The events-mode instrumentations put content only in log records; a model span from one of
     # them with neither content attributes nor events means those records were not recorded.
+    from evaltrace.collector.convert import classify
+
     if not (span.scope_name or "").startswith(_EVENTS_SCOPES) or span.events:
         return False
     normalized = classify(span)
@@ -206,6 +215,8 @@ def check_fragments(tally: RecordingTally) -> Check:
 
 def check_losses(paths: Iterable[PathArg]) -> Check:
     """Spans the recorder dropped or could not write."""
+    from evaltrace.collector.reader import summarize_runs
+
     summary = summarize_runs(paths)
     dropped, unwritten = summary.dropped_spans, summary.unwritten_spans
     if not (dropped or unwritten):

@@ -149,3 +149,14 @@ def test_flattened_key_of_thousands_of_segments_is_skipped(tmp_path: Path) -> No
     path = _record(tmp_path / "runs", **{key: "x", "openinference.span.kind": "LLM"})
     trace = _assert_reads(path, tmp_path)
     assert trace["output"] == "18C"
+
+
+@pytest.mark.parametrize("column", ["service_name", "run_id", "trace_id"])
+def test_runs_on_bad_utf8_in_a_small_column_is_one_error_line(tmp_path: Path, column: str) -> None:
+    # `runs` reads only the small columns, through another path than the span decoder.
+    path = _rewrite(_record(tmp_path / "runs"), column, 0, b"x\xc3\x28")
+    for command in ("runs", "score", "traces"):
+        done = evaltrace(command, path, cwd=tmp_path)
+        assert done.returncode == 2, (command, done.stdout, done.stderr[-2000:])
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"Error: {path}: ") and "not UTF-8" in lines[0], lines

@@ -97,9 +97,14 @@ def _record(folder: Path, run_id: str, drops: list[int]) -> ParquetSpanExporter:
     provider = TracerProvider()
     provider.add_span_processor(EvaltraceSpanProcessor(exporter))
     tracer = provider.get_tracer("t")
+    # Each span is a whole agent run with its input and answer, so scoring it passes and the only
+    # warning left is the one about lost spans.
+    answer = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}])
+    question = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "go"}]}])
+    run = {"gen_ai.operation.name": "invoke_agent", "gen_ai.input.messages": question, "gen_ai.output.messages": answer}
     for n in drops:
         exporter.note_dropped(n)
-        with tracer.start_as_current_span("s"):
+        with tracer.start_as_current_span("invoke_agent s", attributes=run):
             pass
         provider.force_flush()
     provider.shutdown()
