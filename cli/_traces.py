@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Annotated, Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,6 +13,9 @@ from evaltrace.cli.main import app
 from evaltrace.collector._terminal import json_text, plural, printable
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Iteration, ToolCall, Trace
+
+if TYPE_CHECKING:
+    from evaltrace.collector.explain import SpanReading
 
 PathsArg = Annotated[list[str], typer.Argument(metavar="PATH", help="Span files, folders or globs.")]
 _WIDTH = 48
@@ -21,10 +25,23 @@ _WIDTH = 48
 def traces_command(
     paths: PathsArg,
     json_lines: Annotated[bool, typer.Option("--json", metavar="", help="One JSON object per line per trace.")] = False,
+    explain: Annotated[
+        str | None,
+        typer.Option(
+            "--explain",
+            metavar="TRACE_ID",
+            help="Say which span became the input, each iteration, each tool call and the answer, and why the others"
+            " were set aside (a trace id or a unique prefix).",
+        ),
+    ] = None,
 ) -> None:
     """List the traces rebuilt from span files (a table, or JSON lines with --json)."""
     from evaltrace.collector.convert import read_traces  # deferred: pyarrow only when reading
     from evaltrace.collector.reader import resolve_paths
+
+    if explain is not None:
+        _explain(explain, paths, json_lines)
+        return
 
     # Paths are checked before the header is printed: a wrong path is one `Error:` line alone.
     found = read_traces(resolve_paths(paths))
@@ -89,24 +106,50 @@ def show_command(
     ] = False,
 ) -> None:
     """Show one trace as a tree: iterations, tool calls with arguments and results, output, usage."""
-    wanted = trace_id.strip().lower()
     from evaltrace.collector.convert import read_traces
-    from evaltrace.collector.reader import find_trace_ids
 
-    # The id is resolved on the trace-id column alone, then only that trace's rows are decoded:
-    # one trace of a large run shows in about the time it takes to decompress the files.
-    ids = find_trace_ids(paths, wanted)
-    if not ids:
-        raise InputError(f"no trace with id {trace_id!r} in {', '.join(paths)}; list them with `evaltrace traces`")
-    if len(ids) > 1:
-        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
-        raise InputError(f"trace id prefix {trace_id!r} is ambiguous ({len(ids)} traces: {shown}); give more digits")
-    for trace in read_traces(paths, trace_ids=ids):
+    for trace in read_traces(paths, trace_ids=[_one_trace_id(trace_id, paths)]):
         if as_json:
             typer.echo(json_text(trace.to_contract_json()))
             continue
         for line in render_trace(trace):
             typer.echo(printable(line))
+
+
+def _one_trace_id(trace_id: str, paths: list[str]) -> str:
+    """The one recorded trace id `trace_id` names (whole or a unique prefix), or an input error."""
+    from evaltrace.collector.reader import find_trace_ids
+
+    # The id is resolved on the trace-id column alone, then only that trace's rows are decoded:
+    # one trace of a large run shows in about the time it takes to decompress the files.
+    ids = find_trace_ids(paths, trace_id.strip().lower())
+    if not ids:
+        raise InputError(f"no trace with id {trace_id!r} in {', '.join(paths)}; list them with `evaltrace traces`")
+    if len(ids) > 1:
+        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        raise InputError(f"trace id prefix {trace_id!r} is ambiguous ({len(ids)} traces: {shown}); give more digits")
+    return ids[0]
+
+
+def _explain(trace_id: str, paths: list[str], as_json: bool) -> None:
+    from evaltrace.collector.convert import convert_trace
+    from evaltrace.collector.explain import explain_trace
+    from evaltrace.collector.reader import iter_traces
+
+    wanted = _one_trace_id(trace_id, paths)
+    for spans in iter_traces(paths, trace_ids=[wanted]):
+        for trace in convert_trace(spans):
+            if not as_json:
+                typer.echo(printable(f"trace {trace.trace_id}: {plural(len(spans), 'span')}, read as follows"))
+            for reading in explain_trace(spans, trace):
+                typer.echo(json_text(asdict(reading)) if as_json else printable(_reading_line(reading)))
+
+
+def _reading_line(reading: SpanReading) -> str:
+    head = f"{'  ' * reading.depth}{reading.name}  [{reading.role}, {reading.convention}]"
+    if reading.became:
+        return f"{head}  -> {'; '.join(reading.became)}"
+    return f"{head}  set aside: {reading.set_aside}"
 
 
 def render_trace(trace: Trace, indent: str = "") -> Iterator[str]:

@@ -29,11 +29,13 @@ class SpanRecorder:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(ParquetSpanExporter(directory, run_id="test")))
+        self.exporter = ParquetSpanExporter(directory, run_id="test")
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
 
     def flush(self) -> None:
         """Write the buffered spans to a new Parquet file."""
-        self.provider.force_flush()
+        # SimpleSpanProcessor.force_flush does not reach its exporter: ask the exporter itself.
+        self.exporter.force_flush()
 
     def traces(self) -> list[Trace]:
         """Flush, shut down, and rebuild every trace from the files written."""
