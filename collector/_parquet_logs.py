@@ -26,9 +26,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from evaltrace.collector._parquet import MEMORY_POOL, ROW_GROUP_SIZE, ZSTD_LEVEL, writer_version
+from evaltrace.collector._parquet import MEMORY_POOL, write_parquet, writer_version
 from evaltrace.collector._schema import (
     LOG_COLUMNS,
     LOGS_SCHEMA_VERSION,
@@ -193,19 +192,7 @@ def batch_rows(batch: Any) -> int:
 
 def write_logs_parquet(batches: Sequence[Any], path: str, metadata: Mapping[str, str]) -> int:
     """Write `batches` of log rows as one Parquet file at `path` (settings as for span files)."""
-    table = pa.Table.from_batches(list(batches), schema=LOGS_SCHEMA)
-    table = table.replace_schema_metadata({k.encode(): v.encode() for k, v in metadata.items()})
-    pq.write_table(
-        table,
-        path,
-        memory_pool=MEMORY_POOL,
-        compression="zstd",
-        compression_level=ZSTD_LEVEL,
-        row_group_size=ROW_GROUP_SIZE,
-        use_dictionary=True,
-        write_statistics=True,
-    )
-    return int(table.num_rows)
+    return write_parquet(batches, path, metadata, LOGS_SCHEMA)
 
 
 def logs_file_metadata(run_id: str, dropped: int, unwritten: int, **extra: str) -> dict[str, str]:

@@ -236,6 +236,48 @@ class RollingWriter:
         self._timer = None
 
 
+class RollingFilesMixin:
+    """What the span and the log exporter share: their folder, run id, writer id, drop counts, flush, shutdown.
+
+    A subclass sets `self._writer` (a `RollingWriter`) in its constructor.
+    """
+
+    _writer: RollingWriter
+
+    @property
+    def directory(self) -> Path:
+        """Folder the files are written to."""
+        return self._writer.directory
+
+    @property
+    def run_id(self) -> str:
+        """Label stored in every row."""
+        return self._writer.run_id
+
+    @property
+    def writer_id(self) -> str:
+        """Id of this exporter in this process, stored in each file as `evaltrace.writer_id`."""
+        return self._writer.writer_id
+
+    def note_dropped(self, count: int) -> None:
+        """Count rows dropped upstream (called by evaltrace's processors on queue overflow)."""
+        self._writer.note_dropped(count)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Write everything buffered now; False when the write failed."""
+        if self._writer.closed:
+            return True
+        return self._writer.roll()
+
+    def shutdown(self) -> None:
+        """Write what is buffered and stop the timer; later calls do nothing."""
+        self._writer.close()
+
+    def _buffer(self, batch: Any) -> bool:
+        """Buffer an encoded batch, rolling a file when it is due; False when that write failed."""
+        return self._writer.roll() if self._writer.add(batch) else True
+
+
 def _remove_quietly(path: Path) -> None:
     try:
         path.unlink(missing_ok=True)

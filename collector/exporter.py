@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector import _parquet
 from evaltrace.collector._redact import RedactionSettings, Redactor, build_redactor
-from evaltrace.collector._rolling import FileKind, RollingWriter
+from evaltrace.collector._rolling import FileKind, RollingFilesMixin, RollingWriter
 from evaltrace.collector._schema import DEFAULT_MAX_ROWS
 
 logger = logging.getLogger("evaltrace")
@@ -118,7 +118,7 @@ class ExporterSettings(BaseModel):
         )
 
 
-class ParquetSpanExporter(SpanExporter):
+class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
     """Records spans to Parquet files in a folder (`EVALTRACE_DIR`, default `runs`).
 
     Built with no arguments by OTel auto-configuration (`OTEL_TRACES_EXPORTER=evaltrace`), it
@@ -159,18 +159,6 @@ class ParquetSpanExporter(SpanExporter):
         _parquet.writer_version()  # looked up now, not in a roll at interpreter exit
         self._writer = settings.rolling_writer(_SPAN_FILES)
 
-    # -- public surface -------------------------------------------------------------------
-
-    @property
-    def directory(self) -> Path:
-        """Folder the files are written to."""
-        return self.settings.directory
-
-    @property
-    def run_id(self) -> str:
-        """Label stored in every row."""
-        return self.settings.run_id
-
     @property
     def unwritten_spans(self) -> int:
         """Spans this process encoded but could not write and had to drop (or failed to encode)."""
@@ -182,17 +170,8 @@ class ParquetSpanExporter(SpanExporter):
         return self._writer.dropped
 
     @property
-    def writer_id(self) -> str:
-        """Id of this exporter in this process, stored in each file as `evaltrace.writer_id`."""
-        return self._writer.writer_id
-
-    @property
     def _writer_id(self) -> str:  # the name tests used before the rolling writer held it
         return self._writer.writer_id
-
-    def note_dropped(self, count: int) -> None:
-        """Count spans dropped upstream (called by evaltrace's processor on queue overflow)."""
-        self._writer.note_dropped(count)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Encode a batch and buffer it; writes a file when the row threshold is reached."""
@@ -204,19 +183,7 @@ class ParquetSpanExporter(SpanExporter):
             logger.exception("evaltrace: could not encode %d spans; they are dropped", len(spans))
             self._writer.note_unwritten(len(spans))
             return SpanExportResult.FAILURE
-        if self._writer.add(batch):
-            return SpanExportResult.SUCCESS if self._writer.roll() else SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Write everything buffered now; False when the write failed."""
-        if self._writer.closed:
-            return True
-        return self._writer.roll()
-
-    def shutdown(self) -> None:
-        """Write what is buffered and stop the timer; later calls do nothing."""
-        self._writer.close()
+        return SpanExportResult.SUCCESS if self._buffer(batch) else SpanExportResult.FAILURE
 
 
 def _span_metadata(run_id: str, dropped: int, unwritten: int, writer_id: str) -> dict[str, str]:

@@ -37,7 +37,7 @@ else:
 from evaltrace.collector import _parquet_logs
 from evaltrace.collector._parquet import writer_version
 from evaltrace.collector._redact import RedactionSettings, build_redactor
-from evaltrace.collector._rolling import FileKind
+from evaltrace.collector._rolling import FileKind, RollingFilesMixin
 from evaltrace.collector._schema import LOGS_FILE_SUFFIX
 from evaltrace.collector.exporter import ExporterSettings, latest_span_run_id
 
@@ -66,7 +66,7 @@ _LOG_FILES = FileKind(
 )
 
 
-class ParquetLogExporter(LogRecordExporter):
+class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
     """Records OTel log records to `*.logs.parquet` files in a folder (`EVALTRACE_DIR`, default `runs`).
 
     Built with no arguments by OTel auto-configuration (`OTEL_LOGS_EXPORTER=evaltrace`), it reads
@@ -110,16 +110,6 @@ class ParquetLogExporter(LogRecordExporter):
         self._writer = settings.rolling_writer(_LOG_FILES)
 
     @property
-    def directory(self) -> Path:
-        """Folder the files are written to."""
-        return self.settings.directory
-
-    @property
-    def run_id(self) -> str:
-        """Label stored in every row."""
-        return self.settings.run_id
-
-    @property
     def unwritten_records(self) -> int:
         """Records this process could not write and had to drop (or failed to encode)."""
         return self._writer.unwritten
@@ -128,10 +118,6 @@ class ParquetLogExporter(LogRecordExporter):
     def dropped_records(self) -> int:
         """Records dropped by the batch processor's full queue before reaching the exporter."""
         return self._writer.dropped
-
-    def note_dropped(self, count: int) -> None:
-        """Count records dropped upstream (called by evaltrace's processor on queue overflow)."""
-        self._writer.note_dropped(count)
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         """Encode a batch and buffer it; writes a file when the row threshold is reached."""
@@ -143,19 +129,7 @@ class ParquetLogExporter(LogRecordExporter):
             logger.exception("evaltrace: could not encode %d log records; they are dropped", len(batch))
             self._writer.note_unwritten(len(batch))
             return LogRecordExportResult.FAILURE
-        if self._writer.add(encoded):
-            return LogRecordExportResult.SUCCESS if self._writer.roll() else LogRecordExportResult.FAILURE
-        return LogRecordExportResult.SUCCESS
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Write everything buffered now; False when the write failed."""
-        if self._writer.closed:
-            return True
-        return self._writer.roll()
-
-    def shutdown(self) -> None:
-        """Write what is buffered and stop the timer; later calls do nothing."""
-        self._writer.close()
+        return LogRecordExportResult.SUCCESS if self._buffer(encoded) else LogRecordExportResult.FAILURE
 
 
 class EvaltraceLogRecordProcessor(BatchLogRecordProcessor):
