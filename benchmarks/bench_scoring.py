@@ -95,10 +95,10 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
             traces += 1
             spans += trace.span_count
     elif stage == "sharded":
-        from evaltrace.evaluators._shards import available_cpus
-        from evaltrace.evaluators.engine import ScoreOptions, score_paths_to
-        from evaltrace.evaluators.report import ReportWriter
-        from evaltrace.evaluators.spec_loader import load_spec
+        from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+        from evaltrace.evaluators.engine.shards import available_cpus
+        from evaltrace.evaluators.report.model import ReportWriter
+        from evaltrace.evaluators.spec.loader import load_spec
 
         workers = available_cpus()
         with ReportWriter(str(runs.parent / "report-sharded.json")) as writer:
@@ -107,9 +107,9 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
             writer.finish(run.report)
         traces = run.report.counts.traces
     else:
-        from evaltrace.evaluators.engine import ScoreOptions, score_paths_to
-        from evaltrace.evaluators.report import ReportWriter
-        from evaltrace.evaluators.spec_loader import load_spec
+        from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+        from evaltrace.evaluators.report.model import ReportWriter
+        from evaltrace.evaluators.spec.loader import load_spec
 
         with ReportWriter(str(runs.parent / "report.json")) as writer:
             options = ScoreOptions(paths=(str(runs),))
@@ -198,9 +198,9 @@ def scoring_alone(traces: int, seed: int, rounds: int, *, timeout_ab: bool = Fal
     import gc
 
     from evaltrace.collector.convert import read_traces
-    from evaltrace.evaluators.engine import ScoreOptions, score_traces_to
-    from evaltrace.evaluators.report import ReportWriter
-    from evaltrace.evaluators.spec_loader import load_spec
+    from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces_to
+    from evaltrace.evaluators.report.model import ReportWriter
+    from evaltrace.evaluators.spec.loader import load_spec
 
     runs, spec_path, spans = dataset(traces, seed)
     built = list(read_traces([str(runs)], histories=False))

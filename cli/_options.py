@@ -10,7 +10,7 @@ import typer
 from evaltrace.evaluators.errors import InputError
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators.spec_loader import LoadedSpec
+    from evaltrace.evaluators.spec.loader import LoadedSpec
 
 JUDGE = "Judge"
 SELECT = "Selection"
@@ -119,14 +119,14 @@ NoJudgeCache = Annotated[
 def load_plugins(plugin: list[str] | None) -> None:
     """Register the scorers of the `--plugin` references, before any spec names them."""
     if plugin:
-        from evaltrace.evaluators.registry import load_plugins as load
+        from evaltrace.evaluators.scorers.registry import load_plugins as load
 
         load(plugin)
 
 
 def load_spec_arg(spec: str) -> tuple[LoadedSpec, str | None]:
     """Load `FILE` or `FILE::CASE_ID`; a case id the file does not define is an input error."""
-    from evaltrace.evaluators.spec_loader import load_spec, split_spec_arg
+    from evaltrace.evaluators.spec.loader import load_spec, split_spec_arg
 
     file, case_id = split_spec_arg(spec)
     loaded = load_spec(file)

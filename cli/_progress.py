@@ -5,7 +5,7 @@ imported. On a terminal the bar shows the count done of the total (when known), 
 and an estimate of the time left.
 
 The bar is redrawn from the caller's thread, at most every `_REDRAW_S` seconds, never by a
-refresh thread: scoring forks worker processes (`evaluators/_shards.py`), and a fork while another
+refresh thread: scoring forks worker processes (`evaluators/engine/shards.py`), and a fork while another
 thread holds the stderr lock could leave a worker waiting on it forever. A redraw costs well
 under a millisecond and a count update a time check, so the bar does not slow scoring.
 """

@@ -22,13 +22,13 @@ from evaltrace.cli import _score
 from evaltrace.cli._progress import progress_bar
 from evaltrace.cli.main import app
 from evaltrace.collector._terminal import plural, printable
-from evaltrace.evaluators._time_limit import DEFAULT_SCORER_TIMEOUT
+from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
 from evaltrace.evaluators.errors import InputError
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators._runner_call import CallOutcome
-    from evaltrace.evaluators.runner import CallRecord, RunResult
-    from evaltrace.evaluators.spec import Case
+    from evaltrace.evaluators.runner.agent import CallRecord, RunResult
+    from evaltrace.evaluators.runner.call import CallOutcome
+    from evaltrace.evaluators.spec.model import Case
 
 _RUN = "Run"
 _OUTCOMES: tuple[tuple[CallOutcome, str], ...] = (("ok", "ok"), ("error", "errors"), ("timeout", "timeouts"))
@@ -85,8 +85,8 @@ def run(
     judge_allow_insecure: opt.JudgeAllowInsecure = False,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
-    from evaltrace.evaluators.engine import ScoreOptions, select_cases
-    from evaltrace.evaluators.runner import RunOptions, load_agent, new_run_directory, run_agent
+    from evaltrace.evaluators.engine.scoring import ScoreOptions, select_cases
+    from evaltrace.evaluators.runner.agent import RunOptions, load_agent, new_run_directory, run_agent
 
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout: must be more than 0 seconds")

@@ -1,6 +1,6 @@
 """`evaltrace score` (score stored traces and gate) and `evaltrace schema` (the spec's JSON Schema).
 
-Exit codes (CONTRACT.md): 0 the gate passed, 1 the gate failed, 2 bad input or usage. The
+Exit codes (README.md, "Score"): 0 the gate passed, 1 the gate failed, 2 bad input or usage. The
 summary goes to stdout; with `--json -` the report takes stdout and the summary goes to stderr.
 The report's entries are streamed to the file (a temporary name, renamed into place at the end),
 so scoring memory does not grow with the number of traces.
@@ -20,7 +20,7 @@ from evaltrace.cli import _options as opt
 from evaltrace.cli._progress import progress_bar
 from evaltrace.cli.main import app
 from evaltrace.collector._terminal import printable
-from evaltrace.evaluators._time_limit import DEFAULT_SCORER_TIMEOUT
+from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
 from evaltrace.evaluators.errors import InputError
 
 _PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'runs/*.parquet'."
@@ -58,9 +58,9 @@ def score(
 ) -> None:
     """Score stored traces against a spec (or the reference-free defaults) and gate on the pass rate."""
     # Imported here so that other commands start without the scoring machinery.
-    from evaltrace.evaluators.engine import ScoreOptions, score_paths_to
-    from evaltrace.evaluators.report import ReportWriter
-    from evaltrace.evaluators.summary import render_summary
+    from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+    from evaltrace.evaluators.report.model import ReportWriter
+    from evaltrace.evaluators.report.terminal import render_summary
 
     opt.load_plugins(plugin)
     loaded, case_from_spec_arg = opt.load_spec_arg(spec) if spec is not None else (None, None)
@@ -126,6 +126,6 @@ def _count_traces(paths: list[str]) -> int:
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of spec files (point your editor's YAML/JSON support at it)."""
-    from evaltrace.evaluators.spec_loader import shipped_schema
+    from evaltrace.evaluators.spec.loader import shipped_schema
 
     typer.echo(json.dumps(shipped_schema(), indent=2))

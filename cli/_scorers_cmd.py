@@ -15,9 +15,9 @@ from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from evaltrace.cli import _options as opt
 from evaltrace.cli.main import app
-from evaltrace.evaluators.base import is_builtin
-from evaltrace.evaluators.plugins import origin
-from evaltrace.evaluators.registry import scorer_class, scorer_names
+from evaltrace.evaluators.scorers.base import is_builtin
+from evaltrace.evaluators.scorers.plugins import origin
+from evaltrace.evaluators.scorers.registry import scorer_class, scorer_names
 
 
 def type_label(annotation: Any) -> str:

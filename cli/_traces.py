@@ -73,7 +73,7 @@ def _summary(trace: Trace) -> list[str]:
 
 def _status(trace: Trace) -> str:
     """How the run ended, as the `outcome` scorer classifies it (one function, so they agree)."""
-    from evaltrace.evaluators._outcome import trace_outcome  # deferred: only commands listing traces need it
+    from evaltrace.evaluators.scorers.outcome import trace_outcome  # deferred: only commands listing traces need it
 
     return trace_outcome(trace)[0]
 

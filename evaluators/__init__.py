@@ -11,43 +11,50 @@ from typing import TYPE_CHECKING
 from evaltrace.collector._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators.base import Score, Scorer, run_scorer
-    from evaltrace.evaluators.engine import ScoreOptions, score_paths_to, score_traces, score_traces_to
-    from evaltrace.evaluators.registry import create_scorer, register, scorer_names
-    from evaltrace.evaluators.report import EntryResult, Report, ReportWriter, ScoreResult, evaluate_gate, write_report
-    from evaltrace.evaluators.runner import CallRecord, RunOptions, RunResult, load_agent, run_agent
-    from evaltrace.evaluators.spec import Case, Expect, RepeatPolicy, Spec, Turn
-    from evaltrace.evaluators.spec_loader import LoadedSpec, load_spec
+    from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to, score_traces, score_traces_to
+    from evaltrace.evaluators.report.model import (
+        EntryResult,
+        Report,
+        ReportWriter,
+        ScoreResult,
+        evaluate_gate,
+        write_report,
+    )
+    from evaltrace.evaluators.runner.agent import CallRecord, RunOptions, RunResult, load_agent, run_agent
+    from evaltrace.evaluators.scorers.base import Score, Scorer, run_scorer
+    from evaltrace.evaluators.scorers.registry import create_scorer, register, scorer_names
+    from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
+    from evaltrace.evaluators.spec.model import Case, Expect, RepeatPolicy, Spec, Turn
 
 _EXPORTS: dict[str, str] = {
-    "CallRecord": "evaltrace.evaluators.runner",
-    "Case": "evaltrace.evaluators.spec",
-    "EntryResult": "evaltrace.evaluators.report",
-    "Expect": "evaltrace.evaluators.spec",
-    "LoadedSpec": "evaltrace.evaluators.spec_loader",
-    "RepeatPolicy": "evaltrace.evaluators.spec",
-    "Report": "evaltrace.evaluators.report",
-    "ReportWriter": "evaltrace.evaluators.report",
-    "RunOptions": "evaltrace.evaluators.runner",
-    "RunResult": "evaltrace.evaluators.runner",
-    "Score": "evaltrace.evaluators.base",
-    "ScoreOptions": "evaltrace.evaluators.engine",
-    "ScoreResult": "evaltrace.evaluators.report",
-    "Scorer": "evaltrace.evaluators.base",
-    "Spec": "evaltrace.evaluators.spec",
-    "Turn": "evaltrace.evaluators.spec",
-    "create_scorer": "evaltrace.evaluators.registry",
-    "evaluate_gate": "evaltrace.evaluators.report",
-    "load_agent": "evaltrace.evaluators.runner",
-    "load_spec": "evaltrace.evaluators.spec_loader",
-    "register": "evaltrace.evaluators.registry",
-    "run_agent": "evaltrace.evaluators.runner",
-    "run_scorer": "evaltrace.evaluators.base",
-    "score_paths_to": "evaltrace.evaluators.engine",
-    "score_traces": "evaltrace.evaluators.engine",
-    "score_traces_to": "evaltrace.evaluators.engine",
-    "scorer_names": "evaltrace.evaluators.registry",
-    "write_report": "evaltrace.evaluators.report",
+    "CallRecord": "evaltrace.evaluators.runner.agent",
+    "Case": "evaltrace.evaluators.spec.model",
+    "EntryResult": "evaltrace.evaluators.report.model",
+    "Expect": "evaltrace.evaluators.spec.model",
+    "LoadedSpec": "evaltrace.evaluators.spec.loader",
+    "RepeatPolicy": "evaltrace.evaluators.spec.model",
+    "Report": "evaltrace.evaluators.report.model",
+    "ReportWriter": "evaltrace.evaluators.report.model",
+    "RunOptions": "evaltrace.evaluators.runner.agent",
+    "RunResult": "evaltrace.evaluators.runner.agent",
+    "Score": "evaltrace.evaluators.scorers.base",
+    "ScoreOptions": "evaltrace.evaluators.engine.scoring",
+    "ScoreResult": "evaltrace.evaluators.report.model",
+    "Scorer": "evaltrace.evaluators.scorers.base",
+    "Spec": "evaltrace.evaluators.spec.model",
+    "Turn": "evaltrace.evaluators.spec.model",
+    "create_scorer": "evaltrace.evaluators.scorers.registry",
+    "evaluate_gate": "evaltrace.evaluators.report.model",
+    "load_agent": "evaltrace.evaluators.runner.agent",
+    "load_spec": "evaltrace.evaluators.spec.loader",
+    "register": "evaltrace.evaluators.scorers.registry",
+    "run_agent": "evaltrace.evaluators.runner.agent",
+    "run_scorer": "evaltrace.evaluators.scorers.base",
+    "score_paths_to": "evaltrace.evaluators.engine.scoring",
+    "score_traces": "evaltrace.evaluators.engine.scoring",
+    "score_traces_to": "evaltrace.evaluators.engine.scoring",
+    "scorer_names": "evaltrace.evaluators.scorers.registry",
+    "write_report": "evaltrace.evaluators.report.model",
 }
 
 __all__ = [

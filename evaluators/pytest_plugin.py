@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from evaltrace.evaluators._pytest_eval import EvalGroup, GateItem, MarkerConfig, group_key, render_summary
+from evaltrace.evaluators.runner.pytest_eval import EvalGroup, GateItem, MarkerConfig, group_key, render_summary
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators._pytest_trace import TraceRecorder
+    from evaltrace.evaluators.runner.pytest_trace import TraceRecorder
 
 _GROUPS = pytest.StashKey[dict[str, EvalGroup]]()
 _ITEM_GROUP = pytest.StashKey[EvalGroup]()
@@ -65,7 +65,7 @@ def evaltrace_recorder() -> TraceRecorder:
 
     Use it as `with evaltrace_recorder() as run:` around the agent call, then read `run.trace`.
     """
-    from evaltrace.evaluators._pytest_trace import TraceRecorder
+    from evaltrace.evaluators.runner.pytest_trace import TraceRecorder
 
     return TraceRecorder()
 

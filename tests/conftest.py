@@ -53,8 +53,8 @@ def span_recorder(tmp_path: Path) -> SpanRecorder:
 @pytest.fixture
 def isolated_registry() -> Iterator[None]:
     """Scorers registered during the test (a plugin, a sample scorer) are removed afterwards."""
-    from evaltrace.evaluators import registry
-    from evaltrace.evaluators.plugins import FILE_MODULE_PREFIX
+    from evaltrace.evaluators.scorers import registry
+    from evaltrace.evaluators.scorers.plugins import FILE_MODULE_PREFIX
 
     registry.scorer_names()  # the built-ins and installed plugins first, so they stay
     saved = registry.registered()

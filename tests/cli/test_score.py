@@ -19,7 +19,7 @@ from opentelemetry.trace import Tracer
 
 from evaltrace.cli.main import main
 from evaltrace.collector.exporter import ParquetSpanExporter
-from evaltrace.evaluators.spec import spec_json_schema
+from evaltrace.evaluators.spec.model import spec_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 

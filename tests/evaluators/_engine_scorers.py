@@ -8,8 +8,8 @@ import time
 from typing import Any, ClassVar
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators.base import Score, Scorer
-from evaltrace.evaluators.registry import register
+from evaltrace.evaluators.scorers.base import Score, Scorer
+from evaltrace.evaluators.scorers.registry import register
 
 
 @register

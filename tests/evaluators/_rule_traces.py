@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evaltrace.collector.records import Iteration, ToolCall, ToolSchema, Trace, Usage
-from evaltrace.evaluators.spec_loader import LoadedSpec, compile_spec, parse_spec_text, validate_spec_data
+from evaltrace.evaluators.spec.loader import LoadedSpec, compile_spec, parse_spec_text, validate_spec_data
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

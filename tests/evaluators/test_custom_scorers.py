@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 import pytest
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators.base import Score, Scorer, arun_scorer, run_scorer
-from evaltrace.evaluators.registry import load_plugins, register, scorer_class
+from evaltrace.evaluators.scorers.base import Score, Scorer, arun_scorer, run_scorer
+from evaltrace.evaluators.scorers.registry import load_plugins, register, scorer_class
 
 TRACE = Trace(trace_id="t1", output="hello")
 

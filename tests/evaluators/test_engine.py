@@ -15,12 +15,12 @@ from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F4
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Iteration, ToolCall, Trace, Usage
-from evaltrace.evaluators.base import Score, Scorer
-from evaltrace.evaluators.engine import ScoreOptions, score_traces
-from evaltrace.evaluators.registry import register
-from evaltrace.evaluators.report import EntryResult, Report
-from evaltrace.evaluators.spec_loader import LoadedSpec, load_spec
-from evaltrace.evaluators.summary import render_summary
+from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces
+from evaltrace.evaluators.report.model import EntryResult, Report
+from evaltrace.evaluators.report.terminal import render_summary
+from evaltrace.evaluators.scorers.base import Score, Scorer
+from evaltrace.evaluators.scorers.registry import register
+from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -19,10 +19,10 @@ from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs,
 from evaltrace.collector.convert import read_traces
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.reader import Shard, iter_traces
-from evaltrace.evaluators._shards import WorkerError, available_cpus, plan_workers, quota_cpus
-from evaltrace.evaluators.engine import ScoreOptions, score_paths_to
-from evaltrace.evaluators.report import ReportWriter, load_report
-from evaltrace.evaluators.spec_loader import load_spec
+from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine.shards import WorkerError, available_cpus, plan_workers, quota_cpus
+from evaltrace.evaluators.report.model import ReportWriter, load_report
+from evaltrace.evaluators.spec.loader import load_spec
 
 SPEC = """\
 confidence: 0.4
@@ -210,7 +210,7 @@ def test_cli_workers_option(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
 
 
 def test_plan_workers(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
-    from evaltrace.evaluators.engine import _new_run
+    from evaltrace.evaluators.engine.scoring import _new_run
 
     runs, spec = run_dir
     files = sorted(runs.glob("*.parquet"))
@@ -239,13 +239,13 @@ def test_plan_workers(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
 def test_more_workers_than_cpus_are_kept_with_a_warning(
     run_dir: tuple[Path, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
-    from evaltrace.evaluators.engine import _new_run
+    from evaltrace.evaluators.engine.scoring import _new_run
 
     runs, spec = run_dir
     router, _ = _new_run(load_spec(spec), ScoreOptions())
     files = sorted(runs.glob("*.parquet"))
     many = available_cpus() + 1
-    with caplog.at_level("WARNING", logger="evaltrace.evaluators._shards"):
+    with caplog.at_level("WARNING", logger="evaltrace.evaluators.engine.shards"):
         assert plan_workers(available_cpus(), files, router) == available_cpus()
         assert not caplog.records, "as many workers as CPUs is fine"
         assert plan_workers(many, files, router) == many

@@ -15,10 +15,10 @@ import pytest
 from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F401 - registers the test scorers
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators.engine import ScoreOptions, score_traces, score_traces_to
-from evaltrace.evaluators.report import ReportWriter, SampleResult, load_report
-from evaltrace.evaluators.spec_loader import LoadedSpec, load_spec
-from evaltrace.evaluators.summary import render_summary
+from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces, score_traces_to
+from evaltrace.evaluators.report.model import ReportWriter, SampleResult, load_report
+from evaltrace.evaluators.report.terminal import render_summary
+from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 import pytest
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators.base import Score, Scorer
-from evaltrace.evaluators.engine import ScoreOptions, score_traces
-from evaltrace.evaluators.registry import register
-from evaltrace.evaluators.report import Report
-from evaltrace.evaluators.spec_loader import LoadedSpec, load_spec
+from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces
+from evaltrace.evaluators.report.model import Report
+from evaltrace.evaluators.scorers.base import Score, Scorer
+from evaltrace.evaluators.scorers.registry import register
+from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
 
 
 @register

@@ -12,16 +12,12 @@ import pytest
 from judge_server import JudgeServer, Reply, closed_port_url, judge_settings, verdict
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators._judge_client import (
-    VERDICT_SCHEMA,
-    JudgeBudgetError,
-    JudgeReplyError,
-    JudgeUnavailableError,
-)
-from evaltrace.evaluators._judge_prompts import SEMANTIC_OUTPUT, render
-from evaltrace.evaluators.base import Score, arun_scorer
-from evaltrace.evaluators.judge import JudgeOutcome, JudgeSession, JudgeSetupError, judge_session
-from evaltrace.evaluators.judges import SemanticOutput
+from evaltrace.evaluators.judge.prompts import SEMANTIC_OUTPUT, render
+from evaltrace.evaluators.judge.session import JudgeOutcome, JudgeSession, judge_session
+from evaltrace.evaluators.judge.settings import JudgeSetupError
+from evaltrace.evaluators.judge.verdict import VERDICT_SCHEMA, JudgeBudgetError, JudgeReplyError, JudgeUnavailableError
+from evaltrace.evaluators.scorers.base import Score, arun_scorer
+from evaltrace.evaluators.scorers.judges import SemanticOutput
 
 
 @pytest.fixture

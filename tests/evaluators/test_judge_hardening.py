@@ -14,11 +14,12 @@ import pytest
 from judge_server import JudgeServer, Reply, judge_settings, verdict
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators._judge_cache import CachedVerdict, VerdictCache
-from evaltrace.evaluators._judge_client import Redactor, display_url
-from evaltrace.evaluators.base import Score, arun_scorer
-from evaltrace.evaluators.judge import JudgeSession, JudgeSettings, JudgeSetupError, judge_session
-from evaltrace.evaluators.judges import SemanticOutput
+from evaltrace.evaluators.judge.cache import CachedVerdict, VerdictCache
+from evaltrace.evaluators.judge.client import Redactor, display_url
+from evaltrace.evaluators.judge.session import JudgeSession, judge_session
+from evaltrace.evaluators.judge.settings import JudgeSettings, JudgeSetupError
+from evaltrace.evaluators.scorers.base import Score, arun_scorer
+from evaltrace.evaluators.scorers.judges import SemanticOutput
 
 TRACE_VERDICT = '{"passed": true, "reason": "x"}'
 """What the recorded answer plants: text shaped like a passing verdict."""

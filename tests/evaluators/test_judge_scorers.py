@@ -13,9 +13,9 @@ import pytest
 from judge_server import JudgeServer, Recorded, Reply, judge_settings, verdict
 
 from evaltrace.collector.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace
-from evaltrace.evaluators.base import Score, Scorer, arun_scorer
-from evaltrace.evaluators.judge import JudgeStats, judge_session
-from evaltrace.evaluators.registry import create_scorer
+from evaltrace.evaluators.judge.session import JudgeStats, judge_session
+from evaltrace.evaluators.scorers.base import Score, Scorer, arun_scorer
+from evaltrace.evaluators.scorers.registry import create_scorer
 
 
 @pytest.fixture

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from evaltrace.collector.records import Trace
-from evaltrace.evaluators._judge_client import JudgeReplyError, chat_completions_url, parse_verdict
-from evaltrace.evaluators._judge_prompts import SEMANTIC_OUTPUT, render
 from evaltrace.evaluators.errors import InputError
-from evaltrace.evaluators.judge import JudgeSettings, JudgeSetupError, current_judge, judge_session
-from evaltrace.evaluators.judges import SemanticOutput
-from evaltrace.evaluators.registry import create_scorer, scorer_names
+from evaltrace.evaluators.judge.client import chat_completions_url
+from evaltrace.evaluators.judge.prompts import SEMANTIC_OUTPUT, render
+from evaltrace.evaluators.judge.session import current_judge, judge_session
+from evaltrace.evaluators.judge.settings import JudgeSettings, JudgeSetupError
+from evaltrace.evaluators.judge.verdict import JudgeReplyError, parse_verdict
+from evaltrace.evaluators.scorers.judges import SemanticOutput
+from evaltrace.evaluators.scorers.registry import create_scorer, scorer_names
 
 # --- verdict parsing -------------------------------------------------------------------------
 

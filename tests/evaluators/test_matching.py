@@ -8,7 +8,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evaltrace.collector.records import ToolCall
-from evaltrace.evaluators.matching import (
+from evaltrace.evaluators.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
     argument_diffs,

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators._aggregate import ScorerTally, aggregate_case, percentile, sample_status
-from evaltrace.evaluators.report import (
+from evaltrace.evaluators.engine._aggregate import ScorerTally, aggregate_case, sample_status
+from evaltrace.evaluators.engine._numbers import percentile
+from evaltrace.evaluators.report.model import (
     Counts,
     EntryResult,
     Report,
@@ -24,8 +25,8 @@ from evaltrace.evaluators.report import (
     load_report,
     write_report,
 )
-from evaltrace.evaluators.spec import Case, RepeatPolicy
-from evaltrace.evaluators.summary import MAX_LISTED, FailureDigest, render_summary
+from evaltrace.evaluators.report.terminal import MAX_LISTED, FailureDigest, render_summary
+from evaltrace.evaluators.spec.model import Case, RepeatPolicy
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

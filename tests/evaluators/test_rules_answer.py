@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from _rule_traces import call, trace
 
-from evaltrace.evaluators._text import key_terms, mentions, numbers
 from evaltrace.evaluators.errors import InputError
-from evaltrace.evaluators.registry import create_scorer
+from evaltrace.evaluators.scorers._text import key_terms, mentions, numbers
+from evaltrace.evaluators.scorers.registry import create_scorer
 
 PRICE_ALIASES = ["price", "$", "USD", "cost"]
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from _rule_traces import call, iteration, schema, trace
 
-from evaltrace.evaluators.registry import create_scorer
+from evaltrace.evaluators.scorers.registry import create_scorer
 
 
 def test_tool_errors_counts_recorded_errors_and_error_results() -> None:

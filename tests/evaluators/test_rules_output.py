@@ -8,8 +8,8 @@ from _rule_traces import call, iteration, load, trace
 
 from evaltrace.collector.records import ToolCall
 from evaltrace.evaluators.errors import InputError, SpecError
-from evaltrace.evaluators.registry import create_scorer
-from evaltrace.evaluators.rules_output import _strip_code_fence
+from evaltrace.evaluators.scorers.output import _strip_code_fence
+from evaltrace.evaluators.scorers.registry import create_scorer
 
 
 def output(**config: Any) -> Any:

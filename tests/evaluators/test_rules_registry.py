@@ -5,8 +5,8 @@ from _rule_traces import call, iteration, schema, trace
 from rule_scorer_names import RULE_SCORERS
 
 from evaltrace.collector.records import ToolCall, Trace
-from evaltrace.evaluators.base import run_scorer
-from evaltrace.evaluators.registry import create_scorer
+from evaltrace.evaluators.scorers.base import run_scorer
+from evaltrace.evaluators.scorers.registry import create_scorer
 
 ODD = trace(
     call("search", '{"q": "tru', arguments_truncated=True, result=None),

@@ -7,7 +7,7 @@ from _rule_traces import call, schema, trace
 
 from evaltrace.collector.records import ToolCall
 from evaltrace.evaluators.errors import InputError
-from evaltrace.evaluators.registry import create_scorer
+from evaltrace.evaluators.scorers.registry import create_scorer
 
 WEATHER = {
     "type": "object",

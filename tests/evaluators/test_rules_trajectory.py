@@ -6,8 +6,8 @@ import pytest
 from _rule_traces import call, load, trace
 
 from evaltrace.collector.records import ToolCall
-from evaltrace.evaluators.registry import create_scorer
-from evaltrace.evaluators.rules_trajectory import Trajectory
+from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.evaluators.scorers.trajectory import Trajectory
 
 
 def traj(expected: list[dict[str, Any]] | None, mode: str = "in_order", **config: Any) -> Trajectory:

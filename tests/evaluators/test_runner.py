@@ -15,9 +15,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators._runner_call import call_agent
-from evaltrace.evaluators._runner_exec import SealingSpanProcessor
-from evaltrace.evaluators.runner import RunOptions, load_agent, new_run_directory
+from evaltrace.evaluators.runner.agent import RunOptions, load_agent, new_run_directory
+from evaltrace.evaluators.runner.call import call_agent
+from evaltrace.evaluators.runner.spans import SealingSpanProcessor
 
 
 def call(fn: object, timeout: float | None = 1.0, timeouts: list[str] | None = None) -> object:

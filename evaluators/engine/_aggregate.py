@@ -1,0 +1,367 @@
+"""From scores to sample outcomes, and from samples to an entry by the case's repeat rule.
+
+The rules are documented in `evaluators/report/model.py` (outcomes, the gate) and `evaluators/spec/model.py`
+(`repeat`). This module holds the arithmetic only, so it can be tested without traces.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from evaltrace.evaluators.engine._numbers import ExactSum
+from evaltrace.evaluators.report.model import EntryResult, SampleResult, SampleStatus, ScorerCount, ScoreResult
+from evaltrace.evaluators.scorers.base import Score
+from evaltrace.evaluators.spec.model import Case, RepeatPolicy
+
+_FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
+_T = TypeVar("_T")
+
+SampleKey = tuple[datetime, str]
+"""Where a sample goes in its entry (`sample_order`): start time, then trace id."""
+
+
+def score_result(score: Score, turn: int | None = None) -> ScoreResult:
+    """A scorer's `Score` as reported; an error always reports `passed=False`."""
+    passed = False if score.error is not None else score.passed
+    return ScoreResult(
+        scorer=score.scorer,
+        passed=passed,
+        value=score.value,
+        reason=score.reason,
+        error=score.error,
+        turn=turn,
+        details=score.details,
+    )
+
+
+class ScorerTally:
+    """Per scorer, how its verdicts went: what the summary's scorer table shows.
+
+    Counted as samples are scored (every worker keeps its own, the parent merges them), so the
+    table needs no second pass over the entries.
+    """
+
+    def __init__(self) -> None:
+        self.counts: dict[str, ScorerCount] = {}
+
+    def add(self, scores: Sequence[ScoreResult]) -> None:
+        """Count one sample's verdicts."""
+        for score in scores:
+            count = self.counts.get(score.scorer)
+            if count is None:
+                count = self.counts[score.scorer] = ScorerCount(scorer=score.scorer)
+            if score.error is not None or score.passed is False:
+                count.failed += 1
+            elif score.passed:
+                count.passed += 1
+            else:
+                count.not_applied += 1
+            if score.details and score.details.get("unrecorded") is True:
+                count.unrecorded += 1
+
+    def merge(self, other: ScorerTally) -> None:
+        """Add `other`'s counts (scorers it saw first come after ours)."""
+        for name, theirs in other.counts.items():
+            ours = self.counts.get(name)
+            if ours is None:
+                self.counts[name] = theirs.model_copy()
+                continue
+            ours.passed += theirs.passed
+            ours.failed += theirs.failed
+            ours.not_applied += theirs.not_applied
+            ours.unrecorded += theirs.unrecorded
+
+    def rows(self) -> list[ScorerCount]:
+        """The counts, one row per scorer in the order first seen."""
+        return [count.model_copy() for count in self.counts.values()]
+
+
+def sample_status(scores: Sequence[ScoreResult]) -> SampleStatus:
+    """`failed` if any score failed or errored, `passed` if any passed, else `not_applicable`."""
+    if any(s.error is not None or s.passed is False for s in scores):
+        return "failed"
+    if any(s.passed for s in scores):
+        return "passed"
+    return "not_applicable"
+
+
+def status_passed(status: SampleStatus) -> bool | None:
+    """`True`/`False` for passed/failed, `None` when not applicable."""
+    return None if status == "not_applicable" else status == "passed"
+
+
+def sample_order(sample: SampleResult) -> SampleKey:
+    """The order of a case's samples in its entry: start time, then trace id."""
+    return (sample.start_time or _FAR_FUTURE, sample.trace_id or "")
+
+
+def aggregate_case(case: Case, policy: RepeatPolicy, samples: Sequence[SampleResult]) -> EntryResult:
+    """Decide a spec case from its samples by `policy`.
+
+    Args:
+        case: the case.
+        policy: its repeat rule.
+        samples: the scored samples, in any order.
+
+    Returns:
+        The entry, with the samples sorted by start time.
+    """
+    tally = CaseTally.for_policy(policy)
+    for sample in samples:
+        tally.add(sample)
+    ordered = sorted(samples, key=sample_order)
+    return decide_case(case, policy, tally).model_copy(update={"samples": ordered})
+
+
+def decide_case(case: Case, policy: RepeatPolicy, tally: CaseTally) -> EntryResult:
+    """Decide a spec case from the tally of its samples.
+
+    Returns:
+        The entry without its `samples` (the caller attaches or streams them).
+    """
+    scored, passed_count, first_failure = tally.verdicts()
+    base = _entry_base(case, tally, policy)
+    if tally.samples < policy.min_samples:
+        return _missing(base, tally.samples, policy.min_samples)
+    if not scored:
+        return base.model_copy(update={"status": "not_applicable", "passed": None, "pass_rate": None})
+    passed, rate = _apply_rule(policy, passed_count, scored)
+    reason = None if passed_count == scored else _failure_reason(first_failure, passed_count, scored, policy)
+    status = "passed" if passed else "failed"
+    return base.model_copy(update={"status": status, "passed": passed, "pass_rate": rate, "reason": reason})
+
+
+_Keyed = tuple[SampleKey, _T]
+
+
+def _earlier(current: _Keyed[_T] | None, candidate: _Keyed[_T] | None) -> _Keyed[_T] | None:
+    """Of two keyed values, the one whose sample comes first (either may be missing)."""
+    if current is None or (candidate is not None and candidate[0] < current[0]):
+        return candidate
+    return current
+
+
+class CaseTally:
+    """What deciding a case needs from its samples: counts, the first sample and the first failure.
+
+    Samples may be added in any order and tallies merged (each scoring worker keeps its own, the
+    parent merges them): every "first" is kept with its sample's `sample_order` key, so the
+    result is the one feeding the samples in report order gives, and deciding a case never has to
+    read its samples back.
+    """
+
+    def __init__(self, considered: int | None) -> None:
+        self.considered = considered
+        """pass@k: only the k earliest samples count toward the verdict; `None`: all do."""
+        self.samples = 0
+        self.first: tuple[SampleKey, tuple[str | None, str | None]] | None = None
+        """The earliest sample's trace id and output."""
+        self.scores = ScoreMerger()
+        self.scored = 0
+        """Applicable samples (without `considered`)."""
+        self.passed = 0
+        self.first_failure: tuple[SampleKey, str] | None = None
+        """Why the earliest failing sample failed (without `considered`)."""
+        self.leading: list[tuple[SampleKey, SampleStatus, str]] = []
+        """With `considered`: the earliest samples' status and failure text, sorted, at most k."""
+
+    @classmethod
+    def for_policy(cls, policy: RepeatPolicy) -> CaseTally:
+        """An empty tally for a case decided by `policy`."""
+        return cls(policy.k if policy.rule == "pass@k" and policy.k is not None else None)
+
+    def add(self, sample: SampleResult) -> None:
+        """Count one sample."""
+        key = sample_order(sample)
+        self.samples += 1
+        self.first = _earlier(self.first, (key, (sample.trace_id, sample.output)))
+        self.scores.add(key, sample.scores)
+        why = _failure_text(sample) if sample.status == "failed" else ""
+        if self.considered is not None:
+            bisect.insort(self.leading, (key, sample.status, why))
+            del self.leading[self.considered :]
+        elif sample.status != "not_applicable":
+            self.scored += 1
+            if sample.status == "passed":
+                self.passed += 1
+            else:
+                self.first_failure = _earlier(self.first_failure, (key, why))
+
+    def merge(self, other: CaseTally) -> None:
+        """Add the samples `other` counted."""
+        self.samples += other.samples
+        self.first = _earlier(self.first, other.first)
+        self.scores.merge(other.scores)
+        self.scored += other.scored
+        self.passed += other.passed
+        self.first_failure = _earlier(self.first_failure, other.first_failure)
+        if self.considered is not None:
+            self.leading = sorted(self.leading + other.leading)[: self.considered]
+
+    def verdicts(self) -> tuple[int, int, str | None]:
+        """Applicable and passing samples among those that count, and why the first failing one failed."""
+        if self.considered is None:
+            return self.scored, self.passed, self.first_failure[1] if self.first_failure else None
+        counted = [(status, why) for _, status, why in self.leading if status != "not_applicable"]
+        failures = [why for status, why in counted if status != "passed"]
+        passed = len(counted) - len(failures)
+        return len(counted), passed, failures[0] if failures else None
+
+
+def _failure_text(sample: SampleResult) -> str:
+    first = next((sc for sc in sample.scores if sc.passed is False), None)
+    return f"{first.scorer}: {first.reason}" if first is not None else "failed"
+
+
+def _apply_rule(policy: RepeatPolicy, n_pass: int, n: int) -> tuple[bool, float]:
+    if policy.rule == "mean":
+        return n_pass == n, n_pass / n
+    if policy.rule == "all":
+        passed = n_pass == n
+    elif policy.rule == "majority":
+        passed = 2 * n_pass > n
+    else:  # pass@k: one passing sample among the first k is enough
+        passed = n_pass >= 1
+    return passed, 1.0 if passed else 0.0
+
+
+def _entry_base(case: Case, tally: CaseTally, policy: RepeatPolicy) -> EntryResult:
+    trace_id, output = tally.first[1] if tally.first else (None, None)
+    rule = f"pass@{policy.k}" if policy.rule == "pass@k" else policy.rule
+    return EntryResult(
+        case_id=case.id,
+        trace_id=trace_id,
+        passed=None,
+        status="not_applicable",
+        pass_rate=None,
+        rule=rule,
+        scores=tally.scores.result(),
+        input=case.input if case.turns is None else case.turns[0].input,
+        output=output,
+        tier=case.tier,
+        tags=list(case.tags),
+    )
+
+
+def _missing(base: EntryResult, found: int, needed: int) -> EntryResult:
+    if found == 0:
+        status, reason = "missing", "no trace matched this case (by evaltrace.case_id or by input)"
+    else:
+        status, reason = "failed", f"{found} matching sample(s), the case needs at least {needed} (repeat.min_samples)"
+    return base.model_copy(update={"status": status, "passed": False, "pass_rate": 0.0, "reason": reason})
+
+
+def _failure_reason(first_failure: str | None, passed: int, scored: int, policy: RepeatPolicy) -> str:
+    why = first_failure or "failed"
+    if scored == 1:
+        return why
+    return f"{passed} of {scored} samples passed (rule {policy.rule}); first failure: {why}"
+
+
+class ScoreMerger:
+    """Entry-level scores over samples, added in any order and mergeable, without keeping the samples.
+
+    One sample: its own scores. Several: one row per (scorer, turn, occurrence) with the number of
+    passing samples, the first failure's reason, the first error and the mean value, "first" by
+    `sample_order`; rows in the order they first appear in that order.
+    """
+
+    def __init__(self) -> None:
+        self._samples = 0
+        self._first: tuple[SampleKey, list[ScoreResult]] | None = None
+        self._groups: dict[tuple[str, int | None, int], _Merged] = {}
+
+    def add(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
+        """Count the scores of the sample at `key` (its `sample_order`)."""
+        self._samples += 1
+        self._first = _earlier(self._first, (key, list(scores)))
+        occurrence: dict[tuple[str, int | None], int] = {}
+        for position, score in enumerate(scores):
+            group = (score.scorer, score.turn)
+            occurrence[group] = occurrence.get(group, 0) + 1
+            merged = self._groups.get((*group, occurrence[group]))
+            if merged is None:
+                merged = self._groups[(*group, occurrence[group])] = _Merged(score.scorer, score.turn, (key, position))
+            merged.add(key, position, score)
+
+    def merge(self, other: ScoreMerger) -> None:
+        """Add the samples `other` counted."""
+        self._samples += other._samples
+        self._first = _earlier(self._first, other._first)
+        for group, theirs in other._groups.items():
+            ours = self._groups.get(group)
+            if ours is None:
+                self._groups[group] = theirs
+            else:
+                ours.merge(theirs)
+
+    def result(self) -> list[ScoreResult]:
+        """The entry-level scores."""
+        if self._samples == 1 and self._first is not None:
+            return list(self._first[1])
+        ordered = sorted(self._groups.values(), key=lambda merged: merged.seen)
+        return [merged.result(self._samples) for merged in ordered]
+
+
+class _Merged:
+    """One scorer's rows over samples (see `ScoreMerger`)."""
+
+    def __init__(self, scorer: str, turn: int | None, seen: tuple[SampleKey, int]) -> None:
+        self.scorer, self.turn = scorer, turn
+        self.seen = seen
+        """Where the row first appears: the earliest sample's key and the row's position in it."""
+        self.applicable = self.failed = 0
+        self.values = ExactSum()
+        self.first_failure: tuple[SampleKey, str] | None = None
+        self.error: tuple[SampleKey, str] | None = None
+
+    def add(self, key: SampleKey, position: int, row: ScoreResult) -> None:
+        self.seen = min(self.seen, (key, position))
+        if row.passed is not None:
+            self.applicable += 1
+        if row.passed is False:
+            # `str()`: as the report always formatted it, `None` included.
+            self.first_failure = _earlier(self.first_failure, (key, str(row.reason)))
+            self.failed += 1
+        if row.value is not None:
+            self.values.add(row.value)
+        if row.error is not None:
+            self.error = _earlier(self.error, (key, row.error))
+
+    def merge(self, other: _Merged) -> None:
+        self.seen = min(self.seen, other.seen)
+        self.applicable += other.applicable
+        self.failed += other.failed
+        self.values.merge(other.values)
+        self.first_failure = _earlier(self.first_failure, other.first_failure)
+        self.error = _earlier(self.error, other.error)
+
+    def result(self, n_samples: int) -> ScoreResult:
+        passed = None if not self.applicable else not self.failed
+        reason = f"passed in {self.applicable - self.failed} of {n_samples} samples"
+        if self.first_failure is not None:
+            reason += f"; first failure: {self.first_failure[1]}"
+        value = self.values.mean()
+        error = self.error[1] if self.error else None
+        return ScoreResult(scorer=self.scorer, passed=passed, value=value, reason=reason, error=error, turn=self.turn)
+
+
+def trace_entry(sample: SampleResult, case_id: str | None) -> EntryResult:
+    """The entry for one trace scored without a spec."""
+    passed = status_passed(sample.status)
+    failing = next((s for s in sample.scores if s.passed is False), None)
+    return EntryResult(
+        case_id=case_id,
+        trace_id=sample.trace_id,
+        passed=passed,
+        status=sample.status,
+        pass_rate=None if passed is None else float(passed),
+        reason=f"{failing.scorer}: {failing.reason}" if failing is not None else None,
+        scores=list(sample.scores),
+        samples=[sample],
+        input=sample.input,
+        output=sample.output,
+    )

@@ -1,0 +1,244 @@
+"""Where scored samples go: one entry per trace without a spec, to the matching cases with one.
+
+A router turns each trace into scoring jobs (`route`, then `finish` once the input has ended),
+parks each finished sample on the run's `Spill` (`keep`), and at the end sends the entries in
+report order to an `EntrySink` while counting what the report's header needs (`emit`).
+Matching rules: see `evaluators/engine/scoring.py`.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Coroutine, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol, get_args
+
+from evaltrace.collector.records import Trace
+from evaltrace.evaluators.engine._aggregate import CaseTally, ScorerTally, decide_case, trace_entry
+from evaltrace.evaluators.engine._spill import Spill
+from evaltrace.evaluators.engine.sample import RunStats, score_conversation, score_trace
+from evaltrace.evaluators.report.model import EntryResult, EntryStatus, SampleResult, SampleStatus, UnmatchedTrace
+from evaltrace.evaluators.report.terminal import FailureDigest
+from evaltrace.evaluators.scorers.base import Scorer
+from evaltrace.evaluators.spec.loader import LoadedSpec
+from evaltrace.evaluators.spec.model import Case
+
+_UNMATCHED_INPUT_CHARS = 200
+_SAMPLE_STATUSES: tuple[SampleStatus, ...] = get_args(SampleStatus)
+
+Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
+
+
+def normalize_input(text: str | None) -> str | None:
+    """Whitespace-normalised input: runs of whitespace become one space, ends trimmed."""
+    return None if text is None else " ".join(text.split())
+
+
+class SampleSpill(Protocol):
+    """Where a router parks scored samples: a `Spill`, or a worker's pipe to its parent's spill."""
+
+    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
+        """Park one result's JSON under `group` (see `Spill.add`)."""
+
+
+@dataclass
+class RouterState:
+    """What a router holds besides parked samples: a worker hands it to its parent at the end."""
+
+    conversations: dict[str, list[Trace]] = field(default_factory=dict)
+    """Traces held for multi-turn cases, by conversation key; complete only once all input is read."""
+    unmatched: list[UnmatchedTrace] = field(default_factory=list)
+    tallies: dict[str, CaseTally] = field(default_factory=dict)
+    """Per case, what deciding it needs from its parked samples (so they are not read back for it)."""
+    scorer_tally: ScorerTally = field(default_factory=ScorerTally)
+    """Per scorer, its verdicts so far (the summary's scorer table)."""
+
+    def merge(self, other: RouterState) -> None:
+        """Take over `other`'s conversations (joined by key), unmatched traces (after ours) and tallies."""
+        for key, traces in other.conversations.items():
+            self.conversations.setdefault(key, []).extend(traces)
+        self.unmatched.extend(other.unmatched)
+        self.scorer_tally.merge(other.scorer_tally)
+        for case_id, tally in other.tallies.items():
+            if case_id in self.tallies:
+                self.tallies[case_id].merge(tally)
+            else:
+                self.tallies[case_id] = tally
+
+
+class EntrySink(Protocol):
+    """Where `score_traces_to` sends the entries, in report order (e.g. a `ReportWriter`)."""
+
+    def add(self, chunks: Iterable[bytes]) -> None:
+        """Take one entry as the pieces of its compact JSON object."""
+
+
+class EntryList:
+    """An `EntrySink` keeping the entries in memory (for `score_traces`)."""
+
+    def __init__(self) -> None:
+        self.entries: list[EntryResult] = []
+
+    def add(self, chunks: Iterable[bytes]) -> None:
+        self.entries.append(EntryResult.model_validate_json(b"".join(chunks)))
+
+
+class Totals:
+    """What the report's header and the summary need from the entries, added in report order."""
+
+    def __init__(self) -> None:
+        self.statuses: Counter[str] = Counter()
+        self.rates: array[float] = array("d")
+        self.digest = FailureDigest()
+
+    @property
+    def entries(self) -> int:
+        return sum(self.statuses.values())
+
+    def add(self, status: EntryStatus, pass_rate: float | None) -> None:
+        self.statuses[status] += 1
+        if pass_rate is not None:
+            self.rates.append(pass_rate)
+
+
+class TraceRouter:
+    """Without a spec: every trace is scored by the defaults and is its own entry."""
+
+    def __init__(self, scorers: tuple[Scorer, ...]) -> None:
+        self._scorers = scorers
+        self.state = RouterState()
+
+    @property
+    def unmatched(self) -> list[UnmatchedTrace]:
+        return self.state.unmatched
+
+    def scorers(self) -> list[Scorer]:
+        return list(self._scorers)
+
+    def route(self, trace: Trace, stats: RunStats) -> list[Job]:
+        return [_keyed(trace.case_id, score_trace(trace, None, self._scorers, stats))]
+
+    def finish(self, stats: RunStats) -> list[Job]:
+        return []
+
+    def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
+        # The entry is built now (it needs only its sample) and parked whole; its status rides in the tag.
+        self.state.scorer_tally.add(sample.scores)
+        payload = trace_entry(sample, case_id).model_dump_json().encode()
+        spill.add("", sample.start_time, sample.trace_id, payload, tag=_SAMPLE_STATUSES.index(sample.status))
+
+    def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
+        for tag, payload in spill.ordered(""):
+            status = _SAMPLE_STATUSES[tag]
+            totals.add(status, None if status == "not_applicable" else float(status == "passed"))
+            if status == "failed" and totals.digest.full:
+                totals.digest.add_omitted()
+            elif status == "failed":
+                totals.digest.add(EntryResult.model_validate_json(payload), 1)
+            if sink is not None:
+                sink.add((payload,))
+
+
+class SpecRouter:
+    """With a spec: traces go to the cases they match; conversations wait for the input to end."""
+
+    def __init__(self, spec: LoadedSpec, selected: list[Case]) -> None:
+        self.spec = spec
+        self.selected = selected
+        self._selected_ids = {case.id for case in selected}
+        self._by_id = {case.id: case for case in spec.cases}
+        self._by_input: dict[str, list[Case]] = {}
+        for case in spec.cases:
+            key = normalize_input(case.input if case.turns is None else case.turns[0].input)
+            if key is not None:
+                self._by_input.setdefault(key, []).append(case)
+        self._has_multi_turn = any(case.turns is not None for case in spec.cases)
+        self.state = RouterState()
+
+    @property
+    def unmatched(self) -> list[UnmatchedTrace]:
+        return self.state.unmatched
+
+    def scorers(self) -> list[Scorer]:
+        return [s for case in self.selected for turn in self.spec.case_scorers[case.id] for s in turn]
+
+    def route(self, trace: Trace, stats: RunStats) -> list[Job]:
+        cases = self._cases_for(trace)
+        single = [case for case in cases if case.turns is None]
+        if single:
+            return [self._job(case, trace, stats) for case in single if case.id in self._selected_ids]
+        if self._has_multi_turn and (cases or trace.conversation_id is not None):
+            # Maybe a turn of a conversation: decided once all its traces are in (see finish).
+            self.state.conversations.setdefault(trace.conversation_id or f"trace:{trace.trace_id}", []).append(trace)
+            return []
+        self._unmatched(trace)
+        return []
+
+    def _cases_for(self, trace: Trace) -> list[Case]:
+        if trace.case_id is not None and trace.case_id in self._by_id:
+            return [self._by_id[trace.case_id]]
+        return self._by_input.get(normalize_input(trace.input) or "", [])
+
+    def _job(self, case: Case, trace: Trace, stats: RunStats) -> Job:
+        return _keyed(case.id, score_trace(trace, case, self.spec.case_scorers[case.id][0], stats))
+
+    def _unmatched(self, trace: Trace) -> None:
+        text = trace.input[:_UNMATCHED_INPUT_CHARS] if trace.input is not None else None
+        self.unmatched.append(UnmatchedTrace(trace_id=trace.trace_id, input=text))
+
+    def finish(self, stats: RunStats) -> list[Job]:
+        jobs: list[Job] = []
+        for traces in self.state.conversations.values():
+            traces.sort(key=lambda t: (t.start_time or datetime.max.replace(tzinfo=UTC), t.trace_id))
+            case = self._conversation_case(traces)
+            if case is None:
+                for trace in traces:
+                    self._unmatched(trace)
+            elif case.id in self._selected_ids:
+                turn_scorers = self.spec.case_scorers[case.id]
+                jobs.append(_keyed(case.id, score_conversation(traces, case, turn_scorers, stats)))
+        self.state.conversations.clear()
+        return jobs
+
+    def _conversation_case(self, traces: list[Trace]) -> Case | None:
+        for trace in traces:
+            case = self._by_id.get(trace.case_id or "")
+            if case is not None and case.turns is not None:
+                return case
+        candidates = self._by_input.get(normalize_input(traces[0].input) or "", [])
+        return next((case for case in candidates if case.turns is not None), None)
+
+    def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
+        if case_id is not None:
+            self.state.scorer_tally.add(sample.scores)
+            spill.add(case_id, sample.start_time, sample.trace_id, sample.model_dump_json().encode())
+            tally = self.state.tallies.get(case_id)
+            if tally is None:
+                policy = self.spec.spec.repeat_for(self._by_id[case_id])
+                tally = self.state.tallies[case_id] = CaseTally.for_policy(policy)
+            tally.add(sample)
+
+    def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
+        for case in self.selected:
+            # Decided from the tally kept as samples were scored; their JSON is only copied to the sink.
+            policy = self.spec.spec.repeat_for(case)
+            entry = decide_case(case, policy, self.state.tallies.get(case.id) or CaseTally.for_policy(policy))
+            totals.add(entry.status, entry.pass_rate)
+            totals.digest.add(entry, spill.count(case.id))
+            if sink is not None:
+                sink.add(_with_samples(entry, spill.ordered(case.id)))
+
+
+def _with_samples(entry: EntryResult, samples: Iterable[tuple[int, bytes]]) -> Iterator[bytes]:
+    """The entry's JSON in pieces, with the samples' JSON spliced in as its `samples` list."""
+    head = entry.model_dump_json(exclude={"samples"}).encode()
+    yield head[:-1] + b',"samples":['
+    for index, (_, payload) in enumerate(samples):
+        yield b"," + payload if index else payload
+    yield b"]}"
+
+
+async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:
+    return key, await job

@@ -1,0 +1,360 @@
+"""The scoring engine: match traces to cases, run the scorers, aggregate repeats, gate.
+
+Matching (README.md, "Score"). A trace belongs to a case when any of its spans carries
+`evaltrace.case_id` equal to the case id (`Trace.case_id`); otherwise when its input,
+whitespace-normalised, equals the case's input (a trace whose input equals several cases'
+input is a sample of each). Several traces of one case are repeats, decided by the case's
+`repeat` rule. A multi-turn case matches a conversation (`Trace.conversation_id`, or the trace
+alone when it has none): one of its traces carries the case id, or its first trace's input equals
+the first turn's; turns are matched to the conversation's traces in start-time order. Traces that
+match no case are reported as unmatched, not scored; traces of cases left out by the selection
+are ignored.
+
+Streaming. Traces are consumed one at a time and scored as they arrive; `Trace` objects are not
+kept. Each sample's result is parked as JSON on a temporary file (`_spill.py`) as soon as it is
+scored, since entries list samples by start time, known only once the input has ended; then
+`score_traces_to` sends the entries in order to a sink (`ReportWriter` streams them to the JSON
+report) while only counts, pass rates, durations (8 bytes per trace each) and the summary's first
+failing entries stay in memory. Memory is thus bounded by a batch of traces plus a small index row
+per sample. The exception is a spec with multi-turn cases: traces that may belong to a
+conversation are held until the input ends, since a conversation's traces arrive in any order.
+`score_traces` collects the entries into the returned `Report` instead (small runs, tests, API).
+
+Without a spec, every trace is an entry scored by the reference-free defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import os
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import version as dist_version
+from typing import Any
+
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.records import Trace
+from evaltrace.evaluators.engine._loop import Router, score_held, score_stream
+from evaltrace.evaluators.engine._routers import EntryList, SpecRouter, Totals, TraceRouter
+from evaltrace.evaluators.engine._routers import EntrySink as EntrySink  # public: the sink protocol
+from evaltrace.evaluators.engine._routers import normalize_input as normalize_input  # public, kept importable here
+from evaltrace.evaluators.engine._spill import Spill
+from evaltrace.evaluators.engine.sample import RunStats, judge_session_for
+from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT, scorer_time_limit
+from evaltrace.evaluators.report.model import (
+    Counts,
+    Report,
+    ReportInputs,
+    ScorerInfo,
+    gate_from_rates,
+)
+from evaltrace.evaluators.report.terminal import FailureDigest
+from evaltrace.evaluators.scorers.base import Scorer, reads_histories
+from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES
+from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.evaluators.spec.loader import LoadedSpec
+from evaltrace.evaluators.spec.model import Case
+
+DEFAULT_CONFIDENCE = 1.0
+"""Without `confidence` in the spec or `--confidence`, every entry must pass."""
+DEFAULT_SCORERS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("tool_errors", {}),
+    ("tool_call_validity", {}),
+    ("tool_efficiency", {}),
+    ("outcome", {"expected": "success"}),
+)
+"""The reference-free scorers applied to every trace when there is no spec."""
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """How to score: the threshold override, the selection, and what the report records."""
+
+    confidence: float | None = None
+    """Overrides the spec's `confidence`."""
+    tiers: tuple[str, ...] = ()
+    """Keep cases whose tier is one of these."""
+    tags: tuple[str, ...] = ()
+    """Keep cases carrying any of these tags."""
+    cases: tuple[str, ...] = ()
+    """Keep cases whose id matches any of these globs."""
+    paths: tuple[str, ...] = ()
+    """The PATH arguments, recorded in the report."""
+    judge_overrides: dict[str, Any] = field(default_factory=dict)
+    """Passed to `JudgeSettings.from_env` when a judge scorer runs."""
+    progress: Callable[[int], None] | None = None
+    """Called with the number of traces read so far."""
+    scorer_timeout: float | None = DEFAULT_SCORER_TIMEOUT
+    """Seconds one scorer may take on one entry (`None`: no limit); past it, the scorer's result
+    is an error naming it. Judge scorers are bounded by the judge's own timeout instead."""
+
+    def __post_init__(self) -> None:
+        """Reject a limit that is not a positive number of seconds."""
+        if self.scorer_timeout is not None and not self.scorer_timeout > 0:
+            raise ValueError(
+                f"scorer_timeout must be more than 0 seconds (or None for no limit), not {self.scorer_timeout}"
+            )
+
+
+def select_cases(spec: LoadedSpec, options: ScoreOptions) -> list[Case]:
+    """The cases the selection keeps (tiers OR'ed, tags OR'ed, id globs OR'ed; the three AND'ed).
+
+    Raises:
+        InputError: no case is left.
+    """
+    selected = [
+        case
+        for case in spec.cases
+        if (not options.tiers or case.tier in options.tiers)
+        and (not options.tags or any(tag in case.tags for tag in options.tags))
+        and (not options.cases or any(fnmatch.fnmatchcase(case.id, pattern) for pattern in options.cases))
+    ]
+    if not selected:
+        wanted = _describe_selection(options)
+        raise InputError(f"{spec.path}: no case matches the selection ({wanted}); check the case ids, tiers and tags")
+    return selected
+
+
+def _describe_selection(options: ScoreOptions) -> str:
+    parts = [f"--tier {t}" for t in options.tiers] + [f"--tag {t}" for t in options.tags]
+    return " ".join(parts + [f"--case {c}" for c in options.cases]) or "all cases"
+
+
+def default_scorers() -> tuple[Scorer, ...]:
+    """The reference-free scorers used without a spec."""
+    return tuple(create_scorer(name, config) for name, config in DEFAULT_SCORERS)
+
+
+def score_traces(traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions | None = None) -> Report:
+    """Score traces (against a spec's cases, or by the reference-free defaults) and gate.
+
+    The whole report, entries included, is returned in memory; `score_traces_to` streams the
+    entries instead, for runs too large to hold.
+
+    Args:
+        traces: the traces, consumed once, one at a time.
+        spec: the loaded spec, or `None` to score every trace with the defaults.
+        options: threshold override, selection, report inputs, judge overrides.
+
+    Returns:
+        The report, with the gate's verdict in `passed`.
+
+    Raises:
+        InputError: the selection keeps no case, or there was no trace to score without a spec.
+    """
+    sink = EntryList()
+    run = score_traces_to(traces, spec, options, sink)
+    return run.report.model_copy(update={"entries": sink.entries})
+
+
+async def ascore_traces(traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions) -> Report:
+    """Async twin of `score_traces`, for callers already in an event loop."""
+    sink = EntryList()
+    run = await ascore_traces_to(traces, spec, options, sink)
+    return run.report.model_copy(update={"entries": sink.entries})
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """A run scored by `score_traces_to`: the report without its entries, and what the summary lists."""
+
+    report: Report
+    """Everything but `entries` (empty here: they went to the sink)."""
+    digest: FailureDigest
+    """The failing and missing entries the terminal summary lists."""
+
+
+def score_traces_to(
+    traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions | None, sink: EntrySink | None
+) -> ScoredRun:
+    """Score traces like `score_traces`, streaming the entries to `sink` instead of keeping them.
+
+    Memory stays bounded by a batch of traces: each sample's result is parked on disk as soon as
+    it is scored (see `_spill.py`), and only counts, durations and the summary's failing entries
+    stay in memory. Multi-turn specs still hold conversation traces until the input ends.
+
+    Raises:
+        InputError: the selection keeps no case, or there was no trace to score without a spec.
+    """
+    options = options or ScoreOptions()
+    router, stats = _new_run(spec, options)
+    return _run_sync(_ascore(traces, router, stats, spec, options, sink))
+
+
+def _run_sync(job: Coroutine[Any, Any, ScoredRun]) -> ScoredRun:
+    runs: list[ScoredRun] = []
+
+    async def main() -> None:
+        # The result is handed out through `runs`, not as the main task's result: on exit,
+        # `asyncio.run` restores the SIGINT handler and CPython 3.11 then formats the task's repr,
+        # result included.
+        runs.append(await job)
+
+    asyncio.run(main())
+    return runs[0]
+
+
+async def ascore_traces_to(
+    traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions, sink: EntrySink | None
+) -> ScoredRun:
+    """Async twin of `score_traces_to`."""
+    router, stats = _new_run(spec, options)
+    return await _ascore(traces, router, stats, spec, options, sink)
+
+
+async def _ascore(
+    traces: Iterable[Trace],
+    router: Router,
+    stats: RunStats,
+    spec: LoadedSpec | None,
+    options: ScoreOptions,
+    sink: EntrySink | None,
+) -> ScoredRun:
+    with Spill() as spill, scorer_time_limit(options.scorer_timeout):
+        async with judge_session_for(router.scorers(), options.judge_overrides) as judge_stats:
+            await score_stream(traces, router, stats, spill, options)
+            await score_held(router, stats, spill)
+            judge = judge_stats()
+        return _finish(router, stats, spill, spec, options, sink, judge)
+
+
+def score_paths_to(
+    paths: Iterable[str | os.PathLike[str]],
+    spec: LoadedSpec | None,
+    options: ScoreOptions | None = None,
+    sink: EntrySink | None = None,
+    *,
+    workers: int | None = None,
+) -> ScoredRun:
+    """Read span files and score their traces like `score_traces_to`, on several cores if it pays.
+
+    With more than one worker, each of `workers` forked processes reads, rebuilds and scores one
+    shard of the traces (see `shards.py`); the report is the one a single process would write.
+
+    Args:
+        paths: files, folders or globs, as the CLI takes them.
+        spec: the loaded spec, or `None` for the reference-free defaults.
+        options: as for `score_traces_to`.
+        sink: where the entries go, in report order.
+        workers: processes to use; `None` picks one per CPU for large runs. Runs with judge
+            scorers, and platforms other than Linux, always use one.
+
+    Raises:
+        InputError: a path names nothing or a file is unreadable; the selection keeps no case;
+            there was no trace to score without a spec.
+    """
+    from evaltrace.collector.convert import read_traces
+    from evaltrace.collector.reader import recording_losses, resolve_paths
+    from evaltrace.evaluators.engine import shards
+
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    options = options or ScoreOptions()
+    files = resolve_paths(paths)
+    router, stats = _new_run(spec, options)
+    stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
+    count = shards.plan_workers(workers, files, router)
+    histories = reads_histories(router.scorers())
+    if count == 1:
+        traces = read_traces(files, histories=histories)
+        return _run_sync(_ascore(traces, router, stats, spec, options, sink))
+    with Spill() as spill:
+        shards.score_sharded(files, router, stats, spill, options, count, histories=histories)
+        with scorer_time_limit(options.scorer_timeout):  # each worker set its own: threads do not survive a fork
+            asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network
+        return _finish(router, stats, spill, spec, options, sink, None)
+
+
+def _new_run(spec: LoadedSpec | None, options: ScoreOptions) -> tuple[Router, RunStats]:
+    router = SpecRouter(spec, select_cases(spec, options)) if spec is not None else TraceRouter(default_scorers())
+    return router, RunStats(prices={**DEFAULT_PRICES, **(spec.spec.prices if spec is not None else {})})
+
+
+def _finish(
+    router: Router,
+    stats: RunStats,
+    spill: Spill,
+    spec: LoadedSpec | None,
+    options: ScoreOptions,
+    sink: EntrySink | None,
+    judge: dict[str, Any] | None,
+) -> ScoredRun:
+    totals = Totals()
+    router.emit(spill, totals, sink)
+    return ScoredRun(report=_build_report(router, totals, stats, spec, options, judge), digest=totals.digest)
+
+
+def _build_report(
+    router: Router,
+    totals: Totals,
+    stats: RunStats,
+    spec: LoadedSpec | None,
+    options: ScoreOptions,
+    judge: dict[str, Any] | None,
+) -> Report:
+    if not totals.entries:
+        raise InputError("no trace to score: the PATHs hold no traces")
+    confidence = _confidence(spec, options)
+    gate = gate_from_rates(totals.rates, confidence)
+    return Report(
+        evaltrace_version=dist_version("evaltrace"),
+        created_at=datetime.now(UTC),
+        inputs=ReportInputs(
+            paths=list(options.paths),
+            spec=spec.path if spec is not None else None,
+            tiers=list(options.tiers),
+            tags=list(options.tags),
+            cases=list(options.cases),
+            dropped_spans=stats.dropped_spans,
+            unwritten_spans=stats.unwritten_spans,
+        ),
+        passed=gate.passed,
+        pass_rate=gate.pass_rate,
+        confidence=confidence,
+        gate_reason=gate.reason,
+        counts=_counts(totals, stats.traces, len(router.unmatched)),
+        entries=[],
+        scorers=_scorer_infos(router.scorers()),
+        scorer_counts=router.state.scorer_tally.rows(),
+        latency=stats.latency(),
+        usage=stats.usage,
+        cost=stats.cost(),
+        unmatched=router.unmatched,
+        judge=judge,
+    )
+
+
+def _confidence(spec: LoadedSpec | None, options: ScoreOptions) -> float:
+    if options.confidence is not None:
+        return options.confidence
+    if spec is not None and spec.spec.confidence is not None:
+        return spec.spec.confidence
+    return DEFAULT_CONFIDENCE
+
+
+def _counts(totals: Totals, traces: int, unmatched: int) -> Counts:
+    count = totals.statuses
+    return Counts(
+        entries=totals.entries,
+        passed=count["passed"],
+        failed=count["failed"],
+        missing=count["missing"],
+        not_applicable=count["not_applicable"],
+        traces=traces,
+        unmatched=unmatched,
+    )
+
+
+def _scorer_infos(scorers: Iterable[Scorer]) -> list[ScorerInfo]:
+    infos: dict[tuple[str, str], ScorerInfo] = {}
+    for scorer in scorers:
+        digest = scorer.config_hash()
+        infos.setdefault(
+            (scorer.name, digest),
+            ScorerInfo(
+                name=scorer.name, version=scorer.version, config_hash=digest, config=scorer.model_dump(mode="json")
+            ),
+        )
+    return list(infos.values())

@@ -1,0 +1,1 @@
+"""The LLM judge: settings, the session of a scoring run, its HTTP client, verdict cache and prompts."""

@@ -1,0 +1,354 @@
+"""The scoring report: per-entry outcomes, the gate, and the JSON file scripts read.
+
+Outcomes. A *sample* is one trace (or, for a multi-turn case, one conversation) scored by the
+scorers that apply to it: it passes when at least one scorer passed and none failed; it fails
+when any scorer failed or errored (an error never counts as a pass); it is *not applicable* when
+every scorer returned `passed=None`. An *entry* is a spec case (or, without a spec, a trace); its
+samples decide it by the case's repeat rule (see `evaluators/spec/model.py`). A case with too few
+matching samples fails and is reported as missing.
+
+The gate. Each applicable entry contributes a value in [0, 1] to the pass rate: 1 or 0 under the
+`all`, `majority` and `pass@k` rules (and for every single-sample entry), its sample pass rate
+under `mean`. Not-applicable entries (nothing was checked) are left out of the pass rate; when no
+entry is applicable the gate fails, because nothing was verified. The gate passes when the pass
+rate is at least the confidence threshold (default 1.0: every entry must pass).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaltrace.collector._terminal import json_safe_bytes
+from evaltrace.collector.errors import InputError
+
+REPORT_SCHEMA_VERSION = 1
+# Pass rates are sums of fractions; a rounding error must not fail a gate sitting exactly at the threshold.
+_EPSILON = 1e-9
+
+SampleStatus = Literal["passed", "failed", "not_applicable"]
+EntryStatus = Literal["passed", "failed", "missing", "not_applicable"]
+
+
+class _ReportModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScoreResult(_ReportModel):
+    """One scorer's verdict, as reported."""
+
+    scorer: str
+    passed: bool | None
+    """`None` when the scorer does not apply."""
+    value: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    """Set when the scorer failed to run (the entry then fails)."""
+    turn: int | None = None
+    """Turn number (from 1) in a multi-turn case."""
+    details: dict[str, Any] | None = None
+
+
+class ScorerCount(_ReportModel):
+    """How one scorer's verdicts went over the scored traces (each sample, each turn), for the summary."""
+
+    scorer: str
+    passed: int = 0
+    failed: int = 0
+    """Failures and error results."""
+    not_applied: int = 0
+    """Verdicts "does not apply" (given only by reference-free defaults: a spec check always applies)."""
+    unrecorded: int = 0
+    """Verdicts, of any kind, that met evidence which was not recorded (content capture off, no root span)."""
+
+
+class TokenUsage(_ReportModel):
+    """Token totals over model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output."""
+        return self.input_tokens + self.output_tokens
+
+
+class SampleResult(_ReportModel):
+    """One scored trace, or one scored conversation for a multi-turn case."""
+
+    trace_id: str | None
+    trace_ids: list[str] = Field(default_factory=list)
+    conversation_id: str | None = None
+    status: SampleStatus
+    passed: bool | None
+    scores: list[ScoreResult]
+    input: str | None = None
+    output: str | None = None
+    error: str | None = None
+    start_time: datetime | None = None
+    duration_seconds: float | None = None
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost_usd: float | None = None
+
+
+class EntryResult(_ReportModel):
+    """One entry: a spec case with its samples, or a trace when scoring without a spec."""
+
+    case_id: str | None
+    trace_id: str | None
+    """The first sample's trace (`None` when the case is missing)."""
+    passed: bool | None
+    """`None` when nothing applied to the entry."""
+    status: EntryStatus
+    pass_rate: float | None
+    """What the entry contributes to the gate's pass rate (`None` when not applicable)."""
+    rule: str | None = None
+    reason: str | None = None
+    scores: list[ScoreResult] = Field(default_factory=list)
+    samples: list[SampleResult] = Field(default_factory=list)
+    input: str | None = None
+    output: str | None = None
+    tier: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+class ScorerInfo(_ReportModel):
+    """A scorer that ran, so a past report's scores can be compared with a new scoring."""
+
+    name: str
+    version: int
+    config_hash: str
+    config: dict[str, Any]
+
+
+class LatencyStats(_ReportModel):
+    """Trace durations over the scored traces."""
+
+    p50_seconds: float | None = None
+    p95_seconds: float | None = None
+    traces: int = 0
+
+
+class CostStats(_ReportModel):
+    """Estimated agent cost from the spec's `prices`."""
+
+    estimated_usd: float | None = None
+    """`None` when no model call could be priced."""
+    unpriced_models: list[str] = Field(default_factory=list)
+
+
+class UnmatchedTrace(_ReportModel):
+    """A trace that matched no case (not scored)."""
+
+    trace_id: str
+    input: str | None = None
+
+
+class Counts(_ReportModel):
+    """How many entries ended how."""
+
+    entries: int = 0
+    passed: int = 0
+    failed: int = 0
+    missing: int = 0
+    not_applicable: int = 0
+    traces: int = 0
+    """Traces read."""
+    unmatched: int = 0
+
+
+class ReportInputs(_ReportModel):
+    """What was scored: the PATH arguments, the spec and the selection."""
+
+    paths: list[str] = Field(default_factory=list)
+    spec: str | None = None
+    tiers: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    cases: list[str] = Field(default_factory=list)
+    dropped_spans: int = 0
+    """Spans the recording dropped on a full export queue, as the files' writers counted them."""
+    unwritten_spans: int = 0
+    """Spans the recording could not write (failed writes), as the files' writers counted them."""
+
+
+class Gate(_ReportModel):
+    """The gate's verdict."""
+
+    passed: bool
+    pass_rate: float | None
+    confidence: float
+    reason: str
+
+
+class Report(_ReportModel):
+    """Everything `evaltrace score` found; `--json` writes it."""
+
+    schema_version: int = REPORT_SCHEMA_VERSION
+    evaltrace_version: str
+    created_at: datetime
+    inputs: ReportInputs
+    passed: bool
+    """The gate."""
+    pass_rate: float | None
+    confidence: float
+    gate_reason: str
+    counts: Counts
+    entries: list[EntryResult]
+    scorers: list[ScorerInfo] = Field(default_factory=list)
+    scorer_counts: list[ScorerCount] = Field(default_factory=list)
+    """Per scorer, in the order first seen: verdicts passed, failed, not applied, and on unrecorded evidence."""
+    latency: LatencyStats = Field(default_factory=LatencyStats)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: CostStats = Field(default_factory=CostStats)
+    unmatched: list[UnmatchedTrace] = Field(default_factory=list)
+    judge: dict[str, Any] | None = None
+    """Judge requests, cache hits, tokens and cost, when judges ran."""
+
+    def to_json(self) -> str:
+        """The report as indented JSON text."""
+        return self.model_dump_json(indent=2) + "\n"
+
+
+def evaluate_gate(entries: list[EntryResult], confidence: float) -> Gate:
+    """Compare the entries' pass rate with `confidence`.
+
+    Args:
+        entries: the scored entries.
+        confidence: minimum pass rate in [0, 1].
+
+    Returns:
+        The verdict; it fails when no entry is applicable (nothing was checked).
+    """
+    return gate_from_rates([e.pass_rate for e in entries if e.pass_rate is not None], confidence)
+
+
+def gate_from_rates(rates: Sequence[float], confidence: float) -> Gate:
+    """`evaluate_gate` from the applicable entries' pass rates, in entry order."""
+    if not rates:
+        reason = "no entry had a scorer that applies: nothing was checked"
+        return Gate(passed=False, pass_rate=None, confidence=confidence, reason=reason)
+    pass_rate = sum(rates) / len(rates)
+    passed = pass_rate + _EPSILON >= confidence
+    relation = ">=" if passed else "<"
+    reason = f"pass rate {pass_rate:.1%} ({_tally(rates)}) {relation} confidence {confidence:.1%}"
+    return Gate(passed=passed, pass_rate=pass_rate, confidence=confidence, reason=reason)
+
+
+def _tally(rates: Sequence[float]) -> str:
+    whole = sum(1 for rate in rates if rate == 1.0)
+    if all(rate in (0.0, 1.0) for rate in rates):
+        return f"{whole}/{len(rates)}"
+    # Repeated cases under the `mean` rule count their share of passing samples, while an entry only
+    # counts as passed when every sample passed: say so, or "0 passed" beside a passing gate puzzles.
+    return f"mean of {len(rates)} entries' sample pass rates; {whole}/{len(rates)} passed in every sample"
+
+
+def write_report(report: Report, destination: str) -> None:
+    """Write the JSON report to a file, or to stdout when `destination` is `-`.
+
+    Raises:
+        InputError: the file cannot be written.
+    """
+    text = report.to_json()
+    if destination == "-":
+        sys.stdout.write(text)
+        return
+    path = Path(destination)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{destination}: cannot write the JSON report: {exc.strerror or exc}") from None
+
+
+class ReportWriter:
+    """Streams a report to a JSON file (or stdout for `-`): entries as they come, the header last.
+
+    The file is one JSON object whose `entries` key comes first (key order means nothing to JSON
+    parsers): the gate, counts and totals are known only after the last entry. A file is written
+    under a temporary name in its folder and renamed into place by `finish`, so a reader never
+    sees half a report; `abort` (or leaving the `with` block on an error) removes it.
+    """
+
+    def __init__(self, destination: str) -> None:
+        self._destination = destination
+        self._temp: Path | None = None
+        if destination == "-":
+            sys.stdout.flush()  # text already printed must come before the report's bytes
+        self._out: IO[bytes] = sys.stdout.buffer if destination == "-" else self._open_temp()
+        self._entries = 0
+
+    def _open_temp(self) -> IO[bytes]:
+        path = Path(self._destination)
+        temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Mode 0o666 less the umask, as a plainly written file gets (a temp file would be 0o600).
+            handle = os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb")
+        except OSError as exc:
+            raise self._error(exc) from None
+        self._temp = temp
+        return handle
+
+    def add(self, chunks: Iterable[bytes]) -> None:
+        """Write one entry, given as the pieces of its compact JSON object."""
+        # The opening is written with the first entry, so an error before any entry leaves stdout empty.
+        self._put(b"," if self._entries else b'{"entries":[')
+        for chunk in chunks:
+            self._put(chunk)
+        self._entries += 1
+
+    def finish(self, report: Report) -> None:
+        """Write the header keys of `report` (its `entries` are not written) and publish the file."""
+        header = report.model_dump_json(exclude={"entries"}).encode()
+        self._put((b"]," if self._entries else b'{"entries":[],') + header[1:] + b"\n")
+        try:
+            self._out.flush()
+            if self._temp is not None:
+                self._out.close()
+                os.replace(self._temp, self._destination)
+                self._temp = None
+        except OSError as exc:
+            raise self._error(exc) from None
+
+    def abort(self) -> None:
+        """Drop an unfinished file (stdout is left as it is)."""
+        if self._temp is not None:
+            self._out.close()
+            self._temp.unlink(missing_ok=True)
+            self._temp = None
+
+    def _put(self, data: bytes) -> None:
+        if self._destination == "-":
+            # Recorded text quoted in the report must not drive a terminal: C1, DEL and bidi
+            # characters (which JSON leaves raw) become \u escapes, the same JSON once parsed.
+            data = json_safe_bytes(data)
+        try:
+            self._out.write(data)
+        except OSError as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: OSError) -> Exception:
+        if isinstance(exc, BrokenPipeError) and self._destination == "-":
+            return exc  # the reader of stdout went away: not a problem with the destination given
+        return InputError(f"{self._destination}: cannot write the JSON report: {exc.strerror or exc}")
+
+    def __enter__(self) -> ReportWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.abort()
+
+
+def load_report(path: str | Path) -> Report:
+    """Read a report written by `write_report` (for comparisons and tests)."""
+    return Report.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -1,0 +1,176 @@
+"""The terminal summary of a report: counts, failing entries with their reasons, stats, the gate line.
+
+Up to `MAX_LISTED` failing or missing entries are listed with their reasons, in report order; a
+larger run's others are counted in one line (the JSON report has them all). A table gives each
+scorer's verdicts (passed / failed / did not apply), so a scorer that applied to nothing is seen
+in the terminal, not only in the JSON; verdicts that met unrecorded content add a warning with
+the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from evaltrace.collector._terminal import plural
+from evaltrace.evaluators.report.model import EntryResult, Report, ScorerCount, ScoreResult
+from evaltrace.evaluators.scorers.evidence import RECORD_HINT
+
+_RULE = "-" * 70
+_MAX_REASON = 300
+
+
+MAX_LISTED = 50
+"""Failing and missing entries listed in full; the rest are counted (the JSON report has them all)."""
+
+
+class FailureDigest:
+    """The failing and missing entries the summary lists, collected as entries are produced.
+
+    Keeps the rendered lines of the first `limit` problem entries and a count of the others, so a
+    run's summary does not need the run's entries in memory.
+    """
+
+    def __init__(self, limit: int = MAX_LISTED) -> None:
+        self.limit = limit
+        self.lines: list[str] = []
+        self.listed = 0
+        self.omitted = 0
+
+    @property
+    def full(self) -> bool:
+        """Whether further problem entries are only counted (callers may then skip building them)."""
+        return self.listed >= self.limit
+
+    def add(self, entry: EntryResult, samples: int) -> None:
+        """Note an entry (with its number of samples); only failing and missing ones are kept."""
+        if entry.status not in ("failed", "missing"):
+            return
+        if self.full:
+            self.omitted += 1
+        else:
+            self.lines += _entry_lines(entry, samples)
+            self.listed += 1
+
+    def add_omitted(self) -> None:
+        """Count a problem entry past the limit without building it."""
+        self.omitted += 1
+
+    @classmethod
+    def of(cls, entries: Iterable[EntryResult]) -> FailureDigest:
+        """The digest of a report's entries."""
+        digest = cls()
+        for entry in entries:
+            digest.add(entry, len(entry.samples))
+        return digest
+
+
+def render_summary(report: Report, digest: FailureDigest | None = None) -> str:
+    """The readable summary `evaltrace score` prints (plain text, ends with the gate line).
+
+    Args:
+        report: the report (its `entries` are not read when `digest` is given).
+        digest: the failing entries, collected while the entries were streamed.
+    """
+    digest = digest if digest is not None else FailureDigest.of(report.entries)
+    lines = [_headline(report), _RULE, *digest.lines]
+    if digest.omitted:
+        lines.append(f"... and {plural(digest.omitted, 'more failing entry', 'more failing entries')} (see --json)")
+    if digest.listed:
+        lines.append(_RULE)
+    lines += _scorer_lines(report.scorer_counts)
+    lines += _stats_lines(report)
+    lines.append(_gate_line(report))
+    return "\n".join(lines) + "\n"
+
+
+def _headline(report: Report) -> str:
+    c = report.counts
+    source = f"spec {report.inputs.spec}" if report.inputs.spec else "reference-free defaults (no --spec)"
+    parts = [plural(c.entries, "entry", "entries"), f"{c.passed} passed", f"{c.failed} failed"]
+    if c.missing:
+        parts.append(f"{c.missing} missing")
+    if c.not_applicable:
+        parts.append(f"{c.not_applicable} not applicable")
+    return f"evaltrace score: {source}; {plural(c.traces, 'trace')} read\n" + ", ".join(parts)
+
+
+def _entry_lines(entry: EntryResult, samples: int) -> list[str]:
+    label = entry.case_id or "(no case)"
+    trace = f" [trace {entry.trace_id}]" if entry.trace_id else ""
+    rate = f" pass rate {entry.pass_rate:.0%}" if entry.pass_rate is not None and samples > 1 else ""
+    lines = [f"{entry.status.upper()} {label}{trace}{rate}"]
+    if entry.status == "missing" or not entry.scores:
+        return lines + [f"  - {entry.reason}"] if entry.reason else lines
+    lines += [f"  - {_score_line(score)}" for score in entry.scores if score.passed is False]
+    return lines
+
+
+def _score_line(score: ScoreResult) -> str:
+    turn = f" (turn {score.turn})" if score.turn is not None else ""
+    reason = score.reason or score.error or "failed"
+    if len(reason) > _MAX_REASON:
+        reason = reason[: _MAX_REASON - 3] + "..."
+    return f"{score.scorer}{turn}: {' '.join(reason.split())}"
+
+
+def _scorer_lines(counts: list[ScorerCount]) -> list[str]:
+    """`Scorer  passed  failed  did not apply` rows, and a warning when content was not recorded."""
+    if not counts:
+        return []
+    width = max(len("scorer"), *(len(c.scorer) for c in counts))
+    header = ("scorer", "passed", "failed", "did not apply")
+    lines = [f"{header[0]:<{width}}  {header[1]:>6}  {header[2]:>6}  {header[3]:>13}"]
+    lines += [f"{c.scorer:<{width}}  {c.passed:>6}  {c.failed:>6}  {c.not_applied:>13}" for c in counts]
+    unrecorded = [c for c in counts if c.unrecorded]
+    if unrecorded:
+        total = sum(c.unrecorded for c in unrecorded)
+        which = ", ".join(f"{c.scorer} {c.unrecorded}" for c in unrecorded)
+        lines.append(f"Warning: {plural(total, 'verdict')} met content that was not recorded ({which}): {RECORD_HINT}")
+    return lines
+
+
+def _stats_lines(report: Report) -> list[str]:
+    lines = []
+    if report.latency.p50_seconds is not None and report.latency.p95_seconds is not None:
+        p50, p95 = _seconds(report.latency.p50_seconds), _seconds(report.latency.p95_seconds)
+        lines.append(f"Latency p50/p95: {p50} / {p95}")
+    usage = report.usage
+    if usage.total_tokens:
+        lines.append(f"Tokens (in/out): {usage.input_tokens:,} / {usage.output_tokens:,}")
+    if report.cost.estimated_usd is not None:
+        unpriced = f" (unpriced: {', '.join(report.cost.unpriced_models)})" if report.cost.unpriced_models else ""
+        lines.append(f"Estimated cost: ${report.cost.estimated_usd:.4f}{unpriced}")
+    if report.judge:
+        lines.append(_judge_line(report.judge))
+    if report.unmatched:
+        lines.append(f"Unmatched traces (not scored): {len(report.unmatched)}")
+    inputs = report.inputs
+    if inputs.dropped_spans or inputs.unwritten_spans:
+        lines.append(
+            f"Warning: the recording lost {plural(inputs.dropped_spans + inputs.unwritten_spans, 'span')} "
+            f"({inputs.dropped_spans} dropped by a full export queue, {inputs.unwritten_spans} not written); "
+            "the traces they belonged to were scored incomplete"
+        )
+    return lines
+
+
+def _judge_line(judge: dict[str, Any]) -> str:
+    def get(key: str) -> Any:
+        return judge.get(key, 0)
+
+    requests = plural(get("requests"), "request")
+    line = f"Judge: {requests} ({plural(get('retries'), 'retry', 'retries')}, {plural(get('errors'), 'error')}), "
+    line += f"cache {plural(get('cache_hits'), 'hit')} / {plural(get('cache_misses'), 'miss', 'misses')}, "
+    line += f"tokens {get('prompt_tokens'):,} / {get('completion_tokens'):,}"
+    cost = judge.get("estimated_cost_usd")
+    return line + (f", estimated cost ${cost:.4f}" if isinstance(cost, int | float) else "")
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.0f}ms" if value < 1 else f"{value:.2f}s"
+
+
+def _gate_line(report: Report) -> str:
+    verdict = "PASSED" if report.passed else "FAILED"
+    return f"Gate {verdict}: {report.gate_reason}"

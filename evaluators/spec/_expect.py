@@ -1,0 +1,133 @@
+"""From a case's `expect:` (and the spec's `scorers:`) to scorer instances.
+
+Expectations are scorer configuration (see the scoring interface): each `expect` key becomes one
+or more scorers whose config carries the expectation, so every scorer is self-contained.
+
+- `tool_calls` (+ `trajectory`: a mode or `{mode, threshold, arguments}`) -> `trajectory`
+  with `expected`, `mode`, `threshold`, `arguments`.
+- `tool_correctness: {mode, threshold}` -> `tool_correctness` with `expected` from `tool_calls`.
+- `output`, `steps`, `usage`, `latency`, `cost`, `budget` -> the scorer of the same name.
+- `outcome: success` -> `outcome` with `expected`.
+- `answer: {...}` -> `answer_quality`, the weighted groundedness / correctness / completeness score
+  (40/40/20 by default) that gates, as in the seed's evaluation; its details carry each axis. A
+  case that must pass one axis on its own names it: `expect: {groundedness: {...}}`.
+- any other key -> the registered scorer of that name, with the value as its config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from evaltrace.evaluators.errors import SpecError, UnknownScorerError, did_you_mean
+from evaltrace.evaluators.scorers.base import Scorer
+from evaltrace.evaluators.scorers.registry import scorer_class, scorer_names
+from evaltrace.evaluators.spec.model import Expect, ScorerRef, TrajectoryOptions
+
+_PASSTHROUGH = ("output", "steps", "usage", "latency", "cost", "budget")
+ANSWER_SCORER = "answer_quality"
+
+
+@dataclass(frozen=True)
+class ScorerRequest:
+    """A scorer to build: its registered name, its config and the spec key it came from."""
+
+    name: str
+    config: dict[str, Any]
+    key: str
+    """Spec key path relative to the case (or the spec), e.g. `expect.output`."""
+
+
+def expect_requests(expect: Expect, prefix: str = "expect") -> list[ScorerRequest]:
+    """The scorers a case's (or turn's) `expect` stands for, in a stable order.
+
+    Raises:
+        ValueError: `trajectory` or `tool_correctness` without `tool_calls` (the message names the key).
+    """
+    requests = _tool_requests(expect, prefix)
+    for key in _PASSTHROUGH:
+        value = getattr(expect, key)
+        if value is not None:
+            config = value if isinstance(value, dict) else _output_config(value.model_dump(exclude_none=True))
+            requests.append(ScorerRequest(key, config, f"{prefix}.{key}"))
+    if expect.outcome is not None:
+        requests.append(ScorerRequest("outcome", {"expected": expect.outcome}, f"{prefix}.outcome"))
+    if expect.answer is not None:
+        requests.append(ScorerRequest(ANSWER_SCORER, dict(expect.answer), f"{prefix}.answer"))
+    for key, value in (expect.model_extra or {}).items():
+        requests.append(ScorerRequest(key, dict(value or {}), f"{prefix}.{key}"))
+    return requests
+
+
+def _tool_requests(expect: Expect, prefix: str) -> list[ScorerRequest]:
+    if expect.tool_calls is None:
+        for key in ("trajectory", "tool_correctness"):
+            if getattr(expect, key) is not None:
+                raise ValueError(f"{prefix}.{key}: needs {prefix}.tool_calls (the expected calls)")
+        return []
+    expected = [call.model_dump() for call in expect.tool_calls]
+    options = expect.trajectory
+    if not isinstance(options, TrajectoryOptions):
+        options = TrajectoryOptions(mode=options or "in_order")
+    config = {"expected": expected, **options.model_dump(exclude_none=True)}
+    requests = [ScorerRequest("trajectory", config, f"{prefix}.tool_calls")]
+    if expect.tool_correctness is not None:
+        correctness = {"expected": expected, **expect.tool_correctness}
+        requests.append(ScorerRequest("tool_correctness", correctness, f"{prefix}.tool_correctness"))
+    return requests
+
+
+def _output_config(config: dict[str, Any]) -> dict[str, Any]:
+    # `contains: "18"` is a convenience for `contains: ["18"]`; the scorer takes lists.
+    for key in ("contains", "not_contains"):
+        if isinstance(config.get(key), str):
+            config[key] = [config[key]]
+    return config
+
+
+def scorer_ref_request(ref: ScorerRef, index: int) -> ScorerRequest:
+    """The request for one entry of the spec's global `scorers:` list."""
+    if isinstance(ref, str):
+        return ScorerRequest(ref, {}, f"scorers[{index}]")
+    ((name, config),) = ref.items()
+    return ScorerRequest(name, dict(config or {}), f"scorers[{index}].{name}")
+
+
+def build_scorer(request: ScorerRequest, where: str) -> Scorer:
+    """Instantiate the scorer as a spec check; errors name `where` (file and case) and the key.
+
+    Raises:
+        SpecError: an unknown scorer name, an invalid config, or a config that checks nothing.
+    """
+    try:
+        cls = scorer_class(request.name)
+    except UnknownScorerError as exc:
+        declared = request.key.rsplit(".", 1)[-1] in Expect.model_fields
+        if request.key.startswith(("expect.", "turns")) and not declared:
+            keys = ", ".join(Expect.model_fields)
+            hint = did_you_mean(request.name, [*Expect.model_fields, *scorer_names()])
+            raise SpecError(
+                f"{where}: {request.key}: unknown key{hint}: not an expect key ({keys}) nor a registered scorer "
+                f"(valid scorers: {', '.join(scorer_names())})"
+            ) from None
+        raise SpecError(f"{where}: {request.key}: {exc}") from None
+    try:
+        scorer = cls.model_validate(request.config)
+    except ValidationError as exc:
+        raise SpecError(f"{where}: {request.key}: scorer {request.name!r}: {_render(exc)}") from None
+    problem = scorer.configuration_problem()
+    if problem is not None:
+        raise SpecError(f"{where}: {request.key}: scorer {request.name!r}: {problem}")
+    # Written in a spec, so a check: it fails, never "does not apply", when its evidence is missing.
+    return scorer.as_spec_check()
+
+
+def _render(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        message = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{loc}: {message}" if loc else message)
+    return "; ".join(parts)

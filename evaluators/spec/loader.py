@@ -1,0 +1,214 @@
+"""Loading a spec file: parse YAML/JSON, validate against the shipped JSON Schema and the models, build scorers.
+
+Validation happens in three layers, each error one line naming the file, the case and the key:
+the JSON Schema (structure, unknown keys, types), the pydantic models (regular expressions, the
+shape of a case, duplicate ids) and the scorers' own config models. YAML is parsed with the safe
+loader (no Python objects) and duplicate keys are rejected rather than silently overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from pydantic import ValidationError
+
+from evaltrace.evaluators.errors import SpecError
+from evaltrace.evaluators.scorers.base import Scorer
+from evaltrace.evaluators.spec._errors import locate, render_pydantic_error, render_schema_error
+from evaltrace.evaluators.spec._expect import ScorerRequest, build_scorer, expect_requests, scorer_ref_request
+from evaltrace.evaluators.spec.model import Case, Expect, Spec
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    """A validated spec with its scorers built."""
+
+    path: str
+    """The spec file as the user named it."""
+    spec: Spec
+    global_scorers: tuple[Scorer, ...]
+    """The spec's `scorers:`, applied to every entry."""
+    case_scorers: dict[str, tuple[tuple[Scorer, ...], ...]]
+    """Per case id, the scorers of each turn (one tuple for a single-turn case), globals first."""
+
+    @property
+    def cases(self) -> list[Case]:
+        """The spec's cases, in file order."""
+        return list(self.spec.cases)
+
+
+def load_spec(path: str | Path) -> LoadedSpec:
+    """Read, validate and compile a spec file.
+
+    Args:
+        path: a `.yaml`/`.yml` or `.json` file.
+
+    Returns:
+        The spec with every scorer instantiated.
+
+    Raises:
+        SpecError: the file is missing, malformed, or invalid; the message names the file, case and key.
+    """
+    label = str(path)
+    data = parse_spec_text(_read(Path(path), label), label, json_syntax=str(path).endswith(".json"))
+    return compile_spec(validate_spec_data(data, label), label)
+
+
+def _read(path: Path, label: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{label}: spec file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{label}: cannot read spec file: {exc}") from None
+
+
+def parse_spec_text(text: str, label: str, *, json_syntax: bool = False) -> Any:
+    """Parse spec text (YAML, or JSON when `json_syntax`); syntax errors name the line."""
+    if json_syntax:
+        try:
+            return json.loads(text, object_pairs_hook=_no_duplicate_pairs)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{label}: line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
+        except _DuplicateKeyError as exc:
+            raise SpecError(f"{label}: duplicate key {exc.key!r}") from None
+    try:
+        # _StrictLoader derives from SafeLoader: no Python object is ever constructed from a spec.
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = exc.problem or exc.context or "malformed YAML"
+        raise SpecError(f"{label}: {where}invalid YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{label}: invalid YAML: {exc}") from None
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """The safe loader, rejecting duplicate mapping keys (YAML would keep the last one silently)."""
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    # Duplicates are looked for among the mapping's own keys, before merge keys (`<<: *base`)
+    # are expanded: a key written here legally overrides one merged in, and merged mappings may
+    # share keys (the first wins), as YAML specifies.
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue
+        key = loader.construct_object(key_node)
+        try:
+            duplicate = key in seen
+        except TypeError:  # a list or mapping as a key (`? [a, b] : 1`)
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark
+            ) from None
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+@cache
+def shipped_schema() -> dict[str, Any]:
+    """The JSON Schema shipped with evaltrace (`evaluators/spec/spec_schema.json`)."""
+    text = resources.files("evaltrace.evaluators.spec").joinpath("spec_schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def validate_spec_data(data: Any, label: str) -> Spec:
+    """Validate parsed spec data against the JSON Schema, then the models.
+
+    Raises:
+        SpecError: naming the file, the case and the key path.
+    """
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else f"a {type(data).__name__}"
+        raise SpecError(f"{label}: a spec is a mapping with a 'cases' list, got {got}")
+    message = render_schema_error(label, data, Draft202012Validator(shipped_schema()).iter_errors(data))
+    if message is not None:
+        raise SpecError(message)
+    _check_unique_ids(data, label)
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(render_pydantic_error(label, data, exc)) from None
+
+
+def _check_unique_ids(data: dict[str, Any], label: str) -> None:
+    # Done on the raw data so the message can point at the second case carrying the id.
+    seen: set[str] = set()
+    for index, case in enumerate(data["cases"]):
+        case_id = case["id"]
+        if case_id in seen:
+            raise SpecError(f"{label}: case #{index + 1}: id: duplicate case id {case_id!r} (case ids must be unique)")
+        seen.add(case_id)
+
+
+def compile_spec(spec: Spec, label: str) -> LoadedSpec:
+    """Build every scorer of the spec; errors name the file, case and key."""
+    globals_ = tuple(build_scorer(scorer_ref_request(ref, i), label) for i, ref in enumerate(spec.scorers))
+    per_case: dict[str, tuple[tuple[Scorer, ...], ...]] = {}
+    for case in spec.cases:
+        where = f"{label}: case {case.id!r}"
+        if case.turns is not None:
+            expects = [(turn.expect, f"turns[{i}].expect") for i, turn in enumerate(case.turns)]
+        else:
+            expects = [(case.expect, "expect")]
+        per_case[case.id] = tuple(globals_ + _build(expect, prefix, where) for expect, prefix in expects)
+    return LoadedSpec(path=label, spec=spec, global_scorers=globals_, case_scorers=per_case)
+
+
+def _build(expect: Expect | None, prefix: str, where: str) -> tuple[Scorer, ...]:
+    if expect is None:
+        return ()
+    try:
+        requests: list[ScorerRequest] = expect_requests(expect, prefix)
+    except ValueError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+    return tuple(build_scorer(request, where) for request in requests)
+
+
+def split_spec_arg(value: str) -> tuple[str, str | None]:
+    """Split `file.yaml::case_id` into the file and the case id (`None` without `::`).
+
+    A value naming an existing file is taken whole, so a file name containing `::` still works.
+    """
+    if "::" not in value or Path(value).is_file():
+        return value, None
+    file, _, case_id = value.partition("::")
+    return file, case_id or None
+
+
+__all__ = ["LoadedSpec", "compile_spec", "load_spec", "locate", "parse_spec_text", "split_spec_arg"]
