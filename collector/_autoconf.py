@@ -7,8 +7,9 @@ which can make initialisation fail and disable tracing altogether. evaltrace the
 - `EvaltraceDistro` (entry point `opentelemetry_distro: evaltrace`): sets defaults only where
   the user set nothing. When the traces exporter list names `evaltrace`, logs default to
   `evaltrace` (GenAI events, i.e. message content sent as log records, are recorded beside the
-  spans), metrics default to `none`, and GenAI content capture is turned on (`_genai_env.py`;
-  `EVALTRACE_CAPTURE_CONTENT=0` keeps it off). The traces exporter itself is never defaulted:
+  spans), metrics default to `none`, and GenAI content capture is turned on, with the content
+  switches of frameworks that have their own (`_genai_env.py`; `EVALTRACE_CAPTURE_CONTENT=0`
+  keeps it off). The traces exporter itself is never defaulted:
   installing evaltrace must not start recording in applications that did not ask for it.
 - `EvaltraceConfigurator` (entry point `opentelemetry_configurator: evaltrace`): the SDK's
   configurator, plus evaltrace's processors for its span and log exporters (which count queue

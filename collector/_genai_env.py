@@ -17,7 +17,11 @@ and the user set nothing, it sets that variable (the files stay local):
   records beside the spans. (util-genai's handler, built there too, warns once that `true` is
   not one of its modes; the instrumentation still records content.)
 
-`EVALTRACE_CAPTURE_CONTENT=0` leaves the variable alone (and the exporters drop content from the
+Frameworks that make their own GenAI spans and keep content behind a switch of their own get that
+switch turned on the same way (`FRAMEWORK_CONTENT_SWITCHES`), unless the user set it or set the
+GenAI variable above to a value meaning no content.
+
+`EVALTRACE_CAPTURE_CONTENT=0` leaves the variables alone (and the exporters drop content from the
 files as before). Instrumentations read it when they instrument (openai-v2: at `instrument()`),
 so it must be set first: `opentelemetry-instrument` runs the distro before any instrumentor, and
 `record()` must be called before the application instruments its clients.
@@ -32,6 +36,15 @@ CAPTURE_CONTENT_VAR = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _OPT_IN_VAR = "OTEL_SEMCONV_STABILITY_OPT_IN"
 _LATEST = "gen_ai_latest_experimental"
 _OFF = {"0", "false", "no", "off"}
+# The GenAI variable's values that ask for no content (util-genai's mode `NO_CONTENT` too).
+_CAPTURE_OFF = _OFF | {"no_content"}
+
+FRAMEWORK_CONTENT_SWITCHES: dict[str, str] = {
+    # Microsoft Agent Framework (`agent_framework.observability`) puts messages, tool arguments and
+    # tool results on its spans only with this; it reads the variable when `agent_framework` is imported.
+    "ENABLE_SENSITIVE_DATA": "true",
+}
+"""Framework-specific content switches (off by default) and the value that turns each on."""
 
 
 def latest_genai_conventions(environ: MutableMapping[str, str] | None = None) -> bool:
@@ -62,12 +75,21 @@ def capture_content_value(environ: MutableMapping[str, str] | None = None) -> st
 
 
 def apply_capture_default(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
-    """Turn GenAI content capture on unless the user chose (or `EVALTRACE_CAPTURE_CONTENT=0`); return what was set."""
+    """Turn GenAI content capture on unless the user chose (or `EVALTRACE_CAPTURE_CONTENT=0`); return what was set.
+
+    The GenAI variable and each framework switch are set only where unset. A GenAI variable the
+    user set to a no-content value keeps the framework switches off too: it states the user's choice.
+    """
     env = os.environ if environ is None else environ
-    if env.get(CAPTURE_CONTENT_VAR, "").strip():
-        return {}
     if env.get("EVALTRACE_CAPTURE_CONTENT", "").strip().lower() in _OFF:
         return {}
-    value = capture_content_value(env)
-    env[CAPTURE_CONTENT_VAR] = value
-    return {CAPTURE_CONTENT_VAR: value}
+    applied: dict[str, str] = {}
+    chosen = env.get(CAPTURE_CONTENT_VAR, "").strip()
+    if not chosen:
+        applied[CAPTURE_CONTENT_VAR] = env[CAPTURE_CONTENT_VAR] = capture_content_value(env)
+    elif chosen.lower() in _CAPTURE_OFF:
+        return applied
+    for name, value in FRAMEWORK_CONTENT_SWITCHES.items():
+        if not env.get(name, "").strip():
+            applied[name] = env[name] = value
+    return applied

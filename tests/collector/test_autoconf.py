@@ -126,6 +126,25 @@ def test_distro_defaults_only_where_unset() -> None:
     assert apply_env_defaults({}) == {}
 
 
+def test_distro_turns_framework_content_switches_on_only_where_unset() -> None:
+    # Agent Framework records messages and tool arguments/results only with ENABLE_SENSITIVE_DATA.
+    switch = "ENABLE_SENSITIVE_DATA"
+    fresh = {"OTEL_TRACES_EXPORTER": "evaltrace"}
+    assert apply_env_defaults(fresh)[switch] == "true" and fresh[switch] == "true"
+    chosen = {"OTEL_TRACES_EXPORTER": "evaltrace", switch: "false"}
+    assert switch not in apply_env_defaults(chosen) and chosen[switch] == "false"
+    # The GenAI variable set to content: the framework switch follows it; set to no content: stays off.
+    span_only = {"OTEL_TRACES_EXPORTER": "evaltrace", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
+    assert apply_env_defaults(span_only)[switch] == "true"
+    for no_content in ("false", "NO_CONTENT", " 0 "):
+        env = {"OTEL_TRACES_EXPORTER": "evaltrace", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": no_content}
+        assert switch not in apply_env_defaults(env) and switch not in env, no_content
+    off = {"OTEL_TRACES_EXPORTER": "evaltrace", "EVALTRACE_CAPTURE_CONTENT": "off"}
+    assert switch not in apply_env_defaults(off) and switch not in off
+    other = {"OTEL_TRACES_EXPORTER": "otlp"}
+    assert apply_env_defaults(other) == {} and switch not in other
+
+
 def test_capture_value_is_one_the_installed_util_genai_accepts() -> None:
     # util-genai on the latest conventions rejects `true` (and records no content); the older
     # conventions read exactly `true`. Ask the installed util-genai which path openai-v2 takes.
