@@ -6,6 +6,10 @@ What counts as what (the rules scorers rely on):
   with the model calls under it as iterations. A root that is not an agent but holds exactly one
   outermost run (a test harness's wrapper span, the OpenAI-Agents bridge's per-trace wrapper)
   gives that run's trace; its attributes (`evaltrace.case_id`, ...) still count.
+- A workflow span (a crew, a workflow, a root chain) that holds exactly one run and calls no model
+  and no tool itself is a container, not a call: the trace is that run's, with the container's
+  input, answer and error where the run's spans record none (CrewAI's crew around its agent).
+- A tree of `create_agent` spans alone (an agent being defined, at build time) is no trace.
 - A run is one agent span, or a handoff chain: sibling agent spans where each one after the first
   was handed the run by the one before it (that agent's scope holds a tool span whose result names
   it, as the bridge's `handoff to <agent>` span does). A handoff chain is ONE trace, because the
@@ -17,12 +21,15 @@ What counts as what (the rules scorers rely on):
   flag tells nested traversal that those calls are already in the list.
 - Iterations are the model-call spans in the trace's scope, in start order. A model call inside
   another model call (two instrumentations of one request) or inside a tool (a tool's own LLM
-  use) is not an iteration of this agent.
+  use) is not an iteration of this agent, nor is a model-kind span that only prepared the request
+  of the next one (`_model_calls`: one model call, one iteration).
 - Any other nested agent run (agent-as-tool, a workflow's sub-agents, an agent span inside
   another agent) is its own child trace, reachable from `ToolCall.child`: from the tool span it
   runs under, or else from a tool call of its own (named after the agent) placed where it
   started. Its spans never mix into the parent's iterations or usage.
 - Usage is summed over this trace's iterations only; agent spans' aggregates are ignored.
+- A framework's answer tool (smolagents' `final_answer`) called in the last model call is the
+  run's answer, not a tool call (`_conv_answer_tool`); that model call stays an iteration.
 """
 
 from __future__ import annotations
@@ -33,8 +40,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaltrace.collector import _attributes as A
+from evaltrace.collector._conv_answer_tool import take_answer_call
+from evaltrace.collector._conv_envelopes import unwrap_result
 from evaltrace.collector._lenient_json import within_depth
 from evaltrace.collector._match import Requested, ToolSpan, merge, pair, tool_results, usable_id
+from evaltrace.collector._model_calls import one_per_model_call
 from evaltrace.collector._normalized import NormalizedSpan, ToolExec
 from evaltrace.collector._spanutil import error_type, ns_to_datetime
 from evaltrace.collector._tree import SpanTree
@@ -64,18 +74,27 @@ class Assembler:
         self._scopes: dict[str, _Scope] = {}
 
     def traces(self) -> list[Trace]:
-        """One trace per root of the tree (normally one)."""
-        traces = [self._trace_for_root(root) for root in self.tree.roots]
+        """One trace per root of the tree (normally one), except roots that only define an agent."""
+        traces = [self._trace_for_root(root) for root in self.tree.roots if not self._only_defines_agents(root)]
         if traces and self.tree.warnings:
             traces[0].warnings[:0] = self.tree.warnings
         return traces
+
+    def _only_defines_agents(self, root: Span) -> bool:
+        """A tree of GenAI `create_agent` spans alone records an agent being built, not a run of it.
+
+        OpenLLMetry's LangChain instrumentation opens one when `create_agent` builds the graph, in a
+        trace of its own, before any run: no input, no model call, nothing to score.
+        """
+        return all(s.attributes.get(A.OPERATION_NAME) == A.CREATE_AGENT_OPERATION for s in self.tree.walk(root))
 
     def _role(self, span: Span) -> str:
         return self.classified[span.span_id].role
 
     def _trace_for_root(self, root: Span) -> Trace:
         if self._role(root) == "agent":
-            trace = self.build(root)
+            contained = self._contained_run(root)
+            trace = self.build(root) if contained is None else self._container_trace(root, contained)
         else:
             runs = self._runs(self._outermost_agents(root))
             alone = len(runs) == 1 and not self._has_llm_outside(root, runs[0])
@@ -84,6 +103,31 @@ class Assembler:
         walked = list(self.tree.walk(root))
         _apply_context(trace, [self.classified[s.span_id] for s in walked])
         trace.span_count = len([s for s in walked if s.span_id not in self.tree.placeholders])
+        return trace
+
+    def _contained_run(self, top: Span) -> list[Span] | None:
+        """The one run inside a workflow span that calls no model and no tool itself (a crew around its agent)."""
+        runs = self._runs(self._outermost_agents(top))
+        if len(runs) != 1:
+            return None
+        inside = set().union(*(self.tree.subtree_ids(agent) for agent in runs[0]))
+        if any(self._role(s) in ("llm", "tool") for s in self.tree.walk(top) if s.span_id not in inside):
+            return None
+        return runs[0]
+
+    def _container_trace(self, container: Span, run: list[Span]) -> Trace:
+        """The run's trace; the container says what the run's spans leave out (the prompt, the answer, an error)."""
+        trace = self._build_run(run)
+        outer = self.classified[container.span_id]
+        first, last = self.classified[run[0].span_id].agent, self.classified[run[-1].span_id].agent
+        # The container's record beats a guess from the model calls (`_fill_outcome`'s fallbacks):
+        # CrewAI's model prompt wraps the task in a template; the crew records the task itself.
+        if outer.agent is not None and outer.agent.input is not None and (first is None or first.input is None):
+            trace.input = outer.agent.input
+        if outer.agent is not None and outer.agent.output is not None and (last is None or last.output is None):
+            trace.output = outer.agent.output
+        if trace.error is None and outer.error is not None:
+            trace.error, trace.status = outer.error, _status(outer)
         return trace
 
     def _outermost_agents(self, span: Span) -> list[Span]:
@@ -142,6 +186,7 @@ class Assembler:
             scope.llms.append(head)
         self._collect(top, scope, in_llm=head.role == "llm", tool=None)
         scope.llms.sort(key=lambda n: (n.span.start_time_ns, n.span.span_id))
+        scope.llms = one_per_model_call(scope.llms)  # a span that only prepared the next one's request
         scope.tools.sort(key=lambda t: (t.span.start_time_ns, t.span.span_id))
         self._scopes[top.span_id] = scope
         return scope
@@ -208,8 +253,11 @@ class Assembler:
         schemas = _schemas(heads, llms)
         trace.iterations = iterations
         trace.tool_schemas = schemas
-        trace.tool_calls = _tool_calls(iterations, llms, tools, schemas, trace.warnings)
+        calls = _tool_calls(iterations, llms, tools, schemas, trace.warnings)
+        trace.tool_calls, answer = take_answer_call(calls, iterations)
         _fill_outcome(trace, heads, iterations, llms)
+        if answer is not None and (trace.output is None or iterations[-1].output_text == trace.output):
+            trace.output = answer  # the framework's answer tool, not the last reply's text, ended the run
         _apply_context(trace, members)
         for member in members:
             trace.warnings.extend(member.warnings)  # in place: no pydantic attribute assignment per span
@@ -278,7 +326,14 @@ def _tool_calls(
     calls = [call for _, call in keyed]
     if any(call.result is None for call in calls):
         # Only calls without a result take one from later model inputs: skip the history scan otherwise.
+        missing = [call for call in calls if call.result is None]
         _fill_results(calls, *tool_results([_prompt(n) for n in llms]))
+        # A result the framework handed the model in its envelope (ADK's `{"result": ...}`) is unwrapped
+        # as a tool span's own would be: by the envelopes of the span that ran the call.
+        scopes = {tool.span.span_id: tool.span.scope_name for tool in tools}
+        for call in missing:
+            if call.span_id in scopes:
+                call.result = unwrap_result(call.result, scopes[call.span_id])
     _normalise_arguments(calls, schemas, warnings)
     for iteration in iterations:
         iteration.tool_calls = [c for c in calls if c.iteration == iteration.index]
@@ -327,6 +382,10 @@ def _fill_outcome(
     trace.input = first.input if first and first.input is not None else _first_user_text(llms)
     reply = iterations[-1].output_text if iterations else None
     trace.output = last.output if last and last.output is not None else reply
+    if reply is not None and trace.output is not None and trace.output.strip() == reply.strip():
+        # The agent span re-renders the last reply (Strands' `str(AgentResult)` ends each text block
+        # with a newline): the model's own words are the answer.
+        trace.output = reply
     failed = [head for head in heads if head.error is not None]
     outcome = failed[-1] if failed else heads[-1]
     trace.error = outcome.error

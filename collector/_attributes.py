@@ -22,6 +22,7 @@ ERROR_TYPE: Final = "error.type"
 LLM_OPERATIONS: Final = frozenset({"chat", "generate_content", "text_completion"})
 AGENT_OPERATIONS: Final = frozenset({"invoke_agent", "invoke_workflow"})
 TOOL_OPERATION: Final = "execute_tool"
+CREATE_AGENT_OPERATION: Final = "create_agent"
 
 # --- GenAI content (v1.37+) -------------------------------------------------------------------
 INPUT_MESSAGES: Final = "gen_ai.input.messages"
@@ -89,3 +90,8 @@ REDACTION_MARKERS: Final = frozenset(
 """Values instrumentations write in place of content they did not capture: never text."""
 PLACEHOLDER_CALL_IDS: Final = frozenset({"unknown", "<not specified>", ""})
 """Call ids that identify nothing (MAF, ADK): matching falls back to name and order."""
+RESTATED_TOOL_NAMES: Final = frozenset({"(merged tools)"})
+"""`gen_ai.tool.name` of tool spans that restate their sibling tool spans rather than run a tool:
+Google ADK records parallel calls' merged response event as a zero-length `execute_tool (merged)`
+span beside each call's own span (its source says the span is only there for its web UI's debug
+view). Such a span is set aside, never a tool call."""

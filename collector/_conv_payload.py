@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaltrace.collector._conv_envelopes import opaque_output, unwrap_answer
 from evaltrace.collector._flatten import content, text
 from evaltrace.collector._lenient_json import json_object, parse_json, parse_json_deep
 from evaltrace.collector.records import ToolSchema
@@ -40,8 +41,9 @@ _ROLES = {
     "function": "tool",
     "functionmessage": "tool",
 }
-_INPUT_KEYS = ("input", "task", "query", "question", "prompt", "message", "user_input", "text", "content")
-_OUTPUT_KEYS = ("output", "final_output", "answer", "result", "response", "content", "text")
+# `inputs` / `outputs`: a LangChain callback's record of a chain run (OpenLLMetry's entity input and output).
+_INPUT_KEYS = ("input", "inputs", "task", "query", "question", "prompt", "message", "user_input", "text", "content")
+_OUTPUT_KEYS = ("output", "outputs", "final_output", "answer", "result", "response", "content", "text")
 
 
 def normalize_role(role: Any) -> str | None:
@@ -111,8 +113,10 @@ def output_text(value: Any) -> str | None:
     raw = text(value)
     outcome = parse_json(raw)
     if not outcome.parsed:
-        return raw
-    found = _find_text(outcome.value, "assistant", _OUTPUT_KEYS)
+        return None if raw is not None and opaque_output(raw) else raw  # a printed result object
+    found = unwrap_answer(outcome.value)  # a framework's result object (CrewAI's CrewOutput)
+    if found is None:
+        found = _find_text(outcome.value, "assistant", _OUTPUT_KEYS)
     return found if found is not None else raw
 
 

@@ -4,14 +4,16 @@ Rules (DESIGN.md, span-conventions pitfall 6):
 
 1. A tool span matches the requested call with the same call id. Placeholder ids (`unknown`,
    `<not specified>`) identify nothing.
-2. The remaining tool spans match the remaining requested calls by tool name, in order.
+2. The remaining tool spans match the remaining requested calls by tool name, in order; a call
+   with the same arguments first (parallel calls of one tool whose spans started out of order).
 3. Requested calls keep the model's order (iteration, then position in the reply), so parallel
    calls keep it even when their spans overlap or end in another order.
 4. A requested call with no span still appears; its result comes from the tool-result message of
    a later model call's input, where one was recorded.
 5. A tool span no model call requested still appears, after the calls of the last model call
    that started before it.
-6. Arguments: the tool span's recorded arguments win (they are what the tool received), except
+6. Arguments: the tool span's recorded arguments win (they are what the tool received, taken out
+   of a framework's envelope by `_conv_envelopes`), except
    that a missing value, or a bare value (text, a number, JSON cut short) where the model's call
    has a JSON object, gives the model's object: LangChain records a one-argument tool's input as
    the bare value (`"Paris"` for `{"city": "Paris"}`) and a tool without arguments as nothing. A
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaltrace.collector import _attributes as A
+from evaltrace.collector._conv_envelopes import unwrap_arguments, unwrap_result
 from evaltrace.collector._normalized import NormalizedSpan, ToolExec
 from evaltrace.collector._spanutil import ns_to_datetime
 from evaltrace.collector.records import Message, ToolCall
@@ -75,21 +78,31 @@ def pair(requested: list[Requested], tools: list[ToolSpan]) -> dict[int, int]:
         if found is not None and found not in taken:
             matches[t_index] = found
             taken.add(found)
-    for t_index, tool in enumerate(tools):
-        if t_index in matches:
-            continue
-        assert tool.normalized.tool is not None
-        own_id = usable_id(tool.normalized.tool.call_id)
-        for r_index, req in enumerate(requested):
-            other_id = usable_id(req.call.call_id)
-            if r_index in taken or req.call.name != tool.normalized.tool.name:
+    # Same name and the same arguments first: parallel calls of one tool whose spans started out of order.
+    for same_arguments in (True, False):
+        for t_index, tool in enumerate(tools):
+            if t_index in matches:
                 continue
-            if own_id is not None and other_id is not None and own_id != other_id:
-                continue  # both ids known and different: not the same call
-            matches[t_index] = r_index
-            taken.add(r_index)
-            break
+            execution = tool.normalized.tool
+            assert execution is not None
+            own_id = usable_id(execution.call_id)
+            for r_index, req in enumerate(requested):
+                other_id = usable_id(req.call.call_id)
+                if r_index in taken or req.call.name != execution.name:
+                    continue
+                if own_id is not None and other_id is not None and own_id != other_id:
+                    continue  # both ids known and different: not the same call
+                if same_arguments and not _same_arguments(execution, req.call):
+                    continue
+                matches[t_index] = r_index
+                taken.add(r_index)
+                break
     return matches
+
+
+def _same_arguments(execution: ToolExec, call: ToolCall) -> bool:
+    requested = call.arguments
+    return requested is not None and unwrap_arguments(execution.arguments, requested) == requested
 
 
 def tool_results(messages_per_iteration: list[list[Message] | None]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
@@ -129,7 +142,7 @@ def merge(req: Requested | None, tool: ToolSpan | None) -> ToolCall:
         call_id=usable_id(execution.call_id) or (call.call_id if call is not None else None) or execution.call_id,
         name=execution.name or (call.name if call is not None else ""),
         arguments=arguments,
-        result=execution.result,
+        result=unwrap_result(execution.result, span.scope_name),  # a framework's envelope holds the return value
         error=tool.normalized.error,
         iteration=req.iteration if req is not None else None,
         span_id=span.span_id,
@@ -143,8 +156,8 @@ def merge(req: Requested | None, tool: ToolSpan | None) -> ToolCall:
 
 def merged_arguments(execution: ToolExec, call: ToolCall | None) -> tuple[Any, bool]:
     """`(arguments, truncated)` of a tool span and the call that requested it (module rule 6)."""
-    recorded = execution.arguments
     requested = call.arguments if call is not None else None
+    recorded = unwrap_arguments(execution.arguments, requested)
     if recorded is None or (isinstance(requested, dict) and not isinstance(recorded, (dict, list))):
         if call is not None and requested is not None:
             return requested, call.arguments_truncated

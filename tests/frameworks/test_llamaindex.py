@@ -1,0 +1,43 @@
+"""LlamaIndex's FunctionAgent with `openinference-instrumentation-llama-index`, recorded for real.
+
+The app switches the instrumentor on in code (OpenInference's documented one-liner; its entry
+point is skipped by `opentelemetry-instrument`, see the app) and records through evaltrace's
+exporter picked by `OTEL_TRACES_EXPORTER=evaltrace`. What the converter has to see through: the
+workflow's root span records its start state as input and a cut-short repr of its `StopEvent` as
+output, tool spans wrap arguments as `{"kwargs": ...}` and results as the whole `ToolOutput`, and
+each model call is described by two LLM spans (`_prepare_chat_with_tools`, then the call).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import harness
+import pytest
+from _venvs import cached_venv
+from harness import SCENARIOS, assert_facts, record
+
+from tests.frameworks.apps._tools import PROMPTS
+
+REQUIREMENTS = (
+    "llama-index-core==0.14.25",
+    "llama-index-llms-openai==0.8.3",
+    "openinference-instrumentation-llama-index==4.6.1",
+)
+
+
+@pytest.fixture(scope="module")
+def python() -> Path:
+    """The interpreter of the cached LlamaIndex venv."""
+    return cached_venv(harness.VENVS / "llamaindex", REQUIREMENTS, with_evaltrace=True)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_llamaindex_rebuilds_every_fact(python: Path, scenario: str, tmp_path: Path) -> None:
+    """Input, tool calls (unwrapped arguments and results, errors), answer, usage and iterations come out exact."""
+    recorded = record(python, "llamaindex_app.py", scenario, tmp_path)
+    assert_facts(recorded, PROMPTS[scenario])
+    (trace,) = recorded.traces
+    # Each iteration is the model call itself, the span that carries the reply, never its preparation.
+    assert all(it.output_messages for it in trace.iterations)
+    assert trace.convention == "openinference"
