@@ -93,10 +93,12 @@ def _content_attributes(span: Span) -> dict[str, Any] | None:
         return attrs
     if A.TOOL_CALL_RESULT in attrs:  # `_CONTENT_KEYS`, spelled out: this runs for every span
         return attrs
+    merged: dict[str, Any] | None = None
     for event in span.events:
         if event.name == A.OPERATION_DETAILS_EVENT and any(key in event.attributes for key in _CONTENT_KEYS):
-            return {**span.attributes, **event.attributes}
-    return None
+            # Strands writes the input and the output messages as two events of this name: take both.
+            merged = {**(merged or attrs), **event.attributes}
+    return merged
 
 
 def extract(span: Span) -> NormalizedSpan | None:

@@ -30,7 +30,7 @@ def genai_role(span: Span) -> SpanRole | None:
     if operation in A.LLM_OPERATIONS:
         return "llm"
     if operation == A.TOOL_OPERATION:
-        return "tool"
+        return "other" if as_str(attrs.get(A.TOOL_NAME)) in A.RESTATED_TOOL_NAMES else "tool"
     if operation in A.AGENT_OPERATIONS:
         return "agent"
     if operation is not None:

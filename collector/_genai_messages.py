@@ -254,7 +254,10 @@ def event_message(role: str, body: dict[str, Any], where: str, warnings: list[st
     nested = json_object(body.get("message"))
     source = nested if nested is not None else body
     role = normalise_role(source.get("role") or body.get("role") or role)
-    parts = _content_parts(source.get("content"), where, warnings)
+    # A choice's `message` is a `{role, content}` object by the conventions; Strands writes the content
+    # itself there (content-block JSON, or the answer's text on its agent span).
+    content = body.get("message") if nested is None and "content" not in body else source.get("content")
+    parts = _content_parts(content, where, warnings)
     calls = json_list(source.get("tool_calls")) or json_list(body.get("tool_calls")) or []
     parts += [_event_tool_call(c, where, warnings) for c in calls if isinstance(c, dict)]
     if role == "tool":

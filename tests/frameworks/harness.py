@@ -10,6 +10,7 @@ input, ordered tool names, arguments, results, error flags, answer, usage and it
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -34,6 +35,19 @@ ANSWERS = {
     "no_tool": "Hello there!",
 }
 SCENARIOS = tuple(ANSWERS)
+
+
+def _app_prompts() -> dict[str, str]:
+    # The apps' own module (`apps/_tools.py`, not importable from here as a package) holds the prompts.
+    spec = importlib.util.spec_from_file_location("_framework_app_tools", APPS / "_tools.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.PROMPTS)
+
+
+PROMPTS = _app_prompts()
+"""The user's message of each scenario, as the apps send it."""
 
 
 def turns(scenario: str) -> list[Turn]:
@@ -65,13 +79,19 @@ class Recorded:
     stderr: str
 
 
-def record(python: Path, app: str, scenario: str, folder: Path, **env_extra: str) -> Recorded:
-    """Run `apps/APP SCENARIO` under opentelemetry-instrument with `python`'s venv; read back what it recorded."""
+def record(
+    python: Path, app: str, scenario: str, folder: Path, *, script: list[Turn] | None = None, **env_extra: str
+) -> Recorded:
+    """Run `apps/APP SCENARIO` under opentelemetry-instrument with `python`'s venv; read back what it recorded.
+
+    `script` replaces the scenario's scripted turns, for a framework that must end its run another way
+    (smolagents ends with its `final_answer` tool, not a text reply).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     tool_log = folder / "tools.jsonl"
     tool_log.touch()
     bin_dir = python.parent
-    with FakeLLM(turns(scenario)) as llm:
+    with FakeLLM(turns(scenario) if script is None else script) as llm:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "EVALTRACE_", "OPENAI_", "VIRTUAL"))}
         closed = "http://127.0.0.1:9"  # nothing listens: a request meant for another host fails here
         env.update(
