@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from evaltrace.collector._conv_envelopes import prompt_in
 from evaltrace.collector._conv_openinference_messages import (
     ArgumentLookup,
     messages_from_response_json,
@@ -262,6 +263,8 @@ def _agent_run(span: Span, warnings: list[str]) -> AgentRun:
     user_text = input_text(attrs.get("input.value"))
     if user_text is None and input_messages:
         user_text = last_text([(m.role, m.text) for m in input_messages], "user")
+    if user_text is None:
+        user_text = prompt_in(attrs)  # a framework's own place for it (CrewAI's `crew_tasks`)
     usage = usage_of(attrs)
     return AgentRun(
         name=text(attrs.get("agent.name")) or span.name,

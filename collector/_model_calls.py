@@ -31,12 +31,12 @@ def _prepares(first: NormalizedSpan, following: NormalizedSpan) -> bool:
         first.error is None
         and first.span.parent_span_id == following.span.parent_span_id
         and first.span.end_time_ns <= following.span.start_time_ns
-        and not _records_reply(first)
-        and _records_reply(following)
+        and not records_reply(first)
+        and records_reply(following)
     )
 
 
-def _records_reply(normalized: NormalizedSpan) -> bool:
+def records_reply(normalized: NormalizedSpan) -> bool:
     """Whether a model-kind span says anything of a model's reply: content, calls, usage or finish."""
     llm = normalized.llm
     if llm is None:

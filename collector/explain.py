@@ -9,10 +9,12 @@ trace) or, when it became nothing, the rule that set it aside.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from evaltrace.collector._normalized import NormalizedSpan
+from evaltrace.collector._conv_answer_tool import ANSWER_TOOLS
+from evaltrace.collector._model_calls import records_reply
+from evaltrace.collector._normalized import AgentRun, NormalizedSpan
 from evaltrace.collector.convert import classify
 from evaltrace.collector.records import ToolCall, Trace
 from evaltrace.collector.spans import Span
@@ -60,7 +62,7 @@ def explain_trace(spans: list[Span], trace: Trace) -> list[SpanReading]:
     for depth, span in _tree_order(spans):
         normalized = normalized_by_id[span.span_id]
         gave = became.get(span.span_id, [])
-        reason = None if gave else _SET_ASIDE.get(normalized.role, "not read")
+        reason = None if gave else _set_aside(normalized)
         readings.append(
             SpanReading(
                 span_id=span.span_id,
@@ -74,6 +76,18 @@ def explain_trace(spans: list[Span], trace: Trace) -> list[SpanReading]:
             )
         )
     return readings
+
+
+def _set_aside(normalized: NormalizedSpan) -> str:
+    tool = normalized.tool
+    if tool is not None and tool.name in ANSWER_TOOLS:
+        return f"the framework's answer tool ({ANSWER_TOOLS[tool.name]}): it gave the answer, not a tool call"
+    if normalized.role == "llm" and not records_reply(normalized):
+        return (
+            "a model-kind span that records no reply (no content, tool calls, usage or finish reason): it prepared"
+            " the request of the model call after it, which is the iteration (one model call, one iteration)"
+        )
+    return _SET_ASIDE.get(normalized.role, "not read")
 
 
 def _contributions(trace: Trace) -> dict[str, list[str]]:
@@ -112,6 +126,9 @@ def _input_source(trace: Trace, by_id: dict[str, NormalizedSpan]) -> str | None:
     root = by_id.get(trace.root_span_id or "")
     if root is not None and root.agent is not None and root.agent.input == trace.input:
         return trace.root_span_id
+    container = _container_giving(by_id, trace.root_span_id, lambda agent: agent.input == trace.input)
+    if container is not None:
+        return container
     first = trace.iterations[0].span_id if trace.iterations else None
     return first if first in by_id else trace.root_span_id
 
@@ -123,9 +140,26 @@ def _output_source(trace: Trace, by_id: dict[str, NormalizedSpan]) -> str | None
     root = by_id.get(trace.root_span_id or "")
     if root is not None and root.agent is not None and root.agent.output == trace.output:
         return trace.root_span_id
+    container = _container_giving(by_id, trace.root_span_id, lambda agent: agent.output == trace.output)
+    if container is not None:
+        return container
     last = trace.iterations[-1] if trace.iterations else None
     if last is not None and last.output_text == trace.output:
         return last.span_id
+    return None
+
+
+def _container_giving(
+    by_id: dict[str, NormalizedSpan], run_id: str | None, gives: Callable[[AgentRun], bool]
+) -> str | None:
+    """The workflow span above the run (a crew around its agent) that gave the run's input or answer."""
+    run = by_id.get(run_id or "")
+    parent = run.span.parent_span_id if run is not None else None
+    while parent is not None and parent in by_id:
+        above = by_id[parent]
+        if above.agent is not None and gives(above.agent):
+            return parent
+        parent = above.span.parent_span_id
     return None
 
 
