@@ -28,7 +28,7 @@ async def answer(prompt: str) -> str:
         client,
         "Answer with the tools.",
         name="weather_agent",
-        tools=[tool(get_weather, approval_mode="never_require"), tool(lookup, approval_mode="never_require")],
+        tools=[tool(get_weather), tool(lookup)],
     )
     result = await agent.run(prompt)
     return result.text
