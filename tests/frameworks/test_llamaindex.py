@@ -17,6 +17,8 @@ import pytest
 from _venvs import cached_venv
 from harness import SCENARIOS, assert_facts, record
 
+from evaltrace.collector.explain import explain_trace
+from evaltrace.collector.reader import iter_traces
 from tests.frameworks.apps._tools import PROMPTS
 
 REQUIREMENTS = (
@@ -41,3 +43,8 @@ def test_llamaindex_rebuilds_every_fact(python: Path, scenario: str, tmp_path: P
     # Each iteration is the model call itself, the span that carries the reply, never its preparation.
     assert all(it.output_messages for it in trace.iterations)
     assert trace.convention == "openinference"
+    # --explain names each preparation span and why it is no iteration.
+    (spans,) = iter_traces([tmp_path / "runs"])
+    readings = [r for r in explain_trace(spans, trace) if r.name.endswith("_prepare_chat_with_tools")]
+    assert len(readings) == recorded.model_calls
+    assert all(not r.became and "prepared the request" in (r.set_aside or "") for r in readings)
