@@ -21,7 +21,14 @@ from fake_llm import FakeLLM, call, text_turn, tool_turn
 from harness import PROMPTS, SCENARIOS, assert_facts, record
 from readme_blocks import run_lines, user_env
 
-REQUIREMENTS = ("agent-framework-core==1.23.0", "agent-framework-openai==1.17.0")
+# openai-v2 (the pins of evaltrace's `openai` extra) only for the test of two instrumentations of
+# one model call: it instruments Chat Completions, not the Responses API the other tests use.
+REQUIREMENTS = (
+    "agent-framework-core==1.23.0",
+    "agent-framework-openai==1.17.0",
+    "opentelemetry-instrumentation-openai-v2==2.4b0",
+    "opentelemetry-util-genai==1.1b0",
+)
 APP = "agent_framework_app.py"
 
 RECIPE_APP = '''import asyncio
@@ -81,6 +88,20 @@ def test_agent_framework_user_choice_keeps_content_off(python: Path, tmp_path: P
     ] * 2
     assert (trace.usage.input_tokens, trace.usage.output_tokens) == recorded.usage
     assert len(trace.iterations) == recorded.model_calls
+
+
+@pytest.mark.parametrize("scenario", ["sequential", "failing_tool"])
+def test_agent_framework_with_openai_v2_too(python: Path, scenario: str, tmp_path: Path) -> None:
+    """Chat Completions instrumented twice, Agent Framework's `chat` span with openai-v2's inside: one iteration.
+
+    The model's requests are described by two spans each; the facts, iterations included, stay exact.
+    """
+    recorded = record(python, APP, scenario, tmp_path, AGENT_FRAMEWORK_CLIENT="chat_completions")
+    assert_facts(recorded, PROMPTS[scenario])
+    span_files = [f for f in (tmp_path / "runs").glob("*.parquet") if not f.name.endswith(".logs.parquet")]
+    scopes = [s for f in span_files for s in pq.read_table(f, columns=["scope_name"]).column(0).to_pylist()]
+    # openai-v2's spans come from util-genai's handler: one per request, beside Agent Framework's own.
+    assert sum(s == "opentelemetry.util.genai.handler" for s in scopes) == recorded.model_calls, scopes
 
 
 def test_agent_framework_recipe_as_written(python: Path, tmp_path: Path) -> None:

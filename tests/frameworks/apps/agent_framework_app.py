@@ -7,6 +7,9 @@ which opentelemetry-instrument has already set up, so the app calls neither
 else: instrumentation is on by default. Message content and tool arguments/results need
 `ENABLE_SENSITIVE_DATA=true`, which evaltrace's distro sets when it records. A tool exception is
 reported back to the model as an error function result by Agent Framework itself.
+
+`OpenAIChatClient` speaks the Responses API; `AGENT_FRAMEWORK_CLIENT=chat_completions` picks
+`OpenAIChatCompletionClient` (Chat Completions) instead, which openai-v2 instruments as well.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ import os
 
 from _tools import get_weather, lookup, scenario
 from agent_framework import Agent, tool
-from agent_framework.openai import OpenAIChatClient
+from agent_framework.openai import OpenAIChatClient, OpenAIChatCompletionClient
 
 
 async def answer(prompt: str) -> str:
     """Run the agent on `prompt` and return its answer's text."""
-    client = OpenAIChatClient(
-        model="fake-model", api_key=os.environ["OPENAI_API_KEY"], base_url=os.environ["OPENAI_BASE_URL"]
-    )
+    chat_completions = os.environ.get("AGENT_FRAMEWORK_CLIENT") == "chat_completions"
+    kind = OpenAIChatCompletionClient if chat_completions else OpenAIChatClient
+    client = kind(model="fake-model", api_key=os.environ["OPENAI_API_KEY"], base_url=os.environ["OPENAI_BASE_URL"])
     agent = Agent(
         client,
         "Answer with the tools.",
