@@ -9,8 +9,9 @@ log records while logs are not recorded, leaves traces that no spec check can pa
 from __future__ import annotations
 
 import os
+import re
 from collections import defaultdict
-from importlib.metadata import PackageNotFoundError, entry_points, version
+from importlib.metadata import Distribution, EntryPoint, PackageNotFoundError, entry_points, version
 
 from evaltrace.collector.diagnose import Check
 
@@ -53,6 +54,14 @@ def check_instrumentors() -> list[Check]:
             owner = ep.dist.name if ep.dist is not None else ep.value
             msg = f"'{ep.name}' ({owner}) does not load, so opentelemetry-instrument skips it: {exc}"
             checks.append(Check("instrumentation", "problem", msg, _load_fix(owner)))
+            continue
+        conflict = _dependency_conflict(ep)
+        if conflict is not None:
+            owner = ep.dist.name if ep.dist is not None else ep.value
+            msg = f"'{ep.name}' ({owner}) is skipped by opentelemetry-instrument although its library is installed:"
+            fix = f"install what it names, or switch {owner} on in the app (its instrumentor's .instrument())"
+            # A warning: the app may switch it on in code, as OpenInference documents for LlamaIndex.
+            checks.append(Check("instrumentation", "warn", f"{msg} {conflict}", fix))
     for name, values in sorted(found.items()):
         if len(values) > 1:
             msg = f"{len(values)} instrumentors are named '{name}' ({', '.join(values)}): each model call is"
@@ -63,6 +72,47 @@ def check_instrumentors() -> list[Check]:
         names = ", ".join(sorted(found)) or "none"
         checks.append(Check("instrumentation", "ok", f"instrumentors that load: {names}"))
     return checks
+
+
+_INSTRUMENTS_EXTRA = re.compile(r"""extra\s*==\s*["']instruments["']""")
+_REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _dependency_conflict(ep: EntryPoint) -> str | None:
+    """Why `opentelemetry-instrument` skips an instrumentor whose library is installed, or `None`.
+
+    It skips an instrumentor when any package of its `instruments` extra is missing, even one for
+    another library (openinference-instrumentation-llama-index 4.6 lists
+    llama-index-multi-modal-llms-openai beside llama-index-core): the app then records nothing.
+    An instrumentor none of whose libraries is installed is skipped too, rightly: not reported.
+    """
+    try:
+        from opentelemetry.instrumentation.dependencies import get_dist_dependency_conflicts
+    except ImportError:  # an older opentelemetry-instrumentation: no such check to mirror
+        return None
+    dist = ep.dist
+    if dist is None or not any(_installed(name) for name in _instrumented(dist)):
+        return None
+    conflict = get_dist_dependency_conflicts(dist)
+    return None if conflict is None else str(conflict)
+
+
+def _instrumented(dist: Distribution) -> list[str]:
+    """The package names of a distribution's `instruments` extra (the libraries it instruments)."""
+    names = []
+    for requirement in dist.requires or []:
+        match = _REQUIREMENT_NAME.match(requirement)
+        if match is not None and _INSTRUMENTS_EXTRA.search(requirement):
+            names.append(match.group(0))
+    return names
+
+
+def _installed(name: str) -> bool:
+    try:
+        version(name)
+    except PackageNotFoundError:
+        return False
+    return True
 
 
 def _load_fix(owner: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import harness
@@ -106,3 +107,15 @@ def test_llamaindex_recipe_as_written(python: Path, tmp_path: Path) -> None:
     ]
     assert (trace["usage"]["input_tokens"], trace["usage"]["output_tokens"]) == usage
     assert len(trace["iterations"]) == 2
+
+
+def test_doctor_says_opentelemetry_instrument_skips_the_llama_index_instrumentor(python: Path, tmp_path: Path) -> None:
+    """Why the app instruments in code: `evaltrace doctor` in that venv names the skipped entry point and the cause."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "EVALTRACE_", "VIRTUAL"))}
+    done = subprocess.run(
+        [str(python.parent / "evaltrace"), "doctor"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    lines = [line for line in done.stdout.splitlines() if "'llama_index'" in line]
+    assert len(lines) == 1, done.stdout + done.stderr
+    assert lines[0].startswith("warn") and "llama-index-multi-modal-llms-openai" in lines[0]
+    assert ".instrument()" in lines[0]
