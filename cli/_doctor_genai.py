@@ -26,6 +26,7 @@ _CONTENT_OFF: dict[str, tuple[str, ...]] = {
     "OPENINFERENCE_HIDE_INPUT_MESSAGES": ("true", "1"),
     "OPENINFERENCE_HIDE_OUTPUT_MESSAGES": ("true", "1"),
     "TRACELOOP_TRACE_CONTENT": ("false", "0"),
+    "ENABLE_SENSITIVE_DATA": ("false", "0", "no", "off"),  # Microsoft Agent Framework's content switch
 }
 """Variables that switch message content off, and the values that do it."""
 

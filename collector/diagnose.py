@@ -185,7 +185,7 @@ def check_content(tally: RecordingTally) -> Check:
         return Check(f"{_PREFIX}content", "problem", msg, "record the log records (see recording/events)")
     fix = "turn content capture on: unset EVALTRACE_CAPTURE_CONTENT=0 and the instrumentation's own switch"
     fix += " (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, OPENINFERENCE_HIDE_INPUTS/OUTPUTS,"
-    fix += " TRACELOOP_TRACE_CONTENT)"
+    fix += " TRACELOOP_TRACE_CONTENT, ENABLE_SENSITIVE_DATA)"
     return Check(f"{_PREFIX}content", "problem", msg, fix)
 
 

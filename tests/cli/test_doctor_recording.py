@@ -101,6 +101,13 @@ def test_content_switched_off_is_said(tmp_path: Path) -> None:
     assert "EVALTRACE_CAPTURE_CONTENT=0" in checks["content"]["message"]
 
 
+def test_agent_framework_content_switched_off_is_said(tmp_path: Path) -> None:
+    code, checks = doctor_json(cwd=tmp_path, ENABLE_SENSITIVE_DATA="false")
+    assert code == 0
+    assert checks["content"]["status"] == "warn"
+    assert "ENABLE_SENSITIVE_DATA=false" in checks["content"]["message"]
+
+
 def _fake_distribution(site: Path, dist: str, name: str, module_source: str) -> None:
     """An installed distribution (dist-info with one instrumentor entry point) and its module."""
     module = f"{dist}_module"
