@@ -44,11 +44,13 @@ DETECTION_ORDER: Final = (
     "evaltrace.collector._conv_genai:extract",
     "evaltrace.collector._conv_genai:extract_events",
     "evaltrace.collector._conv_genai:extract_pydantic_ai",
+    "evaltrace.collector._conv_adk:extract",
     "evaltrace.collector._conv_structure:extract",
 )
 """Extractors in the order they are tried (span-conventions research, "detection order"):
 OpenInference, OpenLLMetry, GenAI v1.37+, GenAI per-message events, pydantic-ai's own
-attributes, then bare `gen_ai.operation.name` structure. The first that returns a result wins."""
+attributes, Google ADK's vendor content attributes, then bare `gen_ai.operation.name`
+structure. The first that returns a result wins."""
 
 
 @cache

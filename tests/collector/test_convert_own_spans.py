@@ -143,3 +143,61 @@ def test_messages_split_over_two_operation_details_events_are_both_read() -> Non
         )
     (trace,) = _convert(rec)
     assert (trace.input, trace.output, len(trace.iterations)) == ("hi", "hello", 1)
+
+
+def _adk_legacy_run(rec: Recorder, content: bool) -> None:
+    """ADK's legacy schema: `invocation` > agent > `call_llm` spans and tools with `gcp.vertex.agent.*` content."""
+    user = {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
+    call = {
+        "role": "model",
+        "parts": [{"function_call": {"id": "c1", "name": "get_weather", "args": {"city": "Paris"}}}],
+    }
+    answer = {"role": "model", "parts": [{"text": "It is 18C."}]}
+    response = {"role": "user", "parts": [{"function_response": {"id": "c1", "name": "get_weather", "response": {}}}]}
+    config = {"system_instruction": "Be brief.", "tools": [{"function_declarations": [{"name": "get_weather"}]}]}
+
+    def call_llm(contents: list[dict[str, object]], reply: dict[str, object], tokens: tuple[int, int]) -> None:
+        attrs: dict[str, object] = {
+            "gen_ai.system": "gcp.vertex.agent",
+            "gen_ai.request.model": "m",
+            "gen_ai.usage.input_tokens": tokens[0],
+            "gen_ai.usage.output_tokens": tokens[1],
+            "gcp.vertex.agent.llm_request": json.dumps({"model": "m", "config": config, "contents": contents})
+            if content
+            else "{}",
+            "gcp.vertex.agent.llm_response": json.dumps({"content": reply}) if content else "{}",
+        }
+        with rec.span("call_llm", attrs):
+            chat(rec, "m", None, None, tokens)  # the model client's own span inside: not a second iteration
+
+    with _scope(rec, ADK_SCOPE), rec.span("invocation"), rec.span("invoke_agent w", agent_attrs("w")):
+        call_llm([user], call, (10, 2))
+        tool = {
+            **tool_attrs("get_weather", "c1"),
+            "gcp.vertex.agent.tool_call_args": json.dumps({"city": "Paris"}) if content else "{}",
+            "gcp.vertex.agent.tool_response": json.dumps({"result": "18C"}) if content else "{}",
+        }
+        with rec.span("execute_tool get_weather", tool):
+            rec.tick()
+        call_llm([user, call, response], answer, (20, 3))
+
+
+def test_adk_legacy_vendor_attributes_give_every_fact() -> None:
+    rec = Recorder()
+    _adk_legacy_run(rec, content=True)
+    (trace,) = _convert(rec)
+    assert (trace.input, trace.output) == ("Weather in Paris?", "It is 18C.")
+    assert [(c.call_id, c.name, c.arguments, c.result, c.iteration) for c in trace.tool_calls] == [
+        ("c1", "get_weather", {"city": "Paris"}, "18C", 0)
+    ]
+    assert [s.name for s in trace.tool_schemas] == ["get_weather"]
+    assert (len(trace.iterations), trace.usage.input_tokens, trace.usage.output_tokens) == (2, 30, 5)
+
+
+def test_adk_legacy_content_switched_off_keeps_the_structure() -> None:
+    rec = Recorder()
+    _adk_legacy_run(rec, content=False)
+    (trace,) = _convert(rec)
+    assert (trace.input, trace.output) == (None, None)
+    assert [(c.name, c.result) for c in trace.tool_calls] == [("get_weather", None)]
+    assert (len(trace.iterations), trace.usage.input_tokens) == (2, 30)

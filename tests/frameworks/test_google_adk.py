@@ -43,3 +43,13 @@ def test_google_adk_content_on_spans(python: Path, tmp_path: Path) -> None:
         OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="SPAN_ONLY",
     )
     assert_facts(recorded, PROMPTS["parallel"])
+
+
+def test_google_adk_legacy_telemetry_schema(python: Path, tmp_path: Path) -> None:
+    """ADK's legacy schema (ADK 1.x's, or `ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`): content in `gcp.vertex.agent.*`.
+
+    Its `invocation` root, `call_llm` model spans each around a `generate_content` span, and tool
+    spans with `tool_call_args` / `tool_response` rebuild the same facts.
+    """
+    recorded = record(python, "google_adk_app.py", "parallel", tmp_path, ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN="1")
+    assert_facts(recorded, PROMPTS["parallel"])
