@@ -76,6 +76,7 @@ def user_env(llm: FakeLLM, **extra: str) -> dict[str, str]:
     env.update(
         PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
         OPENAI_BASE_URL=llm.base_url,
+        OPENAI_API_BASE=llm.base_url,  # the older name, which LlamaIndex and LiteLLM read
         OPENAI_API_KEY="sk-recipe-test",
         HTTP_PROXY=closed,
         HTTPS_PROXY=closed,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,3 +135,41 @@ def assert_facts(recorded: Recorded, prompt: str) -> None:
     assert got == want, label
     assert (trace.usage.input_tokens, trace.usage.output_tokens) == recorded.usage, label
     assert len(trace.iterations) == recorded.model_calls, label
+
+
+RECIPE_QUESTION = "What's the weather in Paris?"
+RECIPE_ANSWER = "It is 18C and sunny in Paris."
+
+
+def check_readme_recipe(name: str, python: Path, folder: Path, requirements: tuple[str, ...], **env: str) -> None:
+    """Run the README's recipe `name` as written in the framework's venv and check the rebuilt trace.
+
+    The recipe's `pip install` line is checked instead of run: it must name exactly the pins the
+    venv was built with (plus evaltrace), so what the README tells a user to install is what was
+    tested. The app answers the weather question with one tool call; its last command's output and
+    `evaltrace traces runs --json` must hold the input, the call with its arguments and result, the
+    answer, the usage the model served and one iteration per model call.
+    """
+    from readme_blocks import recipes, run_lines, user_env
+
+    recipe = recipes()[name]
+    installs = [shlex.split(line)[2:] for line in recipe.commands if line.startswith("pip install ")]
+    assert installs == [["evaltrace", *requirements]], f"README recipe {name} must install {requirements}"
+    (folder / "app.py").write_text(recipe.app, encoding="utf-8")
+    turns = [tool_turn(call("get_weather", {"city": "Paris"})), text_turn(RECIPE_ANSWER)]
+    if name == "smolagents":  # a ToolCallingAgent ends its run only through its final_answer tool
+        turns[-1] = tool_turn(call("final_answer", {"answer": RECIPE_ANSWER}))
+    with FakeLLM(turns) as llm:
+        shell = user_env(llm, PATH=f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}", **env)
+        outputs = run_lines([*recipe.run_lines(), "evaltrace traces runs --json"], folder, shell)
+        usage, model_calls = llm.total_usage(), llm.consumed
+        assert model_calls == 2 and not llm.errors
+    assert outputs[0].stdout.strip().splitlines()[-1] == RECIPE_ANSWER
+    assert outputs[-2].stdout.rstrip().endswith("1 trace")  # the recipe's own `evaltrace traces runs`
+    (trace,) = [json.loads(line) for line in outputs[-1].stdout.splitlines()]
+    assert (trace["input"], trace["output"]) == (RECIPE_QUESTION, RECIPE_ANSWER)
+    assert [(c["name"], c["arguments"], c["result"], c["error"]) for c in trace["tool_calls"]] == [
+        ("get_weather", {"city": "Paris"}, "18C and sunny in Paris", None)
+    ]
+    assert (trace["usage"]["input_tokens"], trace["usage"]["output_tokens"]) == usage
+    assert len(trace["iterations"]) == model_calls

@@ -9,17 +9,13 @@ beyond what the harness sets. `OpenAIChatClient` speaks the Responses API.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import harness
 import pyarrow.parquet as pq
 import pytest
 from _venvs import cached_venv
-from fake_llm import FakeLLM, call, text_turn, tool_turn
-from harness import PROMPTS, SCENARIOS, assert_facts, record
-from readme_blocks import run_lines, user_env
+from harness import PROMPTS, SCENARIOS, assert_facts, check_readme_recipe, record
 
 # openai-v2 (the pins of evaltrace's `openai` extra) only for the test of two instrumentations of
 # one model call: it instruments Chat Completions, not the Responses API the other tests use.
@@ -30,24 +26,6 @@ REQUIREMENTS = (
     "opentelemetry-util-genai==1.1b0",
 )
 APP = "agent_framework_app.py"
-
-RECIPE_APP = '''import asyncio
-
-from agent_framework import Agent, tool
-from agent_framework.openai import OpenAIChatClient
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather in a city."""
-    return f"18C and sunny in {city}"
-
-
-agent = Agent(OpenAIChatClient(model="gpt-4o-mini"), "Use the tool.", tools=[get_weather])
-print(asyncio.run(agent.run("What's the weather in Paris?")).text)
-'''
-RECIPE_LINES = ["OTEL_TRACES_EXPORTER=evaltrace opentelemetry-instrument python app.py", "evaltrace traces runs"]
-"""The README recipe for Agent Framework (app.py and the commands after installing the pins above)."""
 
 
 @pytest.fixture(scope="module")
@@ -105,20 +83,5 @@ def test_agent_framework_with_openai_v2_too(python: Path, scenario: str, tmp_pat
 
 
 def test_agent_framework_recipe_as_written(python: Path, tmp_path: Path) -> None:
-    """The README recipe, run as a user would in a venv with the pinned packages, rebuilds the whole run."""
-    (tmp_path / "app.py").write_text(RECIPE_APP, encoding="utf-8")
-    answer = "It is 18C and sunny in Paris."
-    with FakeLLM([tool_turn(call("get_weather", {"city": "Paris"})), text_turn(answer)]) as llm:
-        env = user_env(llm, PATH=f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}")
-        outputs = run_lines([*RECIPE_LINES, "evaltrace traces runs --json"], tmp_path, env)
-        usage = llm.total_usage()
-        assert llm.consumed == 2 and not llm.errors
-    assert outputs[0].stdout.strip() == answer
-    assert outputs[1].stdout.rstrip().endswith("1 trace")
-    (trace,) = [json.loads(line) for line in outputs[2].stdout.splitlines()]
-    assert (trace["input"], trace["output"]) == ("What's the weather in Paris?", answer)
-    assert [(c["name"], c["arguments"], c["result"], c["error"]) for c in trace["tool_calls"]] == [
-        ("get_weather", {"city": "Paris"}, "18C and sunny in Paris", None)
-    ]
-    assert (trace["usage"]["input_tokens"], trace["usage"]["output_tokens"]) == usage
-    assert len(trace["iterations"]) == 2
+    """The README recipe, run as a user would in a venv with its pinned packages, rebuilds the whole run."""
+    check_readme_recipe("agent-framework", python, tmp_path, REQUIREMENTS[:2])

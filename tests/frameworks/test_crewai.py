@@ -15,7 +15,7 @@ from pathlib import Path
 import harness
 import pytest
 from _venvs import cached_venv
-from harness import PROMPTS, SCENARIOS, assert_facts, record
+from harness import PROMPTS, SCENARIOS, assert_facts, check_readme_recipe, record
 
 from evaltrace.collector.explain import explain_trace
 from evaltrace.collector.reader import iter_traces
@@ -48,3 +48,8 @@ def test_crewai_rebuilds_every_fact(python: Path, scenario: str, tmp_path: Path)
     readings = {r.name: r for r in explain_trace(spans, trace)}
     crew = next(r for name, r in readings.items() if name.endswith(".kickoff"))
     assert crew.became == ["the input"] and crew.set_aside is None
+
+
+def test_crewai_recipe_as_written(python: Path, tmp_path: Path) -> None:
+    """The README recipe, run as a user would in a venv with its pinned packages, rebuilds the whole run."""
+    check_readme_recipe("crewai", python, tmp_path, REQUIREMENTS)

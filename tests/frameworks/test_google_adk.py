@@ -12,7 +12,7 @@ from pathlib import Path
 import harness
 import pytest
 from _venvs import cached_venv
-from harness import PROMPTS, SCENARIOS, assert_facts, record
+from harness import PROMPTS, SCENARIOS, assert_facts, check_readme_recipe, record
 
 REQUIREMENTS = ("google-adk==2.13.0", "litellm==1.110.2")
 
@@ -53,3 +53,8 @@ def test_google_adk_legacy_telemetry_schema(python: Path, tmp_path: Path) -> Non
     """
     recorded = record(python, "google_adk_app.py", "parallel", tmp_path, ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN="1")
     assert_facts(recorded, PROMPTS["parallel"])
+
+
+def test_google_adk_recipe_as_written(python: Path, tmp_path: Path) -> None:
+    """The README recipe, run as a user would in a venv with its pinned packages, rebuilds the whole run."""
+    check_readme_recipe("google-adk", python, tmp_path, REQUIREMENTS)

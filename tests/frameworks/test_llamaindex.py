@@ -10,7 +10,6 @@ each model call is described by two LLM spans (`_prepare_chat_with_tools`, then 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -18,9 +17,7 @@ from pathlib import Path
 import harness
 import pytest
 from _venvs import cached_venv
-from fake_llm import FakeLLM, call, text_turn, tool_turn
-from harness import SCENARIOS, assert_facts, record
-from readme_blocks import run_lines, user_env
+from harness import SCENARIOS, assert_facts, check_readme_recipe, record
 
 from evaltrace.collector.explain import explain_trace
 from evaltrace.collector.reader import iter_traces
@@ -31,35 +28,6 @@ REQUIREMENTS = (
     "llama-index-llms-openai==0.8.3",
     "openinference-instrumentation-llama-index==4.6.1",
 )
-
-
-RECIPE_APP = '''import asyncio
-
-from llama_index.core.agent.workflow import FunctionAgent
-from llama_index.llms.openai import OpenAI
-from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
-
-LlamaIndexInstrumentor().instrument()
-
-
-def get_weather(city: str) -> str:
-    """Current weather in a city."""
-    return f"18C and sunny in {city}"
-
-
-# FunctionAgent streams; a stream reports token usage only when asked for it.
-llm = OpenAI(model="gpt-4o-mini", additional_kwargs={"stream_options": {"include_usage": True}})
-agent = FunctionAgent(tools=[get_weather], llm=llm)
-
-
-async def main() -> None:
-    print(await agent.run(user_msg="What's the weather in Paris?"))
-
-
-asyncio.run(main())
-'''
-RECIPE_LINES = ["OTEL_TRACES_EXPORTER=evaltrace opentelemetry-instrument python app.py", "evaltrace traces runs"]
-"""The README recipe for LlamaIndex (app.py and the commands after installing the pins above)."""
 
 
 @pytest.fixture(scope="module")
@@ -85,28 +53,8 @@ def test_llamaindex_rebuilds_every_fact(python: Path, scenario: str, tmp_path: P
 
 
 def test_llamaindex_recipe_as_written(python: Path, tmp_path: Path) -> None:
-    """The README recipe, run as a user would in a venv with the pinned packages, rebuilds the whole run.
-
-    LlamaIndex's OpenAI class takes another server's address from `OPENAI_API_BASE` (its own
-    variable; it does not read `OPENAI_BASE_URL`): that is how the user points it at the scripted model.
-    """
-    (tmp_path / "app.py").write_text(RECIPE_APP, encoding="utf-8")
-    answer = "It is 18C and sunny in Paris."
-    with FakeLLM([tool_turn(call("get_weather", {"city": "Paris"})), text_turn(answer)]) as llm:
-        path = f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-        env = user_env(llm, PATH=path, OPENAI_API_BASE=llm.base_url)
-        outputs = run_lines([*RECIPE_LINES, "evaltrace traces runs --json"], tmp_path, env)
-        usage = llm.total_usage()
-        assert llm.consumed == 2 and not llm.errors
-    assert outputs[0].stdout.strip() == answer
-    assert outputs[1].stdout.rstrip().endswith("1 trace")
-    (trace,) = [json.loads(line) for line in outputs[2].stdout.splitlines()]
-    assert (trace["input"], trace["output"]) == ("What's the weather in Paris?", answer)
-    assert [(c["name"], c["arguments"], c["result"], c["error"]) for c in trace["tool_calls"]] == [
-        ("get_weather", {"city": "Paris"}, "18C and sunny in Paris", None)
-    ]
-    assert (trace["usage"]["input_tokens"], trace["usage"]["output_tokens"]) == usage
-    assert len(trace["iterations"]) == 2
+    """The README recipe, run as a user would in a venv with its pinned packages, rebuilds the whole run."""
+    check_readme_recipe("llamaindex", python, tmp_path, REQUIREMENTS)
 
 
 def test_doctor_says_opentelemetry_instrument_skips_the_llama_index_instrumentor(python: Path, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import harness
 import pytest
 from _venvs import cached_venv
 from fake_llm import Turn, call, tool_turn
-from harness import ANSWERS, PROMPTS, SCENARIOS, assert_facts, record
+from harness import ANSWERS, PROMPTS, SCENARIOS, assert_facts, check_readme_recipe, record
 
 from evaltrace.collector.explain import explain_trace
 from evaltrace.collector.reader import iter_traces
@@ -53,3 +53,8 @@ def test_smolagents_rebuilds_every_fact(python: Path, scenario: str, tmp_path: P
     (spans,) = list(iter_traces([tmp_path / "runs"]))
     (answer_span,) = [r for r in explain_trace(spans, trace) if r.name == "FinalAnswerTool"]
     assert answer_span.set_aside is not None and "answer tool" in answer_span.set_aside
+
+
+def test_smolagents_recipe_as_written(python: Path, tmp_path: Path) -> None:
+    """The README recipe, run as a user would in a venv with its pinned packages, rebuilds the whole run."""
+    check_readme_recipe("smolagents", python, tmp_path, REQUIREMENTS)

@@ -13,7 +13,7 @@ from pathlib import Path
 import harness
 import pytest
 from _venvs import cached_venv
-from harness import PROMPTS, SCENARIOS, assert_facts, record
+from harness import PROMPTS, SCENARIOS, assert_facts, check_readme_recipe, record
 
 # Strands requires opentelemetry-instrumentation-threading, whose newest release pins an
 # opentelemetry-instrumentation this index does not serve beside evaltrace's: pip backtracks into
@@ -43,3 +43,8 @@ def test_strands_on_the_latest_genai_conventions(python: Path, tmp_path: Path) -
         python, "strands_app.py", "parallel", tmp_path, OTEL_SEMCONV_STABILITY_OPT_IN="gen_ai_latest_experimental"
     )
     assert_facts(recorded, PROMPTS["parallel"])
+
+
+def test_strands_recipe_as_written(python: Path, tmp_path: Path) -> None:
+    """The README recipe, run as a user would in a venv with its pinned packages, rebuilds the whole run."""
+    check_readme_recipe("strands", python, tmp_path, REQUIREMENTS)
