@@ -21,7 +21,7 @@ needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -98,42 +98,7 @@ def value_diffs(expected: Any, actual: Any, match: ArgumentMatch, path: str = ""
     Returns:
         One message per difference found (an empty list means the values match).
     """
-    where = path or "(value)"
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        return _dict_diffs(expected, actual, match, path)
-    if isinstance(expected, list) and isinstance(actual, list):
-        if len(expected) != len(actual):
-            return [f"{where}: expected {len(expected)} items, got {len(actual)}"]
-        diffs: list[str] = []
-        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
-            diffs += value_diffs(e, a, match, f"{path}[{i}]")
-        return diffs
-    if _scalars_equal(expected, actual, match):
-        return []
-    return [f"{where}: expected {short(expected)}, got {short(actual)}"]
-
-
-def _scalars_equal(expected: Any, actual: Any, match: ArgumentMatch) -> bool:
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
-    if _is_number(expected) and _is_number(actual):
-        return bool(expected == actual)
-    if isinstance(expected, str) and isinstance(actual, str):
-        return _norm_str(expected, match) == _norm_str(actual, match)
-    return type(expected) is type(actual) and bool(expected == actual)
-
-
-def _dict_diffs(expected: Mapping[str, Any], actual: Mapping[str, Any], match: ArgumentMatch, path: str) -> list[str]:
-    prefix = f"{path}." if path else ""
-    diffs: list[str] = []
-    if match.mode in ("exact", "subset"):
-        diffs += [f"{prefix}{k}: missing (expected {short(expected[k])})" for k in expected if k not in actual]
-    if match.mode in ("exact", "superset"):
-        diffs += [f"{prefix}{k}: unexpected argument ({short(actual[k])})" for k in actual if k not in expected]
-    for key in expected:
-        if key in actual:
-            diffs += value_diffs(expected[key], actual[key], match, f"{prefix}{key}")
-    return diffs
+    return list(_value_diffs(expected, actual, match, path))
 
 
 def argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> list[str]:
@@ -147,59 +112,67 @@ def argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch)
     Returns:
         One message per difference.
     """
-    rules = match.for_tool(expected.name)
-    if expected.arguments is None or rules.mode == "ignore":
-        return []
-    if call.arguments_truncated or not isinstance(call.arguments, dict):
-        return [f"arguments are not a JSON object ({describe_raw_arguments(call)})"]
-    return _dict_diffs(expected.arguments, call.arguments, rules, "")
+    return list(_argument_diffs(expected, call, match))
 
 
 def call_matches(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> bool:
-    """Whether `call` has the expected name and arguments (`argument_diffs` would find nothing)."""
-    if expected.name != call.name:
-        return False
+    """Whether `call` has the expected name and arguments (`argument_diffs` would find nothing).
+
+    The same walk as `argument_diffs`, stopped at its first difference: alignment asks every
+    expected call about every same-name call and only the answer matters there.
+    """
+    return expected.name == call.name and next(_argument_diffs(expected, call, match), None) is None
+
+
+# One walk gives both the messages and the yes/no answer: its differences are produced lazily, so
+# a caller that stops at the first one builds one message and compares nothing further.
+def _argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> Iterator[str]:
     rules = match.for_tool(expected.name)
     if expected.arguments is None or rules.mode == "ignore":
-        return True
+        return
     if call.arguments_truncated or not isinstance(call.arguments, dict):
-        return False
-    return _dicts_match(expected.arguments, call.arguments, rules)
+        yield f"arguments are not a JSON object ({describe_raw_arguments(call)})"
+        return
+    yield from _dict_diffs(expected.arguments, call.arguments, rules, "")
 
 
-# The yes/no twins of `value_diffs` and `_dict_diffs`: alignment asks every expected call about
-# every same-name call, and only the answer matters there, so no message or path is built, and
-# plain loops stop at the first difference. They must agree with the diff functions exactly (a
-# property test checks it).
-def _values_match(expected: Any, actual: Any, match: ArgumentMatch) -> bool:
+def _value_diffs(expected: Any, actual: Any, match: ArgumentMatch, path: str) -> Iterator[str]:
     kind = type(expected)
     if kind is type(actual) and kind is not dict and kind is not list and expected == actual:
-        return True  # equal values of one type stay equal after trimming and case folding
+        return  # equal values of one type stay equal after trimming and case folding
     if isinstance(expected, dict) and isinstance(actual, dict):
-        return _dicts_match(expected, actual, match)
-    if isinstance(expected, list) and isinstance(actual, list):
+        yield from _dict_diffs(expected, actual, match, path)
+    elif isinstance(expected, list) and isinstance(actual, list):
         if len(expected) != len(actual):
-            return False
-        for e, a in zip(expected, actual, strict=True):
-            if not _values_match(e, a, match):
-                return False
-        return True
-    return _scalars_equal(expected, actual, match)
+            yield f"{path or '(value)'}: expected {len(expected)} items, got {len(actual)}"
+            return
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            yield from _value_diffs(e, a, match, f"{path}[{i}]")
+    elif not _scalars_equal(expected, actual, match):
+        yield f"{path or '(value)'}: expected {short(expected)}, got {short(actual)}"
 
 
-def _dicts_match(expected: Mapping[str, Any], actual: Mapping[str, Any], match: ArgumentMatch) -> bool:
-    mode = match.mode
-    for key, value in expected.items():
+def _scalars_equal(expected: Any, actual: Any, match: ArgumentMatch) -> bool:
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
+    if _is_number(expected) and _is_number(actual):
+        return bool(expected == actual)
+    if isinstance(expected, str) and isinstance(actual, str):
+        return _norm_str(expected, match) == _norm_str(actual, match)
+    return type(expected) is type(actual) and bool(expected == actual)
+
+
+def _dict_diffs(
+    expected: Mapping[str, Any], actual: Mapping[str, Any], match: ArgumentMatch, path: str
+) -> Iterator[str]:
+    prefix = f"{path}." if path else ""
+    if match.mode in ("exact", "subset"):
+        yield from (f"{prefix}{k}: missing (expected {short(expected[k])})" for k in expected if k not in actual)
+    if match.mode in ("exact", "superset"):
+        yield from (f"{prefix}{k}: unexpected argument ({short(actual[k])})" for k in actual if k not in expected)
+    for key in expected:
         if key in actual:
-            if not _values_match(value, actual[key], match):
-                return False
-        elif mode == "exact" or mode == "subset":
-            return False
-    if mode == "exact" or mode == "superset":
-        for key in actual:
-            if key not in expected:
-                return False
-    return True
+            yield from _value_diffs(expected[key], actual[key], match, f"{prefix}{key}")
 
 
 def describe_raw_arguments(call: ToolCall) -> str:
