@@ -97,7 +97,7 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
     elif stage == "sharded":
         from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
         from evaltrace.evaluators.engine.shards import available_cpus
-        from evaltrace.evaluators.report.model import ReportWriter
+        from evaltrace.evaluators.report.json_writer import ReportWriter
         from evaltrace.evaluators.spec.loader import load_spec
 
         workers = available_cpus()
@@ -108,7 +108,7 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
         traces = run.report.counts.traces
     else:
         from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-        from evaltrace.evaluators.report.model import ReportWriter
+        from evaltrace.evaluators.report.json_writer import ReportWriter
         from evaltrace.evaluators.spec.loader import load_spec
 
         with ReportWriter(str(runs.parent / "report.json")) as writer:
@@ -199,7 +199,7 @@ def scoring_alone(traces: int, seed: int, rounds: int, *, timeout_ab: bool = Fal
 
     from evaltrace.collector.convert import read_traces
     from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces_to
-    from evaltrace.evaluators.report.model import ReportWriter
+    from evaltrace.evaluators.report.json_writer import ReportWriter
     from evaltrace.evaluators.spec.loader import load_spec
 
     runs, spec_path, spans = dataset(traces, seed)

@@ -1,4 +1,8 @@
-"""Options shared by `evaltrace score` and `evaltrace run`, declared once so both stay in step."""
+"""Options and arguments shared by several commands, declared once so they stay in step.
+
+Most are `evaltrace score`'s and `evaltrace run`'s; `PATHS_HELP` and `folders` serve every command
+that reads or tidies span files.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from evaltrace.evaluators.errors import InputError
+from evaltrace.collector.errors import InputError
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.spec.loader import LoadedSpec
 
 JUDGE = "Judge"
 SELECT = "Selection"
+PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'runs/*.parquet'."
 
 Confidence = Annotated[
     float | None,
@@ -146,3 +151,17 @@ def _literal_glob(text: str) -> str:
     # `glob.escape`: that escapes paths and leaves a Windows drive or UNC prefix as it is, so an
     # id such as `//host/share[1]` would stay a pattern there; a case id is not a path.
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def folders(paths: list[str]) -> list[Path]:
+    """The runs folders named by `paths`, each once (a file stands for its folder)."""
+    folders: dict[Path, None] = {}
+    for arg in paths:
+        path = Path(arg)
+        if path.is_dir():
+            folders[path] = None
+        elif path.is_file():
+            folders[path.parent] = None
+        else:
+            raise InputError(f"{arg}: no such folder")
+    return list(folders)

@@ -1,92 +1,49 @@
 """Score stored traces with rule and judge scorers, and gate on the result.
 
-Names are imported on first use (PEP 562): importing the records or the pytest plugin must not
-pay for pyarrow and the OTel SDK until something actually reads or writes spans.
+The rooms: `spec/` (the spec file), `scorers/` (the scorer interface, registry and built-in
+families), `judge/` (the LLM judge), `engine/` (traces to cases, scoring, repeats, the gate),
+`report/` (the report and its writers) and `runner/` (running an agent; the pytest plugin's parts).
+
+The names below are the package's public ones, listed once: type checkers read the
+`TYPE_CHECKING` imports, and at run time `lazy_package` turns the same lines into `__all__` and a
+PEP 562 `__getattr__` that imports each module on first use. Importing the records or the pytest
+plugin must not pay for pyarrow and the OTel SDK until something actually reads or writes spans.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evaltrace.collector._lazy import lazy_exports
+from evaltrace.evaluators._exports import lazy_package
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to, score_traces, score_traces_to
-    from evaltrace.evaluators.report.model import (
-        EntryResult,
-        Report,
-        ReportWriter,
-        ScoreResult,
-        evaluate_gate,
-        write_report,
-    )
-    from evaltrace.evaluators.runner.agent import CallRecord, RunOptions, RunResult, load_agent, run_agent
-    from evaltrace.evaluators.scorers.base import Score, Scorer, run_scorer
-    from evaltrace.evaluators.scorers.registry import create_scorer, register, scorer_names
-    from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
-    from evaltrace.evaluators.spec.model import Case, Expect, RepeatPolicy, Spec, Turn
+    from evaltrace.evaluators.engine.scoring import ScoreOptions as ScoreOptions
+    from evaltrace.evaluators.engine.scoring import score_paths_to as score_paths_to
+    from evaltrace.evaluators.engine.scoring import score_traces as score_traces
+    from evaltrace.evaluators.engine.scoring import score_traces_to as score_traces_to
+    from evaltrace.evaluators.report.json_writer import ReportWriter as ReportWriter
+    from evaltrace.evaluators.report.json_writer import write_report as write_report
+    from evaltrace.evaluators.report.model import EntryResult as EntryResult
+    from evaltrace.evaluators.report.model import Report as Report
+    from evaltrace.evaluators.report.model import ScoreResult as ScoreResult
+    from evaltrace.evaluators.report.model import evaluate_gate as evaluate_gate
+    from evaltrace.evaluators.runner.agent import CallRecord as CallRecord
+    from evaltrace.evaluators.runner.agent import RunOptions as RunOptions
+    from evaltrace.evaluators.runner.agent import RunResult as RunResult
+    from evaltrace.evaluators.runner.agent import load_agent as load_agent
+    from evaltrace.evaluators.runner.agent import run_agent as run_agent
+    from evaltrace.evaluators.scorers.base import Score as Score
+    from evaltrace.evaluators.scorers.base import Scorer as Scorer
+    from evaltrace.evaluators.scorers.base import run_scorer as run_scorer
+    from evaltrace.evaluators.scorers.registry import create_scorer as create_scorer
+    from evaltrace.evaluators.scorers.registry import register as register
+    from evaltrace.evaluators.scorers.registry import scorer_names as scorer_names
+    from evaltrace.evaluators.spec.loader import LoadedSpec as LoadedSpec
+    from evaltrace.evaluators.spec.loader import load_spec as load_spec
+    from evaltrace.evaluators.spec.model import Case as Case
+    from evaltrace.evaluators.spec.model import Expect as Expect
+    from evaltrace.evaluators.spec.model import RepeatPolicy as RepeatPolicy
+    from evaltrace.evaluators.spec.model import Spec as Spec
+    from evaltrace.evaluators.spec.model import Turn as Turn
 
-_EXPORTS: dict[str, str] = {
-    "CallRecord": "evaltrace.evaluators.runner.agent",
-    "Case": "evaltrace.evaluators.spec.model",
-    "EntryResult": "evaltrace.evaluators.report.model",
-    "Expect": "evaltrace.evaluators.spec.model",
-    "LoadedSpec": "evaltrace.evaluators.spec.loader",
-    "RepeatPolicy": "evaltrace.evaluators.spec.model",
-    "Report": "evaltrace.evaluators.report.model",
-    "ReportWriter": "evaltrace.evaluators.report.model",
-    "RunOptions": "evaltrace.evaluators.runner.agent",
-    "RunResult": "evaltrace.evaluators.runner.agent",
-    "Score": "evaltrace.evaluators.scorers.base",
-    "ScoreOptions": "evaltrace.evaluators.engine.scoring",
-    "ScoreResult": "evaltrace.evaluators.report.model",
-    "Scorer": "evaltrace.evaluators.scorers.base",
-    "Spec": "evaltrace.evaluators.spec.model",
-    "Turn": "evaltrace.evaluators.spec.model",
-    "create_scorer": "evaltrace.evaluators.scorers.registry",
-    "evaluate_gate": "evaltrace.evaluators.report.model",
-    "load_agent": "evaltrace.evaluators.runner.agent",
-    "load_spec": "evaltrace.evaluators.spec.loader",
-    "register": "evaltrace.evaluators.scorers.registry",
-    "run_agent": "evaltrace.evaluators.runner.agent",
-    "run_scorer": "evaltrace.evaluators.scorers.base",
-    "score_paths_to": "evaltrace.evaluators.engine.scoring",
-    "score_traces": "evaltrace.evaluators.engine.scoring",
-    "score_traces_to": "evaltrace.evaluators.engine.scoring",
-    "scorer_names": "evaltrace.evaluators.scorers.registry",
-    "write_report": "evaltrace.evaluators.report.model",
-}
-
-__all__ = [
-    "CallRecord",
-    "Case",
-    "EntryResult",
-    "Expect",
-    "LoadedSpec",
-    "RepeatPolicy",
-    "Report",
-    "ReportWriter",
-    "RunOptions",
-    "RunResult",
-    "Score",
-    "ScoreOptions",
-    "ScoreResult",
-    "Scorer",
-    "Spec",
-    "Turn",
-    "create_scorer",
-    "evaluate_gate",
-    "load_agent",
-    "load_spec",
-    "register",
-    "run_agent",
-    "run_scorer",
-    "score_paths_to",
-    "score_traces",
-    "score_traces_to",
-    "scorer_names",
-    "write_report",
-]
-
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_package(__name__)

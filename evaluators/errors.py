@@ -1,9 +1,13 @@
-"""Errors raised by the evaluators (re-exported from the collector so both share one base)."""
+"""The evaluators' own errors, both `InputError`s (exit 2 in the CLI).
+
+`InputError` and `EvaltraceError` themselves are imported from `evaltrace.collector.errors`, their
+one home.
+"""
 
 import difflib
 from collections.abc import Iterable
 
-from evaltrace.collector.errors import EvaltraceError, InputError
+from evaltrace.collector.errors import InputError
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -20,4 +24,4 @@ class SpecError(InputError):
     """A malformed spec file; the message names the file, case and key."""
 
 
-__all__ = ["EvaltraceError", "InputError", "SpecError", "UnknownScorerError", "did_you_mean"]
+__all__ = ["SpecError", "UnknownScorerError", "did_you_mean"]

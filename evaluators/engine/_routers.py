@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Coroutine, Iterable, Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol, get_args
 
 from evaltrace.collector.records import Trace
@@ -21,6 +22,7 @@ from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, score_conversation, score_trace
 from evaltrace.evaluators.report.model import EntryResult, EntryStatus, SampleResult, SampleStatus, UnmatchedTrace
 from evaltrace.evaluators.report.terminal import FailureDigest
+from evaltrace.evaluators.report.writer import EntrySink, ReportEntry
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.spec.loader import LoadedSpec
 from evaltrace.evaluators.spec.model import Case
@@ -66,23 +68,6 @@ class RouterState:
                 self.tallies[case_id].merge(tally)
             else:
                 self.tallies[case_id] = tally
-
-
-class EntrySink(Protocol):
-    """Where `score_traces_to` sends the entries, in report order (e.g. a `ReportWriter`)."""
-
-    def add(self, chunks: Iterable[bytes]) -> None:
-        """Take one entry as the pieces of its compact JSON object."""
-
-
-class EntryList:
-    """An `EntrySink` keeping the entries in memory (for `score_traces`)."""
-
-    def __init__(self) -> None:
-        self.entries: list[EntryResult] = []
-
-    def add(self, chunks: Iterable[bytes]) -> None:
-        self.entries.append(EntryResult.model_validate_json(b"".join(chunks)))
 
 
 class Totals:
@@ -138,7 +123,7 @@ class TraceRouter:
             elif status == "failed":
                 totals.digest.add(EntryResult.model_validate_json(payload), 1)
             if sink is not None:
-                sink.add((payload,))
+                sink.add(ReportEntry.from_json(payload))
 
 
 class SpecRouter:
@@ -228,16 +213,13 @@ class SpecRouter:
             totals.add(entry.status, entry.pass_rate)
             totals.digest.add(entry, spill.count(case.id))
             if sink is not None:
-                sink.add(_with_samples(entry, spill.ordered(case.id)))
+                sink.add(ReportEntry.with_samples(entry, partial(_payloads, spill, case.id)))
 
 
-def _with_samples(entry: EntryResult, samples: Iterable[tuple[int, bytes]]) -> Iterator[bytes]:
-    """The entry's JSON in pieces, with the samples' JSON spliced in as its `samples` list."""
-    head = entry.model_dump_json(exclude={"samples"}).encode()
-    yield head[:-1] + b',"samples":['
-    for index, (_, payload) in enumerate(samples):
-        yield b"," + payload if index else payload
-    yield b"]}"
+def _payloads(spill: Spill, group: str) -> Iterator[bytes]:
+    """`group`'s samples as their stored JSON, in report order."""
+    for _, payload in spill.ordered(group):
+        yield payload
 
 
 async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:

@@ -37,8 +37,7 @@ from typing import Any
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Trace
 from evaltrace.evaluators.engine._loop import Router, score_held, score_stream
-from evaltrace.evaluators.engine._routers import EntryList, SpecRouter, Totals, TraceRouter
-from evaltrace.evaluators.engine._routers import EntrySink as EntrySink  # public: the sink protocol
+from evaltrace.evaluators.engine._routers import SpecRouter, Totals, TraceRouter
 from evaltrace.evaluators.engine._routers import normalize_input as normalize_input  # public, kept importable here
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, judge_session_for
@@ -51,6 +50,7 @@ from evaltrace.evaluators.report.model import (
     gate_from_rates,
 )
 from evaltrace.evaluators.report.terminal import FailureDigest
+from evaltrace.evaluators.report.writer import EntryList, EntrySink
 from evaltrace.evaluators.scorers.base import Scorer, reads_histories
 from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES
 from evaltrace.evaluators.scorers.registry import create_scorer

@@ -52,7 +52,7 @@ def _failure_evidence(trace: Trace) -> str | None:
         cut = sorted(_CUT_SHORT.intersection(r.lower() for r in last.finish_reasons))
         if cut:
             return f"its last model call was cut short ({', '.join(cut)})"
-    # A failed call is one with a recorded error (`rules_calls.call_failure` without error results).
+    # A failed call is one with a recorded error (`calls.call_failure` without error results).
     errors = [c.error or None for c in trace.tool_calls]
     if errors and all(errors):
         first = f"{trace.tool_calls[0].name}: {clip(errors[0] or '', 80)}"

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from evaltrace.evaluators.errors import InputError
+from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.scorers.base import Scorer
 
 ENTRY_POINT_GROUP: Final = "evaltrace.scorers"

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from evaltrace.evaluators.errors import InputError, UnknownScorerError, did_you_mean
+from evaltrace.collector.errors import InputError
+from evaltrace.evaluators.errors import UnknownScorerError, did_you_mean
 from evaltrace.evaluators.scorers.base import Scorer
 
 _SCORERS: dict[str, type[Scorer]] = {}

@@ -21,7 +21,8 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.reader import Shard, iter_traces
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.engine.shards import WorkerError, available_cpus, plan_workers, quota_cpus
-from evaltrace.evaluators.report.model import ReportWriter, load_report
+from evaltrace.evaluators.report.json_writer import ReportWriter
+from evaltrace.evaluators.report.model import load_report
 from evaltrace.evaluators.spec.loader import load_spec
 
 SPEC = """\

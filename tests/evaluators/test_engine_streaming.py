@@ -6,7 +6,7 @@ import gc
 import json
 import textwrap
 import tracemalloc
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,8 +16,10 @@ from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F4
 
 from evaltrace.collector.records import Trace
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces, score_traces_to
-from evaltrace.evaluators.report.model import ReportWriter, SampleResult, load_report
+from evaltrace.evaluators.report.json_writer import ReportWriter
+from evaltrace.evaluators.report.model import SampleResult, load_report
 from evaltrace.evaluators.report.terminal import render_summary
+from evaltrace.evaluators.report.writer import ReportEntry
 from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
@@ -157,11 +159,11 @@ class LiveSamples:
     def __init__(self) -> None:
         self.alive: int | None = None
 
-    def add(self, chunks: Iterable[bytes]) -> None:
+    def add(self, entry: ReportEntry) -> None:
         if self.alive is None:
             gc.collect()
             self.alive = sum(1 for o in gc.get_objects() if isinstance(o, SampleResult))
-        for _ in chunks:
+        for _ in entry.json_chunks():
             pass
 
 

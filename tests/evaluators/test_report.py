@@ -12,20 +12,20 @@ import pytest
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.engine._aggregate import ScorerTally, aggregate_case, sample_status
 from evaltrace.evaluators.engine._numbers import percentile
+from evaltrace.evaluators.report.json_writer import ReportWriter, write_report
 from evaltrace.evaluators.report.model import (
     Counts,
     EntryResult,
     Report,
     ReportInputs,
-    ReportWriter,
     SampleResult,
     ScorerCount,
     ScoreResult,
     evaluate_gate,
     load_report,
-    write_report,
 )
 from evaltrace.evaluators.report.terminal import MAX_LISTED, FailureDigest, render_summary
+from evaltrace.evaluators.report.writer import ReportEntry
 from evaltrace.evaluators.spec.model import Case, RepeatPolicy
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -209,8 +209,12 @@ def test_report_writer_streams_one_json_object_and_renames_it_into_place(tmp_pat
     report = make_report([], passed=True)
     target = tmp_path / "out" / "report.json"
     with ReportWriter(str(target)) as writer:
-        writer.add([failing_entry(1).model_dump_json().encode()])
-        writer.add([b'{"case_id":"c2","trace_id":null,', b'"passed":null,"status":"not_applicable","pass_rate":null}'])
+        writer.add(ReportEntry.of(failing_entry(1)))
+        writer.add(
+            ReportEntry.from_json(
+                b'{"case_id":"c2","trace_id":null,"passed":null,"status":"not_applicable","pass_rate":null}'
+            )
+        )
         assert not target.exists()  # only the temporary file exists until `finish`
         writer.finish(report)
     loaded = load_report(target)
@@ -229,7 +233,7 @@ def current_umask() -> int:
 def test_report_writer_leaves_nothing_behind_on_error(tmp_path: Path) -> None:
     target = tmp_path / "report.json"
     with pytest.raises(RuntimeError, match="scoring broke"), ReportWriter(str(target)) as writer:
-        writer.add([failing_entry(1).model_dump_json().encode()])
+        writer.add(ReportEntry.of(failing_entry(1)))
         raise RuntimeError("scoring broke")
     assert list(tmp_path.iterdir()) == []
     blocker = tmp_path / "file"

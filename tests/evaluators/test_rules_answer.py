@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from _rule_traces import call, trace
 
-from evaltrace.evaluators.errors import InputError
+from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.scorers._text import key_terms, mentions, numbers
 from evaltrace.evaluators.scorers.registry import create_scorer
 

@@ -6,8 +6,9 @@ from typing import Any
 import pytest
 from _rule_traces import call, iteration, load, trace
 
+from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import ToolCall
-from evaltrace.evaluators.errors import InputError, SpecError
+from evaltrace.evaluators.errors import SpecError
 from evaltrace.evaluators.scorers.output import _strip_code_fence
 from evaltrace.evaluators.scorers.registry import create_scorer
 

@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 from _rule_traces import call, schema, trace
 
+from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import ToolCall
-from evaltrace.evaluators.errors import InputError
 from evaltrace.evaluators.scorers.registry import create_scorer
 
 WEATHER = {

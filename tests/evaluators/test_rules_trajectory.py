@@ -145,7 +145,7 @@ def test_nested_calls_only_with_nested() -> None:
 
 
 def test_invalid_mode_is_a_config_error() -> None:
-    from evaltrace.evaluators.errors import InputError
+    from evaltrace.collector.errors import InputError
 
     with pytest.raises(InputError, match="mode"):
         create_scorer("trajectory", {"expected": [], "mode": "fuzzy"}, where="spec.yaml: case a")

@@ -14,7 +14,6 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from evaltrace.cli import _options as opt
-from evaltrace.cli.main import app
 from evaltrace.evaluators.scorers.base import is_builtin
 from evaltrace.evaluators.scorers.plugins import origin
 from evaltrace.evaluators.scorers.registry import scorer_class, scorer_names
@@ -104,7 +103,6 @@ def _render_text(listing: list[dict[str, Any]]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-@app.command("scorers")
 def scorers(
     as_json: bool = typer.Option(False, "--json", metavar="", help="Print the listing as one JSON document."),
     plugin: opt.Plugins = None,

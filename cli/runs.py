@@ -1,33 +1,26 @@
-"""`evaltrace runs` (what was recorded) and `evaltrace clean` (remove stale temporary files)."""
+"""`evaltrace runs`: what was recorded (files, spans, traces, services, run ids, time range, losses)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from evaltrace.cli.main import app
-from evaltrace.collector._inflight import DEFAULT_MAX_AGE_S, clean_stale_inflight
-from evaltrace.collector._schema import DEFAULT_MAX_ROWS
+from evaltrace.cli import _options as opt
 from evaltrace.collector._terminal import json_text, plural, printable
-from evaltrace.collector.errors import InputError
 
 if TYPE_CHECKING:
-    from evaltrace.collector.compact import Compaction
     from evaltrace.collector.reader import RunsSummary, TraceSummary
 
 # `evaltrace runs` suggests compaction from this many files averaging fewer spans than this:
 # each file costs ~12 KB of footer and ~6 ms of reading (benchmarks/RESULTS.md, Compaction).
 _MANY_FILES = 50
 _SMALL_FILE_SPANS = 1_000
-_PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'runs/*.parquet'."
 
 
-@app.command()
 def runs(
-    paths: Annotated[list[str], typer.Argument(help=_PATHS_HELP, metavar="PATH")],
+    paths: Annotated[list[str], typer.Argument(help=opt.PATHS_HELP, metavar="PATH")],
     traces: Annotated[bool, typer.Option("--traces", metavar="", help="Also list every trace.")] = False,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON object instead of text.")] = False,
 ) -> None:
@@ -46,86 +39,6 @@ def runs(
         typer.echo("")
         for line in _trace_lines(summary.trace_list):
             typer.echo(printable(line))
-
-
-@app.command()
-def clean(
-    paths: Annotated[list[str], typer.Argument(help="Runs folders (a file stands for its folder).", metavar="PATH")],
-    max_age: Annotated[
-        float,
-        typer.Option(
-            "--max-age",
-            metavar="SECONDS",
-            min=0.0,
-            help="Seconds after which another host's temporary file counts as stale.",
-        ),
-    ] = DEFAULT_MAX_AGE_S,
-) -> None:
-    """Remove temporary span files left behind by writers that died."""
-    removed = 0
-    for folder in _folders(paths):
-        for path in clean_stale_inflight(folder, max_age):
-            typer.echo(printable(f"removed {path}"))
-            removed += 1
-    if not removed:
-        typer.echo("no stale in-flight files")
-
-
-@app.command()
-def compact(
-    paths: Annotated[list[str], typer.Argument(help="Runs folders (a file stands for its folder).", metavar="PATH")],
-    max_rows: Annotated[
-        int, typer.Option("--max-rows", metavar="N", min=2, help="Most spans per merged file.")
-    ] = DEFAULT_MAX_ROWS,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", metavar="", help="Show what would be merged; change nothing.")
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON object per folder.")] = False,
-) -> None:
-    """Merge a folder's small span files into fewer, larger ones (per run id; no span is lost)."""
-    from evaltrace.collector.compact import compact_folder  # deferred: pyarrow only when compacting
-
-    for folder in _folders(paths):
-        done = compact_folder(folder, max_rows=max_rows, dry_run=dry_run)
-        if as_json:
-            typer.echo(json_text(done.model_dump(mode="json")))
-            continue
-        for line in _compaction_lines(done):
-            typer.echo(printable(line))
-
-
-def _compaction_lines(done: Compaction) -> list[str]:
-    if not done.merged:
-        return [f"{done.folder}: nothing to compact ({plural(done.files_before, 'file')})"]
-    if done.dry_run:
-        lines = [
-            f"would merge {plural(len(m.sources), 'file')} ({plural(m.spans, 'span')}) into {m.path}"
-            for m in done.merged
-        ]
-        return [*lines, f"{done.folder}: {plural(done.files_before, 'file')} would become {done.files_after} (dry run)"]
-    before = sum(m.bytes_before for m in done.merged)
-    after = sum(m.bytes_after for m in done.merged)
-    return [
-        f"{done.folder}: {plural(done.files_before, 'file')} -> {done.files_after}; "
-        f"merged files {_size(before)} -> {_size(after)}"
-    ]
-
-
-def _size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} KB"
-
-
-def _folders(paths: list[str]) -> list[Path]:
-    folders: dict[Path, None] = {}
-    for arg in paths:
-        path = Path(arg)
-        if path.is_dir():
-            folders[path] = None
-        elif path.is_file():
-            folders[path.parent] = None
-        else:
-            raise InputError(f"{arg}: no such folder")
-    return list(folders)
 
 
 def _summary_lines(s: RunsSummary) -> list[str]:

@@ -22,7 +22,6 @@ from typing import Annotated
 import typer
 
 from evaltrace.cli._doctor_genai import genai_checks
-from evaltrace.cli.main import app
 from evaltrace.collector.diagnose import Check
 from evaltrace.collector.errors import EvaltraceError
 
@@ -231,7 +230,6 @@ def run_checks() -> list[Check]:
     ]
 
 
-@app.command()
 def doctor(
     paths: Annotated[
         list[str] | None,

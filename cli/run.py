@@ -2,9 +2,9 @@
 
 The run goes into a new folder (`runs/<timestamp>-<id>/`, or `--out`); its location is printed
 on stderr so the run can be scored again later. Scoring is `evaltrace score FOLDER` with the same
-options, so stdout, `--json` and the exit codes (0 gate passed, 1 gate failed, 2 bad input) are
-exactly those of `evaltrace score`. An agent that raises or times out gives failed entries, never
-a crash.
+options, through the same function (`_scoring.py`), so stdout, `--json` and the exit codes (0 gate
+passed, 1 gate failed, 2 bad input) are exactly those of `evaltrace score`. An agent that raises or
+times out gives failed entries, never a crash.
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evaltrace.cli import _options as opt
-from evaltrace.cli import _score
 from evaltrace.cli._progress import progress_bar
-from evaltrace.cli.main import app
+from evaltrace.cli._scoring import Scoring, judge_overrides, score_and_gate
 from evaltrace.collector._terminal import plural, printable
+from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
-from evaltrace.evaluators.errors import InputError
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.runner.agent import CallRecord, RunResult
@@ -35,7 +34,6 @@ _OUTCOMES: tuple[tuple[CallOutcome, str], ...] = (("ok", "ok"), ("error", "error
 """Each call outcome, singular and plural, in the order the run's tally lists them."""
 
 
-@app.command(epilog=_score.EXIT_CODES_HELP)
 def run(
     agent: Annotated[
         str,
@@ -100,28 +98,19 @@ def run(
     with progress_bar("running", "calls", lambda: _planned_calls(cases, repeat)) as progress:
         result = run_agent(function, cases, directory, options, on_call=_counter(progress))
     _report_run(result, spec, tier, tag, case)
-    _score.score(
-        paths=[str(directory)],
+    scoring = Scoring(
         spec=spec,
         confidence=confidence,
         json_path=json_path,
-        tier=tier,
-        tag=tag,
-        case=case,
+        tiers=tuple(tier or ()),
+        tags=tuple(tag or ()),
+        cases=tuple(case or ()),
         # This process ran the agent and may still have its threads: never fork it.
         workers=1,
         scorer_timeout=scorer_timeout,
-        plugin=None,  # loaded above, once
-        judge_model=judge_model,
-        judge_base_url=judge_base_url,
-        judge_api_key=judge_api_key,
-        judge_timeout=judge_timeout,
-        judge_concurrency=judge_concurrency,
-        judge_max_requests=judge_max_requests,
-        judge_cache_dir=judge_cache_dir,
-        no_judge_cache=no_judge_cache,
-        judge_allow_insecure=judge_allow_insecure,
+        judge_overrides=judge_overrides(locals()),
     )
+    score_and_gate([str(directory)], scoring)  # the plugins were loaded above, once
 
 
 def _planned_calls(cases: list[Case], repeat: int) -> int:

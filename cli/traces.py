@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from evaltrace.cli.main import app
 from evaltrace.collector._terminal import json_text, plural, printable
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Iteration, ToolCall, Trace
@@ -21,7 +20,6 @@ PathsArg = Annotated[list[str], typer.Argument(metavar="PATH", help="Span files,
 _WIDTH = 48
 
 
-@app.command("traces")
 def traces_command(
     paths: PathsArg,
     json_lines: Annotated[bool, typer.Option("--json", metavar="", help="One JSON object per line per trace.")] = False,
@@ -97,7 +95,6 @@ def _clip(text: Any, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-@app.command("show")
 def show_command(
     trace_id: Annotated[str, typer.Argument(metavar="TRACE_ID", help="A trace id, or a unique prefix of one.")],
     paths: PathsArg,

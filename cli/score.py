@@ -1,0 +1,55 @@
+"""`evaltrace score`: score stored traces and gate on the pass rate.
+
+Exit codes (README.md, "Score"): 0 the gate passed, 1 the gate failed, 2 bad input or usage.
+What scoring writes, and where, is `_scoring.py`'s, shared with `evaltrace run`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from evaltrace.cli import _options as opt
+from evaltrace.cli._scoring import Scoring, judge_overrides, score_and_gate
+from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
+
+
+def score(
+    paths: Annotated[list[str], typer.Argument(help=opt.PATHS_HELP, metavar="PATH")],
+    spec: Annotated[
+        str | None,
+        typer.Option("--spec", metavar="FILE", help="Spec file (YAML or JSON); FILE::CASE_ID scores one case."),
+    ] = None,
+    confidence: opt.Confidence = None,
+    json_path: opt.JsonPath = None,
+    tier: opt.Tiers = None,
+    tag: opt.Tags = None,
+    case: opt.CaseGlobs = None,
+    workers: opt.Workers = None,
+    scorer_timeout: opt.ScorerTimeout = DEFAULT_SCORER_TIMEOUT,
+    plugin: opt.Plugins = None,
+    judge_model: opt.JudgeModel = None,
+    judge_base_url: opt.JudgeBaseUrl = None,
+    judge_api_key: opt.JudgeApiKey = None,
+    judge_timeout: opt.JudgeTimeout = None,
+    judge_concurrency: opt.JudgeConcurrency = None,
+    judge_max_requests: opt.JudgeMaxRequests = None,
+    judge_cache_dir: opt.JudgeCacheDir = None,
+    no_judge_cache: opt.NoJudgeCache = False,
+    judge_allow_insecure: opt.JudgeAllowInsecure = False,
+) -> None:
+    """Score stored traces against a spec (or the reference-free defaults) and gate on the pass rate."""
+    opt.load_plugins(plugin)
+    scoring = Scoring(
+        spec=spec,
+        confidence=confidence,
+        json_path=json_path,
+        tiers=tuple(tier or ()),
+        tags=tuple(tag or ()),
+        cases=tuple(case or ()),
+        workers=workers,
+        scorer_timeout=scorer_timeout,
+        judge_overrides=judge_overrides(locals()),
+    )
+    score_and_gate(paths, scoring)

@@ -1,0 +1,84 @@
+"""Report writers receive typed entries; the JSON fast path and the typed view say the same thing."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from test_report import make_report
+
+from evaltrace.evaluators.report.json_writer import ReportWriter
+from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult, load_report
+from evaltrace.evaluators.report.writer import EntryList, ReportEntry, ReportFormat
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def sample(n: int, passed: bool) -> SampleResult:
+    return SampleResult(
+        trace_id=f"t{n}",
+        status="passed" if passed else "failed",
+        passed=passed,
+        scores=[ScoreResult(scorer="output", passed=passed, reason=None if passed else f"sample {n} said no")],
+        start_time=T0 + timedelta(seconds=n),
+        output="caf\u00e9 \u202e",  # non-ASCII and a bidi control: copied as stored, parsed back the same
+    )
+
+
+def case_entry() -> EntryResult:
+    return EntryResult(case_id="c1", trace_id="t0", passed=False, status="failed", pass_rate=0.5, rule="mean")
+
+
+class StoredSamples:
+    """Samples as the engine keeps them: compact JSON on disk, read again on every call."""
+
+    def __init__(self, tmp_path: Path, samples: list[SampleResult]) -> None:
+        self.path = tmp_path / "samples.jsonl"
+        self.path.write_bytes(b"\n".join(s.model_dump_json().encode() for s in samples))
+        self.reads = 0
+
+    def __call__(self) -> list[bytes]:
+        self.reads += 1
+        return [line for line in self.path.read_bytes().split(b"\n") if line]
+
+
+def test_an_entry_with_stored_samples_is_the_same_typed_or_as_json(tmp_path: Path) -> None:
+    samples = [sample(0, True), sample(1, False)]
+    stored = StoredSamples(tmp_path, samples)
+    entry = ReportEntry.with_samples(case_entry(), stored)
+    whole = case_entry().model_copy(update={"samples": samples})
+    assert entry.result() == whole
+    assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
+    assert json.loads(b"".join(entry.json_chunks()))["samples"][1]["scores"][0]["reason"] == "sample 1 said no"
+    assert stored.reads == 3  # nothing is kept in memory between two uses
+
+
+def test_an_entry_without_samples_keeps_an_empty_list(tmp_path: Path) -> None:
+    entry = ReportEntry.with_samples(case_entry(), StoredSamples(tmp_path, []))
+    assert b"".join(entry.json_chunks()).endswith(b'"samples":[]}')
+    assert entry.result() == case_entry()
+
+
+def test_an_entry_given_as_json_is_parsed_only_for_the_typed_view() -> None:
+    payload = case_entry().model_dump_json().encode()
+    entry = ReportEntry.from_json(payload)
+    assert list(entry.json_chunks()) == [payload]
+    assert entry.result() == case_entry()
+    assert ReportEntry.of(case_entry()).result() is not None
+    assert list(ReportEntry.of(case_entry()).json_chunks()) == [payload]
+
+
+def test_every_writer_gets_the_same_entries(tmp_path: Path) -> None:
+    stored = StoredSamples(tmp_path, [sample(0, True), sample(1, False)])
+    entries = [ReportEntry.with_samples(case_entry(), stored), ReportEntry.of(case_entry())]
+    in_memory = EntryList()
+    target = tmp_path / "report.json"
+    with ReportWriter(str(target)) as json_writer:
+        writers: list[ReportFormat | EntryList] = [in_memory, json_writer]
+        for entry in entries:
+            for writer in writers:
+                writer.add(entry)
+        json_writer.finish(make_report([], passed=False))
+    assert load_report(target).entries == in_memory.entries
+    assert [len(e.samples) for e in in_memory.entries] == [2, 0]
