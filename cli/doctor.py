@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 
 from evaltrace.cli._doctor_genai import genai_checks
+from evaltrace.collector._terminal import plural
 from evaltrace.collector.diagnose import Check
 from evaltrace.collector.errors import EvaltraceError
 
@@ -255,4 +256,4 @@ def doctor(
         for check in checks:
             typer.echo(check.line())
     if problems:
-        raise EvaltraceError(f"{problems} problem{'' if problems == 1 else 's'} found")
+        raise EvaltraceError(f"{plural(problems, 'problem')} found")

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from evaltrace.collector._terminal import plural
+
 if TYPE_CHECKING:  # the reader and converter load pyarrow and pydantic: `doctor` without a path needs neither
     from evaltrace.collector.records import Trace
     from evaltrace.collector.spans import Span
@@ -141,12 +143,8 @@ def recording_checks(paths: Iterable[PathArg]) -> list[Check]:
     ]
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def _of(count: int, total: int, noun: str) -> str:
-    return f"{count} of {_n(total, noun)}"
+    return f"{count} of {plural(total, noun)}"
 
 
 _PREFIX = "recording/"
@@ -158,7 +156,7 @@ def check_has_traces(tally: RecordingTally) -> Check:
     if tally.traces == 0:
         return Check(f"{_PREFIX}traces", "problem", "no traces in these files", "record a run of the agent first")
     if tally.with_model_calls == 0:
-        msg = f"no model call in the {_n(tally.traces, 'trace')}: the LLM client was not instrumented"
+        msg = f"no model call in the {plural(tally.traces, 'trace')}: the LLM client was not instrumented"
         fix = "install the instrumentation for your client or framework (see README, Record your own agent)"
         return Check(f"{_PREFIX}traces", "problem", msg, fix)
     return Check(f"{_PREFIX}traces", "ok", f"model calls in {_of(tally.with_model_calls, tally.traces, 'trace')}")
@@ -169,7 +167,7 @@ def check_events_recorded(tally: RecordingTally) -> Check:
     if not tally.events_not_recorded:
         return Check(f"{_PREFIX}events", "ok", "no model call's content was left in unrecorded log records")
     scopes = ", ".join(sorted(tally.events_scopes))
-    msg = f"{_n(tally.events_not_recorded, 'model call')} by {scopes} sent their messages as log records (GenAI"
+    msg = f"{plural(tally.events_not_recorded, 'model call')} by {scopes} sent their messages as log records (GenAI"
     msg += " events), which were not recorded, so inputs, answers and tool arguments are missing"
     fix = "record logs too: OTEL_LOGS_EXPORTER=evaltrace (the default with evaltrace's distro), or record()"
     return Check(f"{_PREFIX}events", "problem", msg, fix)
@@ -193,7 +191,7 @@ def check_arguments(tally: RecordingTally) -> Check:
     """Tool calls recorded without their arguments."""
     if not tally.arguments_missing:
         return Check(f"{_PREFIX}arguments", "ok", "every tool call has its arguments")
-    msg = f"{_n(tally.arguments_missing, 'tool call')} without recorded arguments: argument checks on them fail"
+    msg = f"{plural(tally.arguments_missing, 'tool call')} without recorded arguments: argument checks on them fail"
     return Check(f"{_PREFIX}arguments", "warn", msg, "turn content capture on (see the content check)")
 
 
@@ -215,10 +213,12 @@ def check_fragments(tally: RecordingTally) -> Check:
 
 def check_losses(paths: Iterable[PathArg]) -> Check:
     """Spans the recorder dropped or could not write."""
-    from evaltrace.collector.reader import summarize_runs
+    from evaltrace.collector._parquet_read import recording_losses
+    from evaltrace.collector.reader import resolve_paths, split_signals
 
-    summary = summarize_runs(paths)
-    dropped, unwritten = summary.dropped_spans, summary.unwritten_spans
+    # The counts sit in the span files' footers: no row is read again after the tally's pass.
+    span_files, _ = split_signals(resolve_paths(paths))
+    dropped, unwritten = recording_losses(span_files)
     if not (dropped or unwritten):
         return Check(f"{_PREFIX}losses", "ok", "the recorder lost no span")
     msg = f"the recording lost spans: {dropped} dropped (export queue full), {unwritten} not written;"

@@ -91,20 +91,15 @@ def _set_aside(normalized: NormalizedSpan) -> str:
 
 
 def _contributions(trace: Trace) -> dict[str, list[str]]:
-    """Span id -> what that span gave the trace (its run, iterations, tool calls, input, answer)."""
+    """Span id -> what that span gave the trace (its run, iterations, tool calls)."""
     gave: dict[str, list[str]] = {}
-
-    def add(span_id: str | None, what: str) -> None:
-        if span_id is not None:
-            gave.setdefault(span_id, []).append(what)
-
-    add(trace.root_span_id, f"the run ({trace.name or 'unnamed'})")
+    add_source(gave, trace.root_span_id, f"the run ({trace.name or 'unnamed'})")
     for iteration in trace.iterations:
-        add(iteration.span_id, f"iteration {iteration.index}")
+        add_source(gave, iteration.span_id, f"iteration {iteration.index}")
     for number, call in enumerate(trace.tool_calls):
-        add(call.span_id, _call_text(number, call))
+        add_source(gave, call.span_id, _call_text(number, call))
         if call.child is not None and not call.handoff:
-            add(call.child.root_span_id, f"the child trace of tool call {number} ({call.name})")
+            add_source(gave, call.child.root_span_id, f"the child trace of tool call {number} ({call.name})")
     return gave
 
 
@@ -123,12 +118,9 @@ def _input_source(trace: Trace, by_id: dict[str, NormalizedSpan]) -> str | None:
     # As the assembler reads it: the run span's own input, else the first model call's user message.
     if trace.input is None:
         return None
-    root = by_id.get(trace.root_span_id or "")
-    if root is not None and root.agent is not None and root.agent.input == trace.input:
-        return trace.root_span_id
-    container = _container_giving(by_id, trace.root_span_id, lambda agent: agent.input == trace.input)
-    if container is not None:
-        return container
+    run = _run_span_giving(by_id, trace.root_span_id, lambda agent: agent.input == trace.input)
+    if run is not None:
+        return run
     first = trace.iterations[0].span_id if trace.iterations else None
     return first if first in by_id else trace.root_span_id
 
@@ -137,29 +129,25 @@ def _output_source(trace: Trace, by_id: dict[str, NormalizedSpan]) -> str | None
     # The last run span's own output, else the last model call's reply.
     if trace.output is None:
         return None
-    root = by_id.get(trace.root_span_id or "")
-    if root is not None and root.agent is not None and root.agent.output == trace.output:
-        return trace.root_span_id
-    container = _container_giving(by_id, trace.root_span_id, lambda agent: agent.output == trace.output)
-    if container is not None:
-        return container
+    run = _run_span_giving(by_id, trace.root_span_id, lambda agent: agent.output == trace.output)
+    if run is not None:
+        return run
     last = trace.iterations[-1] if trace.iterations else None
     if last is not None and last.output_text == trace.output:
         return last.span_id
     return None
 
 
-def _container_giving(
+def _run_span_giving(
     by_id: dict[str, NormalizedSpan], run_id: str | None, gives: Callable[[AgentRun], bool]
 ) -> str | None:
-    """The workflow span above the run (a crew around its agent) that gave the run's input or answer."""
-    run = by_id.get(run_id or "")
-    parent = run.span.parent_span_id if run is not None else None
-    while parent is not None and parent in by_id:
-        above = by_id[parent]
-        if above.agent is not None and gives(above.agent):
-            return parent
-        parent = above.span.parent_span_id
+    """The run span itself, else the workflow span above it (a crew around its agent), that gave the input or answer."""
+    current = run_id
+    while current is not None and current in by_id:
+        span = by_id[current]
+        if span.agent is not None and gives(span.agent):
+            return current
+        current = span.span.parent_span_id
     return None
 
 

@@ -106,6 +106,24 @@ class ExporterSettings(BaseModel):
             values["flush_interval"], values["max_rows"] = 10.0, DEFAULT_MAX_ROWS
         return cls(**values)
 
+    @classmethod
+    def from_arguments(
+        cls,
+        directory: str | os.PathLike[str] | None,
+        run_id: str | None,
+        flush_interval: float | None,
+        max_rows: int | None,
+        redaction: RedactionSettings | None,
+    ) -> ExporterSettings:
+        """An exporter's settings from its keyword arguments, the environment filling the ones left out."""
+        return cls.from_env(
+            directory=Path(directory) if directory is not None else None,
+            run_id=run_id,
+            flush_interval=flush_interval,
+            max_rows=max_rows,
+            redaction=redaction,
+        )
+
     def rolling_writer(self, kind: FileKind) -> RollingWriter:
         """A writer of `kind` files with these settings (folder, run id, roll thresholds)."""
         return RollingWriter(
@@ -145,13 +163,7 @@ class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
         settings: ExporterSettings | None = None,
     ) -> None:
         if settings is None:
-            settings = ExporterSettings.from_env(
-                directory=Path(directory) if directory is not None else None,
-                run_id=run_id,
-                flush_interval=flush_interval,
-                max_rows=max_rows,
-                redaction=redaction,
-            )
+            settings = ExporterSettings.from_arguments(directory, run_id, flush_interval, max_rows, redaction)
         self.settings = settings
         global _latest_span_run_id
         _latest_span_run_id = settings.run_id
@@ -168,10 +180,6 @@ class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
     def dropped_spans(self) -> int:
         """Spans dropped by the batch processor's full queue before reaching the exporter."""
         return self._writer.dropped
-
-    @property
-    def _writer_id(self) -> str:  # the name tests used before the rolling writer held it
-        return self._writer.writer_id
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Encode a batch and buffer it; writes a file when the row threshold is reached."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
@@ -97,13 +96,7 @@ class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
         if settings is None:
             if run_id is None and not os.environ.get("EVALTRACE_RUN_ID"):
                 run_id = latest_span_run_id()
-            settings = ExporterSettings.from_env(
-                directory=Path(directory) if directory is not None else None,
-                run_id=run_id,
-                flush_interval=flush_interval,
-                max_rows=max_rows,
-                redaction=redaction,
-            )
+            settings = ExporterSettings.from_arguments(directory, run_id, flush_interval, max_rows, redaction)
         self.settings = settings
         self._encoder = _parquet_logs.LogEncoder(settings.run_id, build_redactor(settings.redaction))
         writer_version()  # looked up now, not in a roll at interpreter exit

@@ -117,7 +117,7 @@ def test_each_writer_counts_once_however_many_files_it_wrote(tmp_path: Path) -> 
     second = _record(tmp_path, "shared", [4])  # same run id and host: only the writer id tells them apart
     files = sorted(tmp_path.glob("*.parquet"))
     assert len(files) == 3
-    assert {_metadata(f)["evaltrace.writer_id"] for f in files} == {first._writer_id, second._writer_id}
+    assert {_metadata(f)["evaltrace.writer_id"] for f in files} == {first.writer_id, second.writer_id}
     assert summarize_runs([tmp_path]).dropped_spans == 5 + 4
 
 
