@@ -22,7 +22,6 @@ from typing import Annotated
 import typer
 
 from evaltrace.cli._doctor_genai import genai_checks
-from evaltrace.collector._terminal import plural
 from evaltrace.collector.diagnose import Check
 from evaltrace.collector.errors import EvaltraceError
 
@@ -256,4 +255,5 @@ def doctor(
         for check in checks:
             typer.echo(check.line())
     if problems:
-        raise EvaltraceError(f"{plural(problems, 'problem')} found")
+        # Said here rather than with collector's private plural(): the CLI imports no new private module.
+        raise EvaltraceError(f"{problems} problem{'' if problems == 1 else 's'} found")
