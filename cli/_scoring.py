@@ -18,8 +18,8 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.cli._progress import progress_bar
-from evaltrace.collector._terminal import printable
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.terminal import printable
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.report.writer import ReportFormat

@@ -8,7 +8,7 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.collector._inflight import DEFAULT_MAX_AGE_S
-from evaltrace.collector._terminal import printable
+from evaltrace.collector.terminal import printable
 
 
 def clean(

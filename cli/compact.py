@@ -8,7 +8,7 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.collector._schema import DEFAULT_MAX_ROWS
-from evaltrace.collector._terminal import json_text, plural, printable
+from evaltrace.collector.terminal import json_text, plural, printable
 
 if TYPE_CHECKING:
     from evaltrace.collector.compact import Compaction

@@ -17,8 +17,8 @@ from evaltrace.cli import clean, compact, doctor, runs, schema, score, scorers, 
 from evaltrace.cli import run as run_command
 from evaltrace.cli._app import OutputClosed, app
 from evaltrace.cli._scoring import EXIT_CODES_HELP
-from evaltrace.collector._terminal import printable
 from evaltrace.collector.errors import EvaltraceError
+from evaltrace.collector.terminal import printable
 
 # The CLI's pyarrow buffers come from the C library's malloc rather than the wheels' default
 # mimalloc: reading span files was 15% faster and peaked 80 MB lower (benchmarks/RESULTS.md).

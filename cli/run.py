@@ -20,8 +20,8 @@ import typer
 from evaltrace.cli import _options as opt
 from evaltrace.cli._progress import progress_bar
 from evaltrace.cli._scoring import Scoring, judge_overrides, score_and_gate
-from evaltrace.collector._terminal import plural, printable
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.terminal import plural, printable
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
 
 if TYPE_CHECKING:

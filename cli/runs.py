@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evaltrace.cli import _options as opt
-from evaltrace.collector._terminal import json_text, plural, printable
+from evaltrace.collector.terminal import json_text, plural, printable
 
 if TYPE_CHECKING:
     from evaltrace.collector.reader import RunsSummary, TraceSummary

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from evaltrace.collector._terminal import json_text, plural, printable
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.records import Iteration, ToolCall, Trace
+from evaltrace.collector.terminal import json_text, plural, printable
 
 if TYPE_CHECKING:
     from evaltrace.collector.explain import SpanReading

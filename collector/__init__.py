@@ -8,103 +8,38 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evaltrace.collector._lazy import lazy_exports
+from evaltrace.collector.lazy import lazy_package
 
 if TYPE_CHECKING:
-    from evaltrace.collector._redact import RedactionSettings
-    from evaltrace.collector.agent_run import AgentRun, agent_run
-    from evaltrace.collector.convert import convert_spans, convert_trace, group_conversations, read_traces
-    from evaltrace.collector.errors import EvaltraceError, InputError
-    from evaltrace.collector.exporter import ParquetSpanExporter
-    from evaltrace.collector.log_exporter import ParquetLogExporter
-    from evaltrace.collector.reader import (
-        RunsSummary,
-        TraceSummary,
-        clean_stale_inflight,
-        find_stale_inflight,
-        find_trace_ids,
-        iter_traces,
-        read_spans,
-        resolve_paths,
-        summarize_runs,
-    )
-    from evaltrace.collector.recording import Recorder, record
-    from evaltrace.collector.records import (
-        Conversation,
-        Iteration,
-        Message,
-        MessagePart,
-        ToolCall,
-        ToolSchema,
-        Trace,
-        Usage,
-    )
+    from evaltrace.collector._redact import RedactionSettings as RedactionSettings
+    from evaltrace.collector.agent_run import AgentRun as AgentRun
+    from evaltrace.collector.agent_run import agent_run as agent_run
+    from evaltrace.collector.convert import convert_spans as convert_spans
+    from evaltrace.collector.convert import convert_trace as convert_trace
+    from evaltrace.collector.convert import group_conversations as group_conversations
+    from evaltrace.collector.convert import read_traces as read_traces
+    from evaltrace.collector.errors import EvaltraceError as EvaltraceError
+    from evaltrace.collector.errors import InputError as InputError
+    from evaltrace.collector.exporter import ParquetSpanExporter as ParquetSpanExporter
+    from evaltrace.collector.log_exporter import ParquetLogExporter as ParquetLogExporter
+    from evaltrace.collector.reader import RunsSummary as RunsSummary
+    from evaltrace.collector.reader import TraceSummary as TraceSummary
+    from evaltrace.collector.reader import clean_stale_inflight as clean_stale_inflight
+    from evaltrace.collector.reader import find_stale_inflight as find_stale_inflight
+    from evaltrace.collector.reader import find_trace_ids as find_trace_ids
+    from evaltrace.collector.reader import iter_traces as iter_traces
+    from evaltrace.collector.reader import read_spans as read_spans
+    from evaltrace.collector.reader import resolve_paths as resolve_paths
+    from evaltrace.collector.reader import summarize_runs as summarize_runs
+    from evaltrace.collector.recording import Recorder as Recorder
+    from evaltrace.collector.recording import record as record
+    from evaltrace.collector.records import Conversation as Conversation
+    from evaltrace.collector.records import Iteration as Iteration
+    from evaltrace.collector.records import Message as Message
+    from evaltrace.collector.records import MessagePart as MessagePart
+    from evaltrace.collector.records import ToolCall as ToolCall
+    from evaltrace.collector.records import ToolSchema as ToolSchema
+    from evaltrace.collector.records import Trace as Trace
+    from evaltrace.collector.records import Usage as Usage
 
-_EXPORTS: dict[str, str] = {
-    "AgentRun": "evaltrace.collector.agent_run",
-    "Conversation": "evaltrace.collector.records",
-    "EvaltraceError": "evaltrace.collector.errors",
-    "InputError": "evaltrace.collector.errors",
-    "Iteration": "evaltrace.collector.records",
-    "Message": "evaltrace.collector.records",
-    "MessagePart": "evaltrace.collector.records",
-    "ParquetLogExporter": "evaltrace.collector.log_exporter",
-    "ParquetSpanExporter": "evaltrace.collector.exporter",
-    "Recorder": "evaltrace.collector.recording",
-    "RedactionSettings": "evaltrace.collector._redact",
-    "RunsSummary": "evaltrace.collector.reader",
-    "ToolCall": "evaltrace.collector.records",
-    "ToolSchema": "evaltrace.collector.records",
-    "Trace": "evaltrace.collector.records",
-    "TraceSummary": "evaltrace.collector.reader",
-    "Usage": "evaltrace.collector.records",
-    "agent_run": "evaltrace.collector.agent_run",
-    "clean_stale_inflight": "evaltrace.collector.reader",
-    "convert_spans": "evaltrace.collector.convert",
-    "convert_trace": "evaltrace.collector.convert",
-    "find_stale_inflight": "evaltrace.collector.reader",
-    "find_trace_ids": "evaltrace.collector.reader",
-    "group_conversations": "evaltrace.collector.convert",
-    "iter_traces": "evaltrace.collector.reader",
-    "read_spans": "evaltrace.collector.reader",
-    "read_traces": "evaltrace.collector.convert",
-    "record": "evaltrace.collector.recording",
-    "resolve_paths": "evaltrace.collector.reader",
-    "summarize_runs": "evaltrace.collector.reader",
-}
-
-__all__ = [
-    "AgentRun",
-    "Conversation",
-    "EvaltraceError",
-    "InputError",
-    "Iteration",
-    "Message",
-    "MessagePart",
-    "ParquetLogExporter",
-    "ParquetSpanExporter",
-    "Recorder",
-    "RedactionSettings",
-    "RunsSummary",
-    "ToolCall",
-    "ToolSchema",
-    "Trace",
-    "TraceSummary",
-    "Usage",
-    "agent_run",
-    "clean_stale_inflight",
-    "convert_spans",
-    "convert_trace",
-    "find_stale_inflight",
-    "find_trace_ids",
-    "group_conversations",
-    "iter_traces",
-    "read_spans",
-    "read_traces",
-    "record",
-    "resolve_paths",
-    "summarize_runs",
-]
-
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_package(__name__)

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from evaltrace.collector._terminal import plural
+from evaltrace.collector.terminal import plural
 
 if TYPE_CHECKING:  # the reader and converter load pyarrow and pydantic: `doctor` without a path needs neither
     from evaltrace.collector.records import Trace

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evaltrace.evaluators._exports import lazy_package
+from evaltrace.collector.lazy import lazy_package
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine.scoring import ScoreOptions as ScoreOptions

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from evaltrace.collector._terminal import json_safe_bytes
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.terminal import json_safe_bytes
 from evaltrace.evaluators.report.model import Report
 from evaltrace.evaluators.report.writer import ReportEntry
 

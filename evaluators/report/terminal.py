@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from evaltrace.collector._terminal import plural
+from evaltrace.collector.terminal import plural
 from evaltrace.evaluators.report.model import EntryResult, Report, ScorerCount, ScoreResult
 from evaltrace.evaluators.scorers.evidence import RECORD_HINT
 
