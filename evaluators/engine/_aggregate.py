@@ -55,6 +55,7 @@ class ScorerTally:
                 count = self.counts[score.scorer] = ScorerCount(scorer=score.scorer)
             if score.error is not None or score.passed is False:
                 count.failed += 1
+                count.errors += score.error is not None
             elif score.passed:
                 count.passed += 1
             else:
@@ -71,6 +72,7 @@ class ScorerTally:
                 continue
             ours.passed += theirs.passed
             ours.failed += theirs.failed
+            ours.errors += theirs.errors
             ours.not_applied += theirs.not_applied
             ours.unrecorded += theirs.unrecorded
 

@@ -57,7 +57,9 @@ class ScorerCount(_ReportModel):
     scorer: str
     passed: int = 0
     failed: int = 0
-    """Failures and error results."""
+    """Failures and error results (an error fails its entry as a failure does)."""
+    errors: int = 0
+    """Of `failed`, the results where the scorer could not run (summaries list them apart)."""
     not_applied: int = 0
     """Verdicts "does not apply" (given only by reference-free defaults: a spec check always applies)."""
     unrecorded: int = 0
