@@ -1,14 +1,16 @@
 """The terminal summary of a report: counts, failing entries with their reasons, stats, the gate line.
 
-Up to `MAX_LISTED` failing or missing entries are listed with their reasons, in report order; a
-larger run's others are counted in one line (the JSON report has them all). A table gives each
-scorer's verdicts (passed / failed / did not apply), so a scorer that applied to nothing is seen
-in the terminal, not only in the JSON; verdicts that met unrecorded content add a warning with
-the fix.
+The worst entries come first: up to `MAX_LISTED` failing or missing entries with their reasons,
+lowest pass rate first (a repeated case that passed in 1 of 5 samples before one that passed in
+4), ties in report order; a larger run's others are counted in one line (the JSON report has them
+all). A table gives each scorer's verdicts (passed / failed / did not apply / errors), so a scorer
+that applied to nothing, or could not run, is seen in the terminal, not only in the JSON; verdicts
+that met unrecorded content add a warning with the fix.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,32 +27,53 @@ MAX_LISTED = 50
 
 
 class FailureDigest:
-    """The failing and missing entries the summary lists, collected as entries are produced.
+    """The worst failing and missing entries the summary lists, collected as entries are produced.
 
-    Keeps the rendered lines of the first `limit` problem entries and a count of the others, so a
-    run's summary does not need the run's entries in memory.
+    Keeps the rendered lines of the `limit` entries with the lowest pass rate (earlier entries
+    first among equals) and a count of the others, so a run's summary does not need the run's
+    entries in memory.
     """
 
     def __init__(self, limit: int = MAX_LISTED) -> None:
         self.limit = limit
-        self.lines: list[str] = []
-        self.listed = 0
         self.omitted = 0
+        # A max-heap by (pass rate, arrival) through negated keys: its top is the entry to drop first.
+        self._kept: list[tuple[float, int, list[str]]] = []
+        self._arrivals = 0
+
+    @property
+    def listed(self) -> int:
+        """Entries listed in full."""
+        return len(self._kept)
+
+    @property
+    def lines(self) -> list[str]:
+        """The listed entries' lines, lowest pass rate first, then in report order."""
+        ranked = sorted(self._kept, key=lambda kept: (-kept[0], -kept[1]))
+        return [line for _, _, lines in ranked for line in lines]
 
     @property
     def full(self) -> bool:
-        """Whether further problem entries are only counted (callers may then skip building them)."""
-        return self.listed >= self.limit
+        """Whether further problem entries are only counted (callers may then skip building them).
+
+        True once the list is full of entries that passed nothing: a later entry cannot rank lower.
+        """
+        return len(self._kept) >= self.limit and (not self._kept or self._kept[0][0] == 0.0)
 
     def add(self, entry: EntryResult, samples: int) -> None:
         """Note an entry (with its number of samples); only failing and missing ones are kept."""
         if entry.status not in ("failed", "missing"):
             return
-        if self.full:
+        if self.limit <= 0:
             self.omitted += 1
+            return
+        self._arrivals += 1
+        kept = (-(entry.pass_rate or 0.0), -self._arrivals, _entry_lines(entry, samples))
+        if len(self._kept) < self.limit:
+            heapq.heappush(self._kept, kept)
         else:
-            self.lines += _entry_lines(entry, samples)
-            self.listed += 1
+            heapq.heappushpop(self._kept, kept)
+            self.omitted += 1
 
     def add_omitted(self) -> None:
         """Count a problem entry past the limit without building it."""
@@ -73,7 +96,9 @@ def render_summary(report: Report, digest: FailureDigest | None = None) -> str:
         digest: the failing entries, collected while the entries were streamed.
     """
     digest = digest if digest is not None else FailureDigest.of(report.entries)
-    lines = [_headline(report), _RULE, *digest.lines]
+    lines = [_headline(report), _RULE]
+    if digest.listed:
+        lines += ["Worst entries (lowest pass rate first):", *digest.lines]
     if digest.omitted:
         lines.append(f"... and {plural(digest.omitted, 'more failing entry', 'more failing entries')} (see --json)")
     if digest.listed:
@@ -115,13 +140,19 @@ def _score_line(score: ScoreResult) -> str:
 
 
 def _scorer_lines(counts: list[ScorerCount]) -> list[str]:
-    """`Scorer  passed  failed  did not apply` rows, and a warning when content was not recorded."""
+    """`scorer  passed  failed  did not apply  errors` rows, and a warning when content was not recorded.
+
+    `failed` counts failures alone here; a scorer that could not run is counted under `errors`.
+    """
     if not counts:
         return []
     width = max(len("scorer"), *(len(c.scorer) for c in counts))
-    header = ("scorer", "passed", "failed", "did not apply")
-    lines = [f"{header[0]:<{width}}  {header[1]:>6}  {header[2]:>6}  {header[3]:>13}"]
-    lines += [f"{c.scorer:<{width}}  {c.passed:>6}  {c.failed:>6}  {c.not_applied:>13}" for c in counts]
+    header = ("scorer", "passed", "failed", "did not apply", "errors")
+    lines = [f"{header[0]:<{width}}  {header[1]:>6}  {header[2]:>6}  {header[3]:>13}  {header[4]:>6}"]
+    lines += [
+        f"{c.scorer:<{width}}  {c.passed:>6}  {c.failed - c.errors:>6}  {c.not_applied:>13}  {c.errors:>6}"
+        for c in counts
+    ]
     unrecorded = [c for c in counts if c.unrecorded]
     if unrecorded:
         total = sum(c.unrecorded for c in unrecorded)

@@ -16,6 +16,7 @@ from evaltrace.evaluators.report.json_writer import ReportWriter, write_report
 from evaltrace.evaluators.report.model import (
     Counts,
     EntryResult,
+    EntryStatus,
     Report,
     ReportInputs,
     SampleResult,
@@ -205,6 +206,36 @@ def test_summary_lists_the_first_failing_entries_and_counts_the_rest() -> None:
     assert "... and 1 more failing entry (see --json)" in render_summary(make_report([], False), digest)
 
 
+def test_summary_lists_the_worst_entries_first_and_keeps_the_worst_when_over_the_limit() -> None:
+    def entry(case_id: str, rate: float, status: EntryStatus = "failed") -> EntryResult:
+        scores = [ScoreResult(scorer="output", passed=False, reason=f"{case_id} failed")]
+        return EntryResult(
+            case_id=case_id,
+            trace_id=None,
+            passed=False,
+            status=status,
+            pass_rate=rate,
+            scores=scores,
+        )
+
+    entries = [entry("most", 0.8), entry("half", 0.5), entry("none", 0.0), entry("gone", 0.0, "missing")]
+    lines = render_summary(make_report(entries, passed=False)).splitlines()
+    start = lines.index("Worst entries (lowest pass rate first):")
+    assert [line.split()[1] for line in lines[start + 1 :] if line.startswith(("FAILED", "MISSING"))] == [
+        "none",
+        "gone",
+        "half",
+        "most",
+    ]
+    digest = FailureDigest(limit=2)
+    for item in entries:
+        digest.add(item, samples=3)
+        assert not digest.full or item.case_id == "gone"  # full once it holds two entries that passed nothing
+    assert (digest.listed, digest.omitted) == (2, 2)
+    assert [line.split()[1] for line in digest.lines if not line.startswith(" ")] == ["none", "gone"]
+    assert "Worst entries" not in render_summary(make_report([], passed=True))
+
+
 def test_report_writer_streams_one_json_object_and_renames_it_into_place(tmp_path: Path) -> None:
     report = make_report([], passed=True)
     target = tmp_path / "out" / "report.json"
@@ -261,8 +292,8 @@ def test_scorer_tally_counts_verdicts_and_merges_worker_tallies() -> None:
         ]
     )
     first.merge(second)
-    rows = [(r.scorer, r.passed, r.failed, r.not_applied, r.unrecorded) for r in first.rows()]
-    assert rows == [("outcome", 1, 1, 0, 1), ("tool_errors", 0, 1, 1, 0), ("tool_efficiency", 0, 0, 1, 1)]
+    rows = [(r.scorer, r.passed, r.failed, r.errors, r.not_applied, r.unrecorded) for r in first.rows()]
+    assert rows == [("outcome", 1, 1, 0, 0, 1), ("tool_errors", 0, 1, 1, 1, 0), ("tool_efficiency", 0, 0, 0, 1, 1)]
 
 
 def test_summary_shows_each_scorers_verdicts_and_warns_on_unrecorded_content() -> None:
@@ -271,14 +302,16 @@ def test_summary_shows_each_scorers_verdicts_and_warns_on_unrecorded_content() -
             "scorer_counts": [
                 ScorerCount(scorer="tool_call_validity", passed=3, failed=0, not_applied=2, unrecorded=2),
                 ScorerCount(scorer="outcome", passed=4, failed=1, unrecorded=1),
+                ScorerCount(scorer="judge", passed=1, failed=3, errors=2),
             ]
         }
     )
     lines = render_summary(report).splitlines()
-    start = lines.index("scorer              passed  failed  did not apply")
-    assert lines[start + 1 : start + 4] == [
-        "tool_call_validity       3       0              2",
-        "outcome                  4       1              0",
+    start = lines.index("scorer              passed  failed  did not apply  errors")
+    assert lines[start + 1 : start + 5] == [
+        "tool_call_validity       3       0              2       0",
+        "outcome                  4       1              0       0",
+        "judge                    1       1              0       2",  # failed counts failures; errors apart
         "Warning: 3 verdicts met content that was not recorded (tool_call_validity 2, outcome 1): record content "
         "(is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)",
     ]
