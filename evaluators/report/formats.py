@@ -44,6 +44,8 @@ FORMATS: dict[str, FormatFactory] = {
 
 STDOUT_FORMATS = frozenset({"json"})
 """Formats that may be written to stdout (`-`)."""
+CREATES_FOLDERS = frozenset({"json"})
+"""Formats whose writer creates a missing folder (the JSON report always has); the others refuse one."""
 
 
 def format_factory(name: str) -> FormatFactory:
@@ -67,7 +69,8 @@ def check_destination(name: str, destination: str, option: str | None = None) ->
         option: the command-line option named in the error (default `--NAME`).
 
     Raises:
-        InputError: stdout for a format that is file-only, a folder, or a file in a folder that does not exist.
+        InputError: stdout for a format that is file-only, a folder, or a file in a folder that does
+            not exist (for the formats not in `CREATES_FOLDERS`).
     """
     option = option or f"--{name}"
     format_factory(name)
@@ -77,9 +80,9 @@ def check_destination(name: str, destination: str, option: str | None = None) ->
         raise InputError(f"{option} -: the {name} report is written to a file only ('-' is for --json)")
     path = Path(destination)
     if destination.endswith(("/", os.sep)) or path.is_dir():
-        raise InputError(f"{option} {destination}: is a folder; give a file name")
+        raise InputError(f"{option} {destination}: names a folder; give a file name")
     parent = path.parent
-    if not parent.is_dir():
+    if name not in CREATES_FOLDERS and not parent.is_dir():
         raise InputError(f"{option} {destination}: the folder {parent} does not exist")
 
 
