@@ -1,0 +1,356 @@
+"""Assemble `Trace` records from a classified span tree.
+
+What counts as what (the rules scorers rely on):
+
+- A trace is built from the outermost agent or workflow span. Without one, from the tree's root,
+  with the model calls under it as iterations. A root that is not an agent but holds exactly one
+  outermost run (a test harness's wrapper span, the OpenAI-Agents bridge's per-trace wrapper)
+  gives that run's trace; its attributes (`evaltrace.case_id`, ...) still count.
+- A workflow span (a crew, a workflow, a root chain) that holds exactly one run and calls no model
+  and no tool itself is a container, not a call: the trace is that run's, with the container's
+  input, answer and error where the run's spans record none (CrewAI's crew around its agent).
+- A tree of `create_agent` spans alone (an agent being defined, at build time) is no trace.
+- A run is one agent span, or a handoff chain: sibling agent spans where each one after the first
+  was handed the run by the one before it (that agent's scope holds a tool span whose result names
+  it, as the bridge's `handoff to <agent>` span does). A handoff chain is ONE trace, because the
+  user started one run and the SDK reports one result: `input` from the first agent, `output`
+  from the last, iterations and usage over every agent's model calls, `tool_calls` in the order
+  made across the chain (the handed-off agents' calls follow the handoff call, so trajectory and
+  step scorers see them without `nested`), `agent_name` the first agent and `handoffs` the agents
+  handed to. The handoff call's `child` is the run from the target agent on, and its `handoff`
+  flag tells nested traversal that those calls are already in the list.
+- Iterations are the model-call spans in the trace's scope, in start order. A model call inside
+  another model call (two instrumentations of one request) or inside a tool (a tool's own LLM
+  use) is not an iteration of this agent, nor is a model-kind span that only prepared the request
+  of the next one (`_model_calls`: one model call, one iteration).
+- Any other nested agent run (agent-as-tool, a workflow's sub-agents, an agent span inside
+  another agent) is its own child trace, reachable from `ToolCall.child`: from the tool span it
+  runs under, or else from a tool call of its own (named after the agent) placed where it
+  started. Its spans never mix into the parent's iterations or usage.
+- Usage is summed over this trace's iterations only; agent spans' aggregates are ignored.
+- A framework's answer tool (smolagents' `final_answer`) called in the last model call is the
+  run's answer, not a tool call (`conventions/answer_tool`); that model call stays an iteration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from evaltrace.collector.convert import _attributes as A
+from evaltrace.collector.convert._calls import prompt_of, tool_calls, tool_schemas
+from evaltrace.collector.convert._lenient_json import within_depth
+from evaltrace.collector.convert._match import ToolSpan
+from evaltrace.collector.convert._model_calls import one_per_model_call
+from evaltrace.collector.convert._normalized import NormalizedSpan, ToolExec
+from evaltrace.collector.convert._spanutil import error_type, ns_to_datetime
+from evaltrace.collector.convert._tree import SpanTree
+from evaltrace.collector.convert.conventions.answer_tool import take_answer_call
+from evaltrace.collector.convert.records import Iteration, Trace, TraceStatus, Usage
+from evaltrace.collector.store.spans import Span
+
+Classify = Callable[[Span], NormalizedSpan]
+
+
+@dataclass(slots=True)
+class _Scope:
+    """The spans one agent span owns: its model calls and tool executions, nested agents cut out."""
+
+    llms: list[NormalizedSpan] = field(default_factory=list)
+    tools: list[ToolSpan] = field(default_factory=list)
+    members: list[NormalizedSpan] = field(default_factory=list)
+
+
+class Assembler:
+    """Builds the traces of one span tree; `classified` maps span id to its `NormalizedSpan`."""
+
+    def __init__(self, tree: SpanTree, classified: dict[str, NormalizedSpan], *, histories: bool = True) -> None:
+        self.tree = tree
+        self.classified = classified
+        self.histories = histories
+        """Whether iterations carry their prompts (`input_messages`); see `convert.convert_trace`."""
+        self._scopes: dict[str, _Scope] = {}
+
+    def traces(self) -> list[Trace]:
+        """One trace per root of the tree (normally one), except roots that only define an agent."""
+        traces = [self._trace_for_root(root) for root in self.tree.roots if not self._only_defines_agents(root)]
+        if traces and self.tree.warnings:
+            traces[0].warnings[:0] = self.tree.warnings
+        return traces
+
+    def _only_defines_agents(self, root: Span) -> bool:
+        """A tree of GenAI `create_agent` spans alone records an agent being built, not a run of it.
+
+        OpenLLMetry's LangChain instrumentation opens one when `create_agent` builds the graph, in a
+        trace of its own, before any run: no input, no model call, nothing to score.
+        """
+        return all(s.attributes.get(A.OPERATION_NAME) == A.CREATE_AGENT_OPERATION for s in self.tree.walk(root))
+
+    def _role(self, span: Span) -> str:
+        return self.classified[span.span_id].role
+
+    def _trace_for_root(self, root: Span) -> Trace:
+        if self._role(root) == "agent":
+            contained = self._contained_run(root)
+            trace = self.build(root) if contained is None else self._container_trace(root, contained)
+        else:
+            runs = self._runs(self._outermost_agents(root))
+            alone = len(runs) == 1 and not self._has_llm_outside(root, runs[0])
+            trace = self._build_run(runs[0]) if alone else self._assemble([root])
+        # Context attributes may sit anywhere in the OTel tree (a harness's wrapper span).
+        walked = list(self.tree.walk(root))
+        _apply_context(trace, [self.classified[s.span_id] for s in walked])
+        trace.span_count = len([s for s in walked if s.span_id not in self.tree.placeholders])
+        return trace
+
+    def _contained_run(self, top: Span) -> list[Span] | None:
+        """The one run inside a workflow span that calls no model and no tool itself (a crew around its agent)."""
+        runs = self._runs(self._outermost_agents(top))
+        if len(runs) != 1:
+            return None
+        inside = set().union(*(self.tree.subtree_ids(agent) for agent in runs[0]))
+        if any(self._role(s) in ("llm", "tool") for s in self.tree.walk(top) if s.span_id not in inside):
+            return None
+        return runs[0]
+
+    def _container_trace(self, container: Span, run: list[Span]) -> Trace:
+        """The run's trace; the container says what the run's spans leave out (the prompt, the answer, an error)."""
+        trace = self._build_run(run)
+        outer = self.classified[container.span_id]
+        first, last = self.classified[run[0].span_id].agent, self.classified[run[-1].span_id].agent
+        # The container's record beats a guess from the model calls (`_fill_outcome`'s fallbacks):
+        # CrewAI's model prompt wraps the task in a template; the crew records the task itself.
+        if outer.agent is not None and outer.agent.input is not None and (first is None or first.input is None):
+            trace.input = outer.agent.input
+        if outer.agent is not None and outer.agent.output is not None and (last is None or last.output is None):
+            trace.output = outer.agent.output
+        if trace.error is None and outer.error is not None:
+            trace.error, trace.status = outer.error, _status(outer)
+        return trace
+
+    def _outermost_agents(self, span: Span) -> list[Span]:
+        found = []
+        for child in self.tree.kids(span):
+            found += [child] if self._role(child) == "agent" else self._outermost_agents(child)
+        return found
+
+    def _has_llm_outside(self, root: Span, run: list[Span]) -> bool:
+        inside = set().union(*(self.tree.subtree_ids(agent) for agent in run))
+        return any(self._role(s) == "llm" and s.span_id not in inside for s in self.tree.walk(root))
+
+    # --- runs and handoffs ---------------------------------------------------------------------
+
+    def _runs(self, agents: list[Span]) -> list[list[Span]]:
+        """Group agent spans (in start order) into runs: an agent, then each agent it handed off to."""
+        runs: list[list[Span]] = []
+        for agent in agents:
+            if runs and self._handoff_span(runs[-1][-1], agent) is not None:
+                runs[-1].append(agent)
+            else:
+                runs.append([agent])
+        return runs
+
+    def _handoff_span(self, agent: Span, target: Span) -> ToolSpan | None:
+        """The tool span of `agent` that handed the run to its later sibling `target`, if any."""
+        if agent.parent_span_id != target.parent_span_id or target.start_time_ns < agent.start_time_ns:
+            return None
+        name = _agent_name(self.classified[target.span_id])
+        for tool in reversed(self._scope(agent).tools):
+            result = tool.normalized.tool.result if tool.normalized.tool else None
+            if (tool.child is None or tool.handoff) and isinstance(result, str) and result.strip() == name:
+                return tool
+        return None
+
+    def _build_run(self, run: list[Span]) -> Trace:
+        """The trace of a run; each handoff call's child is the run from the target agent on."""
+        trace = self._assemble(run[-1:])
+        for k in range(len(run) - 2, -1, -1):
+            handoff = self._handoff_span(run[k], run[k + 1])
+            assert handoff is not None  # `_runs` chained these two agents through this span
+            handoff.child, handoff.handoff = trace, True
+            trace = self._assemble(run[k:])
+        return trace
+
+    # --- scope -------------------------------------------------------------------------------
+
+    def _scope(self, top: Span) -> _Scope:
+        """What `top` owns (computed once per span: handoff detection and assembly share it)."""
+        known = self._scopes.get(top.span_id)
+        if known is not None:
+            return known
+        head = self.classified[top.span_id]
+        scope = _Scope(members=[head])
+        if head.role == "llm":
+            scope.llms.append(head)
+        self._collect(top, scope, in_llm=head.role == "llm", tool=None)
+        scope.llms.sort(key=lambda n: (n.span.start_time_ns, n.span.span_id))
+        scope.llms = one_per_model_call(scope.llms)  # a span that only prepared the next one's request
+        scope.tools.sort(key=lambda t: (t.span.start_time_ns, t.span.span_id))
+        self._scopes[top.span_id] = scope
+        return scope
+
+    def _collect(self, span: Span, scope: _Scope, *, in_llm: bool, tool: ToolSpan | None) -> None:
+        agents: list[Span] = []
+        for child in self.tree.kids(span):
+            normalized = self.classified[child.span_id]
+            if normalized.role == "agent":
+                agents.append(child)
+                continue
+            scope.members.append(normalized)
+            if normalized.role == "tool" and tool is None:
+                own = ToolSpan(normalized)
+                scope.tools.append(own)
+                self._collect(child, scope, in_llm=in_llm, tool=own)
+                continue
+            if normalized.role == "llm" and not in_llm and tool is None:
+                scope.llms.append(normalized)
+                self._collect(child, scope, in_llm=True, tool=tool)
+                continue
+            self._collect(child, scope, in_llm=in_llm, tool=tool)
+        for run in self._runs(agents):
+            self._attach_run(run, scope, tool)
+
+    def _attach_run(self, run: list[Span], scope: _Scope, tool: ToolSpan | None) -> None:
+        child = self._build_run(run)
+        if tool is not None and tool.child is None:
+            tool.child = child
+            return
+        # No tool span started it (workflow step, agent inside an agent): it gets a tool call of its own.
+        head = self.classified[run[0].span_id]
+        execution = ToolExec(name=_agent_name(head), arguments=None, result=child.output)
+        stand_in = NormalizedSpan(span=head.span, role="tool", convention=head.convention, tool=execution)
+        stand_in.error = child.error
+        scope.tools.append(ToolSpan(stand_in, child=child))
+
+    # --- trace -------------------------------------------------------------------------------
+
+    def build(self, top: Span) -> Trace:
+        """The trace whose outermost span is `top`."""
+        return self._assemble([top])
+
+    def _assemble(self, tops: list[Span]) -> Trace:
+        """The trace of `tops`: one span, or the agents of a handoff chain in order."""
+        heads = [self.classified[top.span_id] for top in tops]
+        scopes = [self._scope(top) for top in tops]
+        llms = sorted((n for s in scopes for n in s.llms), key=lambda n: (n.span.start_time_ns, n.span.span_id))
+        tools = sorted((t for s in scopes for t in s.tools), key=lambda t: (t.span.start_time_ns, t.span.span_id))
+        members = [m for s in scopes for m in s.members]
+        first = tops[0]
+        trace = Trace(
+            trace_id=first.trace_id,
+            root_span_id=first.span_id if first.span_id not in self.tree.placeholders else None,
+            name=first.name,
+            agent_name=heads[0].agent.name if heads[0].agent else None,
+            start_time=ns_to_datetime(first.start_time_ns),
+            end_time=ns_to_datetime(max(top.end_time_ns for top in tops)),
+            run_id=first.run_id,
+            service_name=first.service_name,
+            handoffs=[_agent_name(head) for head in heads[1:]],
+        )
+        iterations = [_iteration(i, n, self.histories) for i, n in enumerate(llms)]
+        schemas = tool_schemas(heads, llms)
+        trace.iterations = iterations
+        trace.tool_schemas = schemas
+        calls = tool_calls(iterations, llms, tools, schemas, trace.warnings)
+        trace.tool_calls, answer = take_answer_call(calls, iterations)
+        _fill_outcome(trace, heads, iterations, llms)
+        if answer is not None and (trace.output is None or iterations[-1].output_text == trace.output):
+            trace.output = answer  # the framework's answer tool, not the last reply's text, ended the run
+        _apply_context(trace, members)
+        for member in members:
+            trace.warnings.extend(member.warnings)  # in place: no pydantic attribute assignment per span
+        trace.convention = "+".join(sorted({m.convention for m in members if m.role != "other"})) or None
+        trace.span_count = len(members)
+        return trace
+
+
+def _agent_name(normalized: NormalizedSpan) -> str:
+    return (normalized.agent.name if normalized.agent else None) or normalized.span.name
+
+
+def _iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Iteration:
+    llm = normalized.llm
+    assert llm is not None
+    span = normalized.span
+    return Iteration(
+        index=index,
+        span_id=span.span_id,
+        model=llm.model,
+        provider=llm.provider,
+        input_messages=llm.inputs() if histories else None,
+        output_messages=llm.output_messages,
+        # Placeholders: `_tool_calls` replaces them with the merged calls (copies, iteration set).
+        tool_calls=list(llm.tool_calls),
+        finish_reasons=list(llm.finish_reasons),
+        usage=llm.usage,
+        start_time=ns_to_datetime(span.start_time_ns),
+        end_time=ns_to_datetime(span.end_time_ns),
+        error=normalized.error,
+    )
+
+
+def _fill_outcome(
+    trace: Trace, heads: list[NormalizedSpan], iterations: list[Iteration], llms: list[NormalizedSpan]
+) -> None:
+    """Input from the first agent, output from the last (a handoff chain), the error of the last that failed."""
+    first, last = heads[0].agent, heads[-1].agent
+    trace.input = first.input if first and first.input is not None else _first_user_text(llms)
+    reply = iterations[-1].output_text if iterations else None
+    trace.output = last.output if last and last.output is not None else reply
+    if reply is not None and trace.output is not None and trace.output.strip() == reply.strip():
+        # The agent span re-renders the last reply (Strands' `str(AgentResult)` ends each text block
+        # with a newline): the model's own words are the answer.
+        trace.output = reply
+    failed = [head for head in heads if head.error is not None]
+    outcome = failed[-1] if failed else heads[-1]
+    trace.error = outcome.error
+    trace.usage = Usage.combined(it.usage for it in iterations)
+    trace.models = list(dict.fromkeys(it.model for it in iterations if it.model))
+    trace.status = _status(outcome)
+
+
+def _first_user_text(llms: list[NormalizedSpan]) -> str | None:
+    for normalized in llms[:1]:
+        for message in reversed(prompt_of(normalized) or []):
+            if message.role == "user" and message.text is not None:
+                return message.text
+    return None
+
+
+def _status(head: NormalizedSpan) -> TraceStatus:
+    if head.error is None:
+        return "success"
+    kind = (error_type(head.span) or "") + " " + head.error
+    return "timeout" if "timeout" in kind.lower() or "timedout" in kind.lower() else "error"
+
+
+def _apply_context(trace: Trace, members: list[NormalizedSpan]) -> None:
+    """Conversation id, case id and `evaltrace.*` attributes; the outermost span wins on conflicts."""
+    for normalized in members:
+        if trace.conversation_id is None and normalized.conversation_id:
+            trace.conversation_id = normalized.conversation_id
+        attributes = normalized.span.attributes
+        for key in filter(_EVALTRACE_KEY, attributes):
+            if within_depth(attributes[key]):  # a hostile file's deep value would break JSON output
+                trace.attributes.setdefault(key, attributes[key])
+    if trace.conversation_id is None:
+        # Wrapper spans (a test harness's or `evaltrace run`'s root) are not read by any extractor,
+        # but a conversation id set on them still groups the run's turns.
+        trace.conversation_id = _raw_conversation_id(members)
+    case_id = trace.attributes.get(A.CASE_ID)
+    if trace.case_id is None and case_id is not None:
+        trace.case_id = str(case_id)
+
+
+# C-level key filter: every span's attributes are scanned for `evaltrace.*` keys on each assembly.
+_EVALTRACE_KEY = re.compile(re.escape(A.EVALTRACE_PREFIX)).match
+
+
+def _raw_conversation_id(members: list[NormalizedSpan]) -> str | None:
+    for normalized in members:
+        for key in A.CONVERSATION_KEYS:
+            value = normalized.span.attributes.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None

@@ -1,0 +1,301 @@
+"""GenAI message JSON (v1.37+ parts, and the v1.36-and-earlier event bodies) to `Message` records.
+
+The schema drifts between emitters, so every variant the conventions research found is accepted:
+`tool_call_response` carries `response` or `result` (and pydantic-ai adds `name`); tool results
+sit in `user`, `tool` or `""` messages; `model` means `assistant`; arguments are objects or JSON
+text; old-style tool calls sit at the top of a `gen_ai.choice` body or inside its `message`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from evaltrace.collector.convert._lenient_json import json_list, json_object, parse_json
+from evaltrace.collector.convert._spanutil import is_redacted, read_arguments
+from evaltrace.collector.convert.records import Message, MessagePart, ToolCall
+
+_ROLE_SYNONYMS = {"model": "assistant", "human": "user", "ai": "assistant", "function": "tool"}
+
+
+def normalise_role(role: Any) -> str:
+    """Lower-cased role with provider synonyms mapped (`model` -> `assistant`)."""
+    text = str(role or "").strip().lower()
+    return _ROLE_SYNONYMS.get(text, text)
+
+
+def parse_part(part: Any, where: str, warnings: list[str]) -> MessagePart:
+    """One GenAI message part; unknown part types become `other` with a text rendering."""
+    return MessagePart.model_validate(_part_fields(part, where, warnings))
+
+
+# Message lists are validated from plain dicts in one call: pydantic builds the nested records in
+# Rust, about a third faster than constructing each `MessagePart` and `Message` from Python.
+_MESSAGE_LIST: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def _part_fields(part: Any, where: str, warnings: list[str]) -> dict[str, Any]:
+    """The `MessagePart` fields of one GenAI message part (see `parse_part`)."""
+    if isinstance(part, str):
+        return _text_fields(part, where, warnings)
+    if not isinstance(part, dict):
+        return {"type": "other", "text": str(part)}
+    kind = part.get("type")
+    if kind == "text":
+        return _text_fields(part.get("content", part.get("text")), where, warnings)
+    if kind == "tool_call":
+        arguments = part.get("arguments")
+        if isinstance(arguments, str):  # structured arguments need no parse (and no warning text)
+            args = read_arguments(arguments, f"{where}: tool call {part.get('name')!r}")
+            if args.warning:
+                warnings.append(args.warning)
+            arguments = args.value
+        return {"type": "tool_call", "call_id": _id(part.get("id")), "name": part.get("name"), "arguments": arguments}
+    if kind == "tool_call_response":
+        result = part.get("response", part.get("result"))
+        return {
+            "type": "tool_result",
+            "call_id": _id(part.get("id")),
+            "name": part.get("name"),
+            "result": _result(result),
+        }
+    return {"type": "other", "text": _render_other(part)}
+
+
+def _text_part(value: Any, where: str, warnings: list[str]) -> MessagePart:
+    return MessagePart.model_validate(_text_fields(value, where, warnings))
+
+
+def _text_fields(value: Any, where: str, warnings: list[str]) -> dict[str, Any]:
+    if value is None or is_redacted(value):
+        if value is not None:
+            warnings.append(f"{where}: message text was redacted ({str(value).strip()})")
+        return {"type": "text", "text": None}
+    return {"type": "text", "text": value if isinstance(value, str) else str(value)}
+
+
+def _id(value: Any) -> str | None:
+    # The spec's own examples write ids with a leading space (`" call_..."`).
+    return str(value).strip() or None if value is not None else None
+
+
+def _result(value: Any) -> Any:
+    if is_redacted(value):
+        return None
+    if isinstance(value, str) and value.lstrip().startswith(("{", "[")):
+        return parse_json(value).value
+    return value
+
+
+def _render_other(part: dict[str, Any]) -> str | None:
+    for key in ("content", "uri", "file_id"):
+        value = part.get(key)
+        if isinstance(value, str) and not is_redacted(value):
+            return value
+    return None
+
+
+def parse_messages(value: Any, where: str, warnings: list[str], *, history: bool = True) -> list[Message] | None:
+    """A `gen_ai.input.messages` / `gen_ai.output.messages` value; `None` when absent or unreadable.
+
+    `history=False` says the value is not a conversation so far (a model's output), so no earlier
+    text can open it: the look for one is skipped. It is still remembered for the next prompt,
+    which opens with it.
+    """
+    if value is None:
+        return None
+    reused = _continue_history(value, where, warnings) if history else None
+    if reused is not None:
+        return reused
+    items = json_list(value)
+    if items is None:
+        warnings.append(f"{where}: messages are not a JSON array; ignored")
+        return None
+    before = len(warnings)
+    messages = _messages(items, where, warnings)
+    if isinstance(value, str) and len(warnings) == before:
+        _remember(value, messages)
+    return messages
+
+
+def _messages(items: list[Any], where: str, warnings: list[str]) -> list[Message]:
+    fields: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, dict):
+            parts = item.get("parts")
+            parts = parts if isinstance(parts, list) else ([] if parts is None else [parts])
+            name = item.get("name")
+            fields.append(
+                {
+                    "role": normalise_role(item.get("role")),
+                    "parts": [_part_fields(p, where, warnings) for p in parts],
+                    "name": name if isinstance(name, str) else None,
+                }
+            )
+    try:
+        return _MESSAGE_LIST.validate_python(fields)
+    except ValidationError:
+        # Raise the error one record at a time gives (its location names the part, not a list index).
+        for message in fields:
+            part_fields: list[dict[str, Any]] = message["parts"]
+            Message(role=message["role"], parts=[MessagePart(**p) for p in part_fields], name=message["name"])
+        raise
+
+
+# Each model call's input repeats the whole conversation so far: the text of call k+1 is that of
+# call k with messages appended (`[A, B]` -> `[A, B, C, D]`). The last few texts parsed without
+# warnings are kept with their messages (a few, because output messages and other spans are parsed
+# in between); a text extending one of them parses only the new messages and shares the earlier
+# `Message` objects (records are read-only once built). JSON items are context-free, so the shared
+# prefix `[A, B` followed by `,` holds exactly the items A and B in both texts. Texts that produced
+# warnings are never kept, so every span still reports its own warnings.
+_RECENT = 4
+_recent: list[tuple[str, list[Message]]] = []
+
+
+def _remember(text: str, messages: list[Message]) -> None:
+    global _recent
+    # Replaced, never mutated in place: a thread reading the old list is unaffected.
+    _recent = [(text, messages), *_recent[: _RECENT - 1]]
+
+
+def _extends(value: str, text: str, cut: int) -> bool:
+    """Whether `value` is the array `text` (closing bracket at `cut`) with more items appended."""
+    return len(value) > len(text) and text[cut] == "]" and value[cut] == "," and value.startswith(text[:cut])
+
+
+def _continue_history(value: Any, where: str, warnings: list[str]) -> list[Message] | None:
+    if not isinstance(value, str):
+        return None
+    for text, earlier in _recent:
+        cut = len(text) - 1
+        if earlier and _extends(value, text, cut):
+            break
+    else:
+        return None
+    reply, rest = _reused_items(value[cut + 1 :])
+    items: list[Any] = []
+    if not (reply and rest.strip() == "]"):  # more items follow the reused ones (or none were reused)
+        parsed = json_list("[" + (rest[1:] if reply else rest))
+        if not parsed:
+            return None
+        items = parsed
+    before = len(warnings)
+    messages = earlier + reply + _messages(items, where, warnings)
+    if len(warnings) == before:
+        _remember(value, messages)
+    return messages
+
+
+def _reused_items(rest: str) -> tuple[list[Message], str]:
+    """The messages of a remembered array whose items open `rest`, and the text after them.
+
+    The items appended to a history usually start with the previous call's reply, parsed moments
+    ago as that call's output (`[X]`): when `rest` (`X, T]`) opens with exactly those items,
+    followed by `,` or `]`, their messages are reused and only the text after them is left (it
+    starts with that `,` or `]`). Otherwise nothing is reused and `rest` comes back unchanged.
+    """
+    body = rest.lstrip()
+    for text, messages in _recent:
+        if messages and len(text) > 2 and text[0] == "[" and text[-1] == "]" and body.startswith(text[1:-1]):
+            after = body[len(text) - 2 :].lstrip()
+            if after[:1] in (",", "]"):
+                return messages, after
+    return [], rest
+
+
+def system_message(value: Any, where: str, warnings: list[str]) -> Message | None:
+    """`gen_ai.system_instructions` (a bare list of parts, or text) as one system message."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return _system_message(value, where, warnings)
+    # Every model call of a run (and usually of every run) carries the same instructions text:
+    # build the message once and share it (records are read-only once built, see `_recent`).
+    known = _SYSTEM.get(value)
+    if known is not None:
+        return known
+    before = len(warnings)
+    message = _system_message(value, where, warnings)
+    if len(warnings) == before:
+        if len(_SYSTEM) >= _SYSTEM_MAX:
+            _SYSTEM.clear()
+        _SYSTEM[value] = message
+    return message
+
+
+_SYSTEM: dict[str, Message] = {}
+_SYSTEM_MAX = 64
+
+
+def _system_message(value: Any, where: str, warnings: list[str]) -> Message:
+    parts = json_list(value)
+    if parts is None:
+        return Message(role="system", parts=[_text_part(value, where, warnings)])
+    return Message(role="system", parts=[parse_part(p, where, warnings) for p in parts])
+
+
+def tool_calls_of(messages: list[Message] | None) -> list[ToolCall]:
+    """The `tool_call` parts of assistant messages, in order, as result-less `ToolCall`s."""
+    calls = []
+    for message in messages or []:
+        for part in message.parts:
+            if part.type == "tool_call":
+                calls.append(ToolCall(call_id=part.call_id, name=part.name or "", arguments=part.arguments))
+    return calls
+
+
+# --- v1.36-and-earlier event bodies -----------------------------------------------------------
+
+
+def event_message(role: str, body: dict[str, Any], where: str, warnings: list[str]) -> Message:
+    """One `gen_ai.<role>.message` event, or the `message` of a `gen_ai.choice` event, as a `Message`."""
+    nested = json_object(body.get("message"))
+    source = nested if nested is not None else body
+    role = normalise_role(source.get("role") or body.get("role") or role)
+    # A choice's `message` is a `{role, content}` object by the conventions; Strands writes the content
+    # itself there (content-block JSON, or the answer's text on its agent span).
+    content = body.get("message") if nested is None and "content" not in body else source.get("content")
+    parts = _content_parts(content, where, warnings)
+    calls = json_list(source.get("tool_calls")) or json_list(body.get("tool_calls")) or []
+    parts += [_event_tool_call(c, where, warnings) for c in calls if isinstance(c, dict)]
+    if role == "tool":
+        result = _result(source.get("content"))
+        return Message(role="tool", parts=[MessagePart(type="tool_result", call_id=_id(body.get("id")), result=result)])
+    return Message(role=role, parts=parts)
+
+
+def _content_parts(content: Any, where: str, warnings: list[str]) -> list[MessagePart]:
+    if content is None:
+        return []
+    blocks = json_list(content) if isinstance(content, str) and content.lstrip().startswith("[") else None
+    if isinstance(content, list):
+        blocks = content
+    if blocks is None:
+        return [_text_part(content, where, warnings)]
+    # Bedrock-style content blocks (Strands): {"text": ...}, {"toolUse": ...}, {"toolResult": ...}.
+    parts = []
+    for block in blocks:
+        if isinstance(block, dict) and "text" in block and "type" not in block:
+            parts.append(_text_part(block["text"], where, warnings))
+        elif isinstance(block, dict) and isinstance(block.get("toolUse"), dict):
+            use = block["toolUse"]
+            parts.append(
+                MessagePart(
+                    type="tool_call", call_id=use.get("toolUseId"), name=use.get("name"), arguments=use.get("input")
+                )
+            )
+        else:
+            parts.append(parse_part(block, where, warnings))
+    return parts
+
+
+def _event_tool_call(call: dict[str, Any], where: str, warnings: list[str]) -> MessagePart:
+    nested = call.get("function")
+    function: dict[str, Any] = nested if isinstance(nested, dict) else call
+    name = function.get("name")
+    args = read_arguments(function.get("arguments"), f"{where}: tool call {name!r}")
+    if args.warning:
+        warnings.append(args.warning)
+    return MessagePart(type="tool_call", call_id=_id(call.get("id")), name=name, arguments=args.value)

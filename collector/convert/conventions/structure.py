@@ -1,0 +1,111 @@
+"""Structure without content: what `gen_ai.operation.name` and its sibling attributes say.
+
+With content capture off (the GenAI default), spans still say what they are: an inference call
+with its model, token counts and finish reasons; a tool execution with its name and call id; an
+agent run with its name. That is enough to rebuild iterations, the tool calls made and usage, so
+this extractor is the last in the detection order and the base the GenAI extractors fill in.
+
+A span counts as an inference call when `gen_ai.operation.name` is `chat`, `generate_content` or
+`text_completion`, or, for emitters predating that attribute, when it has `gen_ai.system` and
+`gen_ai.request.model` and no other operation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaltrace.collector.convert import _attributes as A
+from evaltrace.collector.convert._lenient_json import json_list
+from evaltrace.collector.convert._normalized import AgentRun, LlmCall, NormalizedSpan, SpanRole, ToolExec
+from evaltrace.collector.convert._spanutil import as_str, first_attr, genai_usage, span_error
+from evaltrace.collector.store.spans import Span
+
+CONVENTION = "structure"
+
+
+def genai_role(span: Span) -> SpanRole | None:
+    """The role `gen_ai.operation.name` (or the older model attributes) give the span, if any."""
+    attrs = span.attributes
+    operation = as_str(attrs.get(A.OPERATION_NAME))
+    if operation in A.LLM_OPERATIONS:
+        return "llm"
+    if operation == A.TOOL_OPERATION:
+        return "other" if as_str(attrs.get(A.TOOL_NAME)) in A.RESTATED_TOOL_NAMES else "tool"
+    if operation in A.AGENT_OPERATIONS:
+        return "agent"
+    if operation is not None:
+        return "other"
+    if attrs.get(A.SYSTEM) is not None and attrs.get(A.REQUEST_MODEL) is not None:
+        return "llm"
+    return None
+
+
+def base(span: Span, role: SpanRole, convention: str = CONVENTION) -> NormalizedSpan:
+    """A `NormalizedSpan` with the structural fields of `role` filled in, content left `None`."""
+    attrs = span.attributes
+    normalized = NormalizedSpan(
+        span=span,
+        role=role,
+        convention=convention,
+        conversation_id=_conversation_id(attrs),
+        error=span_error(span),
+    )
+    if role == "llm":
+        normalized.llm = llm_structure(attrs)
+    elif role == "tool":
+        normalized.tool = ToolExec(
+            name=as_str(attrs.get(A.TOOL_NAME)) or _name_suffix(span.name, A.TOOL_OPERATION) or span.name,
+            call_id=as_str(attrs.get(A.TOOL_CALL_ID)),
+            description=as_str(attrs.get(A.TOOL_DESCRIPTION)),
+        )
+    elif role == "agent":
+        normalized.agent = AgentRun(name=agent_name(span))
+    return normalized
+
+
+def llm_structure(attrs: dict[str, Any]) -> LlmCall:
+    """Model, provider, usage and finish reasons of an inference span."""
+    return LlmCall(
+        model=as_str(attrs.get(A.RESPONSE_MODEL)) or as_str(attrs.get(A.REQUEST_MODEL)),
+        provider=as_str(first_attr(attrs, (A.PROVIDER_NAME, A.SYSTEM))),
+        usage=genai_usage(attrs),
+        finish_reasons=finish_reasons(attrs.get(A.FINISH_REASONS)),
+    )
+
+
+def finish_reasons(value: Any) -> list[str]:
+    """Finish reasons from a string array, a JSON-encoded array (MAF) or a single string."""
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    if isinstance(value, str):
+        parsed = json_list(value)
+        return [str(v) for v in parsed] if parsed is not None else [value]
+    return []
+
+
+def agent_name(span: Span) -> str | None:
+    """The agent or workflow name: GenAI attributes, pydantic-ai's `agent_name`, else the span name's tail."""
+    attrs = span.attributes
+    found = as_str(first_attr(attrs, (A.AGENT_NAME, A.WORKFLOW_NAME, A.PYDANTIC_AGENT_NAME)))
+    if found:
+        return found
+    operation = as_str(attrs.get(A.OPERATION_NAME))
+    return (_name_suffix(span.name, operation) if operation else None) or span.name or None
+
+
+def _name_suffix(span_name: str, prefix: str) -> str | None:
+    head, _, tail = span_name.partition(" ")
+    return tail.strip() or None if head == prefix else None
+
+
+def _conversation_id(attrs: dict[str, Any]) -> str | None:
+    value = first_attr(attrs, A.CONVERSATION_KEYS)
+    return str(value) if value is not None and value != "" else None
+
+
+def extract(span: Span) -> NormalizedSpan | None:
+    """Classify a span by `gen_ai.operation.name` alone; `None` when it has no GenAI structure."""
+    role = genai_role(span)
+    if role is None:
+        return None
+    return base(span, role)

@@ -1,0 +1,55 @@
+"""Group span rows by trace across files, deduplicated, streaming (see `reader` for the memory bound)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from evaltrace.collector.store import runfiles
+from evaltrace.collector.store.shard import RowFilter
+
+_T = TypeVar("_T")
+
+
+# One record batch: its trace ids, span ids and rows (three parallel lists).
+Batch = tuple[list[str], list[str], list[_T]]
+
+
+def stream_groups(
+    files: Sequence[Path], read_batches: Callable[[Path], Iterator[Batch[_T]]], only: RowFilter | None = None
+) -> Iterator[list[_T]]:
+    """Group rows by trace id across `files`, deduplicated, yielding each group once complete.
+
+    Args:
+        files: span files in reading order.
+        read_batches: yields a file's rows batch by batch, with their trace and span ids.
+        only: only the traces it keeps are indexed (`read_batches` must keep to it too).
+
+    Returns:
+        An iterator of row lists, one per trace, in the order the traces complete.
+    """
+    ends_at = _index_trace_ends(files, only)
+    open_traces: dict[str, dict[str, _T]] = {}
+    for index, path in enumerate(files):
+        for trace_ids, span_ids, batch in read_batches(path):
+            for trace_id, span_id, row in zip(trace_ids, span_ids, batch, strict=True):
+                rows = open_traces.get(trace_id)
+                if rows is None:
+                    rows = open_traces[trace_id] = {}
+                rows.setdefault(span_id, row)
+        for trace_id in ends_at[index]:
+            rows = open_traces.pop(trace_id, None)
+            if rows:
+                yield list(rows.values())
+
+
+def _index_trace_ends(files: Sequence[Path], only: RowFilter | None) -> list[list[str]]:
+    """For each file, the trace ids whose last appearance is in that file (first pass)."""
+    last_file: dict[str, int] = {}
+    for index, path in enumerate(files):
+        last_file.update(dict.fromkeys(runfiles.read_trace_ids(path, only), index))
+    ends_at: list[list[str]] = [[] for _ in files]
+    for trace_id, index in last_file.items():
+        ends_at[index].append(trace_id)
+    return ends_at
