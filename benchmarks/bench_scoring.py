@@ -83,13 +83,13 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
     started, cpu_started = time.perf_counter(), time.process_time()
     spans = traces = workers = 0
     if stage == "read":
-        from evaltrace.collector.reader import iter_traces
+        from evaltrace.collector.store.reader import iter_traces
 
         for group in iter_traces([str(runs)]):
             traces += 1
             spans += len(group)
     elif stage == "rebuild":
-        from evaltrace.collector.convert import read_traces
+        from evaltrace.collector.convert.rebuild import read_traces
 
         for trace in read_traces([str(runs)], histories=False):
             traces += 1
@@ -197,7 +197,7 @@ def scoring_alone(traces: int, seed: int, rounds: int, *, timeout_ab: bool = Fal
     """
     import gc
 
-    from evaltrace.collector.convert import read_traces
+    from evaltrace.collector.convert.rebuild import read_traces
     from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces_to
     from evaltrace.evaluators.report.json_writer import ReportWriter
     from evaltrace.evaluators.spec.loader import load_spec

@@ -112,6 +112,6 @@ def _stdout_is_terminal() -> bool:
 
 def _count_traces(paths: list[str]) -> int:
     """The recorded traces in `paths`, read from the trace-id column alone (~0.3% of scoring's time)."""
-    from evaltrace.collector.reader import find_trace_ids
+    from evaltrace.collector.store.reader import find_trace_ids
 
     return len(find_trace_ids(paths, ""))

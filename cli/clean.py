@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from evaltrace.cli import _options as opt
-from evaltrace.collector._inflight import DEFAULT_MAX_AGE_S
+from evaltrace.collector.store.inflight import DEFAULT_MAX_AGE_S
 from evaltrace.collector.terminal import printable
 
 
@@ -24,7 +24,7 @@ def clean(
     ] = DEFAULT_MAX_AGE_S,
 ) -> None:
     """Remove temporary span files left behind by writers that died."""
-    from evaltrace.collector.reader import clean_stale_inflight  # deferred: the reader loads pyarrow
+    from evaltrace.collector.store.reader import clean_stale_inflight  # deferred: the reader loads pyarrow
 
     removed = 0
     for folder in opt.folders(paths):

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from evaltrace.collector.convert.records import Iteration, ToolCall, Trace
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.records import Iteration, ToolCall, Trace
 from evaltrace.collector.terminal import json_text, plural, printable
 
 if TYPE_CHECKING:
-    from evaltrace.collector.explain import SpanReading
+    from evaltrace.collector.convert.explain import SpanReading
 
 PathsArg = Annotated[list[str], typer.Argument(metavar="PATH", help="Span files, folders or globs.")]
 _WIDTH = 48
@@ -34,8 +34,8 @@ def traces_command(
     ] = None,
 ) -> None:
     """List the traces rebuilt from span files (a table, or JSON lines with --json)."""
-    from evaltrace.collector.convert import read_traces  # deferred: pyarrow only when reading
-    from evaltrace.collector.reader import resolve_paths
+    from evaltrace.collector.convert.rebuild import read_traces  # deferred: pyarrow only when reading
+    from evaltrace.collector.store.reader import resolve_paths
 
     if explain is not None:
         _explain(explain, paths, json_lines)
@@ -103,7 +103,7 @@ def show_command(
     ] = False,
 ) -> None:
     """Show one trace as a tree: iterations, tool calls with arguments and results, output, usage."""
-    from evaltrace.collector.convert import read_traces
+    from evaltrace.collector.convert.rebuild import read_traces
 
     for trace in read_traces(paths, trace_ids=[_one_trace_id(trace_id, paths)]):
         if as_json:
@@ -115,7 +115,7 @@ def show_command(
 
 def _one_trace_id(trace_id: str, paths: list[str]) -> str:
     """The one recorded trace id `trace_id` names (whole or a unique prefix), or an input error."""
-    from evaltrace.collector.reader import find_trace_ids
+    from evaltrace.collector.store.reader import find_trace_ids
 
     # The id is resolved on the trace-id column alone, then only that trace's rows are decoded:
     # one trace of a large run shows in about the time it takes to decompress the files.
@@ -129,9 +129,9 @@ def _one_trace_id(trace_id: str, paths: list[str]) -> str:
 
 
 def _explain(trace_id: str, paths: list[str], as_json: bool) -> None:
-    from evaltrace.collector.convert import convert_trace
-    from evaltrace.collector.explain import explain_trace
-    from evaltrace.collector.reader import iter_traces
+    from evaltrace.collector.convert.explain import explain_trace
+    from evaltrace.collector.convert.rebuild import convert_trace
+    from evaltrace.collector.store.reader import iter_traces
 
     wanted = _one_trace_id(trace_id, paths)
     for spans in iter_traces(paths, trace_ids=[wanted]):

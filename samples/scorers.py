@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector import Trace
 from evaltrace.evaluators import Score, Scorer, register
 
 

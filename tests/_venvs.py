@@ -9,12 +9,14 @@ the code under test. Each venv root holds a `.gitignore` of `*`, keeping it out 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,6 +58,11 @@ def locked(path: Path, timeout: float) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _entry_points_digest() -> str:
+    entry_points = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    return hashlib.sha256(json.dumps(entry_points, sort_keys=True).encode()).hexdigest()
+
+
 def cached_venv(root: Path, requirements: Sequence[str], *, with_evaltrace: bool) -> Path:
     """The interpreter of the venv at `root/env`, built first when missing or made for other requirements.
 
@@ -71,7 +78,10 @@ def cached_venv(root: Path, requirements: Sequence[str], *, with_evaltrace: bool
     env_dir = root / "env"
     python = env_dir / "bin" / "python"
     marker = env_dir / ".evaltrace-requirements"
-    wanted = json.dumps({"requirements": list(requirements), "evaltrace": with_evaltrace})
+    # An editable install copies the entry points of pyproject.toml into the venv: a venv made
+    # before they changed would load stale ones, so it is keyed on the file too.
+    project = _entry_points_digest() if with_evaltrace else None
+    wanted = json.dumps({"requirements": list(requirements), "evaltrace": with_evaltrace, "pyproject": project})
     with locked(root / ".lock", INSTALL_TIMEOUT):
         if python.exists() and marker.exists() and marker.read_text() == wanted:
             return python

@@ -11,9 +11,9 @@ from fake_llm import FakeLLM
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from evaltrace.collector.convert import read_traces
-from evaltrace.collector.exporter import ParquetSpanExporter
-from evaltrace.collector.records import Trace
+from evaltrace.collector.capture.exporter import ParquetSpanExporter
+from evaltrace.collector.convert.rebuild import read_traces
+from evaltrace.collector.convert.records import Trace
 
 
 @pytest.fixture

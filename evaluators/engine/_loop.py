@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.engine._routers import Job, SampleSpill, SpecRouter, TraceRouter
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.report.model import SampleResult

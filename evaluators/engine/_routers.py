@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol, get_args
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.engine._aggregate import CaseTally, ScorerTally, decide_case, trace_entry
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, score_conversation, score_trace

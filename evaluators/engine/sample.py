@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.engine._aggregate import sample_status, score_result, status_passed
 from evaltrace.evaluators.engine._numbers import ExactSum, percentile
 from evaltrace.evaluators.engine.time_limit import Limiter, ScorerTimeout, current_limiter, timeout_message

@@ -34,8 +34,8 @@ from datetime import UTC, datetime
 from importlib.metadata import version as dist_version
 from typing import Any
 
+from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.records import Trace
 from evaltrace.evaluators.engine._loop import Router, score_held, score_stream
 from evaltrace.evaluators.engine._routers import SpecRouter, Totals, TraceRouter
 from evaltrace.evaluators.engine._routers import normalize_input as normalize_input  # public, kept importable here
@@ -245,8 +245,8 @@ def score_paths_to(
         InputError: a path names nothing or a file is unreadable; the selection keeps no case;
             there was no trace to score without a spec.
     """
-    from evaltrace.collector.convert import read_traces
-    from evaltrace.collector.reader import recording_losses, resolve_paths
+    from evaltrace.collector.convert.rebuild import read_traces
+    from evaltrace.collector.store.reader import recording_losses, resolve_paths
     from evaltrace.evaluators.engine import shards
 
     if workers is not None and workers < 1:

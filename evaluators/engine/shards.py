@@ -3,7 +3,7 @@
 Reading, rebuilding and rule-scoring traces is pure-Python work, so one process uses one core.
 A sharded run forks `workers` processes; worker i reads every file but keeps only the traces of
 shard i (chosen on the Arrow trace-id column before any row is decoded, see
-`collector/_shard.py`), rebuilds and scores them with its inherited copy of the router, and
+`collector/store/shard.py`), rebuilds and scores them with its inherited copy of the router, and
 streams each scored sample's JSON back to the parent, which parks it on its own spill. When a
 worker's input ends it hands over what its router still holds (conversations waiting for their
 other turns, unmatched traces, the tallies that decide its cases) and its run statistics; the
@@ -32,9 +32,9 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaltrace.collector.convert import read_traces
+from evaltrace.collector.convert.rebuild import read_traces
 from evaltrace.collector.errors import EvaltraceError, InputError
-from evaltrace.collector.reader import Shard
+from evaltrace.collector.store.reader import Shard
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine._spill import Spill

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaltrace.collector.records import ToolCall, ToolSchema, Trace
+from evaltrace.collector.convert.records import ToolCall, ToolSchema, Trace
 
 
 def user_input(trace: Trace, case: Any | None) -> str | None:

@@ -163,8 +163,8 @@ def run_agent(
     if directory.is_dir() and any(directory.glob("*.parquet")):
         raise InputError(f"{directory}: already holds recorded spans; choose a new folder for this run")
     # Imported here: the Parquet writer (pyarrow) is not needed to import evaltrace.evaluators.
-    from evaltrace.collector.exporter import ParquetSpanExporter
-    from evaltrace.collector.recording import EvaltraceSpanProcessor
+    from evaltrace.collector.capture.exporter import ParquetSpanExporter
+    from evaltrace.collector.capture.recording import EvaltraceSpanProcessor
 
     run_id = options.run_id or directory.name
     sealer = SealingSpanProcessor(EvaltraceSpanProcessor(ParquetSpanExporter(directory, run_id=run_id)))

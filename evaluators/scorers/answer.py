@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.scorers._text import contains_number, key_terms, mentions, numbers, parse_number
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.evidence import RECORD_HINT, no_answer

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaltrace.collector.records import ToolCall
+from evaltrace.collector.convert.records import ToolCall
 
 KeyMode = Literal["exact", "subset", "superset", "ignore"]
 

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic_core import to_jsonable_python
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 
 
 class Score(BaseModel):

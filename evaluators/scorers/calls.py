@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.collector.convert.records import ToolCall, Trace
 from evaltrace.evaluators.scorers.arguments import call_label, canonical_arguments, clip, format_call, short
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.evidence import arguments_not_recorded, unrecorded_labels

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.collector.convert.records import ToolCall, Trace
 from evaltrace.evaluators.scorers.arguments import call_label
 
 RECORD_HINT = "record content (is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)"

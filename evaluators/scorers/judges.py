@@ -25,7 +25,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.judge import prompts
 from evaltrace.evaluators.judge.data import (
     argument_context,

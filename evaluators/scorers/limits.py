@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evaltrace.collector.records import Trace, Usage
+from evaltrace.collector.convert.records import Trace, Usage
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.scorers.registry import register

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.scorers.arguments import clip
 from evaltrace.evaluators.scorers.evidence import no_answer
 

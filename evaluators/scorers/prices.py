@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaltrace.collector.records import Usage
+from evaltrace.collector.convert.records import Usage
 
 
 class ModelPrice(BaseModel):

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from evaltrace.collector.records import ToolSchema, Trace
+from evaltrace.collector.convert.records import ToolSchema, Trace
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.registry import register
 from evaltrace.evaluators.scorers.tools import closest_name

@@ -23,7 +23,7 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 from pydantic import Field, field_validator
 
-from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.collector.convert.records import ToolCall, Trace
 from evaltrace.evaluators.scorers._schema_regex import has_keyword, safe_validator_class, unsupported_patterns
 from evaltrace.evaluators.scorers.arguments import (
     ArgumentMatch,

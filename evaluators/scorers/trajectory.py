@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.collector.convert.records import ToolCall, Trace
 from evaltrace.evaluators.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,

@@ -20,10 +20,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
-from evaltrace.collector import _parquet
-from evaltrace.collector.compact import compact_folder
-from evaltrace.collector.exporter import ParquetSpanExporter
-from evaltrace.collector.reader import summarize_runs
+from evaltrace.collector.capture.exporter import ParquetSpanExporter
+from evaltrace.collector.store import layout
+from evaltrace.collector.store.compact import compact_folder
+from evaltrace.collector.store.reader import summarize_runs
 
 
 def _record(folder: Path, run_id: str, traces: int, *, files_of: int, dropped: int = 0) -> None:
@@ -142,7 +142,7 @@ def test_a_failed_write_removes_nothing(runs: Path, monkeypatch: pytest.MonkeyPa
     def disk_full(*args: Any, **kwargs: Any) -> int:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(_parquet, "write_parquet", disk_full)
+    monkeypatch.setattr(layout, "write_parquet", disk_full)
     with pytest.raises(Exception, match="could not write a merged file .*No space left on device.*nothing was removed"):
         compact_folder(runs)
     assert _files(runs) == before

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Tracer
 
 from evaltrace.cli.main import main
-from evaltrace.collector.exporter import ParquetSpanExporter
+from evaltrace.collector.capture.exporter import ParquetSpanExporter
 from evaltrace.evaluators.spec.model import spec_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]

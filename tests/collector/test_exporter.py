@@ -16,11 +16,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from evaltrace.collector import _parquet
-from evaltrace.collector._jsonvalue import loads_attributes
-from evaltrace.collector._parquet import SCHEMA
-from evaltrace.collector._schema import INFLIGHT_PREFIX, LARGE_VALUE_BYTES
-from evaltrace.collector.exporter import ParquetSpanExporter
+from evaltrace.collector.capture import _batches
+from evaltrace.collector.capture.exporter import ParquetSpanExporter
+from evaltrace.collector.store import layout
+from evaltrace.collector.store.jsonvalue import loads_attributes
+from evaltrace.collector.store.layout import SCHEMA
+from evaltrace.collector.store.schema import INFLIGHT_PREFIX, LARGE_VALUE_BYTES
 
 ALL_TYPES: dict[str, Any] = {
     "s": "plain",
@@ -236,7 +237,7 @@ def test_unwritable_folder_logs_keeps_spans_and_retries(tmp_path: Path, caplog: 
 
 
 def test_buffer_bounded_while_writes_fail_and_drops_counted(tmp_path: Path) -> None:
-    from evaltrace.collector.exporter import ExporterSettings
+    from evaltrace.collector.capture.exporter import ExporterSettings
 
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -261,11 +262,11 @@ def test_failing_write_or_encode_never_raises(tmp_path: Path, monkeypatch: pytes
 
     exporter = ParquetSpanExporter(tmp_path, max_rows=1)
     tracer = _provider(exporter).get_tracer("t")
-    monkeypatch.setattr(_parquet, "write_parquet", broken)
+    monkeypatch.setattr(layout, "write_parquet", broken)
     with tracer.start_as_current_span("s"):  # max_rows=1: the write happens inside export()
         pass
     assert exporter.force_flush() is False
-    monkeypatch.setattr(_parquet, "encode_spans", broken)
+    monkeypatch.setattr(_batches, "encode_spans", broken)
     with tracer.start_as_current_span("s2"):
         pass
     assert exporter.unwritten_spans == 1

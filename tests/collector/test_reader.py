@@ -1,4 +1,4 @@
-"""Round trip, dedupe, grouping and streaming of `evaltrace.collector.reader` over real files."""
+"""Round trip, dedupe, grouping and streaming of `evaltrace.collector.store.reader` over real files."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from evaltrace.collector import _parquet_decode, _parquet_read, reader
-from evaltrace.collector._parquet_decode import SpanBatch
-from evaltrace.collector._shard import RowFilter
-from evaltrace.collector.convert import read_traces
-from evaltrace.collector.exporter import ParquetSpanExporter
-from evaltrace.collector.reader import Shard, find_trace_ids, iter_traces, read_spans, resolve_paths
-from evaltrace.collector.spans import Span, span_from_readable
+from evaltrace.collector.capture.exporter import ParquetSpanExporter
+from evaltrace.collector.convert.rebuild import read_traces
+from evaltrace.collector.store import _decode, reader, runfiles
+from evaltrace.collector.store._decode import SpanBatch
+from evaltrace.collector.store.reader import Shard, find_trace_ids, iter_traces, read_spans, resolve_paths
+from evaltrace.collector.store.shard import RowFilter
+from evaltrace.collector.store.spans import Span, span_from_readable
 
 RUN = "run-1"
 
@@ -138,7 +138,7 @@ def test_large_payloads_are_really_stored_apart(tmp_path: Path) -> None:
     provider, memory = make_provider()
     record_rich_trace(provider)
     (path,) = write_files(tmp_path, list(memory.get_finished_spans()))
-    batches = _parquet_read.read_columns(path, ["name", "attributes"])
+    batches = runfiles.read_columns(path, ["name", "attributes"])
     rows = [row for cols in batches for row in zip(cols["name"], cols["attributes"], strict=True)]
     agent_json = next(text for name, text in rows if name == "agent")
     assert '"long"' not in agent_json and '"input.value"' not in agent_json and '"i_arr"' in agent_json
@@ -219,13 +219,13 @@ def _numbered_trace_files(folder: Path, count: int) -> list[Path]:
 def test_traces_are_yielded_before_later_files_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = _numbered_trace_files(tmp_path, 6)
     log: list[str] = []
-    real = _parquet_decode.read_span_batches
+    real = _decode.read_span_batches
 
     def spy(path: Path, only: RowFilter | None = None) -> Iterator[SpanBatch]:
         log.append(f"read {files.index(path)}")
         yield from real(path, only)
 
-    monkeypatch.setattr(reader._parquet_decode, "read_span_batches", spy)
+    monkeypatch.setattr(reader._decode, "read_span_batches", spy)
     for group in iter_traces([tmp_path]):
         log.append(f"yield {group[0].name.split()[-1]}")
 
@@ -250,13 +250,13 @@ def test_a_trace_waits_for_its_last_file_only(tmp_path: Path, monkeypatch: pytes
         [by_name["A"], by_name["A second"]],
     )
     reads: list[int] = []
-    real = _parquet_decode.read_span_batches
+    real = _decode.read_span_batches
 
     def spy(path: Path, only: RowFilter | None = None) -> Iterator[SpanBatch]:
         reads.append(files.index(path))
         yield from real(path, only)
 
-    monkeypatch.setattr(reader._parquet_decode, "read_span_batches", spy)
+    monkeypatch.setattr(reader._decode, "read_span_batches", spy)
     seen = {_root_name(g): (len(g), list(reads)) for g in iter_traces(files)}
 
     assert seen == {"B": (3, [0]), "C": (3, [0, 1]), "A": (3, [0, 1, 2])}
@@ -307,13 +307,13 @@ def test_find_trace_ids_by_prefix_reads_the_id_column_only(tmp_path: Path, monke
     _many_traces(tmp_path, 12)
     ids = sorted(t.trace_id for t in read_traces([tmp_path]))
     columns_read: list[list[str]] = []
-    real = _parquet_read.iter_batches
+    real = runfiles.iter_batches
 
     def spy(path: Path, columns: list[str], only: RowFilter | None = None) -> Iterator[Any]:
         columns_read.append(list(columns))
         return real(path, columns, only)
 
-    monkeypatch.setattr(_parquet_read, "iter_batches", spy)
+    monkeypatch.setattr(runfiles, "iter_batches", spy)
 
     assert find_trace_ids([tmp_path], ids[7][:20]) == [ids[7]]
     assert find_trace_ids([tmp_path], "") == ids

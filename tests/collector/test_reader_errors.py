@@ -18,9 +18,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from evaltrace.collector import InputError
-from evaltrace.collector._parquet import encode_spans, write_parquet
-from evaltrace.collector.exporter import ParquetSpanExporter
-from evaltrace.collector.reader import (
+from evaltrace.collector.capture._batches import encode_spans
+from evaltrace.collector.capture.exporter import ParquetSpanExporter
+from evaltrace.collector.store.layout import write_parquet
+from evaltrace.collector.store.reader import (
     clean_stale_inflight,
     find_stale_inflight,
     iter_traces,

@@ -7,7 +7,7 @@ import signal
 import time
 from typing import Any, ClassVar
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.registry import register
 

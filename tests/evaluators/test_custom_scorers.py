@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.scorers.base import Score, Scorer, arun_scorer, run_scorer
 from evaltrace.evaluators.scorers.registry import load_plugins, register, scorer_class
 

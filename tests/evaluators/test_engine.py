@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 import pytest
 from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F401 - registers the test scorers
 
+from evaltrace.collector.convert.records import Iteration, ToolCall, Trace, Usage
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.records import Iteration, ToolCall, Trace, Usage
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces
 from evaltrace.evaluators.report.model import EntryResult, Report
 from evaltrace.evaluators.report.terminal import render_summary

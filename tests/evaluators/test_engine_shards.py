@@ -16,9 +16,9 @@ import pytest
 from _engine_scorers import KillsWorker, PromptsSeen, Sleeps  # noqa: F401 - registers the test scorers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.collector.convert import read_traces
+from evaltrace.collector.convert.rebuild import read_traces
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.reader import Shard, iter_traces
+from evaltrace.collector.store.reader import Shard, iter_traces
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.engine.shards import WorkerError, available_cpus, plan_workers, quota_cpus
 from evaltrace.evaluators.report.json_writer import ReportWriter

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F401 - registers the test scorers
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces, score_traces_to
 from evaltrace.evaluators.report.json_writer import ReportWriter
 from evaltrace.evaluators.report.model import SampleResult, load_report

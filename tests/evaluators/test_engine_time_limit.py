@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces
 from evaltrace.evaluators.report.model import Report
 from evaltrace.evaluators.scorers.base import Score, Scorer

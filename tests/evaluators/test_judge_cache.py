@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from judge_server import JudgeServer, Reply, judge_settings, verdict
 
-from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.collector.convert.records import ToolCall, Trace
 from evaltrace.evaluators.judge import prompts as _judge_prompts
 from evaltrace.evaluators.judge.cache import CachedVerdict, VerdictCache, cache_key
 from evaltrace.evaluators.judge.session import JudgeStats, judge_session

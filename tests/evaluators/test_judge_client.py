@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from judge_server import JudgeServer, Reply, closed_port_url, judge_settings, verdict
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.judge.prompts import SEMANTIC_OUTPUT, render
 from evaltrace.evaluators.judge.session import JudgeOutcome, JudgeSession, judge_session
 from evaltrace.evaluators.judge.settings import JudgeSetupError

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from judge_server import JudgeServer, Reply, judge_settings, verdict
 
-from evaltrace.collector.records import Trace
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.judge.cache import CachedVerdict, VerdictCache
 from evaltrace.evaluators.judge.client import Redactor, display_url
 from evaltrace.evaluators.judge.session import JudgeSession, judge_session

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from judge_server import JudgeServer, Recorded, Reply, judge_settings, verdict
 
-from evaltrace.collector.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace
+from evaltrace.collector.convert.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace
 from evaltrace.evaluators.judge.session import JudgeStats, judge_session
 from evaltrace.evaluators.scorers.base import Score, Scorer, arun_scorer
 from evaltrace.evaluators.scorers.registry import create_scorer

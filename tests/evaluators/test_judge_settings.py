@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.records import Trace
 from evaltrace.evaluators.judge.client import chat_completions_url
 from evaltrace.evaluators.judge.prompts import SEMANTIC_OUTPUT, render
 from evaltrace.evaluators.judge.session import current_judge, judge_session

@@ -7,7 +7,7 @@ from _rule_traces import call
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.records import ToolCall
+from evaltrace.collector.convert.records import ToolCall
 from evaltrace.evaluators.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,

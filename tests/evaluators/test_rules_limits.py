@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from _rule_traces import T0, call, iteration, trace
 
+from evaltrace.collector.convert.records import Trace, Usage
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.records import Trace, Usage
 from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES, find_price
 from evaltrace.evaluators.scorers.registry import create_scorer
 

@@ -4,7 +4,7 @@ import pytest
 from _rule_traces import call, iteration, schema, trace
 from rule_scorer_names import RULE_SCORERS
 
-from evaltrace.collector.records import ToolCall, Trace
+from evaltrace.collector.convert.records import ToolCall, Trace
 from evaltrace.evaluators.scorers.base import run_scorer
 from evaltrace.evaluators.scorers.registry import create_scorer
 

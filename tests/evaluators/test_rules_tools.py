@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 from _rule_traces import call, schema, trace
 
+from evaltrace.collector.convert.records import ToolCall
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.records import ToolCall
 from evaltrace.evaluators.scorers.registry import create_scorer
 
 WEATHER = {
@@ -172,7 +172,7 @@ def test_correctness_empty_sides() -> None:
 
 
 def test_calls_without_recorded_arguments_are_skipped_and_reported() -> None:
-    from evaltrace.collector.records import ToolCall
+    from evaltrace.collector.convert.records import ToolCall
 
     actual = trace(
         call("get_weather", {"city": "Paris"}), ToolCall(name="get_weather", arguments=None), tool_schemas=OFFERED

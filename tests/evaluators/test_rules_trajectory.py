@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from _rule_traces import call, load, trace
 
-from evaltrace.collector.records import ToolCall
+from evaltrace.collector.convert.records import ToolCall
 from evaltrace.evaluators.scorers.registry import create_scorer
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 
