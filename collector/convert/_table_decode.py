@@ -1,0 +1,189 @@
+"""Rows of the traces table back to `Trace` records (`table.py` documents the columns).
+
+Decoding is columnar: each leaf column of a record batch becomes a Python list in one C call
+(`Array.to_pylist` on a flat array is ~50x faster than on a nested one), nested lists are cut out
+of their flat values by their offsets, and records are built from the lists by position.
+
+Records are built without validation (`_Factory`, what `model_construct` does minus its per-field
+default lookup): evaltrace wrote the table and the reader checked its version, and validating every
+nested record again would cost as much as rebuilding it.
+
+A top-level trace's nested agents' rows follow it, possibly in the next record batch, so a trace
+is yielded once the next top-level row (or the end) shows its group is whole, and each call's
+`child_row` is resolved as soon as that row has been read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+import pyarrow as pa
+from pydantic import BaseModel
+
+from evaltrace.collector.convert.records import (
+    Iteration,
+    Message,
+    MessagePart,
+    ToolCall,
+    ToolSchema,
+    Trace,
+    Usage,
+)
+
+M = TypeVar("M", bound=BaseModel)
+# Calls whose `child` is still to be set: (the call, the row of its child trace).
+_Pending = list[tuple[ToolCall, int]]
+_loads = json.loads
+
+
+class _Factory(Generic[M]):
+    """Builds `model` records from trusted values given for every field, without validation."""
+
+    def __init__(self, model: type[M]) -> None:
+        if model.__pydantic_post_init__ or model.__pydantic_root_model__:  # what a plain __dict__ cannot do
+            raise TypeError(f"{model.__name__} needs model_construct")
+        self.model = model
+        self.names = tuple(model.model_fields)
+
+    def build_all(self, columns: dict[str, list[Any]]) -> list[M]:
+        """One record per position of `columns` (a list per field, all of one length)."""
+        model, names, setattr_ = self.model, self.names, object.__setattr__
+        records = []
+        for values in zip(*(columns[name] for name in names), strict=True):
+            record = model.__new__(model)
+            setattr_(record, "__dict__", dict(zip(names, values, strict=True)))
+            setattr_(record, "__pydantic_fields_set__", set(names))
+            setattr_(record, "__pydantic_extra__", None)
+            setattr_(record, "__pydantic_private__", None)
+            records.append(record)
+        return records
+
+
+_USAGE = _Factory(Usage)
+_PART = _Factory(MessagePart)
+_MESSAGE = _Factory(Message)
+_CALL = _Factory(ToolCall)
+_ITERATION = _Factory(Iteration)
+_SCHEMA = _Factory(ToolSchema)
+_TRACE = _Factory(Trace)
+
+
+def _leaves(struct: pa.StructArray, names: Iterable[str]) -> dict[str, list[Any]]:
+    return {name: struct.field(name).to_pylist() for name in names}
+
+
+def _json_leaf(struct: pa.StructArray, name: str) -> list[Any]:
+    return [None if text is None else _loads(text) for text in struct.field(name).to_pylist()]
+
+
+def _split(lists: pa.ListArray, items: Sequence[Any]) -> list[Any]:
+    """Per row of `lists`, its slice of `items` (built from `lists.values`); a null list stays `None`."""
+    offsets = lists.offsets.to_pylist()
+    rows: list[Any] = [items[offsets[i] : offsets[i + 1]] for i in range(len(lists))]
+    if lists.null_count:
+        rows = [row if valid else None for row, valid in zip(rows, lists.is_valid().to_pylist(), strict=True)]
+    return rows
+
+
+def _nested(lists: pa.ListArray, build: Callable[[Any], Sequence[Any]]) -> list[Any]:
+    return _split(lists, build(lists.values))
+
+
+def _usages(struct: pa.StructArray) -> list[Usage]:
+    return _USAGE.build_all(_leaves(struct, _USAGE.names))
+
+
+def _parts(struct: pa.StructArray) -> list[MessagePart]:
+    columns = _leaves(struct, ("type", "text", "call_id", "name"))
+    columns["arguments"] = _json_leaf(struct, "arguments_json")
+    columns["result"] = _json_leaf(struct, "result_json")
+    return _PART.build_all(columns)
+
+
+def _messages(struct: pa.StructArray) -> list[Message]:
+    columns = _leaves(struct, ("role", "name"))
+    columns["parts"] = _nested(struct.field("parts"), _parts)
+    return _MESSAGE.build_all(columns)
+
+
+def _calls(struct: pa.StructArray, pending: _Pending) -> list[ToolCall]:
+    names = ("call_id", "name", "error", "iteration", "span_id", "start_time", "end_time")
+    columns = _leaves(struct, (*names, "arguments_truncated", "handoff"))
+    columns["arguments"] = _json_leaf(struct, "arguments_json")
+    columns["result"] = _json_leaf(struct, "result_json")
+    columns["child"] = [None] * len(struct)
+    calls = _CALL.build_all(columns)
+    for call, child_row in zip(calls, struct.field("child_row").to_pylist(), strict=True):
+        if child_row is not None:
+            pending.append((call, child_row))
+    return calls
+
+
+def _iterations(struct: pa.StructArray, pending: _Pending) -> list[Iteration]:
+    columns = _leaves(struct, ("index", "span_id", "model", "provider", "start_time", "end_time", "error"))
+    columns["input_messages"] = _nested(struct.field("input_messages"), _messages)
+    columns["output_messages"] = _nested(struct.field("output_messages"), _messages)
+    columns["tool_calls"] = _nested(struct.field("tool_calls"), lambda values: _calls(values, pending))
+    columns["finish_reasons"] = _nested(struct.field("finish_reasons"), pa.Array.to_pylist)
+    columns["usage"] = _usages(struct.field("usage"))
+    return _ITERATION.build_all(columns)
+
+
+def _tool_schemas(struct: pa.StructArray) -> list[ToolSchema]:
+    columns = _leaves(struct, ("name", "description"))
+    columns["parameters"] = _json_leaf(struct, "parameters_json")
+    return _SCHEMA.build_all(columns)
+
+
+_STRING_LISTS = ("models", "handoffs", "warnings")
+_TRACE_NESTED = frozenset((*_STRING_LISTS, "usage", "tool_calls", "iterations", "tool_schemas", "attributes"))
+_TRACE_LEAVES = tuple(name for name in _TRACE.names if name not in _TRACE_NESTED)
+"""The `Trace` fields stored as plain columns under their own names."""
+
+
+def _batch_traces(batch: pa.RecordBatch, pending: _Pending) -> list[Trace]:
+    """One `Trace` per row of `batch`; calls with a nested agent are added to `pending`."""
+    columns = {name: batch.column(name).to_pylist() for name in _TRACE_LEAVES}
+    for name in _STRING_LISTS:
+        columns[name] = _nested(batch.column(name), pa.Array.to_pylist)
+    columns["usage"] = _usages(batch.column("usage"))
+    columns["tool_calls"] = _nested(batch.column("tool_calls"), lambda values: _calls(values, pending))
+    columns["iterations"] = _nested(batch.column("iterations"), lambda values: _iterations(values, pending))
+    columns["tool_schemas"] = _nested(batch.column("tool_schemas"), _tool_schemas)
+    columns["attributes"] = [_loads(text) for text in batch.column("attributes_json").to_pylist()]
+    return _TRACE.build_all(columns)
+
+
+def iter_traces(batches: Iterable[pa.RecordBatch]) -> Iterator[Trace]:
+    """The top-level traces of the batches' rows, in order, with their nested agents attached."""
+    known: dict[int, Trace] = {}  # rows of the top-level trace still open, and of this batch
+    tops: list[Trace] = []  # top-level traces read and not yet yielded (the last may be open)
+    pending: _Pending = []
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        rows, top_rows = batch.column("row").to_pylist(), batch.column("top_row").to_pylist()
+        traces = _batch_traces(batch, pending)
+        known.update(zip(rows, traces, strict=True))
+        tops += [trace for row, top, trace in zip(rows, top_rows, traces, strict=True) if row == top]
+        pending = _resolve(pending, known)
+        last = top_rows[-1]
+        if last >= rows[0]:  # a new top-level trace started here: the ones before it are whole
+            known = {row: trace for row, top, trace in zip(rows, top_rows, traces, strict=True) if top == last}
+            yield from tops[:-1]
+            del tops[:-1]
+    yield from tops
+
+
+def _resolve(pending: _Pending, group: dict[int, Trace]) -> _Pending:
+    """Attach each pending call's child from `group`; returns the calls whose child row is yet to come."""
+    waiting: _Pending = []
+    for call, child_row in pending:
+        child = group.get(child_row)
+        if child is None:
+            waiting.append((call, child_row))
+        else:
+            call.__dict__["child"] = child
+    return waiting

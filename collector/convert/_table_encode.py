@@ -1,0 +1,162 @@
+"""`Trace` records to rows of the traces table (`table.py` documents the columns).
+
+Rows are plain dicts shaped like the Arrow schema, so `pa.RecordBatch.from_pylist` converts a
+batch of them in C. A nested agent's trace becomes a row of its own, numbered when first met
+(a call listed both in `Trace.tool_calls` and in its iteration's `tool_calls` refers to one row).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from evaltrace.collector.convert.records import Iteration, Message, ToolCall, ToolSchema, Trace, Usage
+
+Row = dict[str, Any]
+ChildRow = Callable[[Trace], int]
+"""Numbers a nested agent's trace (the same trace, the same row) and queues it to be written."""
+
+
+def to_json(value: Any) -> str | None:
+    """JSON text of a record's `Any` value; `None` (not recorded) stays `None`.
+
+    Raises:
+        TypeError: `value` is not a JSON value.
+    """
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class RowBuilder:
+    """Rows of the traces table, numbered from 0 across every `add`."""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self._next = 0
+
+    def add(self, trace: Trace) -> None:
+        """Append `trace`'s row, then one per nested agent run (breadth first)."""
+        top = self._next
+        numbered: dict[int, int] = {id(trace): top}
+        queue: list[tuple[Trace, int | None]] = [(trace, None)]
+        self._next += 1
+        position = 0
+        while position < len(queue):
+            current, parent = queue[position]
+            position += 1
+            row = numbered[id(current)]
+
+            def child_row(child: Trace, parent_row: int = row) -> int:
+                found = numbered.get(id(child))
+                if found is None:
+                    found = numbered[id(child)] = self._next
+                    self._next += 1
+                    queue.append((child, parent_row))
+                return found
+
+            self.rows.append(_trace_row(current, row, top, parent, child_row))
+
+
+def _trace_row(trace: Trace, row: int, top: int, parent: int | None, child_row: ChildRow) -> Row:
+    values = trace.__dict__
+    return {
+        "row": row,
+        "top_row": top,
+        "parent_row": parent,
+        **{name: values[name] for name in _TRACE_SCALARS},
+        "usage": _usage(trace.usage),
+        "models": trace.models,
+        "tool_calls": [_call(call, child_row) for call in trace.tool_calls],
+        "iterations": [_iteration(iteration, child_row) for iteration in trace.iterations],
+        "tool_schemas": [_tool_schema(schema) for schema in trace.tool_schemas],
+        "handoffs": trace.handoffs,
+        "warnings": trace.warnings,
+        "attributes_json": json.dumps(trace.attributes, ensure_ascii=False, separators=(",", ":")),
+    }
+
+
+_TRACE_SCALARS = (
+    "trace_id",
+    "root_span_id",
+    "name",
+    "agent_name",
+    "case_id",
+    "conversation_id",
+    "run_id",
+    "service_name",
+    "convention",
+    "status",
+    "input",
+    "output",
+    "error",
+    "start_time",
+    "end_time",
+    "span_count",
+)
+
+
+def _usage(usage: Usage) -> Row:
+    return usage.__dict__
+
+
+def _call(call: ToolCall, child_row: ChildRow) -> Row:
+    return {
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments_json": to_json(call.arguments),
+        "arguments_truncated": call.arguments_truncated,
+        "result_json": to_json(call.result),
+        "error": call.error,
+        "iteration": call.iteration,
+        "span_id": call.span_id,
+        "start_time": call.start_time,
+        "end_time": call.end_time,
+        "handoff": call.handoff,
+        "child_row": None if call.child is None else child_row(call.child),
+    }
+
+
+def _iteration(iteration: Iteration, child_row: ChildRow) -> Row:
+    return {
+        "index": iteration.index,
+        "span_id": iteration.span_id,
+        "model": iteration.model,
+        "provider": iteration.provider,
+        "input_messages": _messages(iteration.input_messages),
+        "output_messages": _messages(iteration.output_messages),
+        "tool_calls": [_call(call, child_row) for call in iteration.tool_calls],
+        "finish_reasons": iteration.finish_reasons,
+        "usage": _usage(iteration.usage),
+        "start_time": iteration.start_time,
+        "end_time": iteration.end_time,
+        "error": iteration.error,
+    }
+
+
+def _messages(messages: list[Message] | None) -> list[Row] | None:
+    if messages is None:
+        return None
+    return [
+        {
+            "role": message.role,
+            "name": message.name,
+            "parts": [
+                {
+                    "type": part.type,
+                    "text": part.text,
+                    "call_id": part.call_id,
+                    "name": part.name,
+                    "arguments_json": to_json(part.arguments),
+                    "result_json": to_json(part.result),
+                }
+                for part in message.parts
+            ],
+        }
+        for message in messages
+    ]
+
+
+def _tool_schema(schema: ToolSchema) -> Row:
+    return {"name": schema.name, "description": schema.description, "parameters_json": to_json(schema.parameters)}
