@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaltrace.collector.convert.arguments import Rules, iter_argument_diffs
+
 TraceStatus = Literal["success", "error", "timeout", "unknown"]
 PartType = Literal["text", "tool_call", "tool_result", "other"]
 
@@ -264,8 +266,10 @@ class Trace(_Record):
         """Assert the agent called `expected_name` (with matching arguments) and return that call.
 
         Arguments match as a subset by default (every expected key present with an equal value,
-        recursively); with `exact`, the arguments must be equal. Numbers compare by value
-        (`1 == 1.0`), booleans never equal numbers.
+        recursively); with `exact`, the arguments must have the same keys at every depth. The
+        comparison is the scorers' (`collector/convert/arguments.py`): numbers compare by value
+        (`1 == 1.0`), booleans never equal numbers, and each difference reads
+        `path: expected X, got Y`, `path: missing (...)` or `path: unexpected argument (...)`.
 
         Args:
             expected_name: The tool name.
@@ -276,8 +280,6 @@ class Trace(_Record):
         Raises:
             AssertionError: No call matched; the message lists the calls made and the differences.
         """
-        from evaltrace.collector.convert._argmatch import argument_differences
-
         calls = self.all_tool_calls(nested=nested)
         named = [c for c in calls if c.name == expected_name]
         if not named:
@@ -285,9 +287,10 @@ class Trace(_Record):
             raise AssertionError(f"expected a call of tool {expected_name!r}; calls made: {made}")
         if expected_arguments is None:
             return named[0]
+        rules = Rules(mode="exact" if exact else "subset")
         report = []
         for call in named:
-            differences = argument_differences(expected_arguments, call.arguments, exact=exact)
+            differences = list(iter_argument_diffs(expected_arguments, call.arguments, call.arguments_truncated, rules))
             if not differences:
                 return call
             report.append(f"  call {call.call_id or '?'}: " + "; ".join(differences))

@@ -1,13 +1,8 @@
-"""Argument matching and optimal pairing of expected with actual tool calls.
+"""The scorers' argument settings and the pairing of expected with actual tool calls.
 
-Values compare structurally with a few deliberate tolerances:
-
-- Numbers compare by value: `1 == 1.0` (JSON widens integers to floats freely). A boolean is
-  not a number: `True` never equals `1`.
-- Strings compare exactly unless `trim` (strip surrounding whitespace) or `casefold` (case
-  insensitive) is switched on; both are opt-in so enabling them never silently changes a verdict.
-- Dicts compare key by key with the same key mode at every depth; lists compare element-wise
-  in order.
+Values are compared by the collector's one argument matcher (`evaltrace.collector.convert.arguments`,
+which documents the tolerances: numbers by value, booleans apart, opt-in `trim` and `casefold`);
+`ArgumentMatch` is the spec's form of its rules, with per-tool overrides.
 
 Key modes (`ArgumentMatch.mode`) say how the actual key set relates to the expected one:
 `exact` (same keys), `subset` (the expected keys are in the actual arguments, extras allowed;
@@ -21,14 +16,15 @@ needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaltrace.collector.convert.arguments import KeyMode, describe_raw, is_number, iter_argument_diffs
+from evaltrace.collector.convert.arguments import short as short
+from evaltrace.collector.convert.arguments import value_diffs as value_diffs
 from evaltrace.collector.convert.records import ToolCall
-
-KeyMode = Literal["exact", "subset", "superset", "ignore"]
 
 
 class _Config(BaseModel):
@@ -76,31 +72,6 @@ class ExpectedCall(_Config):
     """Expected arguments; `None` means the arguments are not compared."""
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _norm_str(value: str, match: ArgumentMatch) -> str:
-    if match.trim:
-        value = value.strip()
-    return value.casefold() if match.casefold else value
-
-
-def value_diffs(expected: Any, actual: Any, match: ArgumentMatch, path: str = "") -> list[str]:
-    """The differences between two values, each `path: expected X, got Y`; empty when they match.
-
-    Args:
-        expected: The expected value (from the spec).
-        actual: The recorded value.
-        match: Comparison settings (key mode, trimming, case folding).
-        path: Location prefix used in the messages.
-
-    Returns:
-        One message per difference found (an empty list means the values match).
-    """
-    return list(_value_diffs(expected, actual, match, path))
-
-
 def argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> list[str]:
     """Why `call`'s arguments do not satisfy `expected` (empty list: they do).
 
@@ -130,58 +101,12 @@ def _argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch
     rules = match.for_tool(expected.name)
     if expected.arguments is None or rules.mode == "ignore":
         return
-    if call.arguments_truncated or not isinstance(call.arguments, dict):
-        yield f"arguments are not a JSON object ({describe_raw_arguments(call)})"
-        return
-    yield from _dict_diffs(expected.arguments, call.arguments, rules, "")
-
-
-def _value_diffs(expected: Any, actual: Any, match: ArgumentMatch, path: str) -> Iterator[str]:
-    kind = type(expected)
-    if kind is type(actual) and kind is not dict and kind is not list and expected == actual:
-        return  # equal values of one type stay equal after trimming and case folding
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        yield from _dict_diffs(expected, actual, match, path)
-    elif isinstance(expected, list) and isinstance(actual, list):
-        if len(expected) != len(actual):
-            yield f"{path or '(value)'}: expected {len(expected)} items, got {len(actual)}"
-            return
-        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
-            yield from _value_diffs(e, a, match, f"{path}[{i}]")
-    elif not _scalars_equal(expected, actual, match):
-        yield f"{path or '(value)'}: expected {short(expected)}, got {short(actual)}"
-
-
-def _scalars_equal(expected: Any, actual: Any, match: ArgumentMatch) -> bool:
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
-    if _is_number(expected) and _is_number(actual):
-        return bool(expected == actual)
-    if isinstance(expected, str) and isinstance(actual, str):
-        return _norm_str(expected, match) == _norm_str(actual, match)
-    return type(expected) is type(actual) and bool(expected == actual)
-
-
-def _dict_diffs(
-    expected: Mapping[str, Any], actual: Mapping[str, Any], match: ArgumentMatch, path: str
-) -> Iterator[str]:
-    prefix = f"{path}." if path else ""
-    if match.mode in ("exact", "subset"):
-        yield from (f"{prefix}{k}: missing (expected {short(expected[k])})" for k in expected if k not in actual)
-    if match.mode in ("exact", "superset"):
-        yield from (f"{prefix}{k}: unexpected argument ({short(actual[k])})" for k in actual if k not in expected)
-    for key in expected:
-        if key in actual:
-            yield from _value_diffs(expected[key], actual[key], match, f"{prefix}{key}")
+    yield from iter_argument_diffs(expected.arguments, call.arguments, call.arguments_truncated, rules)
 
 
 def describe_raw_arguments(call: ToolCall) -> str:
-    """A short description of arguments that are not a JSON object."""
-    if call.arguments is None:
-        return "not recorded"
-    if call.arguments_truncated:
-        return f"truncated: {short(call.arguments)}"
-    return f"got {type(call.arguments).__name__} {short(call.arguments)}"
+    """A short description of `call`'s arguments when they are not a JSON object."""
+    return describe_raw(call.arguments, call.arguments_truncated)
 
 
 def max_bipartite_matching(n_left: int, n_right: int, compatible: Callable[[int, int], bool]) -> dict[int, int]:
@@ -269,16 +194,9 @@ def _canonical(value: Any) -> Any:
         return {str(k): _canonical(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_canonical(v) for v in value]
-    if _is_number(value) and float(value).is_integer():
+    if is_number(value) and float(value).is_integer():
         return int(value)
     return value
-
-
-def short(value: Any, limit: int = 60) -> str:
-    """A one-line repr of `value`, cut to `limit` characters."""
-    text = repr(value) if not isinstance(value, dict | list) else json.dumps(value, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def clip(text: str, limit: int = 100) -> str:

@@ -57,6 +57,8 @@ def test_bare_argument_stays_text_with_a_warning_when_schema_is_ambiguous() -> N
     (trace,) = _convert(rec)
     assert trace.tool_calls[0].arguments == "cats"
     assert any("arguments are text" in w for w in trace.warnings)
+    with pytest.raises(AssertionError, match=r"call s1: arguments are not a JSON object \(got str 'cats'\)$"):
+        trace.assert_tool_call("search", {"query": "cats"})
 
 
 def test_tool_span_without_requesting_call_still_appears_after_its_iteration() -> None:
@@ -137,14 +139,21 @@ def test_assert_tool_call_subset_numbers_by_value_and_readable_diff() -> None:
     (trace,) = _convert(rec)
     assert trace.assert_tool_call("search", {"limit": 1.0}).call_id == "s1"
     trace.assert_tool_call("search", {"deep": {}})
-    with pytest.raises(AssertionError, match=r"'limit': expected 2, got 1"):
+    # The scorers' matcher and its messages: `path: expected X, got Y`, missing, unexpected.
+    with pytest.raises(AssertionError, match=r"call s1: limit: expected 2, got 1$"):
         trace.assert_tool_call("search", {"limit": 2})
-    with pytest.raises(AssertionError, match=r"unexpected 'deep'"):
+    with pytest.raises(AssertionError, match=r"call s1: deep: unexpected argument \(\{\"a\": true\}\)$"):
         trace.assert_tool_call("search", {"query": "cats", "limit": 1}, exact=True)
+    with pytest.raises(AssertionError, match=r"call s1: page: missing \(expected 3\)$"):
+        trace.assert_tool_call("search", {"page": 3})
+    with pytest.raises(AssertionError, match=r"call s1: deep\.a: unexpected argument \(True\)$"):
+        trace.assert_tool_call("search", {"query": "cats", "limit": 1, "deep": {}}, exact=True)  # at every depth
     with pytest.raises(AssertionError, match=r"calls made: 'search'"):
         trace.assert_tool_call("missing")
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match=r"deep\.a: expected 1, got True"):
         trace.assert_tool_call("search", {"deep": {"a": 1}})  # booleans never equal numbers
+    with pytest.raises(AssertionError, match=r"query: expected 'CATS', got 'cats'"):
+        trace.assert_tool_call("search", {"query": "CATS"})  # strings exactly (no casefold here)
 
 
 @pytest.mark.parametrize(
