@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+
 HERE = Path(__file__).resolve().parent
 PLANTED_SHARE = 0.10
 AGENTEVALS_CASE_ID = "agentevals.eval.case.id"  # agentevals.genai.matching.EVAL_CASE_ID
@@ -55,7 +57,7 @@ def _planted_order(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, d
     raise ValueError("no two adjacent calls with different names to swap")
 
 
-class _SeededIds:
+class _SeededIds(IdGenerator):
     """Span and trace ids from a seeded generator, so a dataset is the same on every machine."""
 
     def __init__(self, seed: int) -> None:
@@ -75,7 +77,6 @@ def generate(folder: Path, traces: int, seed: int) -> dict[str, Any]:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    from opentelemetry.sdk.trace.id_generator import IdGenerator
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     from evaltrace.collector import ParquetSpanExporter
@@ -84,18 +85,15 @@ def generate(folder: Path, traces: int, seed: int) -> dict[str, Any]:
     import _scoring_data as data  # a sibling script, not a package
 
     (folder / "otlp").mkdir(parents=True, exist_ok=True)
-    ids = _SeededIds(seed)
-    generator = type("SeededIdGenerator", (IdGenerator,), {
-        "generate_span_id": lambda self: ids.generate_span_id(),
-        "generate_trace_id": lambda self: ids.generate_trace_id(),
-    })()  # fmt: skip
     resource = Resource.create({"service.name": "travel-agent", "deployment.environment": "bench"})
-    provider = TracerProvider(resource=resource, id_generator=generator)
-    # A queue that holds the whole run: generating is faster than exporting, and nothing may drop.
-    batch = {"max_queue_size": 1_000_000, "max_export_batch_size": 512, "schedule_delay_millis": 200}
+    provider = TracerProvider(resource=resource, id_generator=_SeededIds(seed))
     parquet = ParquetSpanExporter(folder / "runs", run_id=f"peer-{seed}", flush_interval=3600, max_rows=50_000)
-    provider.add_span_processor(BatchSpanProcessor(FileSpanExporter(folder / "otlp" / "spans.jsonl"), **batch))
-    provider.add_span_processor(BatchSpanProcessor(parquet, **batch))
+    for exporter in (FileSpanExporter(folder / "otlp" / "spans.jsonl"), parquet):
+        # A queue that holds the whole run: generating is faster than exporting, and nothing may drop.
+        processor = BatchSpanProcessor(
+            exporter, max_queue_size=1_000_000, max_export_batch_size=512, schedule_delay_millis=200
+        )
+        provider.add_span_processor(processor)
     tracer = provider.get_tracer("opentelemetry.instrumentation.openai_v2", "2.1b0")
 
     rng = random.Random(seed)

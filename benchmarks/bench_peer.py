@@ -361,39 +361,46 @@ def prime_cache(setup: Setup) -> None:
 
 
 def _median(runs: list[Run], field: str) -> float:
-    return statistics.median(getattr(r, field) for r in runs)
+    return float(statistics.median(getattr(r, field) for r in runs))
 
 
-def report_table(results: dict[str, list[Run]], setup: Setup) -> str:
-    """The results table: medians, spreads, ratios to agentevals and the aims."""
-    base = _median(results["agentevals"], "wall")
+def report_table(results: dict[str, list[Run]], no_cache: bool) -> str:
+    """The results table: medians, spreads, ratios to agentevals (wall and CPU) and the aims (on wall time)."""
+    base, base_cpu = _median(results["agentevals"], "wall"), _median(results["agentevals"], "cpu")
     label = {
         "agentevals": "agentevals-cli 0.11.0",
-        "cold": "evaltrace score, cold" + ("" if setup.no_cache else " (no --no-cache yet)"),
-        "warm": "evaltrace score, warm" + ("" if setup.no_cache else " (no cache yet)"),
+        "cold": "evaltrace score, cold" + ("" if no_cache else " (no --no-cache yet)"),
+        "warm": "evaltrace score, warm" + ("" if no_cache else " (no cache yet)"),
         "floor": "DuckDB floor, process",
     }
     lines = [
-        f"{'tool':40} {'wall s':>8} {'(min-max)':>15} {'CPU s':>7} {'peak MB':>8} {'tree MB':>8} {'speed-up':>9}  aim",
+        f"{'tool':42} {'wall s':>7} {'(min-max)':>13} {'CPU s':>7} {'peak MB':>8} {'tree MB':>8} "
+        f"{'x wall':>7} {'x CPU':>6}  aim",
     ]
     for tool in TOOLS:
         runs = results[tool]
-        wall = _median(runs, "wall")
+        wall, cpu = _median(runs, "wall"), _median(runs, "cpu")
         spread = f"{min(r.wall for r in runs):.2f}-{max(r.wall for r in runs):.2f}"
-        ratio = base / wall
         aim = ""
         if tool in AIMS:
-            met = ratio >= AIMS[tool]
+            met = base / wall >= AIMS[tool]
             peak = max(_median(runs, "peak_mb"), _median(runs, "tree_mb"))
             rss = "met" if peak <= RSS_AIM_MB else "NOT met"
             aim = f">= {AIMS[tool]:.0f}x: {'met' if met else 'NOT met'}; RSS <= {RSS_AIM_MB:.0f} MB: {rss}"
         lines.append(
-            f"{label[tool]:40} {wall:8.2f} {spread:>15} {_median(runs, 'cpu'):7.2f} "
-            f"{_median(runs, 'peak_mb'):8.0f} {_median(runs, 'tree_mb'):8.0f} {ratio:8.1f}x  {aim}"
+            f"{label[tool]:42} {wall:7.2f} {spread:>13} {cpu:7.2f} {_median(runs, 'peak_mb'):8.0f} "
+            f"{_median(runs, 'tree_mb'):8.0f} {base / wall:6.1f}x {base_cpu / cpu:5.1f}x  {aim}"
         )
     query = statistics.median(r.query for r in results["floor"] if r.query is not None)
-    lines.append(f"{'DuckDB floor, query alone':40} {query:8.3f} {'':>15} {'':>7} {'':>8} {'':>8} {base / query:8.0f}x")
+    lines.append(f"{'DuckDB floor, query alone':42} {query:7.3f} {'':>13} {'':>7} {'':>8} {'':>8} {base / query:6.0f}x")
     return "\n".join(lines)
+
+
+def reprint(saved: Path) -> None:
+    """Print the table of a run saved by this script (its `results-*.json`)."""
+    payload = json.loads(saved.read_text(encoding="utf-8"))
+    results = {tool: [Run(**r) for r in runs] for tool, runs in payload["runs"].items()}
+    print(report_table(results, payload["no_cache"]))
 
 
 def profile(setup: Setup, top: int) -> None:
@@ -421,6 +428,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--profile", action="store_true", help="print a cProfile of evaltrace score cold instead")
+    parser.add_argument("--table", type=Path, metavar="RESULTS_JSON", help="reprint the table of a saved run")
     parser.add_argument("--_generate", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--_floor", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -429,6 +437,9 @@ def main() -> None:
         return
     if args._floor:
         _floor(*(Path(a) for a in args._floor))
+        return
+    if args.table:
+        reprint(args.table)
         return
 
     peer = peer_python()
@@ -461,7 +472,7 @@ def main() -> None:
     load_after = os.getloadavg()
     print(f"\nall tools failed exactly the {len(meta['planted'])} planted cases in every run")
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (1 min)\n")
-    print(report_table(results, setup))
+    print(report_table(results, setup.no_cache))
     saved = folder / f"results-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     payload = {"args": vars(args), "no_cache": setup.no_cache, "load": [load_before, load_after]}
     payload["runs"] = {tool: [asdict(r) for r in runs] for tool, runs in results.items()}
