@@ -155,7 +155,7 @@ def shipped_schema() -> dict[str, Any]:
 
 
 def validate_spec_data(data: Any, label: str) -> Spec:
-    """Validate parsed spec data against the JSON Schema, then the models.
+    """Validate parsed spec data: once, strictly, when it is valid; fully, for the message, when not.
 
     Raises:
         SpecError: naming the file, the case and the key path.
@@ -166,7 +166,15 @@ def validate_spec_data(data: Any, label: str) -> Spec:
     try:
         return validate_strictly(data)
     except ValidationError:
-        pass  # the JSON Schema walk below finds the message (or accepts what only strict mode refused)
+        return validate_with_messages(data, label)  # finds the message, or accepts what only strict mode refused
+
+
+def validate_with_messages(data: dict[str, Any], label: str) -> Spec:
+    """The full validation: the JSON Schema walk, unique case ids, then the models in their usual mode.
+
+    Raises:
+        SpecError: the first error, naming the file, the case and the key path.
+    """
     message = render_schema_error(label, data, Draft202012Validator(shipped_schema()).iter_errors(data))
     if message is not None:
         raise SpecError(message)
