@@ -403,22 +403,41 @@ def reprint(saved: Path) -> None:
     print(report_table(results, payload["no_cache"]))
 
 
+def _profiled(stats_file: str, argv: list[str]) -> None:
+    """Run `evaltrace <argv>` under cProfile timed by CPU, not wall, time (the shared VM's load
+    would otherwise spread other processes' time over whatever happened to be running)."""
+    import cProfile
+    import runpy
+
+    sys.argv = ["evaltrace", *argv]
+    profiler = cProfile.Profile(time.process_time)
+    try:
+        profiler.runcall(runpy.run_module, "evaltrace.cli", run_name="__main__")
+    except SystemExit as stop:
+        if stop.code not in (0, 1, None):
+            raise
+    finally:
+        profiler.dump_stats(stats_file)
+
+
 def profile(setup: Setup, top: int) -> None:
     """cProfile of `evaltrace score` cold with one worker (so the work is in the profiled process)."""
     import pstats
 
     work = setup.folder / "work"
     stats_file = work / "score-cold.prof"
-    cmd = evaltrace_cmd(
-        setup, cold=True, report=work / "evaltrace-profile.json", extra=["-m", "cProfile", "-o", str(stats_file)]
-    )
-    cmd += ["--workers", "1"]
-    print("$ " + " ".join(cmd), flush=True)
+    score = evaltrace_cmd(setup, cold=True, report=work / "evaltrace-profile.json")[3:] + ["--workers", "1"]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--_profiled", str(stats_file), *score]
+    print("$ evaltrace " + " ".join(score), flush=True)
     run = measure("profile", cmd, evaltrace_env(setup), work / "evaltrace-profile.out")
     print(f"wall {run.wall:.2f} s under the profiler, CPU {run.cpu:.2f} s, peak {run.peak_mb:.0f} MB", flush=True)
-    for order in ("tottime", "cumulative"):
-        print(f"\n--- top {top} by {order} ---", flush=True)
-        pstats.Stats(str(stats_file)).sort_stats(order).print_stats(top)
+    if evaltrace_failures(work / "evaltrace-profile.json", setup) != setup.planted:
+        raise SystemExit("evaltrace (profiled) disagrees on which cases fail")
+    stats = pstats.Stats(str(stats_file))
+    print(f"\n--- top {top} by own CPU time ---", flush=True)
+    stats.sort_stats("tottime").print_stats(top)
+    print(f"\n--- evaltrace's own functions, top {top} by cumulative CPU time ---", flush=True)
+    stats.sort_stats("cumulative").print_stats(r"/(collector|evaluators|cli)/", top)
 
 
 def main() -> None:
@@ -431,6 +450,9 @@ def main() -> None:
     parser.add_argument("--table", type=Path, metavar="RESULTS_JSON", help="reprint the table of a saved run")
     parser.add_argument("--_generate", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--_floor", nargs=3, help=argparse.SUPPRESS)
+    if sys.argv[1:2] == ["--_profiled"]:
+        _profiled(sys.argv[2], sys.argv[3:])
+        return
     args = parser.parse_args()
     if args._generate:
         _generate(Path(args._generate[0]), int(args._generate[1]), int(args._generate[2]))
