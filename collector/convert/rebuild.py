@@ -53,6 +53,14 @@ structure. The first that returns a result wins. A new convention is one module 
 `conventions/` and one entry here."""
 
 
+CONVERTER_VERSION: Final = "1"
+"""The version of what the converter makes of spans. Bump it in any change that alters the
+`Trace` records rebuilt from the same spans (a new rule, a fixed field, a new convention): the
+traces cache (`cache.py`) keys its tables by it, so a bump makes every cached table stale. (As a
+safety net the cache also keys by the converter's source files, which catches an edited checkout,
+but an installed release is only told apart by this constant and the package version.)"""
+
+
 def _label(extract: Extractor) -> str:
     return f"{extract.__module__}:{extract.__name__}"
 

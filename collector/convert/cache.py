@@ -1,0 +1,301 @@
+"""The traces cache: each set of span files rebuilt once, its traces table reused while nothing changed.
+
+`cached_traces(files)` yields what `read_traces(files)` yields. The first time, it rebuilds the
+traces and writes their traces table (`table.py`) as it goes; afterwards it reads that table back,
+which skips reading spans and rebuilding traces altogether.
+
+Key. A table is named by a SHA-256 of: each input file's resolved path, size, mtime (ns) and
+inode, in order; `CONVERTER_VERSION` (`rebuild.py`), the table version, the evaltrace version and
+the size and mtime of the converter's and reader's source files (an edited checkout rebuilds
+without anyone bumping a version); `histories`; and the shard, for a sharded run's workers (each
+caches its own shard, so a re-scoring with the same number of workers is warm too). Touching or
+replacing any input file makes a new key; the old table is left for `evaltrace clean --cache`
+or the size bound below.
+
+Location. `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else `~/.cache/evaltrace`; the
+tables are `traces/<key>.parquet` inside it. Past `MAX_CACHE_BYTES` of tables, the least recently
+used are removed after each new one is written.
+
+Safety. A table is written under a hidden temporary name in the same folder and renamed into place
+once complete, so a reader never sees half a file and two scorings of the same files may both
+build: each rename is atomic and either table is right. A table is read only if its Parquet footer
+parses, its version and key match and its schema is the traces table's; pages are written with CRC
+checksums and verified on reading. Anything wrong with a table, even midway through reading it,
+makes the cache rebuild: the traces already yielded are skipped in the rebuild, which yields the
+same traces in the same order. A cache that cannot be written (a read-only home, a full disk, a
+value the table cannot hold) is logged and scoring goes on without it. The cache never fails a run.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import secrets
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from importlib.metadata import version as dist_version
+from pathlib import Path
+from typing import Final
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evaltrace.collector.convert.rebuild import CONVERTER_VERSION, read_traces
+from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.convert.table import METADATA_VERSION_KEY, SCHEMA, TABLE_VERSION, TableEncoder
+from evaltrace.collector.convert.table import iter_table_traces as iter_table_traces
+from evaltrace.collector.store.shard import Shard
+
+logger = logging.getLogger("evaltrace")
+
+CACHE_DIR_ENV: Final = "EVALTRACE_CACHE_DIR"
+TRACES_FOLDER: Final = "traces"
+MAX_CACHE_BYTES: Final = 4 << 30
+"""Past this much of traces tables, the least recently used are removed."""
+ROWS_PER_GROUP: Final = 512
+"""Rows per Parquet row group written: what the writer holds in memory."""
+ROWS_PER_READ: Final = 1024
+"""Rows per record batch read back: what the reader holds in memory (with their traces)."""
+_KEY_METADATA: Final = b"evaltrace.cache_key"
+_TEMP_SUFFIX: Final = ".tmp"
+
+
+def cache_root() -> Path:
+    """The cache folder: `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else `~/.cache/evaltrace`."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "evaltrace"
+
+
+def traces_folder(root: Path | None = None) -> Path:
+    """Where the traces tables are: `traces/` in the cache folder."""
+    return (root if root is not None else cache_root()) / TRACES_FOLDER
+
+
+def cached_traces(
+    files: Sequence[Path], *, histories: bool = True, shard: Shard | None = None, root: Path | None = None
+) -> Iterator[Trace]:
+    """The traces of `files`, as `read_traces(files, shard, histories=histories)` yields them, through the cache.
+
+    Args:
+        files: the span files (as `resolve_paths` returns them; their order is part of the key).
+        histories: fill in the iterations' prompts (see `convert_trace`); part of the key.
+        shard: only this shard's traces; part of the key.
+        root: the cache folder; `cache_root()` when `None`.
+
+    Raises:
+        InputError: as `read_traces` does, when the traces have to be rebuilt.
+    """
+    key = cache_key(files, histories=histories, shard=shard)
+    if key is None:  # a file is gone: the reader reports it properly
+        yield from read_traces(files, shard, histories=histories)
+        return
+    table = traces_folder(root) / f"{key}.parquet"
+    done = 0
+    if table.exists():
+        reader = _read_table(table, key)
+        while True:
+            try:
+                trace = next(reader)
+            except StopIteration:
+                return
+            except Exception as exc:  # any fault in our own table: rebuilding is always right
+                _discard(table, exc)
+                break
+            yield trace
+            done += 1
+    yield from _build(files, shard, histories, table, skip=done)
+
+
+def cache_key(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> str | None:
+    """The key of the traces table of `files` (see the module docstring); `None` if a file cannot be read."""
+    try:
+        identities = [_identity(path) for path in files]
+    except OSError:
+        return None
+    described = {
+        "files": identities,
+        "converter": CONVERTER_VERSION,
+        "table": TABLE_VERSION,
+        "evaltrace": _evaltrace_version(),
+        "source": _source_fingerprint(),
+        "histories": histories,
+        "shard": None if shard is None else [shard.index, shard.count],
+    }
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+
+def _identity(path: Path) -> list[object]:
+    stat = path.stat()
+    return [os.path.realpath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino]
+
+
+@functools.cache
+def _evaltrace_version() -> str:
+    return dist_version("evaltrace")
+
+
+@functools.cache
+def _source_fingerprint() -> str:
+    """Size and mtime of every source file of the converter and the reader (what rebuilds depend on)."""
+    collector = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted([*(collector / "convert").rglob("*.py"), *(collector / "store").rglob("*.py")]):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(collector)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+def _read_table(path: Path, key: str) -> Iterator[Trace]:
+    """The traces in the table at `path`; raises if there is none or it is not a sound table for `key`."""
+    with path.open("rb") as handle:  # opened once: a table renamed over this one meanwhile does not disturb us
+        parquet = pq.ParquetFile(handle, page_checksum_verification=True)
+        _check(parquet.schema_arrow, key)
+        _touch(path)
+        yield from iter_table_traces(parquet.iter_batches(batch_size=ROWS_PER_READ))
+
+
+def _check(schema: pa.Schema, key: str) -> None:
+    metadata = schema.metadata or {}
+    if metadata.get(METADATA_VERSION_KEY) != TABLE_VERSION.encode():
+        raise ValueError(f"traces table version {metadata.get(METADATA_VERSION_KEY)!r}, expected {TABLE_VERSION}")
+    if metadata.get(_KEY_METADATA) != key.encode():
+        raise ValueError("the table was written for other files")
+    if not schema.remove_metadata().equals(SCHEMA.remove_metadata()):
+        raise ValueError("the table's columns are not the traces table's")
+
+
+def _touch(path: Path) -> None:
+    """Mark the table as just used (the size bound removes the least recently used first)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # a read-only cache is still usable
+
+
+def _discard(path: Path, exc: BaseException) -> None:
+    logger.info("traces cache %s is unusable (%s: %s); rebuilding the traces", path, type(exc).__name__, exc)
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _build(files: Sequence[Path], shard: Shard | None, histories: bool, table: Path, *, skip: int) -> Iterator[Trace]:
+    """Rebuild the traces, writing their table to `table` on the way; yield all but the first `skip`."""
+    writer = _TableWriter.start(table)
+    try:
+        for position, trace in enumerate(read_traces(files, shard, histories=histories)):
+            if writer is not None and not writer.add(trace):
+                writer = None
+            if position >= skip:
+                yield trace
+        if writer is not None and cache_key(files, histories=histories, shard=shard) == table.stem:
+            writer.publish()
+            _prune(table.parent, keep=table)
+    finally:
+        if writer is not None:
+            writer.abandon()
+
+
+class _TableWriter:
+    """A traces table being written under a temporary name, renamed to `target` when complete."""
+
+    def __init__(self, target: Path, temp: Path, writer: pq.ParquetWriter) -> None:
+        self.target, self.temp, self._writer = target, temp, writer
+        self._encoder = TableEncoder()
+        self._published = False
+
+    @classmethod
+    def start(cls, target: Path) -> _TableWriter | None:
+        """A writer for `target`, or `None` (logged) when the cache folder cannot be written."""
+        temp = target.parent / f".{target.stem}.{os.getpid()}.{secrets.token_hex(4)}{_TEMP_SUFFIX}"
+        schema = SCHEMA.with_metadata({**(SCHEMA.metadata or {}), _KEY_METADATA: target.stem.encode()})
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            writer = pq.ParquetWriter(temp, schema, compression="zstd", write_page_checksum=True)
+        except (OSError, pa.ArrowException) as exc:
+            logger.info("traces cache: cannot write in %s (%s); scoring without it", target.parent, exc)
+            return None
+        return cls(target, temp, writer)
+
+    def add(self, trace: Trace) -> bool:
+        """Add one trace; `False` (the table abandoned, logged) when it cannot be written."""
+        try:
+            self._encoder.add(trace)
+            if self._encoder.pending >= ROWS_PER_GROUP:
+                self._writer.write_batch(self._encoder.take())
+        except Exception as exc:  # a value the table cannot hold, a full disk: go on without the cache
+            logger.info(
+                "traces cache: cannot write %s (%s: %s); scoring without it", self.temp, type(exc).__name__, exc
+            )
+            self.abandon()
+            return False
+        return True
+
+    def publish(self) -> None:
+        """Write the last rows, close the file and rename it into place."""
+        try:
+            if self._encoder.pending:
+                self._writer.write_batch(self._encoder.take())
+            self._writer.close()
+            os.replace(self.temp, self.target)
+            self._published = True
+        except Exception as exc:
+            logger.info("traces cache: cannot write %s (%s: %s)", self.target, type(exc).__name__, exc)
+
+    def abandon(self) -> None:
+        """Close and delete the temporary file, unless it was published."""
+        if self._published:
+            return
+        try:
+            self._writer.close()
+        except Exception:  # closing a writer that failed: only the file's removal matters
+            pass
+        self.temp.unlink(missing_ok=True)
+        self._published = True  # nothing left to do
+
+
+def _prune(folder: Path, *, keep: Path) -> None:
+    """Remove the least recently used tables until the folder holds at most `MAX_CACHE_BYTES`."""
+    try:
+        tables = [(path.stat(), path) for path in folder.glob("*.parquet") if path != keep]
+        total = sum(stat.st_size for stat, _ in tables) + keep.stat().st_size
+        for stat, path in sorted(tables, key=lambda item: item[0].st_mtime_ns):
+            if total <= MAX_CACHE_BYTES:
+                break
+            path.unlink(missing_ok=True)
+            total -= stat.st_size
+    except OSError as exc:  # another process pruning at the same time
+        logger.info("traces cache: pruning %s: %s", folder, exc)
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What `clear_cache` removed."""
+
+    files: int
+    bytes: int
+
+
+def clear_cache(root: Path | None = None) -> Removed:
+    """Remove every traces table (and temporary file) from the cache; what was there is rebuilt when needed."""
+    folder = traces_folder(root)
+    files = removed = 0
+    if not folder.is_dir():
+        return Removed(0, 0)
+    for path in folder.iterdir():
+        if path.suffix == ".parquet" or (path.name.startswith(".") and path.name.endswith(_TEMP_SUFFIX)):
+            try:
+                size = path.stat().st_size
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            files, removed = files + 1, removed + size
+    return Removed(files, removed)
