@@ -113,6 +113,15 @@ def cached_traces(
     yield from _build(files, shard, histories, table, skip=done)
 
 
+def traces_of(
+    files: Sequence[Path], shard: Shard | None = None, *, histories: bool = True, cache: bool = True
+) -> Iterator[Trace]:
+    """The traces of `files` through the cache (`cached_traces`), or rebuilt every time without `cache`."""
+    if cache:
+        return cached_traces(files, histories=histories, shard=shard)
+    return read_traces(files, shard, histories=histories)
+
+
 def cache_key(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> str | None:
     """The key of the traces table of `files` (see the module docstring); `None` if a file cannot be read."""
     try:

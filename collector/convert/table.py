@@ -29,7 +29,8 @@ from typing import Final
 
 import pyarrow as pa
 
-from evaltrace.collector.convert import _table_decode, _table_encode
+from evaltrace.collector.convert._table_decode import iter_traces as _decode
+from evaltrace.collector.convert._table_encode import RowBuilder
 from evaltrace.collector.convert.records import Trace
 
 __all__ = [
@@ -146,7 +147,7 @@ class TableEncoder:
     """
 
     def __init__(self) -> None:
-        self._rows = _table_encode.RowBuilder()
+        self._rows = RowBuilder()
 
     def add(self, trace: Trace) -> None:
         """Add one top-level trace and its nested agents' traces as rows.
@@ -187,7 +188,7 @@ def iter_table_traces(batches: Iterable[pa.RecordBatch]) -> Iterator[Trace]:
     Records are built with `model_construct` (no validation): the table is trusted, since
     evaltrace wrote it and the reader checked its version.
     """
-    return _table_decode.iter_traces(batches)
+    return _decode(batches)
 
 
 def from_table(table: pa.Table) -> list[Trace]:

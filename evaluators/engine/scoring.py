@@ -89,6 +89,9 @@ class ScoreOptions:
     scorer_timeout: float | None = DEFAULT_SCORER_TIMEOUT
     """Seconds one scorer may take on one entry (`None`: no limit); past it, the scorer's result
     is an error naming it. Judge scorers are bounded by the judge's own timeout instead."""
+    cache: bool = True
+    """Read span files through the traces cache (`collector/convert/cache.py`): a re-scoring of
+    unchanged files reads their traces table instead of rebuilding the traces (`--no-cache`: off)."""
 
     def __post_init__(self) -> None:
         """Reject a limit that is not a positive number of seconds."""
@@ -232,6 +235,7 @@ def score_paths_to(
 
     With more than one worker, each of `workers` forked processes reads, rebuilds and scores one
     shard of the traces (see `shards.py`); the report is the one a single process would write.
+    With `options.cache`, traces come through the traces cache (each worker caches its shard).
 
     Args:
         paths: files, folders or globs, as the CLI takes them.
@@ -245,7 +249,7 @@ def score_paths_to(
         InputError: a path names nothing or a file is unreadable; the selection keeps no case;
             there was no trace to score without a spec.
     """
-    from evaltrace.collector.convert.rebuild import read_traces
+    from evaltrace.collector.convert.cache import traces_of
     from evaltrace.collector.store.reader import recording_losses, resolve_paths
     from evaltrace.evaluators.engine import shards
 
@@ -258,7 +262,7 @@ def score_paths_to(
     count = shards.plan_workers(workers, files, router)
     histories = reads_histories(router.scorers())
     if count == 1:
-        traces = read_traces(files, histories=histories)
+        traces = traces_of(files, histories=histories, cache=options.cache)
         return _run_sync(_ascore(traces, router, stats, spec, options, sink))
     with Spill() as spill:
         shards.score_sharded(files, router, stats, spill, options, count, histories=histories)

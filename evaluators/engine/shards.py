@@ -3,13 +3,14 @@
 Reading, rebuilding and rule-scoring traces is pure-Python work, so one process uses one core.
 A sharded run forks `workers` processes; worker i reads every file but keeps only the traces of
 shard i (chosen on the Arrow trace-id column before any row is decoded, see
-`collector/store/shard.py`), rebuilds and scores them with its inherited copy of the router, and
-streams each scored sample's JSON back to the parent, which parks it on its own spill. When a
-worker's input ends it hands over what its router still holds (conversations waiting for their
-other turns, unmatched traces, the tallies that decide its cases) and its run statistics; the
-parent merges them, scores the conversations (whose traces may have come from several shards)
-and writes the report as a one-process run would. The entries are the same: only their arrival order differs, and the
-spill sorts by start time anyway.
+`collector/store/shard.py`), rebuilds them (or reads its shard's traces table from the traces
+cache, keyed by the shard: a re-scoring with as many workers is warm) and scores them with its
+inherited copy of the router, and streams each scored sample's JSON back to the parent, which
+parks it on its own spill. When a worker's input ends it hands over what its router still holds
+(conversations waiting for their other turns, unmatched traces, the tallies that decide its
+cases) and its run statistics; the parent merges them, scores the conversations (whose traces
+may have come from several shards) and writes the report as a one-process run would. The
+entries are the same: only their arrival order differs, and the spill sorts by start time anyway.
 
 Workers are forked, not spawned: they inherit the loaded spec, its scorers and any scorer the
 program registered, without pickling or re-importing anything. That is done on Linux only; other
@@ -32,7 +33,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaltrace.collector.convert.rebuild import read_traces
+from evaltrace.collector.convert.cache import traces_of
 from evaltrace.collector.errors import EvaltraceError, InputError
 from evaltrace.collector.store.reader import Shard
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
@@ -284,7 +285,8 @@ def _work(
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)
         with scorer_time_limit(options.scorer_timeout):
-            score_stream_now(read_traces(files, shard, histories=histories), router, stats, spill, local)
+            traces = traces_of(files, shard, histories=histories, cache=options.cache)
+            score_stream_now(traces, router, stats, spill, local)
         spill.flush()
         message = ("done", _Handover(router=router.state, stats=stats))
     except InputError as exc:
