@@ -29,6 +29,18 @@ Confidence = Annotated[
 JsonPath = Annotated[
     str | None, typer.Option("--json", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout).")
 ]
+JunitPath = Annotated[
+    str | None,
+    typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report to FILE (one test suite per tier)."),
+]
+MarkdownPath = Annotated[
+    str | None,
+    typer.Option(
+        "--markdown",
+        metavar="FILE",
+        help="Write a Markdown summary to FILE; also appended to $GITHUB_STEP_SUMMARY when that is set.",
+    ),
+]
 Tiers = Annotated[
     list[str] | None,
     typer.Option("--tier", metavar="TIER", help="Only cases of this tier (repeatable).", rich_help_panel=SELECT),
@@ -127,6 +139,24 @@ def load_plugins(plugin: list[str] | None) -> None:
         from evaltrace.evaluators.scorers.registry import load_plugins as load
 
         load(plugin)
+
+
+def report_destinations(
+    json_path: str | None, junit_path: str | None, markdown_path: str | None
+) -> list[tuple[str, str]]:
+    """The reports asked for as `(format, FILE)`, each FILE checked before any work is done.
+
+    Raises:
+        InputError: a FILE names a folder, sits in a folder that does not exist (`--junit`,
+            `--markdown`), or is `-` for a format written to files only; the option is named.
+    """
+    from evaltrace.evaluators.report.formats import check_destination
+
+    asked = (("json", json_path), ("junit", junit_path), ("markdown", markdown_path))
+    chosen = [(name, path) for name, path in asked if path is not None]
+    for name, path in chosen:
+        check_destination(name, path)
+    return chosen
 
 
 def load_spec_arg(spec: str) -> tuple[LoadedSpec, str | None]:

@@ -1,8 +1,9 @@
 """Scoring and gating a run, shared by `evaltrace score` and `evaltrace run` through one options object.
 
 The summary goes to stdout; with `--json -` the report takes stdout and the summary goes to
-stderr. The report's entries are streamed to the file (a temporary name, renamed into place at
-the end), so scoring memory does not grow with the number of traces. A progress bar
+stderr. The report's entries are streamed to each report asked for (`--json`, `--junit`,
+`--markdown`; a temporary name, renamed into place at the end), so scoring memory does not grow
+with the number of traces; every report path is checked before any work starts. A progress bar
 (`_progress.py`) is drawn on stderr only when stderr is a terminal.
 """
 
@@ -39,6 +40,8 @@ class Scoring:
     """`FILE` or `FILE::CASE_ID`; `None` scores with the reference-free defaults."""
     confidence: float | None
     json_path: str | None
+    junit_path: str | None = None
+    markdown_path: str | None = None
     tiers: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     cases: tuple[str, ...] = ()
@@ -68,9 +71,10 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     """Score the traces in `paths`, write the report and the summary, and exit 1 when the gate fails."""
     # Imported here so that other commands start without the scoring machinery.
     from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-    from evaltrace.evaluators.report.json_writer import ReportWriter
+    from evaltrace.evaluators.report.formats import ReportTarget, open_formats
     from evaltrace.evaluators.report.terminal import render_summary
 
+    reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path)
     loaded, case_from_spec_arg = opt.load_spec_arg(scoring.spec) if scoring.spec is not None else (None, None)
     if loaded is None and (scoring.tiers or scoring.tags or scoring.cases):
         raise InputError("--tier, --tag and --case select spec cases: pass --spec FILE")
@@ -84,7 +88,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         judge_overrides=scoring.judge_overrides,
     )
     json_path = scoring.json_path
-    writer: ReportFormat | None = ReportWriter(json_path) if json_path is not None else None
+    writer: ReportFormat | None = open_formats([(name, ReportTarget(path, scoring.spec)) for name, path in reports])
     try:
         # `--json -` on a terminal: the report's lines and the bar would share the screen.
         shown = not (json_path == "-" and _stdout_is_terminal())

@@ -67,6 +67,8 @@ def run(
     ] = None,
     confidence: opt.Confidence = None,
     json_path: opt.JsonPath = None,
+    junit_path: opt.JunitPath = None,
+    markdown_path: opt.MarkdownPath = None,
     tier: opt.Tiers = None,
     tag: opt.Tags = None,
     case: opt.CaseGlobs = None,
@@ -88,6 +90,7 @@ def run(
 
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout: must be more than 0 seconds")
+    opt.report_destinations(json_path, junit_path, markdown_path)  # a bad FILE stops us before the agent runs
     function = load_agent(agent)
     opt.load_plugins(plugin)  # before the spec, which may name the plugins' scorers
     loaded, case_id = opt.load_spec_arg(spec)
@@ -102,6 +105,8 @@ def run(
         spec=spec,
         confidence=confidence,
         json_path=json_path,
+        junit_path=junit_path,
+        markdown_path=markdown_path,
         tiers=tuple(tier or ()),
         tags=tuple(tag or ()),
         cases=tuple(case or ()),

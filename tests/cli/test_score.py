@@ -228,7 +228,7 @@ def test_without_spec_scores_every_trace_with_the_defaults(workdir: Path) -> Non
             None,
             "Error: Invalid value for '--confidence': Input should be less than or equal to 1",
         ),
-        (["--junit", "x.xml"], None, "Error: No such option: --junit"),
+        (["--xml", "x.xml"], None, "Error: No such option: --xml"),
     ],
 )
 def test_bad_input_exits_2_with_one_error_line(
