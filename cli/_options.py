@@ -132,6 +132,16 @@ NoJudgeCache = Annotated[
     ),
 ]
 
+StoreDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        metavar="DIR",
+        help="The score store this scoring is added to (default: $EVALTRACE_STORE, else .evaltrace/store).",
+    ),
+]
+NoStore = Annotated[bool, typer.Option("--no-store", metavar="", help="Do not add this scoring to the score store.")]
+
 
 def load_plugins(plugin: list[str] | None) -> None:
     """Register the scorers of the `--plugin` references, before any spec names them."""
@@ -157,6 +167,23 @@ def report_destinations(
     for name, path in chosen:
         check_destination(name, path)
     return chosen
+
+
+def store_choice(store: Path | None, no_store: bool) -> Path | None:
+    """The score store a scoring goes to (`None` with `--no-store`), checked writable before any work.
+
+    Raises:
+        InputError: both options were given, or the store cannot be written (the path is named).
+    """
+    from evaltrace.evaluators.store.location import check_writable, store_folder
+
+    if no_store and store is not None:
+        raise InputError("--store and --no-store: give one or the other")
+    if no_store:
+        return None
+    folder = store_folder(store)
+    check_writable(folder)
+    return folder
 
 
 def load_spec_arg(spec: str) -> tuple[LoadedSpec, str | None]:

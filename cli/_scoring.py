@@ -13,6 +13,7 @@ import dataclasses
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -24,6 +25,8 @@ from evaltrace.collector.terminal import printable
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.report.writer import ReportFormat
+    from evaltrace.evaluators.spec.loader import LoadedSpec
+    from evaltrace.evaluators.store.writer import StoreWriter
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 the gate passed; 1 the gate failed; 2 bad input, usage or setup (one 'Error:' line on "
@@ -51,6 +54,8 @@ class Scoring:
     """Seconds per scorer call; 0 or `None`: no limit."""
     judge_overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Judge settings given on the command line (`judge_overrides`); the environment fills the rest."""
+    store: Path | None = None
+    """The score store the scoring is added to; `None`: not stored (`--no-store`)."""
 
 
 def judge_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,6 +94,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     )
     json_path = scoring.json_path
     writer: ReportFormat | None = open_formats([(name, ReportTarget(path, scoring.spec)) for name, path in reports])
+    writer, store = _with_store(writer, scoring.store, loaded)
     try:
         # `--json -` on a terminal: the report's lines and the bar would share the screen.
         shown = not (json_path == "-" and _stdout_is_terminal())
@@ -103,8 +109,33 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     # The summary quotes recorded content (reasons, model names): shown, never run by the terminal.
     summary = printable(render_summary(run.report, run.digest), layout=True)
     typer.echo(summary, nl=False, err=json_path == "-")
+    if store is not None:
+        # On stderr, like `run`'s notes: stdout stays the summary (or the report) scripts read.
+        typer.echo(printable(f"scores stored: {store.run_id} in {store.folder}"), err=True)
     if not run.report.passed:
         raise typer.Exit(1)
+
+
+def _with_store(
+    writer: ReportFormat | None, folder: Path | None, loaded: LoadedSpec | None
+) -> tuple[ReportFormat | None, StoreWriter | None]:
+    """`writer` joined by a writer of this scoring into the score store at `folder` (`None`: no store).
+
+    Raises:
+        InputError: the store cannot be written (`writer` is aborted first).
+    """
+    if folder is None:
+        return writer, None
+    from evaltrace.evaluators.report.formats import FanOut
+    from evaltrace.evaluators.store.writer import open_store
+
+    try:
+        store = open_store(folder, loaded)
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    return (store if writer is None else FanOut([writer, store])), store
 
 
 def _stdout_is_terminal() -> bool:

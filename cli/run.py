@@ -67,6 +67,8 @@ def run(
     ] = None,
     confidence: opt.Confidence = None,
     json_path: opt.JsonPath = None,
+    store: opt.StoreDir = None,
+    no_store: opt.NoStore = False,
     junit_path: opt.JunitPath = None,
     markdown_path: opt.MarkdownPath = None,
     tier: opt.Tiers = None,
@@ -91,6 +93,7 @@ def run(
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout: must be more than 0 seconds")
     opt.report_destinations(json_path, junit_path, markdown_path)  # a bad FILE stops us before the agent runs
+    store_dir = opt.store_choice(store, no_store)  # an unwritable store stops us before the agent runs
     function = load_agent(agent)
     opt.load_plugins(plugin)  # before the spec, which may name the plugins' scorers
     loaded, case_id = opt.load_spec_arg(spec)
@@ -113,6 +116,7 @@ def run(
         # This process ran the agent and may still have its threads: never fork it.
         workers=1,
         scorer_timeout=scorer_timeout,
+        store=store_dir,
         judge_overrides=judge_overrides(locals()),
     )
     score_and_gate([str(directory)], scoring)  # the plugins were loaded above, once

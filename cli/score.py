@@ -23,6 +23,8 @@ def score(
     ] = None,
     confidence: opt.Confidence = None,
     json_path: opt.JsonPath = None,
+    store: opt.StoreDir = None,
+    no_store: opt.NoStore = False,
     junit_path: opt.JunitPath = None,
     markdown_path: opt.MarkdownPath = None,
     tier: opt.Tiers = None,
@@ -54,6 +56,7 @@ def score(
         cases=tuple(case or ()),
         workers=workers,
         scorer_timeout=scorer_timeout,
+        store=opt.store_choice(store, no_store),
         judge_overrides=judge_overrides(locals()),
     )
     score_and_gate(paths, scoring)

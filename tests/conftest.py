@@ -16,6 +16,16 @@ from evaltrace.collector.convert.rebuild import read_traces
 from evaltrace.collector.convert.records import Trace
 
 
+@pytest.fixture(autouse=True, scope="session")
+def score_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The score store of every scoring the tests run, in process or in a subprocess (it inherits the
+    environment): never `.evaltrace/store` in the folder a test runs in. Tests of the store pass their own."""
+    store = tmp_path_factory.mktemp("score-store")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALTRACE_STORE", str(store))
+        yield store
+
+
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
     """A started, empty `FakeLLM`; give it turns with `fake_llm.script([...])`."""

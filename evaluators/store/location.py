@@ -7,8 +7,11 @@ The store is `--store DIR` when given, else `$EVALTRACE_STORE` when set and not 
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from pathlib import Path
+
+from evaltrace.collector.errors import InputError
 
 STORE_ENV = "EVALTRACE_STORE"
 """The environment variable naming the store when `--store` is not given."""
@@ -35,3 +38,29 @@ def new_run_id(now_ns: int | None = None) -> str:
     millis = (time.time_ns() if now_ns is None else now_ns) // 1_000_000
     value = (millis << 80) | int.from_bytes(os.urandom(10), "big")
     return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+
+
+def check_writable(folder: Path) -> None:
+    """Make the store's folders and write (then remove) a file in each, before any costly work.
+
+    Raises:
+        InputError: the store cannot be written (a file in the way, permissions, ...).
+    """
+    for sub in ("scores", "runs"):
+        probe = folder / sub / f".probe.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        try:
+            probe.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            probe.unlink()
+        except OSError as exc:
+            raise store_error(folder, exc) from None
+
+
+def store_error(store: Path, exc: OSError) -> InputError:
+    """The one-line error naming the store (and the file, when it is another path)."""
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        return InputError(f"{store}: cannot write the score store: a file is in the way of a folder")
+    path = Path(os.fsdecode(exc.filename)) if exc.filename else store
+    path = path.parent if path.name.startswith(".") else path  # a hidden temporary file: name its folder
+    where = f" ({path})" if path != store else ""
+    return InputError(f"{store}: cannot write the score store{where}: {exc.strerror or exc}")

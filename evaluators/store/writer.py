@@ -26,7 +26,7 @@ from evaltrace.evaluators.engine.scoring import default_scorers
 from evaltrace.evaluators.report.model import REPORT_SCHEMA_VERSION, Report
 from evaltrace.evaluators.report.writer import ReportEntry
 from evaltrace.evaluators.spec.loader import LoadedSpec
-from evaltrace.evaluators.store.location import new_run_id
+from evaltrace.evaluators.store.location import new_run_id, store_error
 from evaltrace.evaluators.store.rows import RunContext, ScorerIndex, ScoreRows
 from evaltrace.evaluators.store.schema import RUNS_FOLDER, RUNS_SCHEMA, SCORES_FOLDER, SCORES_SCHEMA
 
@@ -65,13 +65,6 @@ class _TempFile:
             self.handle.close()
             self.handle = None
         self.path.unlink(missing_ok=True)
-
-
-def store_error(store: Path, exc: OSError) -> InputError:
-    """The one-line error naming the store (and the file, when it is another path)."""
-    where = f" ({exc.filename})" if exc.filename and Path(os.fsdecode(exc.filename)) != store else ""
-    why = "a file is in the way of a folder" if isinstance(exc, FileExistsError | NotADirectoryError) else None
-    return InputError(f"{store}: cannot write the score store{where}: {why or exc.strerror or exc}")
 
 
 def open_store(folder: Path, spec: LoadedSpec | None, *, batch_rows: int = 8192) -> StoreWriter:
