@@ -64,7 +64,8 @@ def mcnemar_exact(regressed: int, fixed: int) -> float:
     for i in range(smaller):
         term = term * (n - i) // (i + 1)
         tail += term
-    return min(1.0, 2 * tail / 2**n)
+    ratio: float = 2 * tail / 2**n
+    return min(1.0, ratio)
 
 
 def two_proportion_z(base_passed: int, base_n: int, new_passed: int, new_n: int) -> float:

@@ -1,0 +1,115 @@
+"""`evaltrace compare BASE NEW`: what regressed between two scoring runs, and whether it is significant.
+
+Exit codes: 0 no significant regression; 1 a significant regression at `--alpha` (or, with
+`--strict`, any regression); 2 bad input (a REF that is neither a report nor a stored run, an
+unwritable output) or scorers whose version or configuration changed between the two runs
+(unless `--allow-changed-scorers`). The summary goes to stdout, or to stderr with `--json -`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.terminal import printable
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.compare.model import Comparison
+
+COMPARE_EXIT_CODES = (
+    "Exit codes: 0 no significant regression; 1 a significant regression at --alpha (with --strict: any "
+    "regression); 2 bad input, or scorers that changed between the two runs (one 'Error:' line on stderr)."
+)
+_REF_HELP = "A JSON report (evaltrace score --json FILE) or a scoring-run id (or unique prefix) in the store."
+
+
+def compare(
+    base: Annotated[str, typer.Argument(metavar="BASE", help="The run compared against. " + _REF_HELP)],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="The run checked for regressions. " + _REF_HELP)],
+    alpha: Annotated[
+        float,
+        typer.Option(
+            "--alpha", metavar="P", min=0.0, max=0.5, help="Significance level of the tests (the CIs are 1 - P)."
+        ),
+    ] = 0.05,
+    strict: Annotated[
+        bool, typer.Option("--strict", metavar="", help="Fail (exit 1) on any regression, significant or not.")
+    ] = False,
+    allow_changed_scorers: Annotated[
+        bool,
+        typer.Option(
+            "--allow-changed-scorers",
+            metavar="",
+            help="Compare even when a scorer's version or configuration differs between the runs (else exit 2).",
+        ),
+    ] = False,
+    json_path: Annotated[
+        str | None, typer.Option("--json", metavar="FILE", help="Write the comparison as JSON to FILE ('-': stdout).")
+    ] = None,
+    markdown_path: Annotated[
+        str | None, typer.Option("--markdown", metavar="FILE", help="Write the comparison as Markdown to FILE.")
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            metavar="DIR",
+            help="The score store run ids are looked up in (EVALTRACE_STORE; default .evaltrace/store).",
+        ),
+    ] = None,
+) -> None:
+    """Compare two scoring runs: regressions, fixes, pass-rate deltas with significance, latency, tokens, cost."""
+    from evaltrace.evaluators.compare.comparison import CompareOptions, compare_sides
+    from evaltrace.evaluators.compare.render import render_markdown, render_text
+    from evaltrace.evaluators.compare.sides import load_side
+    from evaltrace.evaluators.report.formats import check_destination
+    from evaltrace.evaluators.store.location import store_folder
+
+    if not 0.0 < alpha < 0.5:
+        raise InputError(f"--alpha {alpha:g}: give a significance level between 0 and 0.5 (such as 0.05)")
+    for name, destination in (("json", json_path), ("markdown", markdown_path)):
+        if destination is not None:
+            check_destination(name, destination)
+    folder = store_folder(store)
+    comparison = compare_sides(load_side(base, folder), load_side(new, folder), CompareOptions(alpha, strict))
+    if json_path is not None:
+        _write(json_path, comparison.to_json(), "--json")
+    if markdown_path is not None:
+        _write(markdown_path, render_markdown(comparison), "--markdown")
+    # Reasons quote recorded content: shown, never run by the terminal.
+    typer.echo(printable(render_text(comparison), layout=True), nl=False, err=json_path == "-")
+    _exit(comparison, allow_changed_scorers)
+
+
+def _exit(comparison: Comparison, allow_changed_scorers: bool) -> None:
+    if comparison.changed_scorers and not allow_changed_scorers:
+        names = ", ".join(change.scorer for change in comparison.changed_scorers)
+        raise InputError(
+            f"the scorers changed between {comparison.base} and {comparison.new}: {names} (a different version or "
+            "configuration scores differently; --allow-changed-scorers compares anyway)"
+        )
+    if comparison.regressed:
+        raise typer.Exit(1)
+
+
+def _write(destination: str, text: str, option: str) -> None:
+    """Write `text` to stdout (`-`) or to a file, under a temporary name renamed into place."""
+    if destination == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(destination)
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise InputError(f"{option} {destination}: cannot write: {exc.strerror or exc}") from None

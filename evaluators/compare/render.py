@@ -1,0 +1,162 @@
+"""The comparison as terminal text and as Markdown for a pull-request comment.
+
+Reasons quote recorded content (untrusted): the terminal text is shown through
+`collector.terminal.printable` by the caller, and the Markdown goes through `markdown_text`, which
+makes it inert there.
+"""
+
+from __future__ import annotations
+
+from evaltrace.collector.terminal import plural
+from evaltrace.evaluators.compare.model import CaseChange, Comparison, RateRow, StatDelta
+from evaltrace.evaluators.report.markdown_writer import markdown_text
+
+MAX_LISTED = 20
+"""Regressions listed by name; the rest are counted."""
+_MAX_REASON = 200
+_STAT_LABELS = {
+    "latency_p50_seconds": "latency p50",
+    "latency_p95_seconds": "latency p95",
+    "input_tokens": "input tokens",
+    "output_tokens": "output tokens",
+    "cost_usd": "cost (USD)",
+}
+
+
+def render_text(comparison: Comparison) -> str:
+    """The terminal summary: the rows' table, the regressions with NEW's reasons, the statistics, the verdict."""
+    lines = [_headline(comparison), ""]
+    lines += _text_table(comparison.rows, comparison.confidence_level)
+    lines += _text_changes(comparison)
+    lines += [f"{_STAT_LABELS[s.name]}: {_stat(s)}" for s in comparison.stats if s.base is not None]
+    changed = comparison.changed_scorers
+    lines += [f"Changed scorer: {c.scorer} ({_configs(c.base)} -> {_configs(c.new)})" for c in changed]
+    lines.append(("FAILED: " if comparison.regressed else "OK: ") + comparison.verdict)
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(comparison: Comparison) -> str:
+    """The comparison as Markdown (a heading, the rows' table, the regressions, the statistics)."""
+    mark = "❌ regression" if comparison.regressed else "✅ no significant regression"
+    lines = [f"## evaltrace compare: {mark}", "", markdown_text(_headline(comparison)), ""]
+    level = f"{comparison.confidence_level:.0%} CI"
+    lines += [f"| scorer | base | new | delta | {level} | p | test |", "|---|---:|---:|---:|---|---:|---|"]
+    lines += [
+        "| " + " | ".join([markdown_text(_scorer(row)), *(cell.replace("|", "\\|") for cell in _cells(row)[1:])]) + " |"
+        for row in comparison.rows
+    ]
+    if comparison.regressions:
+        lines += ["", f"### Regressions ({len(comparison.regressions)})", ""]
+        lines += [f"- {_markdown_change(change)}" for change in comparison.regressions[:MAX_LISTED]]
+        lines += _more(len(comparison.regressions))
+    lines += _markdown_notes(comparison)
+    lines += ["", f"**{'FAILED' if comparison.regressed else 'OK'}**: {markdown_text(comparison.verdict)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _headline(comparison: Comparison) -> str:
+    pairing = "paired" if comparison.rows and comparison.rows[0].paired else "unpaired (no case in common)"
+    sides = f"Comparing {comparison.base} (base) with {comparison.new} (new)"
+    return f"{sides}, matched by {comparison.matched_by}: {pairing}"
+
+
+def _text_table(rows: list[RateRow], level: float) -> list[str]:
+    header = ["scorer", "base", "new", "delta", f"{level:.0%} CI", "p", "test"]
+    table = [header] + [[_scorer(row), *_cells(row)[1:]] for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in table]
+
+
+def _cells(row: RateRow) -> list[str]:
+    counts = f"{row.n_base} pairs" if row.paired else f"n {row.n_base}/{row.n_new}"
+    ci = "-" if row.ci_low is None or row.ci_high is None else f"[{_pct(row.ci_low)}, {_pct(row.ci_high)}]"
+    test = f"{'McNemar' if row.paired else 'z-test'}, {counts}"
+    delta = _signed(row.delta) + (" *" if row.significant_regression else "")
+    return [_scorer(row), _rate(row.base_rate), _rate(row.new_rate), delta, ci, f"{row.p_value:.3g}", test]
+
+
+def _text_changes(comparison: Comparison) -> list[str]:
+    lines = [""]
+    if comparison.regressions:
+        lines.append(f"Regressions (passed -> failed), {len(comparison.regressions)}:")
+        lines += [f"  {_text_change(change)}" for change in comparison.regressions[:MAX_LISTED]]
+        lines += _more(len(comparison.regressions))
+    if comparison.fixes:
+        lines.append(f"Fixes (failed -> passed): {_names(comparison.fixes)}")
+    if comparison.new_cases:
+        lines.append(f"New cases (only in new): {_list(comparison.new_cases)}")
+    if comparison.missing_cases:
+        lines.append(f"Missing cases (only in base): {_list(comparison.missing_cases)}")
+    return lines
+
+
+def _text_change(change: CaseChange) -> str:
+    what = "entry" if change.scorer is None else change.scorer
+    reason = " ".join((change.reason or "no reason given").split())
+    return f"{change.key}  {what}: {reason[:_MAX_REASON]}"
+
+
+def _markdown_change(change: CaseChange) -> str:
+    what = "entry" if change.scorer is None else change.scorer
+    reason = markdown_text(change.reason or "no reason given", _MAX_REASON)
+    return f"`{markdown_text(change.key).replace('`', '')}` {markdown_text(what)}: {reason}"
+
+
+def _markdown_notes(comparison: Comparison) -> list[str]:
+    notes = []
+    if comparison.fixes:
+        notes.append(f"- Fixes: {markdown_text(_names(comparison.fixes))}")
+    if comparison.new_cases:
+        notes.append(f"- New cases: {markdown_text(_list(comparison.new_cases))}")
+    if comparison.missing_cases:
+        notes.append(f"- Missing cases: {markdown_text(_list(comparison.missing_cases))}")
+    notes += [f"- {_STAT_LABELS[s.name]}: {markdown_text(_stat(s))}" for s in comparison.stats if s.base is not None]
+    notes += [f"- Changed scorer: {markdown_text(c.scorer)}" for c in comparison.changed_scorers]
+    return ["", *notes] if notes else []
+
+
+def _names(changes: list[CaseChange]) -> str:
+    return _list([c.key if c.scorer is None else f"{c.key} ({c.scorer})" for c in changes])
+
+
+def _list(keys: list[str]) -> str:
+    shown = ", ".join(keys[:MAX_LISTED])
+    return shown + (f" and {len(keys) - MAX_LISTED} more" if len(keys) > MAX_LISTED else "")
+
+
+def _more(count: int) -> list[str]:
+    return [f"  ... and {plural(count - MAX_LISTED, 'more regression')}"] if count > MAX_LISTED else []
+
+
+def _scorer(row: RateRow) -> str:
+    return "(entries)" if row.scorer is None else row.scorer
+
+
+def _stat(stat: StatDelta) -> str:
+    if stat.base is None or stat.new is None or stat.delta is None:
+        return f"{_number(stat.base)} -> {_number(stat.new)}"
+    relative = "" if stat.relative is None else f", {stat.relative:+.1%}"
+    sign = "+" if stat.delta >= 0 else ""
+    return f"{_number(stat.base)} -> {_number(stat.new)} ({sign}{_number(stat.delta)}{relative})"
+
+
+def _configs(configs: list[str]) -> str:
+    return ", ".join(configs) or "none"
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:+.1f}%"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else _pct(value)

@@ -1,0 +1,215 @@
+"""`evaltrace compare` and `score --baseline` on real recorded runs (OTel SDK spans, the Parquet exporter)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_process import evaltrace
+from report_runs import record_runs
+
+CITIES = {
+    "Paris": 18, "Tokyo": 24, "Rome": 21, "Oslo": 7, "Lima": 19, "Cairo": 31,
+    "Quito": 14, "Hanoi": 29, "Dakar": 27, "Perth": 22,
+}  # fmt: skip
+HOSTILE = "\x1b[31mred\x1b[0m <b>x</b> | `tick` \u202eevil"
+
+
+def _spec(threshold_city: str | None = None) -> str:
+    lines = ["confidence: 0.5", "cases:"]
+    for city, degrees in CITIES.items():
+        # A changed scorer configuration: one case's output check asks for something else.
+        shown = f"{degrees}C" if city == threshold_city else str(degrees)
+        wanted = f'contains: ["{shown}"]'
+        if city == "Quito":  # its reason quotes the answer (the planted hostile text in a regression)
+            wanted = f'equals: "{degrees}C in {city}."'
+        lines += [
+            f"  - id: weather-{city.lower()}",
+            f'    input: "What\'s the weather in {city}?"',
+            "    expect:",
+            f"      tool_calls: [{{name: get_weather, arguments: {{city: {city}}}}}]",
+            f"      output: {{{wanted}}}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _runs(wrong: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """One run per city; the cities in `wrong` answer with that text (their output check fails)."""
+    wrong = wrong or {}
+    return [
+        {"user": f"What's the weather in {city}?", "city": city, "answer": wrong.get(city, f"{degrees}C in {city}.")}
+        for city, degrees in CITIES.items()
+    ]
+
+
+def _score(work: Path, name: str, runs: list[dict[str, Any]], spec: str = "evals.yaml") -> Path:
+    record_runs(work / f"runs-{name}", runs)
+    report = work / f"{name}.json"
+    result = evaltrace("score", f"runs-{name}", "--spec", spec, "--json", report, "--store", "store", cwd=work)
+    assert result.returncode in (0, 1), result.stderr
+    stored = re.fullmatch(r"scores stored: (\w+) in store", result.stderr.strip())
+    assert stored is not None, result.stderr
+    (work / f"{name}.id").write_text(stored.group(1), encoding="utf-8")
+    return report
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("compare")
+    (folder / "evals.yaml").write_text(_spec(), encoding="utf-8")
+    (folder / "evals-changed.yaml").write_text(_spec(threshold_city="Oslo"), encoding="utf-8")
+    _score(folder, "base", _runs())
+    _score(folder, "same", _runs())  # a second recording of the same behaviour: new trace ids
+    # Seven cases regress: the exact McNemar p is 2 / 2^7 = 0.016, significant at 0.05.
+    bad = dict.fromkeys(["Paris", "Tokyo", "Rome", "Oslo", "Lima", "Cairo"], "I could not find the weather.")
+    _score(folder, "bad", _runs({**bad, "Quito": HOSTILE}))
+    _score(folder, "one", _runs({"Perth": "Sunny, I think."}))
+    _score(folder, "changed", _runs(), spec="evals-changed.yaml")
+    return folder
+
+
+def test_planted_regressions_exit_1_and_are_named_with_the_new_reasons(work: Path) -> None:
+    result = evaltrace("compare", "base.json", "bad.json", "--json", "cmp.json", "--markdown", "cmp.md", cwd=work)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Comparing base.json (base) with bad.json (new), matched by case_id: paired"
+    entries = next(line for line in lines if line.startswith("(entries)"))
+    assert entries.split()[:4] == ["(entries)", "100.0%", "30.0%", "-70.0%"]
+    assert "McNemar, 10 pairs" in entries and " 0.0156 " in entries
+    regressed = [line.split()[0] for line in lines if line.startswith("  weather-")]
+    # Each case twice: the entry's outcome and the output scorer; the tool call still passes.
+    assert sorted(set(regressed)) == sorted(
+        f"weather-{c}" for c in ["paris", "tokyo", "rome", "oslo", "lima", "cairo", "quito"]
+    )
+    assert "  weather-paris  output: missing '18'." in lines
+    quito = next(line for line in lines if line.startswith("  weather-quito  output: expected exactly"))
+    assert "\\x1b[31mred" in quito  # the recorded answer, quoted by the reason, escaped
+    assert "\x1b" not in result.stdout and "\u202e" not in result.stdout  # the hostile answer is shown inert
+    assert lines[-1].startswith(
+        "FAILED: REGRESSION: the pass rate fell significantly (p < 0.05) for the entries, output"
+    )
+
+    data = json.loads((work / "cmp.json").read_text(encoding="utf-8"))
+    rows = {row["scorer"]: row for row in data["rows"]}
+    assert (rows[None]["regressions"], rows[None]["fixes"], rows[None]["unchanged"]) == (7, 0, 3)
+    assert rows[None]["p_value"] == pytest.approx(2 / 2**7)
+    assert rows[None]["ci_high"] < 0 < 1 + rows[None]["ci_low"]
+    assert rows["trajectory"]["delta"] == 0 and not rows["trajectory"]["significant_regression"]
+    assert data["regressed"] is True and data["changed_scorers"] == []
+    assert {s["name"] for s in data["stats"]} >= {"latency_p50_seconds", "input_tokens", "cost_usd"}
+    tokens = next(s for s in data["stats"] if s["name"] == "input_tokens")
+    assert tokens["base"] == tokens["new"] == 3000 and tokens["delta"] == 0
+
+    markdown = (work / "cmp.md").read_text(encoding="utf-8")
+    assert markdown.startswith("## evaltrace compare: ❌ regression\n")
+    assert "| (entries) | 100.0% | 30.0% | -70.0% * |" in markdown
+    assert "- `weather-quito` output:" in markdown
+    assert "\x1b" not in markdown and "<b>" not in markdown and "&lt;b&gt;" in markdown
+
+
+def test_stored_runs_are_compared_by_run_id(work: Path) -> None:
+    base_id, bad_id = (work / "base.id").read_text(), (work / "bad.id").read_text()
+    result = evaltrace("compare", base_id, bad_id[:20].lower(), "--store", "store", "--json", "-", cwd=work)
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert (data["base"], data["new"]) == (base_id, bad_id)  # a unique prefix names the run, any case
+    from_files = json.loads(evaltrace("compare", "base.json", "bad.json", "--json", "-", cwd=work).stdout)
+    for key in ("rows", "regressions", "fixes", "new_cases", "missing_cases", "changed_scorers", "verdict"):
+        assert data[key] == from_files[key], key
+    # A report against a stored run: EVALTRACE_STORE names the store.
+    mixed = evaltrace(
+        "compare", "base.json", (work / "same.id").read_text(), env={"EVALTRACE_STORE": "store"}, cwd=work
+    )
+    assert mixed.returncode == 0, mixed.stderr
+    unknown = evaltrace("compare", base_id, "01ZZZZ", "--store", "store", cwd=work)
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("Error: 01ZZZZ: no such report file; store: no scoring run '01ZZZZ' (latest: ")
+
+
+def test_identical_runs_exit_0(work: Path) -> None:
+    result = evaltrace("compare", "base.json", "same.json", cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert "Regressions" not in result.stdout
+    assert result.stdout.splitlines()[-1] == "OK: no regression"
+    entries = next(line for line in result.stdout.splitlines() if line.startswith("(entries)"))
+    assert entries.split()[:4] == ["(entries)", "100.0%", "100.0%", "+0.0%"]
+
+
+def test_one_regression_is_not_significant_but_fails_with_strict(work: Path) -> None:
+    result = evaltrace("compare", "base.json", "one.json", cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert "  weather-perth  entry: output: " in result.stdout
+    assert result.stdout.splitlines()[-1] == "OK: no significant regression at alpha 0.05 (2 case outcome(s) regressed)"
+    strict = evaltrace("compare", "base.json", "one.json", "--strict", cwd=work)
+    assert strict.returncode == 1
+    assert (
+        strict.stdout.splitlines()[-1] == "FAILED: REGRESSION (--strict): 2 case outcome(s) went from passed to failed"
+    )
+
+
+def test_the_other_way_round_the_regressions_are_fixes(work: Path) -> None:
+    result = evaltrace("compare", "bad.json", "base.json", "--json", "-", cwd=work)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["regressions"] == [] and len(data["fixes"]) == 14
+    assert "Fixes (failed -> passed): weather-paris" in result.stderr  # the summary moves to stderr
+
+
+def test_changed_scorer_configuration_exits_2_and_lists_the_scorer(work: Path) -> None:
+    result = evaltrace("compare", "base.json", "changed.json", cwd=work)
+    assert result.returncode == 2
+    assert result.stderr.startswith("Error: the scorers changed between base.json and changed.json: output (")
+    assert len(result.stderr.splitlines()) == 1
+    assert any(line.startswith("Changed scorer: output (v") for line in result.stdout.splitlines())
+    allowed = evaltrace("compare", "base.json", "changed.json", "--allow-changed-scorers", cwd=work)
+    assert allowed.returncode == 0, allowed.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nope.json", "base.json"], "Error: nope.json: no such report file"),
+        (["base.json", "evals.yaml"], "Error: evals.yaml: not a JSON report of evaltrace score ("),
+        (["base.json", "runs-base"], "Error: runs-base: not a file (give a JSON report or a scoring-run id)"),
+        (["base.json", "same.json", "--alpha", "0"], "Error: --alpha 0: give a significance level between 0 and 0.5"),
+        (
+            ["base.json", "same.json", "--markdown", "no/such/dir/x.md"],
+            "Error: --markdown no/such/dir/x.md: the folder",
+        ),
+    ],
+)
+def test_bad_input_is_one_error_line_and_exit_2(work: Path, args: list[str], message: str) -> None:
+    result = evaltrace("compare", *args, cwd=work)
+    assert result.returncode == 2
+    assert result.stderr.startswith(message), result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_a_report_missing_its_fields_is_named(work: Path) -> None:
+    broken = json.loads((work / "base.json").read_text(encoding="utf-8"))
+    broken["entries"][0]["passed"] = "maybe"
+    (work / "broken.json").write_text(json.dumps(broken), encoding="utf-8")
+    result = evaltrace("compare", "base.json", "broken.json", cwd=work)
+    assert result.returncode == 2
+    assert result.stderr.startswith("Error: broken.json: not a valid evaltrace report: entries.0.passed: ")
+
+
+def test_score_with_a_baseline_fails_the_gate_on_a_significant_regression(work: Path) -> None:
+    result = evaltrace(
+        "score", "runs-bad", "--spec", "evals.yaml", "--confidence", "0.2", "--baseline", "base.json", cwd=work
+    )
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("Against the baseline base.json:")
+    assert any(line.startswith("  weather-paris  entry: output: ") for line in lines[start:])
+    assert lines[-1].startswith("Baseline: FAILED: REGRESSION: the pass rate fell significantly")
+    same = evaltrace("score", "runs-same", "--spec", "evals.yaml", "--baseline", "base.json", cwd=work)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert same.stdout.splitlines()[-1] == "Baseline: OK: no regression"
+    missing = evaltrace("score", "runs-same", "--spec", "evals.yaml", "--baseline", "gone.json", cwd=work)
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("Error: gone.json: no such report file")
