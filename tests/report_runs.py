@@ -1,10 +1,11 @@
 """Recorded runs for the report-format tests: real OTel SDK GenAI spans written by evaltrace's exporter.
 
 `record_runs(folder)` records a small evaluation run covering every outcome a report shows: a
-passing case, a failing case whose answer is hostile text, a case repeated three times (one sample
-fails), a case whose scorer errors, a scorer quoting the hostile answer in its reason, a case nothing applies to, and (by its absence) a missing
-case. `SPEC` is the spec scoring it; the `t_report_*` scorers live in `report_scorers.py` (a
-plugin file, so the CLI subprocesses load them with `--plugin`).
+passing case, a failing case whose answer is hostile text (a scorer quotes it whole in its
+reason), a case repeated three times (one sample fails), a case whose scorer errors, a case
+nothing applies to, and (by its absence) a missing case. `SPEC` is the spec scoring it; the
+`t_report_*` scorers live in `report_scorers.py` (a plugin file, so the CLI subprocesses load them
+with `--plugin`).
 """
 
 from __future__ import annotations
