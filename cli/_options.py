@@ -116,6 +116,15 @@ JudgeConcurrency = Annotated[
 JudgeMaxRequests = Annotated[
     int | None, typer.Option(metavar="N", min=0, help="Budget of judge requests for the run.", rich_help_panel=JUDGE)
 ]
+NoCache = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        metavar="",
+        help="Rebuild the traces from the span files, without reading or writing the traces cache "
+        "(EVALTRACE_CACHE_DIR; default ~/.cache/evaltrace).",
+    ),
+]
 JudgeCacheDir = Annotated[
     Path | None,
     typer.Option(

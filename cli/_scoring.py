@@ -54,6 +54,8 @@ class Scoring:
     """Seconds per scorer call; 0 or `None`: no limit."""
     judge_overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Judge settings given on the command line (`judge_overrides`); the environment fills the rest."""
+    cache: bool = True
+    """Read the traces through the traces cache (`--no-cache`: rebuild them)."""
     store: Path | None = None
     """The score store the scoring is added to; `None`: not stored (`--no-store`)."""
 
@@ -91,6 +93,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         paths=tuple(paths),
         scorer_timeout=scoring.scorer_timeout or None,  # 0: no limit
         judge_overrides=scoring.judge_overrides,
+        cache=scoring.cache,
     )
     json_path = scoring.json_path
     writer: ReportFormat | None = open_formats([(name, ReportTarget(path, scoring.spec)) for name, path in reports])

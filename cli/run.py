@@ -69,6 +69,7 @@ def run(
     json_path: opt.JsonPath = None,
     store: opt.StoreDir = None,
     no_store: opt.NoStore = False,
+    no_cache: opt.NoCache = False,
     junit_path: opt.JunitPath = None,
     markdown_path: opt.MarkdownPath = None,
     tier: opt.Tiers = None,
@@ -115,6 +116,7 @@ def run(
         cases=tuple(case or ()),
         # This process ran the agent and may still have its threads: never fork it.
         workers=1,
+        cache=not no_cache,
         scorer_timeout=scorer_timeout,
         store=store_dir,
         judge_overrides=judge_overrides(locals()),

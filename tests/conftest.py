@@ -26,6 +26,16 @@ def score_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield store
 
 
+@pytest.fixture(autouse=True, scope="session")
+def traces_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The traces cache of every scoring the tests run, in process or in a subprocess (it inherits the
+    environment): never the user's ~/.cache/evaltrace. Tests of the cache pass their own."""
+    folder = tmp_path_factory.mktemp("traces-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALTRACE_CACHE_DIR", str(folder))
+        yield folder
+
+
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
     """A started, empty `FakeLLM`; give it turns with `fake_llm.script([...])`."""
