@@ -150,6 +150,15 @@ StoreDir = Annotated[
     ),
 ]
 NoStore = Annotated[bool, typer.Option("--no-store", metavar="", help="Do not add this scoring to the score store.")]
+Baseline = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        metavar="REF",
+        help="Also fail (exit 1) on a significant regression against REF: a JSON report or a scoring-run id in the "
+        "store (see evaltrace compare).",
+    ),
+]
 
 
 def load_plugins(plugin: list[str] | None) -> None:

@@ -24,6 +24,7 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import printable
 
 if TYPE_CHECKING:
+    from evaltrace.evaluators.compare.sides import Side, SideCollector
     from evaltrace.evaluators.report.writer import ReportFormat
     from evaltrace.evaluators.spec.loader import LoadedSpec
     from evaltrace.evaluators.store.writer import StoreWriter
@@ -58,6 +59,8 @@ class Scoring:
     """Read the traces through the traces cache (`--no-cache`: rebuild them)."""
     store: Path | None = None
     """The score store the scoring is added to; `None`: not stored (`--no-store`)."""
+    baseline: str | None = None
+    """`--baseline REF`: a JSON report or a stored scoring-run id this scoring must not regress from."""
 
 
 def judge_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,6 +85,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     from evaltrace.evaluators.report.terminal import render_summary
 
     reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path)
+    baseline = baseline_side(scoring.baseline, scoring.store)  # a bad REF stops us before any scoring
     loaded, case_from_spec_arg = opt.load_spec_arg(scoring.spec) if scoring.spec is not None else (None, None)
     if loaded is None and (scoring.tiers or scoring.tags or scoring.cases):
         raise InputError("--tier, --tag and --case select spec cases: pass --spec FILE")
@@ -98,6 +102,8 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     json_path = scoring.json_path
     writer: ReportFormat | None = open_formats([(name, ReportTarget(path, scoring.spec)) for name, path in reports])
     writer, store = _with_store(writer, scoring.store, loaded)
+    collector = _with_collector(writer, baseline)
+    writer = collector[0]
     try:
         # `--json -` on a terminal: the report's lines and the bar would share the screen.
         shown = not (json_path == "-" and _stdout_is_terminal())
@@ -112,11 +118,45 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     # The summary quotes recorded content (reasons, model names): shown, never run by the terminal.
     summary = printable(render_summary(run.report, run.digest), layout=True)
     typer.echo(summary, nl=False, err=json_path == "-")
+    regressed = baseline is not None and _against_baseline(baseline, collector[1], err=json_path == "-")
     if store is not None:
         # On stderr, like `run`'s notes: stdout stays the summary (or the report) scripts read.
         typer.echo(printable(f"scores stored: {store.run_id} in {store.folder}"), err=True)
-    if not run.report.passed:
+    if not run.report.passed or regressed:
         raise typer.Exit(1)
+
+
+def baseline_side(ref: str | None, store: Path | None) -> Side | None:
+    """The `--baseline` run: a JSON report, or a scoring-run id looked up in `store` (else the default store)."""
+    if ref is None:
+        return None
+    from evaltrace.evaluators.compare.sides import load_side
+    from evaltrace.evaluators.store.location import store_folder
+
+    return load_side(ref, store if store is not None else store_folder())
+
+
+def _with_collector(writer: ReportFormat | None, baseline: Side | None) -> tuple[ReportFormat | None, SideCollector]:
+    """`writer` joined by a collector of the entries' outcomes when there is a baseline to compare with."""
+    from evaltrace.evaluators.compare.sides import SideCollector
+    from evaltrace.evaluators.report.formats import FanOut
+
+    collector = SideCollector("this scoring")
+    if baseline is None:
+        return writer, collector
+    return (collector if writer is None else FanOut([writer, collector])), collector
+
+
+def _against_baseline(baseline: Side, collector: SideCollector, err: bool) -> bool:
+    """Print how this scoring compares with the baseline; whether it regressed significantly."""
+    from evaltrace.evaluators.compare.comparison import CompareOptions, compare_sides
+    from evaltrace.evaluators.compare.render import render_baseline
+
+    assert collector.side is not None  # the writers were finished
+    comparison = compare_sides(baseline, collector.side, CompareOptions())
+    # Reasons quote recorded content: shown, never run by the terminal.
+    typer.echo(printable(render_baseline(comparison), layout=True), nl=False, err=err)
+    return comparison.regressed
 
 
 def _with_store(

@@ -19,7 +19,7 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.cli._progress import progress_bar
-from evaltrace.cli._scoring import Scoring, judge_overrides, score_and_gate
+from evaltrace.cli._scoring import Scoring, baseline_side, judge_overrides, score_and_gate
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import plural, printable
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
@@ -69,6 +69,7 @@ def run(
     json_path: opt.JsonPath = None,
     store: opt.StoreDir = None,
     no_store: opt.NoStore = False,
+    baseline: opt.Baseline = None,
     no_cache: opt.NoCache = False,
     junit_path: opt.JunitPath = None,
     markdown_path: opt.MarkdownPath = None,
@@ -95,6 +96,7 @@ def run(
         raise InputError("--timeout: must be more than 0 seconds")
     opt.report_destinations(json_path, junit_path, markdown_path)  # a bad FILE stops us before the agent runs
     store_dir = opt.store_choice(store, no_store)  # an unwritable store stops us before the agent runs
+    baseline_side(baseline, store_dir)  # so does a --baseline REF that names no run
     function = load_agent(agent)
     opt.load_plugins(plugin)  # before the spec, which may name the plugins' scorers
     loaded, case_id = opt.load_spec_arg(spec)
@@ -119,6 +121,7 @@ def run(
         cache=not no_cache,
         scorer_timeout=scorer_timeout,
         store=store_dir,
+        baseline=baseline,
         judge_overrides=judge_overrides(locals()),
     )
     score_and_gate([str(directory)], scoring)  # the plugins were loaded above, once

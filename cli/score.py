@@ -25,6 +25,7 @@ def score(
     json_path: opt.JsonPath = None,
     store: opt.StoreDir = None,
     no_store: opt.NoStore = False,
+    baseline: opt.Baseline = None,
     junit_path: opt.JunitPath = None,
     markdown_path: opt.MarkdownPath = None,
     tier: opt.Tiers = None,
@@ -59,6 +60,7 @@ def score(
         cache=not no_cache,
         scorer_timeout=scorer_timeout,
         store=opt.store_choice(store, no_store),
+        baseline=baseline,
         judge_overrides=judge_overrides(locals()),
     )
     score_and_gate(paths, scoring)

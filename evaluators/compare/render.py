@@ -35,6 +35,18 @@ def render_text(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_baseline(comparison: Comparison) -> str:
+    """What `score --baseline` adds to the summary: the rows, the regressions and the verdict against REF."""
+    lines = ["", f"Against the baseline {comparison.base}:"]
+    lines += _text_table(comparison.rows, comparison.confidence_level)
+    lines += _text_changes(comparison)
+    changed = ", ".join(c.scorer for c in comparison.changed_scorers)
+    if changed:
+        lines.append(f"Scorers changed since the baseline (their results may differ for that reason): {changed}")
+    lines.append(("Baseline: FAILED: " if comparison.regressed else "Baseline: OK: ") + comparison.verdict)
+    return "\n".join(lines) + "\n"
+
+
 def render_markdown(comparison: Comparison) -> str:
     """The comparison as Markdown (a heading, the rows' table, the regressions, the statistics)."""
     mark = "❌ regression" if comparison.regressed else "✅ no significant regression"

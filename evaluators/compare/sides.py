@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.report.model import EntryResult, Report, ScoreResult
+from evaltrace.evaluators.report.writer import ReportEntry
 
 
 @dataclass
@@ -97,6 +98,32 @@ def side_from_report(label: str, report: Report) -> Side:
     )
     scorers = {(s.name, s.version, s.config_hash) for s in report.scorers}
     return Side(label, [_report_entry(entry) for entry in report.entries], scorers, stats)
+
+
+class SideCollector:
+    """A report writer (`ReportFormat`) keeping what a comparison needs of a scoring as it streams.
+
+    The engine streams entries to its writers and returns a report without them; this keeps each
+    entry's outcomes only (not its samples), so `score --baseline` compares without a JSON file.
+    """
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._entries: list[SideEntry] = []
+        self.side: Side | None = None
+        """Set by `finish`."""
+
+    def add(self, entry: ReportEntry) -> None:
+        """Keep the entry's outcomes."""
+        self._entries.append(_report_entry(entry.result()))
+
+    def finish(self, report: Report) -> None:
+        """Make the `Side` from the kept entries and the report's scorers and statistics."""
+        self.side = side_from_report(self.label, report)
+        self.side.entries = self._entries
+
+    def abort(self) -> None:
+        """Nothing to clean up: everything is in memory."""
 
 
 def _read_report(path: Path) -> Report:
