@@ -1,4 +1,4 @@
-"""`evaltrace clean`: remove the temporary span files of writers that died."""
+"""`evaltrace clean`: remove the temporary span files of writers that died, and (`--cache`) the traces cache."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ from typing import Annotated
 import typer
 
 from evaltrace.cli import _options as opt
+from evaltrace.collector.errors import InputError
 from evaltrace.collector.store.inflight import DEFAULT_MAX_AGE_S
 from evaltrace.collector.terminal import printable
 
 
 def clean(
-    paths: Annotated[list[str], typer.Argument(help="Runs folders (a file stands for its folder).", metavar="PATH")],
+    paths: Annotated[
+        list[str] | None, typer.Argument(help="Runs folders (a file stands for its folder).", metavar="PATH")
+    ] = None,
     max_age: Annotated[
         float,
         typer.Option(
@@ -22,8 +25,35 @@ def clean(
             help="Seconds after which another host's temporary file counts as stale.",
         ),
     ] = DEFAULT_MAX_AGE_S,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache",
+            metavar="",
+            help="Empty the traces cache (EVALTRACE_CACHE_DIR; default ~/.cache/evaltrace): scorings rebuild "
+            "the traces once more.",
+        ),
+    ] = False,
 ) -> None:
-    """Remove temporary span files left behind by writers that died."""
+    """Remove temporary span files left behind by writers that died; with --cache, empty the traces cache."""
+    if not paths and not cache:
+        raise InputError("name runs folders to clean (PATH...), or pass --cache to empty the traces cache")
+    if cache:
+        _clean_cache()
+    if paths:
+        _clean_inflight(paths, max_age)
+
+
+def _clean_cache() -> None:
+    from evaltrace.collector.convert.cache import clear_cache, traces_folder  # deferred: loads pyarrow
+
+    removed = clear_cache()
+    size = f"{removed.bytes / 1e6:.1f} MB" if removed.bytes >= 100_000 else f"{removed.bytes} bytes"
+    noun = "table" if removed.files == 1 else "tables"
+    typer.echo(printable(f"traces cache {traces_folder()}: removed {removed.files} {noun}, {size}"))
+
+
+def _clean_inflight(paths: list[str], max_age: float) -> None:
     from evaltrace.collector.store.reader import clean_stale_inflight  # deferred: the reader loads pyarrow
 
     removed = 0
