@@ -19,7 +19,9 @@ minutes, so only runs close in time compare):
   exact -o json`;
 - `evaltrace score runs --spec spec.json --json report.json` cold (`--no-cache` when the option
   exists, otherwise the command as it is) and warm (the same command once the cache of rebuilt
-  traces is filled; without a cache it is simply the second run);
+  traces is filled; without a cache it is simply the second run). Its traces cache
+  (`EVALTRACE_CACHE_DIR`) and score store (`EVALTRACE_STORE`, emptied before each run) are
+  folders beside the dataset;
 - the floor: one DuckDB query over the Parquet files that rebuilds each trace's ordered tool-call
   names from the promoted columns and compares them with each case's expected names (from
   spec.json): the whole process (interpreter, imports, spec, query) and the query alone.
@@ -165,7 +167,8 @@ def measure(tool: str, cmd: Sequence[str], env: dict[str, str], stdout: Path) ->
     done = threading.Event()
     with stdout.open("wb") as out:
         started = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.PIPE, env=env)
+        # In the output's folder: nothing a tool writes by default lands in the repository.
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.PIPE, env=env, cwd=stdout.parent)
 
         def sample() -> None:
             nonlocal peak_tree
@@ -229,8 +232,16 @@ def evaltrace_cmd(setup: Setup, *, cold: bool, report: Path, extra: Sequence[str
 
 
 def evaltrace_env(setup: Setup) -> dict[str, str]:
-    """evaltrace's environment: its cache of rebuilt traces beside the dataset, not in the repository."""
-    return {**_clean_env(), "EVALTRACE_CACHE_DIR": str(setup.cache_dir)}
+    """evaltrace's environment: its traces cache and score store beside the dataset, not in the repository."""
+    store = str(setup.folder / "work" / "store")
+    return {**_clean_env(), "EVALTRACE_CACHE_DIR": str(setup.cache_dir), "EVALTRACE_STORE": store}
+
+
+def empty_store(setup: Setup) -> None:
+    """Remove the benchmark's score store, so every scoring adds its rows to the same (empty) store."""
+    import shutil
+
+    shutil.rmtree(setup.folder / "work" / "store", ignore_errors=True)
 
 
 def agentevals_failures(path: Path, setup: Setup) -> set[str]:
@@ -331,6 +342,7 @@ def run_one(tool: str, setup: Setup) -> Run:
     else:
         report = work / f"evaltrace-{tool}.json"
         cmd = evaltrace_cmd(setup, cold=tool == "cold", report=report)
+        empty_store(setup)
         result = measure(tool, cmd, evaltrace_env(setup), work / f"evaltrace-{tool}.out")
         failed = evaltrace_failures(report, setup)
     if failed != setup.planted:
@@ -351,6 +363,7 @@ def prime_cache(setup: Setup) -> None:
     import shutil
 
     shutil.rmtree(setup.cache_dir, ignore_errors=True)
+    empty_store(setup)
     report = setup.folder / "work" / "evaltrace-prime.json"
     run = measure(
         "prime", evaltrace_cmd(setup, cold=False, report=report), evaltrace_env(setup), report.with_suffix(".out")
@@ -429,6 +442,7 @@ def profile(setup: Setup, top: int) -> None:
     score = evaltrace_cmd(setup, cold=True, report=work / "evaltrace-profile.json")[3:] + ["--workers", "1"]
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_profiled", str(stats_file), *score]
     print("$ evaltrace " + " ".join(score), flush=True)
+    empty_store(setup)
     run = measure("profile", cmd, evaltrace_env(setup), work / "evaltrace-profile.out")
     print(f"wall {run.wall:.2f} s under the profiler, CPU {run.cpu:.2f} s, peak {run.peak_mb:.0f} MB", flush=True)
     if evaltrace_failures(work / "evaltrace-profile.json", setup) != setup.planted:
