@@ -68,6 +68,9 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _score(folder, "bad", _runs({**bad, "Quito": HOSTILE}))
     _score(folder, "one", _runs({"Perth": "Sunny, I think."}))
     _score(folder, "changed", _runs(), spec="evals-changed.yaml")
+    extra = _spec() + '  - id: weather-bern\n    input: "Bern?"\n    expect: {output: {contains: ["9"]}}\n'
+    (folder / "evals-extra.yaml").write_text(extra, encoding="utf-8")
+    _score(folder, "extra", _runs(), spec="evals-extra.yaml")
     return folder
 
 
@@ -213,3 +216,33 @@ def test_score_with_a_baseline_fails_the_gate_on_a_significant_regression(work: 
     missing = evaltrace("score", "runs-same", "--spec", "evals.yaml", "--baseline", "gone.json", cwd=work)
     assert missing.returncode == 2
     assert missing.stderr.startswith("Error: gone.json: no such report file")
+
+
+def test_an_added_case_is_a_new_case_not_a_changed_scorer(work: Path) -> None:
+    result = evaltrace("compare", "base.json", "extra.json", "--json", "-", cwd=work)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    # Bern was never recorded (its entry fails as missing), but it has no BASE to regress from.
+    assert (data["new_cases"], data["missing_cases"], data["changed_scorers"]) == (["weather-bern"], [], [])
+    assert data["rows"][0]["n_base"] == 10 and data["regressions"] == []
+    back = json.loads(evaltrace("compare", "extra.json", "base.json", "--json", "-", cwd=work).stdout)
+    assert back["missing_cases"] == ["weather-bern"] and back["changed_scorers"] == []
+
+
+def test_without_a_spec_different_traces_are_compared_unpaired(work: Path) -> None:
+    for name in ("base", "bad"):
+        scored = evaltrace("score", f"runs-{name}", "--json", f"free-{name}.json", "--no-store", cwd=work)
+        assert scored.returncode in (0, 1), scored.stderr
+    result = evaltrace("compare", "free-base.json", "free-bad.json", "--json", "-", cwd=work)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["matched_by"] == "trace_id"
+    assert len(data["new_cases"]) == len(data["missing_cases"]) == 10
+    entries = data["rows"][0]
+    assert (entries["test"], entries["paired"], entries["n_base"], entries["n_new"]) == (
+        "two-proportion-z",
+        False,
+        10,
+        10,
+    )
+    assert "matched by trace_id: unpaired (no case in common)" in result.stderr
