@@ -437,3 +437,32 @@ def test_duckdb_queries_the_traces_cache(runs: list[Path], tmp_path: Path) -> No
         (t.trace_id, t.status, t.input, t.output, t.usage.input_tokens, [c.name for c in t.tool_calls])
         for t in expected
     ]
+
+
+# --- scoring through the cache --------------------------------------------------------------------
+
+
+def test_rescoring_an_unchanged_run_does_not_rebuild(
+    runs: list[Path], tmp_path: Path, spy: ConverterSpy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+    from evaltrace.evaluators.report.writer import EntryList
+
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+
+    def report() -> dict[str, Any]:
+        sink = EntryList()
+        run = score_paths_to([runs[0].parent], None, ScoreOptions(), sink, workers=1)
+        full = run.report.model_copy(update={"entries": sink.entries}).model_dump(mode="json")
+        full.pop("created_at")
+        return full
+
+    first = report()
+    assert spy.calls == 1
+    assert report() == first
+    assert spy.calls == 1  # the second scoring read the traces table
+    uncached = ScoreOptions(cache=False)
+    sink = EntryList()
+    score_paths_to([runs[0].parent], None, uncached, sink, workers=1)
+    assert spy.calls == 2
+    assert [e.model_dump(mode="json") for e in sink.entries] == first["entries"]
