@@ -88,14 +88,49 @@ class RunContext:
     started_at: datetime
 
 
+_ENTRY_COLUMNS = (
+    "run_id",
+    "run_started_at",
+    "entry_index",
+    "case_id",
+    "tier",
+    "tags",
+    "rule",
+    "min_samples",
+    "entry_status",
+    "entry_passed",
+    "entry_pass_rate",
+)
+_SAMPLE_COLUMNS = (
+    "sample_index",
+    "conversation_id",
+    "sample_start_time",
+    "sample_duration_seconds",
+    "sample_input_tokens",
+    "sample_output_tokens",
+    "sample_cost_usd",
+)
+_SCORE_COLUMNS = ("trace_id", "turn", "scorer", "scorer_version", "config_hash", "passed", "value", "reason", "error")
+_ROW_ORDER = (*_ENTRY_COLUMNS, *_SAMPLE_COLUMNS, *_SCORE_COLUMNS, "details")
+"""The order rows are gathered in: an entry's values, then a sample's, then a result's (not the schema's)."""
+_NO_SAMPLE = (None,) * len(_SAMPLE_COLUMNS)
+
+Values = tuple[Any, ...]
+
+
 class ScoreRows:
-    """Rows of the scores table, gathered by column and handed out as Arrow batches of at most `batch_rows`."""
+    """Rows of the scores table, gathered by column and handed out as Arrow batches of at most `batch_rows`.
+
+    A row is built as a tuple (an entry's values, its sample's, the result's) and appended column by
+    column; Arrow arrays are made once per batch. That keeps the store to a small share of scoring time.
+    """
 
     def __init__(self, run: RunContext, index: ScorerIndex, batch_rows: int = 8192) -> None:
+        assert sorted(_ROW_ORDER) == sorted(SCORES_SCHEMA.names)
         self._run = run
         self._index = index
         self._batch_rows = batch_rows
-        self._columns: dict[str, list[Any]] = {name: [] for name in SCORES_SCHEMA.names}
+        self._columns: list[list[Any]] = [[] for _ in _ROW_ORDER]
         self.total = 0
         """Rows added so far."""
         self.errors = 0
@@ -103,89 +138,69 @@ class ScoreRows:
 
     def add_entry(self, entry_index: int, entry: EntryResult) -> Iterator[pa.RecordBatch]:
         """Add the entry's rows; yields a batch each time `batch_rows` rows are waiting."""
-        base = self._entry_columns(entry_index, entry)
+        for row in self._rows_of(entry_index, entry):
+            for values, value in zip(self._columns, row, strict=True):
+                values.append(value)
+            self.total += 1
+            if len(self._columns[0]) >= self._batch_rows:
+                yield self._batch()
+
+    def _rows_of(self, entry_index: int, entry: EntryResult) -> Iterator[Values]:
+        head = self._entry_values(entry_index, entry)
         if not entry.samples:
-            yield from self._add(base, _empty_sample(), None, None)
+            yield head + _NO_SAMPLE + _result_values(None, None, None)
         for sample_index, sample in enumerate(entry.samples):
-            sample_columns = {**base, **_sample_columns(sample_index, sample)}
+            start = head + _sample_values(sample_index, sample)
             if not sample.scores:
-                yield from self._add(sample_columns, sample, None, None)
+                yield start + _result_values(sample.trace_id, None, None)
             identities = self._index.identities(entry.case_id, sample.scores)
             for score, identity in zip(sample.scores, identities, strict=True):
-                yield from self._add(sample_columns, sample, score, identity)
+                self.errors += score.error is not None
+                yield start + _result_values(_trace_of(sample, score), score, identity)
 
     def flush(self) -> pa.RecordBatch | None:
         """The rows still waiting, as one batch (`None` when there are none)."""
-        if not self._columns["run_id"]:
-            return None
-        batch = pa.RecordBatch.from_pydict(self._columns, schema=SCORES_SCHEMA)
-        for values in self._columns.values():
-            values.clear()
-        return batch
+        return self._batch() if self._columns[0] else None
 
-    def _entry_columns(self, entry_index: int, entry: EntryResult) -> dict[str, Any]:
-        return {
-            "run_id": self._run.run_id,
-            "run_started_at": self._run.started_at,
-            "entry_index": entry_index,
-            "case_id": entry.case_id,
-            "tier": entry.tier,
-            "tags": list(entry.tags),
-            "rule": entry.rule,
-            "min_samples": self._index.rules(entry.case_id).min_samples if entry.rule is not None else None,
-            "entry_status": entry.status,
-            "entry_passed": entry.passed,
-            "entry_pass_rate": entry.pass_rate,
+    def _batch(self) -> pa.RecordBatch:
+        arrays = {
+            name: pa.array(values, type=SCORES_SCHEMA.field(name).type)
+            for name, values in zip(_ROW_ORDER, self._columns, strict=True)
         }
+        for values in self._columns:
+            values.clear()
+        return pa.RecordBatch.from_arrays([arrays[name] for name in SCORES_SCHEMA.names], schema=SCORES_SCHEMA)
 
-    def _add(
-        self, columns: dict[str, Any], sample: SampleResult, score: ScoreResult | None, scorer: ScorerIdentity | None
-    ) -> Iterator[pa.RecordBatch]:
-        row = {**columns, **_score_columns(score, scorer), "trace_id": _trace_of(sample, score)}
-        for name, values in self._columns.items():
-            values.append(row.get(name))
-        self.total += 1
-        self.errors += score is not None and score.error is not None
-        if len(self._columns["run_id"]) >= self._batch_rows:
-            batch = self.flush()
-            if batch is not None:
-                yield batch
+    def _entry_values(self, entry_index: int, entry: EntryResult) -> Values:
+        min_samples = self._index.rules(entry.case_id).min_samples if entry.rule is not None else None
+        run = self._run
+        return (
+            *(run.run_id, run.started_at, entry_index, entry.case_id, entry.tier, list(entry.tags), entry.rule),
+            *(min_samples, entry.status, entry.passed, entry.pass_rate),
+        )
 
 
-def _empty_sample() -> SampleResult:
-    return SampleResult(trace_id=None, status="not_applicable", passed=None, scores=[])
+def _sample_values(sample_index: int, sample: SampleResult) -> Values:
+    usage = sample.usage
+    return (
+        *(sample_index, sample.conversation_id, sample.start_time, sample.duration_seconds),
+        *(usage.input_tokens, usage.output_tokens, sample.cost_usd),
+    )
 
 
-def _sample_columns(sample_index: int, sample: SampleResult) -> dict[str, Any]:
-    return {
-        "sample_index": sample_index,
-        "conversation_id": sample.conversation_id,
-        "sample_start_time": sample.start_time,
-        "sample_duration_seconds": sample.duration_seconds,
-        "sample_input_tokens": sample.usage.input_tokens,
-        "sample_output_tokens": sample.usage.output_tokens,
-        "sample_cost_usd": sample.cost_usd,
-    }
-
-
-def _score_columns(score: ScoreResult | None, scorer: ScorerIdentity | None) -> dict[str, Any]:
+def _result_values(trace_id: str | None, score: ScoreResult | None, scorer: ScorerIdentity | None) -> Values:
     if score is None:
-        return {}
-    return {
-        "turn": score.turn,
-        "scorer": score.scorer,
-        "scorer_version": scorer.version if scorer is not None else None,
-        "config_hash": scorer.config_hash if scorer is not None else None,
-        "passed": score.passed,
-        "value": score.value,
-        "reason": score.reason,
-        "error": score.error,
-        "details": json.dumps(score.details, ensure_ascii=False, default=str) if score.details is not None else None,
-    }
+        return (trace_id,) + (None,) * (len(_SCORE_COLUMNS) - 1) + (None,)
+    version, config_hash = (scorer.version, scorer.config_hash) if scorer is not None else (None, None)
+    details = json.dumps(score.details, ensure_ascii=False, default=str) if score.details is not None else None
+    return (
+        *(trace_id, score.turn, score.scorer, version, config_hash, score.passed, score.value, score.reason),
+        *(score.error, details),
+    )
 
 
-def _trace_of(sample: SampleResult, score: ScoreResult | None) -> str | None:
+def _trace_of(sample: SampleResult, score: ScoreResult) -> str | None:
     """The trace a result was computed on: a turn's own trace in a conversation, else the sample's."""
-    if score is None or score.turn is None or not sample.trace_ids:
+    if score.turn is None or not sample.trace_ids:
         return sample.trace_id
     return sample.trace_ids[score.turn - 1] if score.turn <= len(sample.trace_ids) else None
