@@ -41,6 +41,14 @@ MarkdownPath = Annotated[
         help="Write a Markdown summary to FILE; also appended to $GITHUB_STEP_SUMMARY when that is set.",
     ),
 ]
+HtmlPath = Annotated[
+    str | None,
+    typer.Option(
+        "--html",
+        metavar="FILE",
+        help="Write a self-contained HTML report to FILE: summary, charts, filters, entries' scores and trace trees.",
+    ),
+]
 Tiers = Annotated[
     list[str] | None,
     typer.Option("--tier", metavar="TIER", help="Only cases of this tier (repeatable).", rich_help_panel=SELECT),
@@ -170,17 +178,17 @@ def load_plugins(plugin: list[str] | None) -> None:
 
 
 def report_destinations(
-    json_path: str | None, junit_path: str | None, markdown_path: str | None
+    json_path: str | None, junit_path: str | None, markdown_path: str | None, html_path: str | None = None
 ) -> list[tuple[str, str]]:
     """The reports asked for as `(format, FILE)`, each FILE checked before any work is done.
 
     Raises:
         InputError: a FILE names a folder, sits in a folder that does not exist (`--junit`,
-            `--markdown`), or is `-` for a format written to files only; the option is named.
+            `--markdown`, `--html`), or is `-` for a format written to files only; the option is named.
     """
     from evaltrace.evaluators.report.formats import check_destination
 
-    asked = (("json", json_path), ("junit", junit_path), ("markdown", markdown_path))
+    asked = (("json", json_path), ("junit", junit_path), ("markdown", markdown_path), ("html", html_path))
     chosen = [(name, path) for name, path in asked if path is not None]
     for name, path in chosen:
         check_destination(name, path)

@@ -2,7 +2,7 @@
 
 The summary goes to stdout; with `--json -` the report takes stdout and the summary goes to
 stderr. The report's entries are streamed to each report asked for (`--json`, `--junit`,
-`--markdown`; a temporary name, renamed into place at the end), so scoring memory does not grow
+`--markdown`, `--html`; a temporary name, renamed into place at the end), so scoring memory does not grow
 with the number of traces; every report path is checked before any work starts. A progress bar
 (`_progress.py`) is drawn on stderr only when stderr is a terminal.
 """
@@ -46,6 +46,7 @@ class Scoring:
     json_path: str | None
     junit_path: str | None = None
     markdown_path: str | None = None
+    html_path: str | None = None
     tiers: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     cases: tuple[str, ...] = ()
@@ -84,7 +85,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     from evaltrace.evaluators.report.formats import ReportTarget, open_formats
     from evaltrace.evaluators.report.terminal import render_summary
 
-    reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path)
+    reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path)
     baseline = baseline_side(scoring.baseline, scoring.store)  # a bad REF stops us before any scoring
     loaded, case_from_spec_arg = opt.load_spec_arg(scoring.spec) if scoring.spec is not None else (None, None)
     if loaded is None and (scoring.tiers or scoring.tags or scoring.cases):
@@ -100,7 +101,9 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         cache=scoring.cache,
     )
     json_path = scoring.json_path
-    writer: ReportFormat | None = open_formats([(name, ReportTarget(path, scoring.spec)) for name, path in reports])
+    writer: ReportFormat | None = open_formats(
+        [(name, ReportTarget(path, scoring.spec, cache=scoring.cache)) for name, path in reports]
+    )
     writer, store = _with_store(writer, scoring.store, loaded)
     collector = _with_collector(writer, baseline)
     writer = collector[0]

@@ -73,6 +73,7 @@ def run(
     no_cache: opt.NoCache = False,
     junit_path: opt.JunitPath = None,
     markdown_path: opt.MarkdownPath = None,
+    html_path: opt.HtmlPath = None,
     tier: opt.Tiers = None,
     tag: opt.Tags = None,
     case: opt.CaseGlobs = None,
@@ -94,7 +95,8 @@ def run(
 
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout: must be more than 0 seconds")
-    opt.report_destinations(json_path, junit_path, markdown_path)  # a bad FILE stops us before the agent runs
+    # A bad FILE stops us before the agent runs.
+    opt.report_destinations(json_path, junit_path, markdown_path, html_path)
     store_dir = opt.store_choice(store, no_store)  # an unwritable store stops us before the agent runs
     baseline_side(baseline, store_dir)  # so does a --baseline REF that names no run
     function = load_agent(agent)
@@ -113,6 +115,7 @@ def run(
         json_path=json_path,
         junit_path=junit_path,
         markdown_path=markdown_path,
+        html_path=html_path,
         tiers=tuple(tier or ()),
         tags=tuple(tag or ()),
         cases=tuple(case or ()),

@@ -1,4 +1,4 @@
-"""The report formats by name (`json`, `junit`, `markdown`), and one writer feeding several at once.
+"""The report formats by name (`json`, `junit`, `markdown`, `html`), and one writer feeding several at once.
 
 A format is a factory taking a `ReportTarget` and returning a `ReportFormat`; a new format is one
 module and one line in `FORMATS`. `open_formats` opens every requested writer before scoring starts
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaltrace.collector.errors import InputError
+from evaltrace.evaluators.report.html_writer import HtmlWriter
 from evaltrace.evaluators.report.json_writer import ReportWriter
 from evaltrace.evaluators.report.junit_writer import JUnitWriter
 from evaltrace.evaluators.report.markdown_writer import MarkdownWriter
@@ -31,6 +32,8 @@ class ReportTarget:
     """The file (`-` is stdout, for the formats that allow it)."""
     spec: str | None = None
     """The spec file scored with (`FILE` or `FILE::CASE_ID`), or `None` for the reference-free defaults."""
+    cache: bool = True
+    """Whether span files may be read through the traces cache (the HTML report reads them again)."""
 
 
 FormatFactory = Callable[[ReportTarget], ReportFormat]
@@ -39,6 +42,7 @@ FORMATS: dict[str, FormatFactory] = {
     "json": lambda target: ReportWriter(target.destination),
     "junit": lambda target: JUnitWriter(target.destination, spec=target.spec),
     "markdown": lambda target: MarkdownWriter(target.destination, step_summary=os.environ.get(STEP_SUMMARY_ENV)),
+    "html": lambda target: HtmlWriter(target.destination, cache=target.cache),
 }
 """Every report format, by the name `--FORMAT FILE` gives it."""
 
