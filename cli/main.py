@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import typer
 
-from evaltrace.cli import clean, compact, compare, doctor, runs, schema, score, scorers, traces, version
+from evaltrace.cli import clean, compact, compare, doctor, history, runs, schema, score, scorers, traces, version
 from evaltrace.cli import run as run_command
 from evaltrace.cli._app import OutputClosed, app
 from evaltrace.cli._scoring import EXIT_CODES_HELP
@@ -33,6 +33,7 @@ app.command(epilog=EXIT_CODES_HELP)(score.score)
 app.command()(schema.schema)
 app.command(epilog=EXIT_CODES_HELP)(run_command.run)
 app.command(epilog=compare.COMPARE_EXIT_CODES)(compare.compare)
+app.command()(history.history)
 app.command()(runs.runs)
 app.command()(clean.clean)
 app.command()(compact.compact)

@@ -8,6 +8,7 @@ run row) is never seen. A run is named by its id, or by a prefix of it that only
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,17 @@ def read_scores(store: str | Path, run_id: str) -> pa.Table:
     return _read(Path(store) / run.scores_file, "scores")
 
 
+def read_run_scores(store: str | Path, run: StoredRun, columns: Sequence[str] | None = None) -> pa.Table:
+    """The scores table of `run` (as `list_runs` returned it), only `columns` when given.
+
+    For readers of many runs (history): it does not list the store again, as `read_scores` does.
+
+    Raises:
+        InputError: the run's scores file is missing or unreadable.
+    """
+    return _read(Path(store) / run.scores_file, "scores", columns)
+
+
 def _store(store: str | Path) -> Path:
     folder = Path(store)
     if not folder.is_dir():
@@ -129,10 +141,10 @@ def _runs_of(file: Path) -> list[StoredRun]:
     return [StoredRun.model_validate(row) for row in rows]
 
 
-def _read(file: Path, table: str) -> pa.Table:
-    """A store file of `table`, checked to be one and of a version this evaltrace reads."""
+def _read(file: Path, table: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """A store file of `table` (only `columns`, when given), checked to be one and of a version this evaltrace reads."""
     try:
-        data = pq.read_table(file)
+        data = pq.read_table(file, columns=None if columns is None else list(columns))
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"{file}: cannot read the score store file: {exc}") from None
     metadata = data.schema.metadata or {}

@@ -1,0 +1,93 @@
+"""`evaltrace history`: pass rate per scorer (and the gate's) across the scoring runs in the score store.
+
+Exit codes: 0 shown; 2 bad input (no store, no run in it, a `--spec` no run used, an unknown
+`--scorer`, an unwritable output), as one `Error:` line. The table goes to stdout, or to stderr
+with `--json -`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.terminal import printable
+
+
+def history(
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store", metavar="DIR", help="The score store read (EVALTRACE_STORE; default .evaltrace/store)."
+        ),
+    ] = None,
+    last: Annotated[
+        int, typer.Option("--last", metavar="N", min=1, help="Show the newest N scoring runs (default 20).")
+    ] = 20,
+    scorer: Annotated[
+        list[str] | None,
+        typer.Option("--scorer", metavar="NAME", help="Only this scorer (repeat for more; default: every scorer)."),
+    ] = None,
+    spec: Annotated[
+        str | None,
+        typer.Option(
+            "--spec", metavar="PATH", help="Only runs scored with this spec file (by its path or its content)."
+        ),
+    ] = None,
+    json_path: Annotated[
+        str | None, typer.Option("--json", metavar="FILE", help="Write the series as JSON to FILE ('-': stdout).")
+    ] = None,
+    html_path: Annotated[
+        str | None,
+        typer.Option("--html", metavar="FILE", help="Write a self-contained page with a line chart per scorer."),
+    ] = None,
+) -> None:
+    """Show each scorer's pass rate across scoring runs, oldest first, as sparklines; '|' marks a changed scorer."""
+    from evaltrace.evaluators.compare.history import HistoryOptions, load_history
+    from evaltrace.evaluators.compare.history_html import render_html
+    from evaltrace.evaluators.compare.history_render import render_text
+    from evaltrace.evaluators.report.formats import check_destination
+    from evaltrace.evaluators.store.location import store_folder
+
+    if json_path is not None:
+        check_destination("json", json_path)
+    if html_path is not None:
+        _check_file_destination(html_path)
+    options = HistoryOptions(last=last, scorers=scorer or [], spec=spec)
+    result = load_history(store_folder(store), options)
+    if json_path is not None:
+        _write(json_path, result.model_dump_json(indent=2) + "\n", "--json")
+    if html_path is not None:
+        _write(html_path, render_html(result), "--html")
+    # Scorer names and spec paths come from the store: shown, never run by the terminal.
+    typer.echo(printable(render_text(result), layout=True), nl=False, err=json_path == "-")
+
+
+def _check_file_destination(destination: str) -> None:
+    """Refuse `-` and a folder for `--html` before reading the store."""
+    if destination == "-":
+        raise InputError("--html -: the page is written to a file only ('-' is for --json)")
+    if Path(destination).is_dir():
+        raise InputError(f"--html {destination}: is a folder (give a file name)")
+
+
+def _write(destination: str, text: str, option: str) -> None:
+    """Write `text` to stdout (`-`) or to a file, under a temporary name renamed into place."""
+    if destination == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(destination)
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise InputError(f"{option} {destination}: cannot write: {exc.strerror or exc}") from None
