@@ -1,7 +1,8 @@
 """Spec loading benchmark: `load_spec` on a seeded 10,000-case spec, YAML and JSON; time and peak memory.
 
-Run: `.venv/bin/python benchmarks/bench_spec.py [--cases 10000] [--rounds 5] [--seed 7]`
-(`--profile yaml|json` prints a cProfile of one load instead).
+Run: `.venv/bin/python benchmarks/bench_spec.py [--cases 10000] [--rounds 5] [--seed 7] [--shape rich|scoring]`
+(`--profile yaml|json` prints a cProfile of one load instead; `--stages` adds the CPU time of
+parsing, validating and compiling the scorers, timed once more in the same process).
 
 The spec (written once per (cases, seed) under `benchmarks/out/`) extends the scoring
 benchmark's cases (`_scoring_data.case_templates`: a trip from one city to another on a date)
@@ -14,8 +15,9 @@ innermost collections (as in `samples/evals.yaml`); the JSON file holds the same
 
 Every round loads each file in a fresh subprocess (imports done before the clock starts, so
 only `load_spec` is timed) and reports wall seconds, CPU seconds and the process's peak RSS;
-the table gives the median and the range over the rounds. `--stages` splits one load into
-parsing, validation and compiling the scorers (each timed once in the same process).
+the table gives the median and the range over the rounds. `--shape scoring` writes the scoring
+benchmark's leaner case instead (`_scoring_data.write_spec`: two expected calls with one argument
+each, a trajectory mode, output checks, a token limit).
 """
 
 from __future__ import annotations
@@ -37,19 +39,34 @@ OUT = HERE / "out"
 FORMATS = ("yaml", "json")
 
 
-def spec_data(cases: int, seed: int) -> dict[str, Any]:
+def spec_data(cases: int, seed: int, shape: str) -> dict[str, Any]:
     """The benchmark spec as parsed data: `cases` cases built on the scoring benchmark's templates."""
     sys.path.insert(0, str(HERE))
     scoring_data = importlib.import_module("_scoring_data")  # a sibling script, not a package
     templates = scoring_data.case_templates(seed)
     rng = random.Random(f"spec-{seed}")
-    out = [_case(rng, templates[i % len(templates)], i) for i in range(cases)]
+    build = _case if shape == "rich" else _scoring_case
+    out = [build(rng, templates[i % len(templates)], i) for i in range(cases)]
     return {
         "confidence": 0.8,
         "scorers": ["tool_errors", "tool_call_validity", "tool_efficiency", {"outcome": {"expected": "success"}}],
         "repeat": "mean",
         "cases": out,
     }
+
+
+def _scoring_case(rng: random.Random, template: Any, index: int) -> dict[str, Any]:
+    """A case exactly as `_scoring_data.write_spec` writes one, with its own id and input."""
+    expect = {
+        "tool_calls": [
+            {"name": "get_weather", "arguments": {"city": template.city}},
+            {"name": "search_flights", "arguments": {"destination": template.city}},
+        ],
+        "trajectory": "in_order",
+        "output": {"contains": [template.city], "not_contains": ["I cannot"]},
+        "usage": {"total": {"total_tokens": {"max": 400_000}}},
+    }
+    return {"id": f"trip-{index:05d}", "input": f"{template.input} (#{index})", "tier": "smoke", "expect": expect}
 
 
 def _case(rng: random.Random, template: Any, index: int) -> dict[str, Any]:
@@ -98,25 +115,29 @@ def _case(rng: random.Random, template: Any, index: int) -> dict[str, Any]:
     return case
 
 
-def spec_files(cases: int, seed: int) -> dict[str, Path]:
+def spec_files(cases: int, seed: int, shape: str) -> dict[str, Path]:
     """The YAML and JSON files of the benchmark spec, written (by a child process) if missing."""
-    folder = OUT / f"spec-{cases}-seed{seed}"
+    folder = OUT / _folder_name(cases, seed, shape)
     paths = {fmt: folder / f"spec.{fmt}" for fmt in FORMATS}
     if not all(path.exists() for path in paths.values()):
         # In a child: Linux carries a process's peak RSS over fork and exec, so a parent grown by
         # generating the data would inflate every measured peak.
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--_generate", str(cases), str(seed)]
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--_generate", str(cases), str(seed), shape]
         subprocess.run(cmd, check=True)
     return paths
 
 
-def write_spec_files(cases: int, seed: int) -> None:
+def _folder_name(cases: int, seed: int, shape: str) -> str:
+    return f"spec-{cases}-seed{seed}" + ("" if shape == "rich" else f"-{shape}")
+
+
+def write_spec_files(cases: int, seed: int, shape: str) -> None:
     """Write the benchmark spec as YAML and JSON under `OUT`."""
     import yaml
 
-    folder = OUT / f"spec-{cases}-seed{seed}"
+    folder = OUT / _folder_name(cases, seed, shape)
     folder.mkdir(parents=True, exist_ok=True)
-    data = spec_data(cases, seed)
+    data = spec_data(cases, seed, shape)
     text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
     (folder / "spec.yaml").write_text(text, encoding="utf-8")
     (folder / "spec.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -126,8 +147,14 @@ def measure(path: Path, stages: bool) -> dict[str, Any]:
     """Load `path` once in this process; wall and CPU seconds, peak RSS (MB), optional stage times."""
     import gc
 
+    from evaltrace.evaluators.scorers.registry import scorer_names
     from evaltrace.evaluators.spec import loader
 
+    # Importing the built-in scorers is start-up, paid once by any scoring run with or without a
+    # spec: reported apart. Building their validators on first use stays inside the timed load.
+    clock = time.perf_counter()
+    scorer_names()
+    registry_seconds = time.perf_counter() - clock
     gc.collect()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -140,6 +167,7 @@ def measure(path: Path, stages: bool) -> dict[str, Any]:
         "scorers": sum(len(turn) for turns in loaded.case_scorers.values() for turn in turns),
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "rss_before_mb": rss_before,
+        "registry_seconds": registry_seconds,
     }
     if stages:
         result["stages"] = _stages(path)
@@ -195,23 +223,30 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--shape",
+        choices=("rich", "scoring"),
+        default="rich",
+        help="rich: the cases described above; scoring: bench_scoring.py's case (two calls, one argument each)",
+    )
     parser.add_argument("--stages", action="store_true", help="also time parse / validate / compile")
     parser.add_argument("--profile", choices=FORMATS, help="print a cProfile of one load of that file")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--_measure", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--_generate", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--_generate", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._generate is not None:
-        write_spec_files(*args._generate)
+        cases, seed, shape = args._generate
+        write_spec_files(int(cases), int(seed), shape)
         return
     if args._measure is not None:
         print(json.dumps(measure(args._measure, args.stages)))
         return
-    paths = spec_files(args.cases, args.seed)
+    paths = spec_files(args.cases, args.seed, args.shape)
     if args.profile:
         profile(paths[args.profile], args.top)
         return
-    print(f"spec: {args.cases:,} cases, seed {args.seed}; {args.rounds} rounds, a fresh process per load")
+    print(f"spec: {args.cases:,} {args.shape} cases, seed {args.seed}; {args.rounds} rounds, a fresh process per load")
     for fmt in FORMATS:
         size = paths[fmt].stat().st_size
         runs = []
@@ -223,7 +258,8 @@ def main() -> None:
             f"({min(seconds):.3f}-{max(seconds):.3f})  cpu {statistics.median(r['cpu'] for r in runs):6.3f} s  "
             f"peak RSS {statistics.median(r['peak_mb'] for r in runs):6.1f} MB "
             f"(before the load {statistics.median(r['rss_before_mb'] for r in runs):.1f})  "
-            f"{runs[0]['cases']:,} cases, {runs[0]['scorers']:,} scorers",
+            f"{runs[0]['cases']:,} cases, {runs[0]['scorers']:,} scorers "
+            f"(importing the scorers first: {statistics.median(r['registry_seconds'] for r in runs):.3f} s)",
             flush=True,
         )
         if args.stages:

@@ -44,8 +44,8 @@ def load_yaml(text: str) -> Any:
     if _FastLoader is not None and "\t" not in text:
         try:
             return _fast_load(text, _FastLoader)
-        except (yaml.YAMLError, RecursionError, ValueError, TypeError):
-            pass  # the reference below says what is wrong, in the words it always used
+        except Exception:  # whatever went wrong, the reference below decides, in the words it always used
+            pass
     return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
 
 
