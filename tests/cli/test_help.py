@@ -47,7 +47,7 @@ _ARGUMENT_ROW = re.compile(r"^│\s+\*?\s*([A-Z_]+)\s+(\S+)")
     [
         ("score", "evaltrace score [OPTIONS] PATH...", {"PATH": "Span"}),
         ("show", "evaltrace show [OPTIONS] TRACE_ID PATH...", {"TRACE_ID": "A", "PATH": "Span"}),
-        ("clean", "evaltrace clean [OPTIONS] PATH...", {"PATH": "Runs"}),
+        ("clean", "evaltrace clean [OPTIONS] [PATH]...", {"PATH": "Runs"}),  # PATH is optional with --cache
     ],
 )
 def test_arguments_read_as_unix_usage(command: str, usage: str, arguments: dict[str, str]) -> None:
