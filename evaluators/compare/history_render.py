@@ -3,8 +3,8 @@
 A sparkline has one character per run, oldest first: the pass rate on a fixed 0-100% scale
 (`level`), `·` where the scorer did not run or nothing applied to it, and `|` before a run where
 the scorer's version or configuration changed (for the gate row: the spec file's content). Scorer
-names and spec paths are store content: the caller shows the text through
-`collector.terminal.printable`.
+names and spec paths are store content: each is passed through `collector.terminal.printable`
+here (so the table's columns line up), and the caller shows the whole text through it again.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaltrace.collector.terminal import plural
+from evaltrace.collector.terminal import plural, printable
 from evaltrace.evaluators.compare.history import History, RunPoint, ScorerSeries
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -71,14 +71,14 @@ def _headline(history: History) -> str:
     shown = len(history.runs)
     selection = f" of spec {history.spec}" if history.spec is not None else ""
     return (
-        f"evaltrace history: {plural(shown, 'scoring run')}{selection} "
-        f"(of {history.runs_in_store} in {history.store}), oldest first"
+        f"evaltrace history: {plural(shown, 'scoring run')}{printable(selection)} "
+        f"(of {history.runs_in_store} in {printable(history.store)}), oldest first"
     )
 
 
 def _table(rows: list[Row]) -> list[str]:
     cells = [("scorer", "pass rate by run", "latest", "change", "min", "max")]
-    cells += [(row.label, sparkline(row.rates, row.changed), *_figures(row.rates)) for row in rows]
+    cells += [(printable(row.label), sparkline(row.rates, row.changed), *_figures(row.rates)) for row in rows]
     widths = [max(len(line[column]) for line in cells) for column in range(len(cells[0]))]
     return [
         "  ".join(_align(n, cell, w) for n, (cell, w) in enumerate(zip(line, widths, strict=True))).rstrip()
@@ -136,5 +136,5 @@ def _run_line(number: int, run: RunPoint) -> str:
     gate = "PASSED" if run.gate_passed else "FAILED"
     return (
         f"{number:>3}  {run.run_id}  {when}  gate {gate} {_percent(run.gate_pass_rate)} "
-        f"({run.entries_passed}/{run.entries})  spec {run.spec or '(defaults)'}"
+        f"({run.entries_passed}/{run.entries})  spec {printable(run.spec or '(defaults)')}"
     )
