@@ -18,6 +18,10 @@ import typer
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import printable
 
+HISTORY_EXIT_CODES = (
+    "Exit codes: 0 shown; 2 bad input (no store or run, an unknown --scorer or --spec; one 'Error:' line)."
+)
+
 
 def history(
     store: Annotated[
@@ -27,8 +31,8 @@ def history(
         ),
     ] = None,
     last: Annotated[
-        int, typer.Option("--last", metavar="N", min=1, help="Show the newest N scoring runs (default 20).")
-    ] = 20,
+        int, typer.Option("--last", metavar="N", min=1, help="Show the newest N scoring runs.")
+    ] = 20,  # evaluators.compare.history.DEFAULT_LAST (not imported here: it would load pyarrow for --help)
     scorer: Annotated[
         list[str] | None,
         typer.Option("--scorer", metavar="NAME", help="Only this scorer (repeat for more; default: every scorer)."),

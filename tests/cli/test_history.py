@@ -284,3 +284,19 @@ def test_bad_input_is_one_error_line_and_exit_2(scored: Scored, tmp_path: Path) 
         result = evaltrace("history", *args, cwd=tmp_path)
         assert (result.returncode, result.stdout) == (2, ""), (args, result.stderr)
         assert result.stderr.startswith(error) and result.stderr.count("\n") == 1, (args, result.stderr)
+
+
+def test_help_names_what_each_option_takes() -> None:
+    result = evaltrace("history", "--help", env={"COLUMNS": "120"})
+    assert result.returncode == 0, result.stderr
+    rows = {line.split()[1]: line.split()[2] for line in result.stdout.splitlines() if line.startswith("│ --")}
+    expected = {
+        "--store": "DIR",
+        "--last": "N",
+        "--scorer": "NAME",
+        "--spec": "PATH",
+        "--json": "FILE",
+        "--html": "FILE",
+    }
+    assert rows == {**expected, "--help": "Show"}
+    assert "Exit codes: 0 shown; 2 bad input" in " ".join(result.stdout.split())
