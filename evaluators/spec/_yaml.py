@@ -89,21 +89,28 @@ class _TreeBuilder:
     def _mapping(self, node: MappingNode) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         self._built[id(node)] = out
-        if any(key.tag == _MERGE for key, _ in node.value):
-            # As `_construct_mapping`: duplicates among the mapping's own keys only, then the merge
-            # keys expanded (a key written here overrides a merged one; the first merged one wins).
-            own = [self.build(key) for key, _ in node.value if key.tag != _MERGE]
-            if len(set(own)) != len(own):  # an unhashable key raises TypeError: the reference names it
-                raise ConstructorError(None, None, "duplicate key", node.start_mark)
-            self._constructor.flatten_mapping(node)
-            for key_node, value_node in node.value:
-                out[self.build(key_node)] = self.build(value_node)
-            return out
+        build = self.build
         for key_node, value_node in node.value:
-            key = self.build(key_node)
+            if key_node.tag == _MERGE:
+                out.clear()
+                return self._merged(node, out)
+            # Plain string keys and values, nearly all of a spec, without a call each.
+            key = key_node.value if key_node.tag == _STR and type(key_node) is ScalarNode else build(key_node)
             if key in out:  # an unhashable key raises TypeError: the reference names it
                 raise ConstructorError(None, None, "duplicate key", key_node.start_mark)
-            out[key] = self.build(value_node)
+            is_str = value_node.tag == _STR and type(value_node) is ScalarNode
+            out[key] = value_node.value if is_str else build(value_node)
+        return out
+
+    def _merged(self, node: MappingNode, out: dict[Any, Any]) -> dict[Any, Any]:
+        # As `_construct_mapping`: duplicates among the mapping's own keys only, then the merge
+        # keys expanded (a key written here overrides a merged one; the first merged one wins).
+        own = [self.build(key) for key, _ in node.value if key.tag != _MERGE]
+        if len(set(own)) != len(own):  # an unhashable key raises TypeError: the reference names it
+            raise ConstructorError(None, None, "duplicate key", node.start_mark)
+        self._constructor.flatten_mapping(node)
+        for key_node, value_node in node.value:
+            out[self.build(key_node)] = self.build(value_node)
         return out
 
 
