@@ -170,9 +170,9 @@ def histogram(title: str, values: Sequence[float], unit: str) -> str:
     parts.append(
         f'<text x="10" y="{_HIST_H + 26}" font-size="11">{_number(low, unit)}</text>'
         f'<text x="{_HIST_W + 10}" y="{_HIST_H + 26}" font-size="11" text-anchor="end">{_number(high, unit)}</text>'
-        f'<text x="{_HIST_W + 10}" y="10" font-size="11" text-anchor="end">max {peak} per bin</text></svg>'
+        "</svg>"
     )
-    return _figure(f"{title} ({len(finite)} samples)", "".join(parts))
+    return _figure(f"{title} ({len(finite)} samples; tallest bar {peak})", "".join(parts))
 
 
 def _bin_counts(values: Sequence[float], low: float, high: float) -> list[int]:

@@ -72,7 +72,7 @@ def write_trees(
     if not wanted:
         return 0, None
     if not paths:
-        return 0, "this report was not scored from span files, so there are no trace trees to show"
+        return 0, "the report names no span files (its inputs' paths), so there are no trace trees to show"
     found = 0
     try:
         for trace in find_traces(paths, wanted, cache=cache):
