@@ -494,6 +494,7 @@ def main() -> None:
     )
     prime_cache(setup)
     results: dict[str, list[Run]] = {tool: [] for tool in TOOLS}
+    saved = folder / f"results-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     for round_ in range(args.rounds):
         order = TOOLS[round_ % len(TOOLS) :] + TOOLS[: round_ % len(TOOLS)]
         for tool in order:
@@ -505,14 +506,13 @@ def main() -> None:
                 + (f", query {run.query:.3f} s" if run.query is not None else ""),
                 flush=True,
             )
-    load_after = os.getloadavg()
+        # Saved after every round: a long run stopped early keeps its complete rounds (--table reads them).
+        payload = {"args": vars(args), "no_cache": setup.no_cache, "load": [load_before, os.getloadavg()]}
+        payload["runs"] = {tool: [asdict(r) for r in runs] for tool, runs in results.items()}
+        saved.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
     print(f"\nall tools failed exactly the {len(meta['planted'])} planted cases in every run")
-    print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (1 min)\n")
+    print(f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f} (1 min)\n")
     print(report_table(results, setup.no_cache))
-    saved = folder / f"results-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    payload = {"args": vars(args), "no_cache": setup.no_cache, "load": [load_before, load_after]}
-    payload["runs"] = {tool: [asdict(r) for r in runs] for tool, runs in results.items()}
-    saved.write_text(json.dumps(payload, indent=1), encoding="utf-8")
     print(f"\nraw results: {saved}")
 
 
