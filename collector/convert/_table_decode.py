@@ -42,29 +42,47 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class _Factory(Generic[M]):
-    """Builds `model` records from trusted values given for every field, without validation."""
+    """Builds `model` records from trusted values given for every field, without validation.
+
+    What `model_construct` does, minus its per-field lookups of aliases and defaults: the record's
+    `__dict__` is a dict display of the values, in a function generated once per model (as
+    `dataclasses` generates `__init__`), mapped over the columns. About 4x `model_construct`'s speed.
+    """
 
     def __init__(self, model: type[M]) -> None:
         if model.__pydantic_post_init__ or model.__pydantic_root_model__:  # what a plain __dict__ cannot do
             raise TypeError(f"{model.__name__} needs model_construct")
         self.model = model
         self.names = tuple(model.model_fields)
+        assert all(name.isidentifier() for name in self.names)
+        arguments = ", ".join(f"v{i}" for i in range(len(self.names)))
+        items = ", ".join(f"{name!r}: v{i}" for i, name in enumerate(self.names))
+        source = (
+            f"def make({arguments}):\n"
+            "    record = new(model)\n"
+            f"    setattr_(record, '__dict__', {{{items}}})\n"
+            "    setattr_(record, '__pydantic_fields_set__', fields_set)\n"
+            "    setattr_(record, '__pydantic_extra__', None)\n"
+            "    setattr_(record, '__pydantic_private__', None)\n"
+            "    return record\n"
+        )
+        # Every field is set, so one shared set serves all records: pydantic only ever adds a
+        # field name to it (on assignment), and each is in it already.
+        scope: dict[str, Any] = {
+            "new": model.__new__,
+            "model": model,
+            "setattr_": object.__setattr__,
+            "fields_set": set(self.names),
+        }
+        exec(source, scope)  # the source is built from the model's own field names, nothing else
+        self._make: Callable[..., M] = scope["make"]
 
     def build_all(self, columns: dict[str, list[Any]]) -> list[M]:
         """One record per position of `columns` (a list per field, all of one length)."""
-        model, names, setattr_ = self.model, self.names, object.__setattr__
-        # Every field is set, so one shared set serves all records: pydantic only ever adds a
-        # field name to it (on assignment), and each is in it already.
-        fields_set = set(names)
-        records = []
-        for values in zip(*(columns[name] for name in names), strict=True):
-            record = model.__new__(model)
-            setattr_(record, "__dict__", dict(zip(names, values, strict=True)))
-            setattr_(record, "__pydantic_fields_set__", fields_set)
-            setattr_(record, "__pydantic_extra__", None)
-            setattr_(record, "__pydantic_private__", None)
-            records.append(record)
-        return records
+        lists = [columns[name] for name in self.names]
+        if len({len(values) for values in lists}) > 1:
+            raise ValueError(f"{self.model.__name__}: columns of different lengths")
+        return list(map(self._make, *lists))
 
 
 _USAGE = _Factory(Usage)
@@ -92,16 +110,16 @@ def _leaves(struct: pa.StructArray, names: Iterable[str]) -> dict[str, list[Any]
 
 
 def _json_leaf(struct: pa.StructArray, name: str) -> list[Any]:
-    return [_from_json(text) for text in struct.field(name).to_pylist()]
+    """The values of a `*_json` column, parsed in one `json.loads` of them all as one JSON array.
 
-
-def _from_json(text: str | None) -> Any:
-    """The value of JSON text; a string without escapes (most recorded results) is cut out, not parsed."""
-    if text is None:
-        return None
-    if text[0] == '"' and "\\" not in text:
-        return text[1:-1]
-    return _loads(text)
+    Each text is one JSON value (the encoder wrote it), so joined by commas they form an array of
+    the same values; one parse of it saves the ~3 us each separate `json.loads` call costs.
+    """
+    texts = struct.field(name).to_pylist()
+    if not texts:
+        return []
+    values: list[Any] = _loads("[" + ",".join("null" if text is None else text for text in texts) + "]")
+    return values
 
 
 def _split(lists: pa.ListArray, items: Sequence[Any]) -> list[Any]:
