@@ -61,6 +61,16 @@ class RowBuilder:
 
 def _trace_row(trace: Trace, row: int, top: int, parent: int | None, child_row: ChildRow) -> Row:
     values = trace.__dict__
+    # The converter lists each call twice, in the trace and in its iteration (the same object):
+    # encoded once, its row dict serves both.
+    encoded: dict[int, Row] = {}
+
+    def call_row(call: ToolCall) -> Row:
+        found = encoded.get(id(call))
+        if found is None:
+            found = encoded[id(call)] = _call(call, child_row)
+        return found
+
     return {
         "row": row,
         "top_row": top,
@@ -68,8 +78,8 @@ def _trace_row(trace: Trace, row: int, top: int, parent: int | None, child_row: 
         **{name: values[name] for name in _TRACE_SCALARS},
         "usage": _usage(trace.usage),
         "models": trace.models,
-        "tool_calls": [_call(call, child_row) for call in trace.tool_calls],
-        "iterations": [_iteration(iteration, child_row) for iteration in trace.iterations],
+        "tool_calls": [call_row(call) for call in trace.tool_calls],
+        "iterations": [_iteration(iteration, call_row) for iteration in trace.iterations],
         "tool_schemas": [_tool_schema(schema) for schema in trace.tool_schemas],
         "handoffs": trace.handoffs,
         "warnings": trace.warnings,
@@ -118,7 +128,7 @@ def _call(call: ToolCall, child_row: ChildRow) -> Row:
     }
 
 
-def _iteration(iteration: Iteration, child_row: ChildRow) -> Row:
+def _iteration(iteration: Iteration, call_row: Callable[[ToolCall], Row]) -> Row:
     return {
         "index": iteration.index,
         "span_id": iteration.span_id,
@@ -126,7 +136,7 @@ def _iteration(iteration: Iteration, child_row: ChildRow) -> Row:
         "provider": iteration.provider,
         "input_messages": _messages(iteration.input_messages),
         "output_messages": _messages(iteration.output_messages),
-        "tool_calls": [_call(call, child_row) for call in iteration.tool_calls],
+        "tool_calls": [call_row(call) for call in iteration.tool_calls],
         "finish_reasons": iteration.finish_reasons,
         "usage": _usage(iteration.usage),
         "start_time": iteration.start_time,
