@@ -26,7 +26,12 @@ def to_json(value: Any) -> str | None:
     """
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _encode(value)
+
+
+# One encoder for every value: `json.dumps` with options builds a new `JSONEncoder` on each call,
+# a third of its cost on the small values a trace holds.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class RowBuilder:
@@ -83,7 +88,7 @@ def _trace_row(trace: Trace, row: int, top: int, parent: int | None, child_row: 
         "tool_schemas": [_tool_schema(schema) for schema in trace.tool_schemas],
         "handoffs": trace.handoffs,
         "warnings": trace.warnings,
-        "attributes_json": json.dumps(trace.attributes, ensure_ascii=False, separators=(",", ":")),
+        "attributes_json": _encode(trace.attributes),
     }
 
 
