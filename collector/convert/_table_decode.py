@@ -119,6 +119,8 @@ def _json_leaf(struct: pa.StructArray, name: str) -> list[Any]:
     if not texts:
         return []
     values: list[Any] = _loads("[" + ",".join("null" if text is None else text for text in texts) + "]")
+    if len(values) != len(texts):  # a text that was not one JSON value: not a table evaltrace wrote
+        raise ValueError(f"{name}: {len(texts)} texts gave {len(values)} JSON values")
     return values
 
 

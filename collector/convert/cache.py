@@ -227,7 +227,8 @@ class _TableWriter:
         temp = target.parent / f".{target.stem}.{os.getpid()}.{secrets.token_hex(4)}{_TEMP_SUFFIX}"
         schema = SCHEMA.with_metadata({**(SCHEMA.metadata or {}), _KEY_METADATA: target.stem.encode()})
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            # Private to the user: the tables are read back without validation (see SECURITY.md).
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             writer = pq.ParquetWriter(temp, schema, compression="zstd", write_page_checksum=True)
         except (OSError, pa.ArrowException) as exc:
             logger.info("traces cache: cannot write in %s (%s); scoring without it", target.parent, exc)

@@ -466,3 +466,20 @@ def test_rescoring_an_unchanged_run_does_not_rebuild(
     score_paths_to([runs[0].parent], None, uncached, sink, workers=1)
     assert spy.calls == 2
     assert [e.model_dump(mode="json") for e in sink.entries] == first["entries"]
+
+
+def test_a_json_text_that_is_not_one_value_is_refused() -> None:
+    table = to_table([Trace(trace_id="t", tool_calls=[ToolCall(name="x", arguments={"a": 1})])])
+    calls = table.column("tool_calls").combine_chunks()
+    values = calls.values
+    forged = pa.StructArray.from_arrays(
+        [pa.array(["1,2"]) if name == "arguments_json" else values.field(name) for name in values.type.names],
+        fields=list(values.type),
+    )
+    bad = table.set_column(
+        table.schema.get_field_index("tool_calls"),
+        table.schema.field("tool_calls"),
+        pa.ListArray.from_arrays(calls.offsets, forged),
+    )
+    with pytest.raises(ValueError, match="arguments_json"):
+        from_table(bad)
