@@ -6,6 +6,9 @@ that reads or tidies span files.
 
 from __future__ import annotations
 
+import os
+import secrets
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -248,3 +251,20 @@ def folders(paths: list[str]) -> list[Path]:
         else:
             raise InputError(f"{arg}: no such folder")
     return list(folders)
+
+
+def write_text_output(destination: str, text: str, option: str) -> None:
+    """Write `text` to stdout (`-`) or to a file, under a temporary name renamed into place."""
+    if destination == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(destination)
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise InputError(f"{option} {destination}: cannot write: {exc.strerror or exc}") from None

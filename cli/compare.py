@@ -8,14 +8,11 @@ unwritable output) or scorers whose version or configuration changed between the
 
 from __future__ import annotations
 
-import os
-import secrets
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from evaltrace.cli import _options as opt
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import printable
 
@@ -79,9 +76,9 @@ def compare(
     folder = store_folder(store)
     comparison = compare_sides(load_side(base, folder), load_side(new, folder), CompareOptions(alpha, strict))
     if json_path is not None:
-        _write(json_path, comparison.to_json(), "--json")
+        opt.write_text_output(json_path, comparison.to_json(), "--json")
     if markdown_path is not None:
-        _write(markdown_path, render_markdown(comparison), "--markdown")
+        opt.write_text_output(markdown_path, render_markdown(comparison), "--markdown")
     # Reasons quote recorded content: shown, never run by the terminal.
     typer.echo(printable(render_text(comparison), layout=True), nl=False, err=json_path == "-")
     _exit(comparison, allow_changed_scorers)
@@ -96,20 +93,3 @@ def _exit(comparison: Comparison, allow_changed_scorers: bool) -> None:
         )
     if comparison.regressed:
         raise typer.Exit(1)
-
-
-def _write(destination: str, text: str, option: str) -> None:
-    """Write `text` to stdout (`-`) or to a file, under a temporary name renamed into place."""
-    if destination == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    path = Path(destination)
-    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, path)
-    except OSError as exc:
-        temp.unlink(missing_ok=True)
-        raise InputError(f"{option} {destination}: cannot write: {exc.strerror or exc}") from None

@@ -7,14 +7,12 @@ with `--json -`.
 
 from __future__ import annotations
 
-import os
-import secrets
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from evaltrace.cli import _options as opt
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import printable
 
@@ -65,9 +63,9 @@ def history(
     options = HistoryOptions(last=last, scorers=scorer or [], spec=spec)
     result = load_history(store_folder(store), options)
     if json_path is not None:
-        _write(json_path, result.model_dump_json(indent=2) + "\n", "--json")
+        opt.write_text_output(json_path, result.model_dump_json(indent=2) + "\n", "--json")
     if html_path is not None:
-        _write(html_path, render_html(result), "--html")
+        opt.write_text_output(html_path, render_html(result), "--html")
     # Scorer names and spec paths come from the store: shown, never run by the terminal.
     typer.echo(printable(render_text(result), layout=True), nl=False, err=json_path == "-")
 
@@ -78,20 +76,3 @@ def _check_file_destination(destination: str) -> None:
         raise InputError("--html -: the page is written to a file only ('-' is for --json)")
     if Path(destination).is_dir():
         raise InputError(f"--html {destination}: is a folder (give a file name)")
-
-
-def _write(destination: str, text: str, option: str) -> None:
-    """Write `text` to stdout (`-`) or to a file, under a temporary name renamed into place."""
-    if destination == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    path = Path(destination)
-    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, path)
-    except OSError as exc:
-        temp.unlink(missing_ok=True)
-        raise InputError(f"{option} {destination}: cannot write: {exc.strerror or exc}") from None
