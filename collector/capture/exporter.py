@@ -1,6 +1,6 @@
 """`ParquetSpanExporter`: the OTel span exporter that records spans to local Parquet files.
 
-Write path (see the collector-storage research, section 4, and `_rolling.py`):
+Write path (see `_rolling.py`):
 
 - `export()` runs on the BatchSpanProcessor's worker thread. It converts the batch straight to
   Arrow columns and appends the record batch to an in-memory buffer.

@@ -7,7 +7,7 @@ providers only where none is set. It also turns GenAI content capture on unless 
 (`_genai_env.py`): instrumentations read that setting when they instrument, so call `record()`
 before instrumenting the application's clients.
 
-Recording also installs the process hooks that the SDK lacks (collector-storage research, section 1.3):
+Recording also installs the process hooks that the SDK lacks:
 
 - **multiprocessing.** Fork workers of `multiprocessing` exit through `os._exit`, so `atexit`
   never shuts the provider down and their spans were lost. A `multiprocessing.util` after-fork

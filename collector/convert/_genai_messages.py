@@ -1,6 +1,6 @@
 """GenAI message JSON (v1.37+ parts, and the v1.36-and-earlier event bodies) to `Message` records.
 
-The schema drifts between emitters, so every variant the conventions research found is accepted:
+The schema drifts between emitters, so every variant seen from the emitters is accepted:
 `tool_call_response` carries `response` or `result` (and pydantic-ai adds `name`); tool results
 sit in `user`, `tool` or `""` messages; `model` means `assistant`; arguments are objects or JSON
 text; old-style tool calls sit at the top of a `gen_ai.choice` body or inside its `message`.

@@ -1,6 +1,6 @@
 """Match tool executions to the tool calls the model requested, and order the result.
 
-Rules (DESIGN.md, span-conventions pitfall 6):
+Rules (tool spans and the calls the model requested are recorded apart and must be paired):
 
 1. A tool span matches the requested call with the same call id. Placeholder ids (`unknown`,
    `<not specified>`) identify nothing.

@@ -2,7 +2,7 @@
 
 Each convention module (`conventions/genai.py`, `conventions/openinference.py`, ...)
 exposes `extract(span) -> NormalizedSpan | None`: it returns `None` when the span is not in its
-convention, so `rebuild.py` can try them in the detection order of the span-conventions research
+convention, so `rebuild.py` can try them in its detection order
 (OpenInference, OpenLLMetry, GenAI new, GenAI old, framework fallbacks, bare structure).
 `rebuild.py` then builds the span tree and assembles `Trace` records from these parts only, so
 the assembly logic (iterations, tool-call matching, usage sums, nesting) is written once.

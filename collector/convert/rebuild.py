@@ -46,7 +46,7 @@ DETECTION_ORDER: Final[tuple[Extractor, ...]] = (
     adk.extract,
     structure.extract,
 )
-"""Extractors in the order they are tried (span-conventions research, "detection order"):
+"""Extractors in the order they are tried (most specific first):
 OpenInference, OpenLLMetry, GenAI v1.37+, GenAI per-message events, pydantic-ai's own
 attributes, Google ADK's vendor content attributes, then bare `gen_ai.operation.name`
 structure. The first that returns a result wins. A new convention is one module in

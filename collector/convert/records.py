@@ -300,7 +300,7 @@ class Trace(_Record):
         )
 
     def to_contract_json(self) -> dict[str, Any]:
-        """The JSON object `evaltrace traces --json` prints (CONTRACT.md keys first)."""
+        """The JSON object `evaltrace traces --json` prints (the documented keys first)."""
         return self.model_dump(mode="json")
 
 
