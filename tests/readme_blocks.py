@@ -63,6 +63,13 @@ def bash_block(first_line_prefix: str) -> str:
     return found[0]
 
 
+def sql_block(containing: str) -> str:
+    """The one ```sql block of the README that contains `containing`."""
+    found = [block for block in re.findall(r"```sql\n(.*?)```", readme_text(), re.DOTALL) if containing in block]
+    assert len(found) == 1, f"expected one README sql block containing {containing!r}, found {len(found)}"
+    return found[0]
+
+
 def extra_requirements(extra: str) -> list[str]:
     """The requirements evaltrace's installed metadata lists for `extra` (empty for an unknown extra)."""
     marker = re.compile(rf"""extra\s*==\s*["']{re.escape(extra)}["']""")

@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pytest
 from cli_process import evaltrace
+from readme_blocks import sql_block
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_RUNS = REPO / "samples" / "runs"
@@ -25,19 +26,8 @@ SAMPLE_SPEC = REPO / "samples" / "evals.yaml"
 BLOCKS = "▁▂▃▄▅▆▇█"
 
 # The README's query (History): each scorer's pass rate in every scoring run, oldest run first.
-README_QUERY = """\
-SELECT r.started_at, s.run_id, s.scorer,
-       count_if(s.passed) AS passed,
-       count_if(NOT s.passed) AS failed,
-       count_if(s.error IS NOT NULL) AS errors,
-       count_if(s.passed IS NULL) AS not_applied,
-       count_if(s.passed) / nullif(count_if(s.passed IS NOT NULL), 0) AS pass_rate
-FROM read_parquet('.evaltrace/store/scores/*.parquet') AS s
-JOIN read_parquet('.evaltrace/store/runs/*.parquet') AS r USING (run_id)
-WHERE s.scorer IS NOT NULL
-GROUP BY ALL
-ORDER BY r.started_at, s.scorer;
-"""
+README_QUERY = sql_block("/store/scores/*.parquet")
+"""The README's pass-rate-per-scorer query over the score store, run as written there."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from cli_process import evaltrace
+from readme_blocks import sql_block
 from report_runs import HOSTILE, PLUGIN, record_runs, write_spec
 
 from evaltrace.evaluators.store.reader import list_runs, read_scores
@@ -24,17 +25,8 @@ SAMPLE_SPEC = REPO / "samples" / "evals.yaml"
 STORED = re.compile(r"scores stored: ([0-9A-Z]{26}) in (.+)")
 
 # The README's query: pass rate per scorer in every scoring run of the store, oldest run first.
-README_QUERY = """\
-SELECT r.started_at, s.run_id, s.scorer,
-       count_if(s.passed) AS passed,
-       count_if(NOT s.passed) AS failed,
-       count_if(s.passed) / nullif(count_if(s.passed IS NOT NULL), 0) AS pass_rate
-FROM read_parquet('.evaltrace/store/scores/*.parquet') AS s
-JOIN read_parquet('.evaltrace/store/runs/*.parquet') AS r USING (run_id)
-WHERE s.scorer IS NOT NULL
-GROUP BY ALL
-ORDER BY r.started_at, s.scorer;
-"""
+README_QUERY = sql_block("/store/scores/*.parquet")
+"""The README's pass-rate-per-scorer query over the score store, run as written there."""
 
 
 def stored_run(stderr: str) -> tuple[str, str]:
@@ -82,8 +74,8 @@ def test_the_default_store_is_under_the_current_folder_and_the_readme_query_read
         for run_id, report in zip(ids, reports, strict=True)
         for count in sorted(report["scorer_counts"], key=lambda c: c["scorer"])
     ]
-    assert [(run_id, scorer, passed, failed) for _, run_id, scorer, passed, failed, _ in rows] == expected
-    rates = {(run_id, scorer): rate for _, run_id, scorer, _, _, rate in rows}
+    assert [(run_id, scorer, passed, failed) for _, run_id, scorer, passed, failed, *_ in rows] == expected
+    rates = {(row[1], row[2]): row[-1] for row in rows}
     assert rates[(ids[1], "tool_call_validity")] == 1.0
     assert any(rate is not None and rate < 1 for rate in rates.values())  # the defaults fail some sample traces
 

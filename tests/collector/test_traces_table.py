@@ -21,6 +21,7 @@ from genai_scenarios import old_events_no_agent, parallel_nested, sequential, un
 from genai_spans import Recorder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from readme_blocks import sql_block
 
 from evaltrace.collector.convert import cache
 from evaltrace.collector.convert.rebuild import read_traces
@@ -419,19 +420,12 @@ def test_the_table_on_disk_is_the_documented_schema(runs: list[Path], tmp_path: 
 
 def test_duckdb_queries_the_traces_cache(runs: list[Path], tmp_path: Path) -> None:
     import duckdb  # the test extra installs it: a missing duckdb fails here, it is not skipped
+
     root = tmp_path / "cache"
     expected = list(read_traces(runs))
     list(cache.cached_traces(runs, root=root))
     # The README's query, as written there (with the cache folder substituted).
-    query = """
-        SELECT trace_id, case_id, status, input, output,
-               usage.input_tokens AS input_tokens,
-               [c.name FOR c IN tool_calls] AS tools,
-               json_extract(tool_calls[1].arguments_json, '$') AS first_arguments
-        FROM read_parquet('CACHE/traces/*.parquet')
-        WHERE parent_row IS NULL
-        ORDER BY row
-    """.replace("CACHE", str(root))
+    query = sql_block("evaltrace/traces/*.parquet").replace("~/.cache/evaltrace", str(root))
     rows = duckdb.sql(query).fetchall()
     assert [(r[0], r[2], r[3], r[4], r[5], r[6]) for r in rows] == [
         (t.trace_id, t.status, t.input, t.output, t.usage.input_tokens, [c.name for c in t.tool_calls])
