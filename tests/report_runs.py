@@ -88,9 +88,22 @@ def _chat(tracer: Tracer, user: str, reply: dict[str, Any], tokens: tuple[int, i
         pass
 
 
-def record_run(tracer: Tracer, user: str, answer: str, *, city: str | None = None) -> None:
+def record_run(
+    tracer: Tracer,
+    user: str,
+    answer: str,
+    *,
+    city: str | None = None,
+    case_id: str | None = None,
+    agent_name: str | None = None,
+) -> None:
     """One agent run as OTel GenAI spans: invoke_agent > (chat with a tool call, execute_tool)? > chat."""
-    with tracer.start_as_current_span("invoke_agent weather", attributes={"gen_ai.operation.name": "invoke_agent"}):
+    attributes = {"gen_ai.operation.name": "invoke_agent"}
+    if agent_name is not None:
+        attributes["gen_ai.agent.name"] = agent_name
+    if case_id is not None:
+        attributes["evaltrace.case_id"] = case_id
+    with tracer.start_as_current_span("invoke_agent weather", attributes=attributes):
         if city is not None:
             call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": city}}
             _chat(tracer, user, {"parts": [call], "finish_reason": "tool_call"}, (100, 10))

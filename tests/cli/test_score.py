@@ -15,7 +15,7 @@ from cli_process import evaltrace
 from jsonschema import Draft202012Validator
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.trace import Tracer
+from report_runs import record_run
 
 from evaltrace.cli.main import main
 from evaltrace.collector.capture.exporter import ParquetSpanExporter
@@ -47,46 +47,12 @@ cases:
 """
 
 
-def _chat(tracer: Tracer, user: str, reply: dict[str, Any], tokens: tuple[int, int]) -> None:
-    attributes = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.request.model": "gpt-4o",
-        "gen_ai.usage.input_tokens": tokens[0],
-        "gen_ai.usage.output_tokens": tokens[1],
-        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": user}]}]),
-        "gen_ai.output.messages": json.dumps([{"role": "assistant", **reply}]),
-    }
-    with tracer.start_as_current_span("chat gpt-4o", attributes=attributes):
-        pass
-
-
-def record_run(tracer: Tracer, user: str, answer: str, *, city: str | None = None, case_id: str | None = None) -> None:
-    """One agent run as OTel GenAI spans: invoke_agent > (chat with a tool call, execute_tool)? > chat."""
-    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather"}
-    if case_id is not None:
-        attributes["evaltrace.case_id"] = case_id
-    with tracer.start_as_current_span("invoke_agent weather", attributes=attributes):
-        if city is not None:
-            call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": city}}
-            _chat(tracer, user, {"parts": [call], "finish_reason": "tool_call"}, (100, 10))
-            tool_attributes = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": "get_weather",
-                "gen_ai.tool.call.id": "call_1",
-                "gen_ai.tool.call.arguments": json.dumps({"city": city}),
-                "gen_ai.tool.call.result": "18C sunny",
-            }
-            with tracer.start_as_current_span("execute_tool get_weather", attributes=tool_attributes):
-                pass
-        _chat(tracer, user, {"parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}, (200, 20))
-
-
 def record(folder: Path, runs: list[dict[str, Any]]) -> Path:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(ParquetSpanExporter(folder, run_id="cli-test")))
     tracer = provider.get_tracer("test-agent")
     for kwargs in runs:
-        record_run(tracer, **kwargs)
+        record_run(tracer, agent_name="weather", **kwargs)
     provider.force_flush()
     provider.shutdown()
     assert list(folder.glob("*.parquet"))
