@@ -52,6 +52,10 @@ def compare(
     markdown_path: Annotated[
         str | None, typer.Option("--markdown", metavar="FILE", help="Write the comparison as Markdown to FILE.")
     ] = None,
+    html_path: Annotated[
+        str | None,
+        typer.Option("--html", metavar="FILE", help="Write the comparison as a self-contained HTML page to FILE."),
+    ] = None,
     store: Annotated[
         str | None,
         typer.Option(
@@ -64,13 +68,14 @@ def compare(
     """Compare two scoring runs: regressions, fixes, pass-rate deltas with significance, latency, tokens, cost."""
     from evaltrace.evaluators.compare.comparison import CompareOptions, compare_sides
     from evaltrace.evaluators.compare.render import render_markdown, render_text
+    from evaltrace.evaluators.compare.render_html import render_html
     from evaltrace.evaluators.compare.sides import load_side
     from evaltrace.evaluators.report.formats import check_destination
     from evaltrace.evaluators.store.location import store_folder
 
     if not 0.0 < alpha < 0.5:
         raise InputError(f"--alpha {alpha:g}: give a significance level between 0 and 0.5 (such as 0.05)")
-    for name, destination in (("json", json_path), ("markdown", markdown_path)):
+    for name, destination in (("json", json_path), ("markdown", markdown_path), ("html", html_path)):
         if destination is not None:
             check_destination(name, destination)
     folder = store_folder(store)
@@ -79,6 +84,8 @@ def compare(
         opt.write_text_output(json_path, comparison.to_json(), "--json")
     if markdown_path is not None:
         opt.write_text_output(markdown_path, render_markdown(comparison), "--markdown")
+    if html_path is not None:
+        opt.write_text_output(html_path, render_html(comparison), "--html")
     # Reasons quote recorded content: shown, never run by the terminal.
     typer.echo(printable(render_text(comparison), layout=True), nl=False, err=json_path == "-")
     _exit(comparison, allow_changed_scorers)

@@ -1,4 +1,4 @@
-"""The comparison as terminal text and as Markdown for a pull-request comment.
+"""The comparison as terminal text and as Markdown for a pull-request comment (HTML: `render_html.py`).
 
 Reasons quote recorded content (untrusted): the terminal text is shown through
 `collector.terminal.printable` by the caller, and the Markdown goes through `markdown_text`, which
@@ -14,7 +14,7 @@ from evaltrace.evaluators.report.markdown_writer import markdown_text
 MAX_LISTED = 20
 """Regressions listed by name; the rest are counted."""
 _MAX_REASON = 200
-_STAT_LABELS = {
+STAT_LABELS = {
     "latency_p50_seconds": "latency p50",
     "latency_p95_seconds": "latency p95",
     "input_tokens": "input tokens",
@@ -25,12 +25,12 @@ _STAT_LABELS = {
 
 def render_text(comparison: Comparison) -> str:
     """The terminal summary: the rows' table, the regressions with NEW's reasons, the statistics, the verdict."""
-    lines = [_headline(comparison), ""]
+    lines = [headline(comparison), ""]
     lines += _text_table(comparison.rows, comparison.confidence_level)
     lines += _text_changes(comparison)
-    lines += [f"{_STAT_LABELS[s.name]}: {_stat(s)}" for s in comparison.stats if s.base is not None]
+    lines += [f"{STAT_LABELS[s.name]}: {stat_text(s)}" for s in comparison.stats if s.base is not None]
     changed = comparison.changed_scorers
-    lines += [f"Changed scorer: {c.scorer} ({_configs(c.base)} -> {_configs(c.new)})" for c in changed]
+    lines += [f"Changed scorer: {c.scorer} ({configs_text(c.base)} -> {configs_text(c.new)})" for c in changed]
     lines.append(("FAILED: " if comparison.regressed else "OK: ") + comparison.verdict)
     return "\n".join(lines) + "\n"
 
@@ -50,13 +50,12 @@ def render_baseline(comparison: Comparison) -> str:
 def render_markdown(comparison: Comparison) -> str:
     """The comparison as Markdown (a heading, the rows' table, the regressions, the statistics)."""
     mark = "❌ regression" if comparison.regressed else "✅ no significant regression"
-    lines = [f"## evaltrace compare: {mark}", "", markdown_text(_headline(comparison)), ""]
+    lines = [f"## evaltrace compare: {mark}", "", markdown_text(headline(comparison)), ""]
     level = f"{comparison.confidence_level:.0%} CI"
     lines += [f"| scorer | base | new | delta | {level} | p | test |", "|---|---:|---:|---:|---|---:|---|"]
-    lines += [
-        "| " + " | ".join([markdown_text(_scorer(row)), *(cell.replace("|", "\\|") for cell in _cells(row)[1:])]) + " |"
-        for row in comparison.rows
-    ]
+    for row in comparison.rows:
+        cells = [markdown_text(scorer_label(row)), *(cell.replace("|", "\\|") for cell in row_cells(row)[1:])]
+        lines.append("| " + " | ".join(cells) + " |")
     if comparison.regressions:
         lines += ["", f"### Regressions ({len(comparison.regressions)})", ""]
         lines += [f"- {_markdown_change(change)}" for change in comparison.regressions[:MAX_LISTED]]
@@ -66,7 +65,8 @@ def render_markdown(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _headline(comparison: Comparison) -> str:
+def headline(comparison: Comparison) -> str:
+    """Which runs are compared, how cases were matched, and whether the test is paired."""
     pairing = "paired" if comparison.rows and comparison.rows[0].paired else "unpaired (no case in common)"
     sides = f"Comparing {comparison.base} (base) with {comparison.new} (new)"
     return f"{sides}, matched by {comparison.matched_by}: {pairing}"
@@ -74,17 +74,18 @@ def _headline(comparison: Comparison) -> str:
 
 def _text_table(rows: list[RateRow], level: float) -> list[str]:
     header = ["scorer", "base", "new", "delta", f"{level:.0%} CI", "p", "test"]
-    table = [header] + [[_scorer(row), *_cells(row)[1:]] for row in rows]
+    table = [header] + [[scorer_label(row), *row_cells(row)[1:]] for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in table]
 
 
-def _cells(row: RateRow) -> list[str]:
+def row_cells(row: RateRow) -> list[str]:
+    """A row as table cells: scorer, base and new rates, delta (`*` when significant), CI, p, test."""
     counts = f"{row.n_base} pairs" if row.paired else f"n {row.n_base}/{row.n_new}"
     ci = "-" if row.ci_low is None or row.ci_high is None else f"[{_pct(row.ci_low)}, {_pct(row.ci_high)}]"
     test = f"{'McNemar' if row.paired else 'z-test'}, {counts}"
     delta = _signed(row.delta) + (" *" if row.significant_regression else "")
-    return [_scorer(row), _rate(row.base_rate), _rate(row.new_rate), delta, ci, f"{row.p_value:.3g}", test]
+    return [scorer_label(row), _rate(row.base_rate), _rate(row.new_rate), delta, ci, f"{row.p_value:.3g}", test]
 
 
 def _text_changes(comparison: Comparison) -> list[str]:
@@ -122,7 +123,7 @@ def _markdown_notes(comparison: Comparison) -> list[str]:
         notes.append(f"- New cases: {markdown_text(_list(comparison.new_cases))}")
     if comparison.missing_cases:
         notes.append(f"- Missing cases: {markdown_text(_list(comparison.missing_cases))}")
-    notes += [f"- {_STAT_LABELS[s.name]}: {markdown_text(_stat(s))}" for s in comparison.stats if s.base is not None]
+    notes += [f"- {STAT_LABELS[s.name]}: {markdown_text(stat_text(s))}" for s in comparison.stats if s.base is not None]
     notes += [f"- Changed scorer: {markdown_text(c.scorer)}" for c in comparison.changed_scorers]
     return ["", *notes] if notes else []
 
@@ -140,11 +141,13 @@ def _more(count: int) -> list[str]:
     return [f"  ... and {plural(count - MAX_LISTED, 'more regression')}"] if count > MAX_LISTED else []
 
 
-def _scorer(row: RateRow) -> str:
+def scorer_label(row: RateRow) -> str:
+    """The row's scorer, or `(entries)` for the entries' outcome."""
     return "(entries)" if row.scorer is None else row.scorer
 
 
-def _stat(stat: StatDelta) -> str:
+def stat_text(stat: StatDelta) -> str:
+    """`base -> new (delta, relative)` of one statistic."""
     if stat.base is None or stat.new is None or stat.delta is None:
         return f"{_number(stat.base)} -> {_number(stat.new)}"
     relative = "" if stat.relative is None else f", {stat.relative:+.1%}"
@@ -152,7 +155,8 @@ def _stat(stat: StatDelta) -> str:
     return f"{_number(stat.base)} -> {_number(stat.new)} ({sign}{_number(stat.delta)}{relative})"
 
 
-def _configs(configs: list[str]) -> str:
+def configs_text(configs: list[str]) -> str:
+    """Config hashes as a list, or `none`."""
     return ", ".join(configs) or "none"
 
 

@@ -114,6 +114,23 @@ def test_planted_regressions_exit_1_and_are_named_with_the_new_reasons(work: Pat
     assert "\x1b" not in markdown and "<b>" not in markdown and "&lt;b&gt;" in markdown
 
 
+def test_the_html_page_is_self_contained_and_shows_the_regressions_as_text(work: Path) -> None:
+    result = evaltrace("compare", "base.json", "bad.json", "--html", "cmp.html", cwd=work)
+    assert result.returncode == 1, result.stderr
+    page = (work / "cmp.html").read_text(encoding="utf-8")
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert "<script" not in page and not re.search(r"""(src|href)=|url\(|@import""", page)  # nothing fetched or run
+    assert "FAILED: REGRESSION: the pass rate fell significantly" in page
+    assert "<h2>Regressions (passed → failed): 14</h2>" in page  # 7 cases, each as entry and as output
+    for city in ["paris", "tokyo", "rome", "oslo", "lima", "cairo", "quito"]:
+        assert f"<td>weather-{city}</td>" in page
+    # The hostile answer quoted by a reason: escaped, its controls made visible.
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
+    assert "\x1b" not in page and "\u202e" not in page and "\\x1b[31mred" in page
+    assert '<td class="num">100.0%</td><td class="num">30.0%</td>' in page  # the entries' row
+    assert page.count('<rect class="new"') == page.count('<rect class="base"') >= 2  # a bar pair per row
+
+
 def test_stored_runs_are_compared_by_run_id(work: Path) -> None:
     base_id, bad_id = (work / "base.id").read_text(), (work / "bad.id").read_text()
     result = evaltrace("compare", base_id, bad_id[:20].lower(), "--store", "store", "--json", "-", cwd=work)
@@ -183,6 +200,8 @@ def test_changed_scorer_configuration_exits_2_and_lists_the_scorer(work: Path) -
             ["base.json", "same.json", "--markdown", "no/such/dir/x.md"],
             "Error: --markdown no/such/dir/x.md: the folder",
         ),
+        (["base.json", "same.json", "--html", "-"], "Error: --html -: the html report is written to a file only"),
+        (["base.json", "same.json", "--html", "runs-base"], "Error: --html runs-base: names a folder"),
     ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(work: Path, args: list[str], message: str) -> None:
