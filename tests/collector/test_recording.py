@@ -107,12 +107,23 @@ def test_sigterm_loses_nothing_already_ended(tmp_path: Path) -> None:
     assert sorted(written_ids(tmp_path)) == sorted(span_ids(lines))
 
 
+def _wait_for_file(folder: Path, writer: str, timeout: float = 60.0) -> None:
+    """Until a span file of the writer whose name holds `writer` is in `folder`."""
+    deadline = time.monotonic() + timeout
+    while not any(writer in path.name for path in folder.glob("*.parquet")):
+        assert time.monotonic() < deadline, f"no span file of {writer!r} in {timeout:.0f} s"
+        time.sleep(0.01)
+
+
 def test_sigkill_mid_write_leaves_no_unreadable_parquet(tmp_path: Path) -> None:
     env = clean_env(tmp_path, EVALTRACE_MAX_ROWS="200", OTEL_BSP_SCHEDULE_DELAY="10")
     for attempt in range(6):
         with subprocess.Popen([sys.executable, str(APP), "spin"], env=env, stdout=subprocess.PIPE, text=True) as proc:
             _wait_ready(proc)
-            time.sleep(0.3 + 0.17 * attempt)  # kill at varying points of the write cycle
+            # The first roll also pays one-time costs (pyarrow imports pandas on its first array when
+            # pandas is installed): wait for it, so the kills land in the steady write cycle.
+            _wait_for_file(tmp_path, f"-{proc.pid}-")
+            time.sleep(0.03 + 0.05 * attempt)  # kill at varying points of the write cycle
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=10)
     files = list(tmp_path.glob("*.parquet"))
