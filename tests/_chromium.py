@@ -124,6 +124,20 @@ class Page:
             raise AssertionError(f"{expression!r} threw: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def text_of(self, selector: str, prop: str = "innerText", timeout_ms: int = 10_000) -> str:
+        """`prop` of the element `selector` once it exists: what a click fills in, it fills in a later task
+        (a `details` element's `toggle` event is dispatched asynchronously)."""
+        return str(
+            self.evaluate(
+                "new Promise((resolve, reject) => { const start = Date.now(); (function poll() {"
+                f" const e = document.querySelector({json.dumps(selector)});"
+                f" if (e) return resolve(e[{json.dumps(prop)}]);"
+                f" if (Date.now() - start > {timeout_ms})"
+                f" return reject(new Error('no element ' + {json.dumps(selector)}));"
+                " setTimeout(poll, 20); })(); })"
+            )
+        )
+
     def click(self, selector: str) -> None:
         """A real mouse click (press and release) in the middle of the element `selector`."""
         box = self.evaluate(

@@ -100,7 +100,7 @@ def test_page_renders_filters_and_drills_down_in_chromium(
         assert page.evaluate(f"document.querySelector('{paris}').open") is False
         page.click(f"{paris} > summary")
         assert page.evaluate(f"document.querySelector('{paris}').open") is True
-        tree = page.evaluate(f"document.querySelector('{paris} .slot .tree').innerText")
+        tree = page.text_of(f"{paris} .slot .tree", "innerText")
         assert "tool call" in tree and "get_weather" in tree and '"city": "Paris"' in tree
         assert "18C sunny" in tree and "It is 18C and sunny in Paris." in tree and "iteration 0" in tree
 
@@ -110,7 +110,7 @@ def test_page_renders_filters_and_drills_down_in_chromium(
         for literal in (SCRIPT_BREAK, ATTRIBUTE_BREAK, "<b>html</b>", "\\x1b[31mred", "\\u202eevil", "\\x00nul"):
             assert literal in shown, literal  # shown as text, controls as visible escapes
         assert "\x1b" not in shown and "\u202e" not in shown
-        tree = page.evaluate(f"document.querySelector('{hostile} .slot .tree').textContent")
+        tree = page.text_of(f"{hostile} .slot .tree", "textContent")
         assert SCRIPT_BREAK in tree and ATTRIBUTE_BREAK in tree
         assert page.evaluate("[document.scripts.length, document.images.length]") == [1, 0]
         keep_screenshot(page, tmp_path, "html-report.png")
@@ -152,13 +152,13 @@ def test_shipped_samples_and_run_pages_show_their_trees(chromium: str, tmp_path:
         assert "paris-weather" in cases and "two-cities" in cases
         two = f"#entry-list details.entry:nth-of-type({cases.index('two-cities') + 1})"
         page.click(f"{two} > summary")
-        tree = page.evaluate(f"document.querySelector('{two} .slot .tree').innerText")
+        tree = page.text_of(f"{two} .slot .tree", "innerText")
         assert tree.count("get_weather") == 2 and "Tokyo" in tree and "Paris" in tree
         keep_screenshot(page, tmp_path, "html-report-samples.png")
         assert page.problems() == []
         page.open(tmp_path / "run.html")
         page.click("#entry-list details.entry > summary")
-        tree = page.evaluate("document.querySelector('#entry-list .slot .tree').innerText")
+        tree = page.text_of("#entry-list .slot .tree")
         assert "lookup" in tree and "answer to hello" in tree
         assert page.problems() == []
 
