@@ -30,22 +30,13 @@ import pyarrow.compute as pc
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.store.jsonvalue import STRICT_DECODER, loads_attributes
 from evaltrace.collector.store.runfiles import column_values, iter_batches, not_utf8
+from evaltrace.collector.store.schema import BASE_COLUMNS
 from evaltrace.collector.store.shard import RowFilter
 from evaltrace.collector.store.spans import Span, SpanEvent, SpanLink
 
 # Columns given to `Span` positionally, in its field order (checked below). Promoted columns and
 # `duration_ns` are copies of what `attributes` and the timestamps hold, so they are not read.
-_HEAD = (
-    "trace_id",
-    "span_id",
-    "parent_span_id",
-    "name",
-    "kind",
-    "status_code",
-    "status_message",
-    "start_time",
-    "end_time",
-)
+_HEAD = BASE_COLUMNS[: BASE_COLUMNS.index("duration_ns")]  # ids, name, kind, status, times
 _TAIL = ("service_name", "run_id", "scope_name", "scope_version")
 _COUNTS = ("dropped_attributes_count", "dropped_events_count", "dropped_links_count")
 SPAN_COLUMNS = (*_HEAD, "attributes", "large_attributes", "events", "links", "resource", *_TAIL, *_COUNTS)
