@@ -30,10 +30,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaltrace.collector.capture import _batches
 from evaltrace.collector.capture._rolling import FileKind, RollingFilesMixin, RollingWriter
 from evaltrace.collector.capture.redact import RedactionSettings, Redactor, build_redactor
-from evaltrace.collector.store import layout
+from evaltrace.collector.store import batches, layout
 from evaltrace.collector.store.schema import DEFAULT_MAX_ROWS
 
 logger = logging.getLogger("evaltrace")
@@ -187,7 +186,7 @@ class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
         if self._writer.closed:
             return SpanExportResult.FAILURE
         try:
-            batch = _batches.encode_spans(spans, self.settings.run_id, self._redactor)
+            batch = batches.encode_spans(spans, self.settings.run_id, self._redactor)
         except Exception:
             logger.exception("evaltrace: could not encode %d spans; they are dropped", len(spans))
             self._writer.note_unwritten(len(spans))

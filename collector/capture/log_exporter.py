@@ -33,11 +33,10 @@ else:
         from opentelemetry.sdk._logs.export import LogExporter as LogRecordExporter
         from opentelemetry.sdk._logs.export import LogExportResult as LogRecordExportResult
 
-from evaltrace.collector.capture import _batches
 from evaltrace.collector.capture._rolling import FileKind, RollingFilesMixin
 from evaltrace.collector.capture.exporter import ExporterSettings, latest_span_run_id
 from evaltrace.collector.capture.redact import RedactionSettings, build_redactor
-from evaltrace.collector.store import logs_layout
+from evaltrace.collector.store import batches, logs_layout
 from evaltrace.collector.store.layout import writer_version
 from evaltrace.collector.store.schema import LOGS_FILE_SUFFIX
 
@@ -99,7 +98,7 @@ class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
                 run_id = latest_span_run_id()
             settings = ExporterSettings.from_arguments(directory, run_id, flush_interval, max_rows, redaction)
         self.settings = settings
-        self._encoder = _batches.LogEncoder(settings.run_id, build_redactor(settings.redaction))
+        self._encoder = batches.LogEncoder(settings.run_id, build_redactor(settings.redaction))
         writer_version()  # looked up now, not in a roll at interpreter exit
         self._writer = settings.rolling_writer(_LOG_FILES)
 

@@ -153,7 +153,7 @@ def _env_patterns(raw: str) -> tuple[str, ...]:
 
 
 class _KeyRules(dict[str, Rule]):
-    """Attribute key -> `Rule`, computed on first sight and cached (bounded like `_encode._LargeKeys`)."""
+    """Attribute key -> `Rule`, computed on first sight and cached (bounded like `store.encode._LargeKeys`)."""
 
     limit = 10_000
 

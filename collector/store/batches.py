@@ -1,7 +1,7 @@
 """SDK spans and log records -> Arrow record batches in the store's layouts (the writers' encoders).
 
 `encode_spans` turns one batch of ended SDK spans straight into an Arrow record batch (the span
-reading is in `_encode.py`; no span objects or per-span dicts are kept); `LogEncoder` does the same
+reading is in `encode.py`; no span objects or per-span dicts are kept); `LogEncoder` does the same
 for log records. Both apply redaction before anything is encoded. The layouts themselves (types,
 file metadata, the Parquet writer) belong to the store: `store/layout.py` and `store/logs_layout.py`.
 """
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from evaltrace.collector.capture._encode import span_columns
+from evaltrace.collector.store.encode import Redactor, span_columns
 from evaltrace.collector.store.layout import MEMORY_POOL, SCHEMA
 from evaltrace.collector.store.logs_layout import LOGS_SCHEMA
 from evaltrace.collector.store.schema import LOG_COLUMNS
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk._logs import ReadableLogRecord
     from opentelemetry.sdk.trace import ReadableSpan
 
-    from evaltrace.collector.capture.redact import Redactor
 
 _EVENTS_TYPE = SCHEMA.field("events").type
 _LINKS_TYPE = SCHEMA.field("links").type

@@ -1,6 +1,6 @@
 """SDK spans -> plain Python column lists of schema v1 (the pyarrow-free half of the write path).
 
-`span_columns` fills one list per column for a batch; `_parquet.encode_spans` turns the lists
+`span_columns` fills one list per column for a batch; `batches.encode_spans` turns the lists
 into Arrow arrays. The batch, not the span, is the unit of work wherever that measured cheaper
 (`benchmarks/bench_recorder.py`; the numbers are in `benchmarks/RESULTS.md`):
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -37,7 +37,23 @@ from evaltrace.collector.store.schema import (
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-    from evaltrace.collector.capture.redact import Redactor
+
+class Redactor(Protocol):
+    """What the encoders need of a redactor (capture's `redact.Redactor` is the one in use).
+
+    Declared here so the store's encoders depend on no writer: capture builds the redactor from
+    its settings and hands it in.
+    """
+
+    def apply(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """The attributes as they may be written (content stripped or masked)."""
+
+    def mask_text(self, text: str) -> str:
+        """A name with the configured patterns masked."""
+
+    def status_message(self, text: str | None) -> str | None:
+        """A status message as it may be written."""
+
 
 # A str of fewer than LARGE_VALUE_BYTES / 4 characters cannot reach the threshold in UTF-8.
 _MIN_CHARS_FOR_LARGE = LARGE_VALUE_BYTES // 4

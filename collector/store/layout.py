@@ -2,7 +2,7 @@
 
 See `schema.py` for the column names and why promoted columns and a large-payload map exist.
 This module also holds the write side: `encode_spans` turns one batch of SDK spans straight into
-an Arrow record batch (the span reading is in `_encode.py`; no span objects or per-span dicts are
+an Arrow record batch (the span reading is in `encode.py`; no span objects or per-span dicts are
 kept), and `write_parquet` writes buffered batches as one complete Parquet file. It is the
 only writer-side module that imports pyarrow, so pyarrow's untyped API stays confined here.
 """

@@ -18,9 +18,9 @@ from cli_process import evaltrace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from evaltrace.collector.capture import _batches
 from evaltrace.collector.capture.exporter import ParquetSpanExporter
 from evaltrace.collector.capture.recording import EvaltraceSpanProcessor
+from evaltrace.collector.store import batches
 from evaltrace.collector.store.reader import summarize_runs
 
 
@@ -34,14 +34,14 @@ def test_a_full_queue_is_counted_in_the_file_and_the_summary(tmp_path: Path, mon
     # every span ended meanwhile beyond the queue's 4 places is dropped by the SDK.
     exporting = threading.Event()
     release = threading.Event()
-    real_encode = _batches.encode_spans
+    real_encode = batches.encode_spans
 
     def held_encode(*args: Any, **kwargs: Any) -> Any:
         exporting.set()
         release.wait(10)
         return real_encode(*args, **kwargs)
 
-    monkeypatch.setattr(_batches, "encode_spans", held_encode)
+    monkeypatch.setattr(batches, "encode_spans", held_encode)
     exporter = ParquetSpanExporter(tmp_path, run_id="lossy")
     provider = TracerProvider()
     provider.add_span_processor(EvaltraceSpanProcessor(exporter, max_queue_size=4, max_export_batch_size=1))

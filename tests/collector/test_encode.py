@@ -9,8 +9,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from evaltrace.collector.capture._batches import encode_spans
-from evaltrace.collector.capture._encode import dumps_many
+from evaltrace.collector.store.batches import encode_spans
+from evaltrace.collector.store.encode import dumps_many
 from evaltrace.collector.store.jsonvalue import loads_attributes
 
 

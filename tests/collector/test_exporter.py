@@ -16,9 +16,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from evaltrace.collector.capture import _batches
 from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.store import layout
+from evaltrace.collector.store import batches, layout
 from evaltrace.collector.store.jsonvalue import loads_attributes
 from evaltrace.collector.store.layout import SCHEMA
 from evaltrace.collector.store.schema import INFLIGHT_PREFIX, LARGE_VALUE_BYTES
@@ -266,7 +265,7 @@ def test_failing_write_or_encode_never_raises(tmp_path: Path, monkeypatch: pytes
     with tracer.start_as_current_span("s"):  # max_rows=1: the write happens inside export()
         pass
     assert exporter.force_flush() is False
-    monkeypatch.setattr(_batches, "encode_spans", broken)
+    monkeypatch.setattr(batches, "encode_spans", broken)
     with tracer.start_as_current_span("s2"):
         pass
     assert exporter.unwritten_spans == 1
