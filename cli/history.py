@@ -42,7 +42,12 @@ def history(
         ),
     ] = None,
     json_path: Annotated[
-        str | None, typer.Option("--json", metavar="FILE", help="Write the series as JSON to FILE ('-': stdout).")
+        str | None,
+        typer.Option(
+            "--json",
+            metavar="[FILE]",
+            help="Write the series as JSON to FILE, or to stdout when FILE is '-' or left out.",
+        ),
     ] = None,
     html_path: Annotated[
         str | None,

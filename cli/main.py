@@ -48,10 +48,29 @@ _OUTPUT_CLOSED = 141
 killed by it: neither a failed gate (1) nor bad input (2)."""
 
 
+# Options whose value may be left out, and what they then mean: `history --json` prints the JSON
+# (CONTRACT: `evaltrace history [--json]`) while `--json FILE` still writes a file, as everywhere
+# else. Typer's parser has no optional values, so the missing one is filled in before parsing.
+_OPTIONAL_VALUES = {("history", "--json"): "-"}
+
+
+def _fill_optional_values(args: list[str]) -> list[str]:
+    command = next((a for a in args if not a.startswith("-")), None)
+    filled: list[str] = []
+    for i, arg in enumerate(args):
+        filled.append(arg)
+        default = _OPTIONAL_VALUES.get((command or "", arg))
+        following = args[i + 1] if i + 1 < len(args) else None
+        if default is not None and (following is None or (following.startswith("-") and following != "-")):
+            filled.append(default)
+    return filled
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
+    args = _fill_optional_values(list(argv) if argv is not None else sys.argv[1:])
     try:
-        result = app(args=list(argv) if argv is not None else None, prog_name="evaltrace", standalone_mode=False)
+        result = app(args=args, prog_name="evaltrace", standalone_mode=False)
     except EvaltraceError as exc:
         _error(str(exc))
         return 2

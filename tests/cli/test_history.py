@@ -124,6 +124,16 @@ def test_the_table_shows_each_scorer_s_rates_as_a_sparkline_with_the_change_mark
     assert "gate FAILED 66.7% (4/6)" in listed[1] and str(scored.variant) in listed[1]
 
 
+def test_json_with_its_value_left_out_prints_to_stdout(scored: Scored) -> None:
+    # CONTRACT: `evaltrace history [--store DIR] [--json]`; `--json -` and `--json FILE` still work.
+    dash = evaltrace("history", "--store", scored.store, "--json", "-", cwd=scored.folder)
+    at_end = evaltrace("history", "--store", scored.store, "--json", cwd=scored.folder)
+    before_option = evaltrace("history", "--json", "--store", scored.store, cwd=scored.folder)
+    assert at_end.returncode == before_option.returncode == 0, at_end.stderr + before_option.stderr
+    assert json.loads(at_end.stdout) == json.loads(before_option.stdout) == json.loads(dash.stdout)
+    assert "pass rate by run" in at_end.stderr and "pass rate by run" not in at_end.stdout
+
+
 def test_json_series_equal_the_reports_scorer_counts(scored: Scored) -> None:
     result = evaltrace("history", "--store", scored.store, "--json", "-", cwd=scored.folder)
     assert result.returncode == 0, result.stderr
@@ -285,7 +295,7 @@ def test_help_names_what_each_option_takes() -> None:
         "--last": "N",
         "--scorer": "NAME",
         "--spec": "PATH",
-        "--json": "FILE",
+        "--json": "[FILE]",  # the value may be left out: stdout
         "--html": "FILE",
     }
     assert rows == {**expected, "--help": "Show"}
