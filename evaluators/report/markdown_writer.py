@@ -12,7 +12,10 @@ Untrusted content. Recorded text (reasons quoting answers, model names) is shown
 interpreted: whitespace runs (newlines included) become one space so a table row stays one row,
 terminal controls become visible escapes, `&`, `<` and `>` become entities (no HTML gets through)
 and the characters Markdown gives a meaning to inside a line (backslash, backtick, `*`, `_`, `[`,
-`]`, `|`, `~`) are backslash-escaped.
+`]`, `|`, `~`) are backslash-escaped. What GitHub links by itself is broken by a zero-width space
+(`&#8203;`, invisible when shown): after `@` (a mention would notify that user or team) and `#`
+(an issue reference), and inside `://` and `www.` (a bare link to wherever the recorded text
+points), so a report never pings anyone or offers a link its reader did not write.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ _MAX_REASONS = 5
 
 _ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+_AUTOLINKED = re.compile(r"[@#]|:(?=//)|(?i:www)(?=\.)")
+_ZERO_WIDTH_SPACE = "&#8203;"
 
 
 def markdown_text(text: str, limit: int | None = None) -> str:
@@ -40,7 +45,8 @@ def markdown_text(text: str, limit: int | None = None) -> str:
     flat = " ".join(text.split())
     if limit is not None and len(flat) > limit:
         flat = flat[: limit - 3] + "..."
-    return _MARKDOWN.sub(r"\\\1", printable(flat).translate(_ENTITIES))
+    escaped = _MARKDOWN.sub(r"\\\1", printable(flat).translate(_ENTITIES))
+    return _AUTOLINKED.sub(lambda m: m[0] + _ZERO_WIDTH_SPACE, escaped)
 
 
 class MarkdownWriter:

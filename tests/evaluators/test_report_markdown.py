@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -138,7 +139,7 @@ def test_hostile_recorded_content_stays_text_in_one_table_cell(summary: tuple[st
     assert len(hostile) == 3  # pipes and newlines in the answer did not split or end the row
     echo = next(line for line in hostile[2].split("\n") if line.startswith("t_report_echo"))
     shown = " ".join(HOSTILE.split()).replace("\x1b", "\\x1b").replace("\x00", "\\x00").replace("\u202e", "\\u202e")
-    assert echo == f"t_report_echo failed: the answer was: {shown}"
+    assert echo.replace("\u200b", "") == f"t_report_echo failed: the answer was: {shown}"  # links broken invisibly
     for bad in ("\x1b", "\x00", "\u202e", "<script>", "<b>html"):
         assert bad not in text
 
@@ -151,6 +152,21 @@ def test_markdown_text_escapes_what_markdown_and_html_read() -> None:
     assert cells.rows[1] == ["a|b `c` *d* _e_ [f](g) <i>h</i> & ~~s~~ \\ next\\x1b"]
     assert set(cells.tags) == {"table", "thead", "tbody", "tr", "th", "td"}
     assert markdown_text("x" * 500, 20) == "x" * 17 + "..."
+
+
+def test_markdown_text_gives_github_nothing_to_link_or_mention() -> None:
+    # A recorded answer may name people, issues and sites: the report must not ping @org/team,
+    # reference #12 or offer a link the reader did not write (GitHub links these by itself).
+    text = "ask @octo-org/admins or @alice, see #12, https://evil.example/x, www.evil.example, a@b.example"
+    escaped = markdown_text(text)
+    linking = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "linkify"])
+    html = linking.render(f"| x |\n|---|\n| {escaped} |\n")
+    cells = Cells()
+    cells.feed(html)
+    shown = cells.rows[1][0]
+    assert "a" not in cells.tags and "href" not in html
+    assert shown.replace("\u200b", "") == text  # the reader sees the same characters
+    assert not re.search(r"[@#][\w/-]|https?:/|www\.", shown)  # nothing GitHub reads as a mention, reference or link
 
 
 def test_failed_entries_are_bounded_and_the_rest_counted(tmp_path: Path) -> None:
