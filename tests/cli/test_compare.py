@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _chromium import chromium_executable, headless_page
 from cli_process import evaltrace
 from report_runs import record_runs
 
@@ -129,6 +130,20 @@ def test_the_html_page_is_self_contained_and_shows_the_regressions_as_text(work:
     assert "\x1b" not in page and "\u202e" not in page and "\\x1b[31mred" in page
     assert '<td class="num">100.0%</td><td class="num">30.0%</td>' in page  # the entries' row
     assert page.count('<rect class="new"') == page.count('<rect class="base"') >= 2  # a bar pair per row
+
+
+def test_the_html_page_renders_in_chromium_with_nothing_run(work: Path) -> None:
+    result = evaltrace("compare", "base.json", "bad.json", "--html", "cmp.html", cwd=work)
+    assert result.returncode == 1, result.stderr
+    with headless_page(chromium_executable()) as page:
+        page.open(work / "cmp.html")
+        assert page.problems() == []  # no console error, CSP violation, exception or dialog
+        assert page.evaluate("[document.scripts.length, document.images.length]") == [0, 0]
+        shown = page.evaluate("document.body.innerText")
+        assert "Regressions (passed → failed): 14" in shown and "weather-quito" in shown
+        assert "<b>x</b>" in shown and "\\x1b[31mred" in shown  # the hostile answer as text
+        bars = page.evaluate("[...document.querySelectorAll('svg rect.new')].map(r => r.getBBox().width)")
+        assert len(bars) >= 2 and all(width >= 0 for width in bars) and max(bars) > 0  # drawn, not empty
 
 
 def test_stored_runs_are_compared_by_run_id(work: Path) -> None:

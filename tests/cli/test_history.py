@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from _chromium import chromium_executable, headless_page
 from cli_process import evaltrace
 from readme_blocks import sql_block
 
@@ -258,6 +259,15 @@ def test_hostile_scorer_names_and_spec_paths_stay_inert(tmp_path: Path) -> None:
     assert parsed.tags.count("svg") == 3 and not parsed.external
     assert "<script>alert(1)</script>&amp;\\x1b[31m\\u202e" in parsed.headings  # as text, not markup
     assert "&lt;img src=x onerror=alert(2)&gt;&amp;&#x27;&quot;.yaml" in text and "\x1b" not in text
+    with headless_page(chromium_executable()) as page:  # as a reader's browser shows it
+        page.open(tmp_path / "h.html")
+        assert page.problems() == []  # no alert dialog, console error, CSP violation or exception
+        assert page.evaluate("[document.scripts.length, document.images.length]") == [0, 0]
+        headings = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)")
+        assert "<script>alert(1)</script>&amp;\\x1b[31m\\u202e" in headings
+        assert page.evaluate("document.querySelectorAll('svg').length") == 3
+        widths = page.evaluate("[...document.querySelectorAll('svg')].map(s => s.getBoundingClientRect().width)")
+        assert all(width > 0 for width in widths)  # each chart is laid out, not collapsed
 
 
 def test_bad_input_is_one_error_line_and_exit_2(scored: Scored, tmp_path: Path) -> None:
