@@ -47,11 +47,12 @@ from evaltrace.collector.convert.rebuild import CONVERTER_VERSION, read_traces
 from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.convert.table import METADATA_VERSION_KEY, SCHEMA, TABLE_VERSION, TableEncoder
 from evaltrace.collector.convert.table import iter_table_traces as iter_table_traces
+from evaltrace.collector.store.cachedir import CACHE_DIR_ENV as CACHE_DIR_ENV
+from evaltrace.collector.store.cachedir import cache_root as cache_root
 from evaltrace.collector.store.shard import Shard
 
 logger = logging.getLogger("evaltrace")
 
-CACHE_DIR_ENV: Final = "EVALTRACE_CACHE_DIR"
 TRACES_FOLDER: Final = "traces"
 MAX_CACHE_BYTES: Final = 4 << 30
 """Past this much of traces tables, the least recently used are removed."""
@@ -61,16 +62,6 @@ ROWS_PER_READ: Final = 1024
 """Rows per record batch read back: what the reader holds in memory (with their traces)."""
 _KEY_METADATA: Final = b"evaltrace.cache_key"
 _TEMP_SUFFIX: Final = ".tmp"
-
-
-def cache_root() -> Path:
-    """The cache folder: `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else `~/.cache/evaltrace`."""
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "evaltrace"
 
 
 def traces_folder(root: Path | None = None) -> Path:
