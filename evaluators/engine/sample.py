@@ -153,6 +153,7 @@ async def score_trace(trace: Trace, case: Case | None, scorers: Sequence[Scorer]
     return SampleResult(
         trace_id=trace.trace_id,
         trace_ids=[trace.trace_id],
+        root_span_ids=[trace.root_span_id],
         conversation_id=trace.conversation_id,
         status=status,
         passed=status_passed(status),
@@ -189,6 +190,7 @@ async def score_conversation(
     return SampleResult(
         trace_id=used[0].trace_id,
         trace_ids=[t.trace_id for t in used],
+        root_span_ids=[t.root_span_id for t in used],
         conversation_id=used[0].conversation_id,
         status=status,
         passed=status_passed(status),

@@ -83,6 +83,8 @@ class SampleResult(_ReportModel):
 
     trace_id: str | None
     trace_ids: list[str] = Field(default_factory=list)
+    root_span_ids: list[str | None] = Field(default_factory=list)
+    """The root span of each trace in `trace_ids` (`None` if it has none): where a backend shows its scores."""
     conversation_id: str | None = None
     status: SampleStatus
     passed: bool | None
