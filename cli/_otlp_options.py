@@ -11,6 +11,16 @@ if TYPE_CHECKING:
 
 SEND = "Sending over OTLP"
 
+SendResults = Annotated[
+    str | None,
+    typer.Option(
+        "--send-results",
+        metavar="URL",
+        help="Also send every score to this OTLP backend, as a gen_ai.evaluation.result event on the scored trace's "
+        "root span (e.g. http://127.0.0.1:4318).",
+        rich_help_panel=SEND,
+    ),
+]
 Protocol = Annotated[
     str,
     typer.Option(
@@ -25,8 +35,8 @@ Headers = Annotated[
     typer.Option(
         "--header",
         metavar="NAME=VALUE",
-        help="A header sent with every request (repeatable), after those of OTEL_EXPORTER_OTLP_HEADERS. Prefer the "
-        "variable for secrets: a command line is visible to other users (ps).",
+        help="A header sent with every request (repeatable). Put secrets in $OTEL_EXPORTER_OTLP_HEADERS (read first) "
+        "instead: other users can see a command line (ps).",
         rich_help_panel=SEND,
     ),
 ]
@@ -65,3 +75,19 @@ def otlp_target(
     )
     check_target(target)
     return target
+
+
+def results_target(url: str | None, protocol: str, headers: list[str] | None) -> OtlpTarget | None:
+    """The `--send-results` backend, or `None`; `--protocol` and `--header` need it.
+
+    Raises:
+        InputError: `--header` or a `--protocol` other than the default without `--send-results`,
+            or a bad protocol, header or URL.
+    """
+    from evaltrace.collector.errors import InputError
+
+    if url is None:
+        if headers or protocol != "http/protobuf":
+            raise InputError("--protocol and --header say how to send results: pass --send-results URL")
+        return None
+    return otlp_target(url, protocol, headers, None, "--send-results")

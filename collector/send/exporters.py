@@ -153,15 +153,25 @@ class Sender:
         Raises:
             InputError: the backend could not be reached or did not take the batch.
         """
-        if not batch:
-            return
+        if batch:
+            self._export(batch)
+            self.sent += len(batch)
+
+    def send_empty(self) -> None:
+        """Send an empty request (valid OTLP: receivers take it), to find out early whether the backend takes any.
+
+        Raises:
+            InputError: the backend could not be reached or refused the request.
+        """
+        self._export([])
+
+    def _export(self, batch: Sequence[Any]) -> None:
         self._watch.records.clear()
         self._watch.status = None
         with _quiet_exporters(self._watch):
             result = self._exporter.export(batch)
         if getattr(result, "name", "") != "SUCCESS":
             raise InputError(self._failure())
-        self.sent += len(batch)
 
     def close(self) -> None:
         """Shut the exporter down (its connections and threads)."""
