@@ -21,10 +21,12 @@ import typer
 from evaltrace.cli import _options as opt
 from evaltrace.cli._progress import progress_bar
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.terminal import printable
+from evaltrace.collector.terminal import plural, printable
 
 if TYPE_CHECKING:
+    from evaltrace.collector.send.exporters import OtlpTarget
     from evaltrace.evaluators.compare.sides import Side, SideCollector
+    from evaltrace.evaluators.report.results_writer import ResultsWriter
     from evaltrace.evaluators.report.writer import ReportFormat
     from evaltrace.evaluators.spec.loader import LoadedSpec
     from evaltrace.evaluators.store.writer import StoreWriter
@@ -62,6 +64,8 @@ class Scoring:
     """The score store the scoring is added to; `None`: not stored (`--no-store`)."""
     baseline: str | None = None
     """`--baseline REF`: a JSON report or a stored scoring-run id this scoring must not regress from."""
+    send_results: OtlpTarget | None = None
+    """`--send-results URL`: the OTLP backend every score is sent to as an evaluation event."""
 
 
 def judge_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,6 +109,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         [(name, ReportTarget(path, scoring.spec, cache=scoring.cache)) for name, path in reports]
     )
     writer, store = _with_store(writer, scoring.store, loaded)
+    writer, results = _with_results(writer, scoring.send_results)
     collector = _with_collector(writer, baseline)
     writer = collector[0]
     try:
@@ -122,6 +127,8 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     summary = printable(render_summary(run.report, run.digest), layout=True)
     typer.echo(summary, nl=False, err=json_path == "-")
     regressed = baseline is not None and _against_baseline(baseline, collector[1], err=json_path == "-")
+    if results is not None:
+        typer.echo(printable(f"results sent: {plural(results.sent, 'evaluation event')} to {results.where}"), err=True)
     if store is not None:
         # On stderr, like `run`'s notes: stdout stays the summary (or the report) scripts read.
         typer.echo(printable(f"scores stored: {store.run_id} in {store.folder}"), err=True)
@@ -182,6 +189,28 @@ def _with_store(
             writer.abort()
         raise
     return (store if writer is None else FanOut([writer, store])), store
+
+
+def _with_results(
+    writer: ReportFormat | None, target: OtlpTarget | None
+) -> tuple[ReportFormat | None, ResultsWriter | None]:
+    """`writer` joined by the sender of every score to `target` (`None`: nothing sent).
+
+    Raises:
+        InputError: the backend cannot be reached or refuses an empty request (`writer` is aborted first).
+    """
+    if target is None:
+        return writer, None
+    from evaltrace.evaluators.report.formats import FanOut
+    from evaltrace.evaluators.report.results_writer import ResultsWriter
+
+    try:
+        results = ResultsWriter(target)
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    return (results if writer is None else FanOut([writer, results])), results
 
 
 def _stdout_is_terminal() -> bool:

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from evaltrace.cli import _options as opt
+from evaltrace.cli import _otlp_options as otlp
 from evaltrace.cli._scoring import Scoring, judge_overrides, score_and_gate
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
 
@@ -45,6 +46,9 @@ def score(
     judge_cache_dir: opt.JudgeCacheDir = None,
     no_judge_cache: opt.NoJudgeCache = False,
     judge_allow_insecure: opt.JudgeAllowInsecure = False,
+    send_results: otlp.SendResults = None,
+    protocol: otlp.Protocol = "http/protobuf",
+    header: otlp.Headers = None,
 ) -> None:
     """Score stored traces against a spec (or the reference-free defaults) and gate on the pass rate."""
     opt.load_plugins(plugin)
@@ -64,5 +68,6 @@ def score(
         store=opt.store_choice(store, no_store),
         baseline=baseline,
         judge_overrides=judge_overrides(locals()),
+        send_results=otlp.results_target(send_results, protocol, header),
     )
     score_and_gate(paths, scoring)
