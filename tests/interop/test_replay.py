@@ -211,3 +211,15 @@ def test_bad_options_are_refused_before_reading(runs: Path, args: list[str], mes
     assert done.returncode == 2
     [line] = done.stderr.splitlines()
     assert line.startswith(message), line
+
+
+def test_a_damaged_run_file_is_named_in_one_error_line(runs: Path, tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.parquet"
+    damaged.write_bytes(next(runs.glob("*.parquet")).read_bytes()[:300])
+    receiver = OtlpReceiver()
+    with running_receiver(receiver):
+        done = evaltrace("replay", damaged, "--endpoint", receiver.endpoint)
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"Error: {damaged}")
+    assert receiver.requests == []

@@ -144,3 +144,29 @@ def test_sending_options_without_send_results_are_refused() -> None:
     assert done.stderr.splitlines() == [
         "Error: --protocol and --header say how to send results: pass --send-results URL"
     ]
+
+
+def test_each_turn_of_a_conversation_goes_to_its_own_trace() -> None:
+    from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult
+    from evaltrace.evaluators.report.results_writer import evaluation_results
+
+    first, second = "a" * 32, "b" * 32
+    sample = SampleResult(
+        trace_id=first,
+        trace_ids=[first, second],
+        root_span_ids=["1" * 16, None],  # the second trace has no root span
+        status="failed",
+        passed=False,
+        scores=[
+            ScoreResult(scorer="answer", passed=True, value=1.0, turn=1),
+            ScoreResult(scorer="answer", passed=False, value=0.0, reason="wrong city", turn=2),
+            ScoreResult(scorer="turns", passed=False, reason="no trace for turn 3", turn=3),
+        ],
+    )
+    entry = EntryResult(case_id="chat", trace_id=first, passed=False, status="failed", pass_rate=0.0, samples=[sample])
+    got = [(r.trace_id, r.span_id, r.name, r.score_label, r.extra["evaltrace.turn"]) for r in evaluation_results(entry)]
+    assert got == [
+        (first, "1" * 16, "answer", "pass", 1),
+        (second, None, "answer", "fail", 2),
+        (first, "1" * 16, "turns", "fail", 3),  # a turn without a trace: on the conversation's first
+    ]
