@@ -34,7 +34,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version as dist_version
 from pathlib import Path
@@ -61,6 +61,8 @@ ROWS_PER_GROUP: Final = 512
 ROWS_PER_READ: Final = 1024
 """Rows per record batch read back: what the reader holds in memory (with their traces)."""
 _KEY_METADATA: Final = b"evaltrace.cache_key"
+BatchHook = Callable[[pa.RecordBatch], None]
+"""Called with each traces-table batch read back (see `cached_traces`)."""
 _TEMP_SUFFIX: Final = ".tmp"
 
 
@@ -70,7 +72,12 @@ def traces_folder(root: Path | None = None) -> Path:
 
 
 def cached_traces(
-    files: Sequence[Path], *, histories: bool = True, shard: Shard | None = None, root: Path | None = None
+    files: Sequence[Path],
+    *,
+    histories: bool = True,
+    shard: Shard | None = None,
+    root: Path | None = None,
+    on_batch: BatchHook | None = None,
 ) -> Iterator[Trace]:
     """The traces of `files`, as `read_traces(files, shard, histories=histories)` yields them, through the cache.
 
@@ -79,6 +86,8 @@ def cached_traces(
         histories: fill in the iterations' prompts (see `convert_trace`); part of the key.
         shard: only this shard's traces; part of the key.
         root: the cache folder; `cache_root()` when `None`.
+        on_batch: called with each traces-table batch read back, before its traces are yielded
+            (the columnar scorers read the table's columns there); not called when rebuilding.
 
     Raises:
         InputError: as `read_traces` does, when the traces have to be rebuilt.
@@ -90,7 +99,7 @@ def cached_traces(
     table = traces_folder(root) / f"{key}.parquet"
     done = 0
     if table.exists():
-        reader = _read_table(table, key)
+        reader = _read_table(table, key, on_batch)
         while True:
             try:
                 trace = next(reader)
@@ -105,11 +114,16 @@ def cached_traces(
 
 
 def traces_of(
-    files: Sequence[Path], shard: Shard | None = None, *, histories: bool = True, cache: bool = True
+    files: Sequence[Path],
+    shard: Shard | None = None,
+    *,
+    histories: bool = True,
+    cache: bool = True,
+    on_batch: BatchHook | None = None,
 ) -> Iterator[Trace]:
     """The traces of `files` through the cache (`cached_traces`), or rebuilt every time without `cache`."""
     if cache:
-        return cached_traces(files, histories=histories, shard=shard)
+        return cached_traces(files, histories=histories, shard=shard, on_batch=on_batch)
     return read_traces(files, shard, histories=histories)
 
 
@@ -152,13 +166,20 @@ def _source_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _read_table(path: Path, key: str) -> Iterator[Trace]:
+def _read_table(path: Path, key: str, on_batch: BatchHook | None) -> Iterator[Trace]:
     """The traces in the table at `path`; raises if there is none or it is not a sound table for `key`."""
     with path.open("rb") as handle:  # opened once: a table renamed over this one meanwhile does not disturb us
         parquet = pq.ParquetFile(handle, page_checksum_verification=True)
         _check(parquet.schema_arrow, key)
         _touch(path)
-        yield from iter_table_traces(parquet.iter_batches(batch_size=ROWS_PER_READ))
+        batches = parquet.iter_batches(batch_size=ROWS_PER_READ)
+        yield from iter_table_traces(batches if on_batch is None else _observed(batches, on_batch))
+
+
+def _observed(batches: Iterator[pa.RecordBatch], on_batch: BatchHook) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        on_batch(batch)
+        yield batch
 
 
 def _check(schema: pa.Schema, key: str) -> None:

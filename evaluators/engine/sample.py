@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaltrace.collector.convert.records import Trace
+from evaltrace.evaluators.columnar.scope import columnar_score
 from evaltrace.evaluators.engine._aggregate import sample_status, score_result, status_passed
 from evaltrace.evaluators.engine._numbers import ExactSum, percentile
 from evaltrace.evaluators.engine.time_limit import Limiter, ScorerTimeout, current_limiter, timeout_message
@@ -117,7 +118,10 @@ async def _run_scorers(trace: Trace, case: Case | None, scorers: Sequence[Scorer
 
 
 def _run_limited(scorer: Scorer, trace: Trace, case: Case | None, limiter: Limiter | None) -> Score:
-    """`run_scorer` under the run's time limit (see `time_limit.py`)."""
+    """`run_scorer` under the run's time limit (see `time_limit.py`); first the columnar path's sure pass."""
+    found = columnar_score(scorer, trace)
+    if found is not None:
+        return found
     if limiter is None:
         return run_scorer(scorer, trace, case)
     try:

@@ -251,6 +251,7 @@ def score_paths_to(
     """
     from evaltrace.collector.convert.cache import traces_of
     from evaltrace.collector.store.reader import recording_losses, resolve_paths
+    from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run
     from evaltrace.evaluators.engine import shards
 
     if workers is not None and workers < 1:
@@ -262,8 +263,9 @@ def score_paths_to(
     count = shards.plan_workers(workers, files, router)
     histories = reads_histories(router.scorers())
     if count == 1:
-        traces = traces_of(files, histories=histories, cache=options.cache)
-        return _run_sync(_ascore(traces, router, stats, spec, options, sink))
+        with columnar_run(RunCalls()) as calls:
+            traces = traces_of(files, histories=histories, cache=options.cache, on_batch=calls.add_batch)
+            return _run_sync(_ascore(traces, router, stats, spec, options, sink))
     with Spill() as spill:
         shards.score_sharded(files, router, stats, spill, options, count, histories=histories)
         with scorer_time_limit(options.scorer_timeout):  # each worker set its own: threads do not survive a fork

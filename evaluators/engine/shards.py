@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from evaltrace.collector.convert.cache import traces_of
 from evaltrace.collector.errors import EvaltraceError, InputError
 from evaltrace.collector.store.reader import Shard
+from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine._spill import Spill
@@ -284,8 +285,8 @@ def _work(
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)
-        with scorer_time_limit(options.scorer_timeout):
-            traces = traces_of(files, shard, histories=histories, cache=options.cache)
+        with scorer_time_limit(options.scorer_timeout), columnar_run(RunCalls()) as calls:
+            traces = traces_of(files, shard, histories=histories, cache=options.cache, on_batch=calls.add_batch)
             score_stream_now(traces, router, stats, spill, local)
         spill.flush()
         message = ("done", _Handover(router=router.state, stats=stats))

@@ -1,0 +1,85 @@
+"""The tool calls of a traces-table batch, read column by column.
+
+One record batch of the traces table (`evaltrace.collector.convert.table`) becomes a handful of
+flat Python lists, each made by one Arrow call (`to_pylist` on a flat array), plus the list
+offsets that cut them per row. No `Trace` or `ToolCall` record is built: a row's calls are slices
+of those lists, looked up by trace id.
+
+Only top-level rows (`parent_row` null) are indexed: they are the traces the engine scores (a
+nested agent's row usually shares its parent's trace id). A trace id held by two top-level rows is
+left out (`RunCalls` tracks ids across batches), so a lookup never answers for the wrong trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+@dataclass(frozen=True)
+class RowCalls:
+    """One top-level row's tool calls (`Trace.tool_calls`), as column slices."""
+
+    names: list[str]
+    """Tool names, in call order."""
+    arguments: list[str | None]
+    """Each call's arguments as the table's JSON text (`None`: not recorded)."""
+    truncated: bool
+    """Whether any call's arguments were cut when recorded."""
+    nested: bool
+    """Whether any call started a nested agent run (`child_row` set)."""
+
+
+class BatchCalls:
+    """The tool calls of one traces-table batch, by top-level trace id."""
+
+    def __init__(self, batch: pa.RecordBatch) -> None:
+        calls = batch.column("tool_calls")
+        values = calls.values  # `offsets` index into the unsliced child array
+        self._offsets: list[int] = calls.offsets.to_pylist()
+        self._names: list[str] = pc.struct_field(values, "name").to_pylist()
+        self._arguments: list[str | None] = pc.struct_field(values, "arguments_json").to_pylist()
+        self._truncated: list[bool | None] = pc.struct_field(values, "arguments_truncated").to_pylist()
+        self._children: list[int | None] = pc.struct_field(values, "child_row").to_pylist()
+        self._rows = _top_rows(batch)
+
+    @property
+    def trace_ids(self) -> list[str]:
+        """The trace ids this batch answers for."""
+        return list(self._rows)
+
+    def forget(self, trace_id: str) -> None:
+        """Stop answering for `trace_id` (another batch holds it too)."""
+        self._rows.pop(trace_id, None)
+
+    def row(self, trace_id: str) -> RowCalls | None:
+        """The calls of the top-level row of `trace_id`, or `None` when this batch has no such single row."""
+        index = self._rows.get(trace_id)
+        if index is None:
+            return None
+        start, end = self._offsets[index], self._offsets[index + 1]
+        return RowCalls(
+            names=self._names[start:end],
+            arguments=self._arguments[start:end],
+            truncated=any(self._truncated[start:end]),
+            nested=any(child is not None for child in self._children[start:end]),
+        )
+
+
+def _top_rows(batch: pa.RecordBatch) -> dict[str, int]:
+    """Row position by trace id, for top-level rows whose trace id no other top-level row holds."""
+    ids: list[str] = batch.column("trace_id").to_pylist()
+    top: list[bool] = pc.is_null(batch.column("parent_row")).to_pylist()
+    rows: dict[str, int] = {}
+    twice: set[str] = set()
+    for index, (trace_id, is_top) in enumerate(zip(ids, top, strict=True)):
+        if not is_top:
+            continue
+        if trace_id in rows:
+            twice.add(trace_id)
+        rows[trace_id] = index
+    for trace_id in twice:
+        del rows[trace_id]
+    return rows

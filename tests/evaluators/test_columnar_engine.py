@@ -1,0 +1,120 @@
+"""The engine takes the columnar path on a warm traces cache, and the report is the reference's.
+
+Real span files (written by the real SDK and exporter), scored through `score_paths_to` three ways:
+without the cache (every trace rebuilt, no table, so the reference scores everything), with a cold
+cache (the table is written) and with the warm cache (the table is read back: the columnar path
+answers the passing trajectories). All three reports must be equal but for their timestamp.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
+
+from evaltrace.evaluators.columnar import forms
+from evaltrace.evaluators.columnar.calls import RowCalls
+from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.report.json_writer import ReportWriter
+from evaltrace.evaluators.scorers.base import Score, Scorer
+from evaltrace.evaluators.scorers.trajectory import Trajectory
+from evaltrace.evaluators.spec.loader import load_spec
+
+SPEC = """\
+confidence: 0.5
+scorers: [tool_errors]
+cases:
+  - id: weather
+    input: Weather in Paris?
+    expect:
+      tool_calls: [{name: get_weather, arguments: {city: Paris}}, {name: get_time, arguments: {city: Paris}}]
+      trajectory: {mode: strict, arguments: {mode: exact}}
+  - id: loose
+    input: Weather in Rome?
+    expect:
+      tool_calls: [{name: get_weather}]
+"""
+
+
+def _turn(rec: Recorder, prompt: str, cities: list[str]) -> None:
+    with rec.span("invoke_agent helper", agent_attrs("helper")):
+        user = ("user", [text(prompt)])
+        for tool, city in zip(("get_weather", "get_time"), cities, strict=False):
+            call_id = f"c-{rec.now}"
+            call = ("assistant", [tool_call(call_id, tool, {"city": city})])
+            chat(rec, "gpt-4o", messages(user), messages(call), (50, 5), "tool_call")
+            with rec.span(f"execute_tool {tool}", tool_attrs(tool, call_id, json.dumps({"city": city}), "ok")):
+                rec.tick(1)
+        chat(rec, "gpt-4o", messages(user), messages(("assistant", [text("done")])), (80, 9))
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("columnar")
+    rec = Recorder(root / "runs")
+    for index in range(24):
+        _turn(rec, "Weather in Paris?", ["Paris", "Paris"] if index % 3 else ["Paris", "Rome"])
+        _turn(rec, "Weather in Rome?", ["Rome"] if index % 4 else ["Rome", "Rome"])
+    rec.close()
+    spec = root / "spec.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    return root / "runs", spec
+
+
+def _score(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
+    with ReportWriter(str(out)) as writer:
+        options = ScoreOptions(paths=(str(runs),), cache=cache)
+        run = score_paths_to([runs], load_spec(spec), options, writer, workers=1)
+        writer.finish(run.report)
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    report.pop("created_at")
+    return report
+
+
+def test_warm_scoring_takes_the_columnar_path_with_the_reference_report(
+    run_dir: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    answered: list[Score] = []
+
+    def counted(scorer: Trajectory, row: RowCalls) -> Score | None:
+        found = forms.trajectory_form(scorer, row)
+        if found is not None:
+            answered.append(found)
+        return found
+
+    key: type[Scorer] = Trajectory
+    monkeypatch.setitem(forms.FORMS, key, counted)
+    runs, spec = run_dir
+    reference = _score(runs, spec, tmp_path / "none.json", cache=False)
+    assert not answered  # no traces table: the reference scored everything
+    cold = _score(runs, spec, tmp_path / "cold.json", cache=True)
+    assert not answered  # the table was written, not read
+    warm = _score(runs, spec, tmp_path / "warm.json", cache=True)
+    # 16 exact weather runs pass on the columnar path, and the 18 one-call Rome runs; the rest fail
+    assert len(answered) == 16 + 18
+    assert warm == cold == reference
+    outcomes = [s["passed"] for e in warm["entries"] for x in e["samples"] for s in x["scores"]]
+    assert outcomes.count(False) > 0 and outcomes.count(True) > len(answered)
+
+
+def test_sharded_workers_take_the_columnar_path_too(
+    run_dir: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    runs, spec = run_dir
+    one = _score(runs, spec, tmp_path / "one.json", cache=False)
+    outputs = []
+    for name in ("cold", "warm"):
+        with ReportWriter(str(tmp_path / f"{name}.json")) as writer:
+            run = score_paths_to([runs], load_spec(spec), ScoreOptions(paths=(str(runs),)), writer, workers=2)
+            writer.finish(run.report)
+        report = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
+        report.pop("created_at")
+        outputs.append(report)
+    for report in outputs:
+        assert report["entries"] == one["entries"]
+        assert report["counts"] == one["counts"]

@@ -1,0 +1,147 @@
+"""The columnar `trajectory` equals the reference scorer, on random traces and configurations.
+
+Traces go through the real traces table (`to_table`), the scorer sees the decoded trace as the
+engine does, and the columnar path's verdict (or the reference's, where it declines) must equal
+`run_scorer` on the same trace field for field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evaltrace.collector.convert.records import ToolCall, Trace
+from evaltrace.collector.convert.table import from_table, to_table
+from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run, columnar_score
+from evaltrace.evaluators.scorers.base import Score, Scorer, run_scorer
+from evaltrace.evaluators.scorers.trajectory import Trajectory
+
+_NAMES = st.sampled_from(["search", "fetch", "book"])
+# Values the argument matcher treats specially: 1 and 1.0 and True, padded and cased strings.
+_SCALARS = st.sampled_from([1, 1.0, True, 0, "Paris", " Paris ", "paris", None, 2.5])
+_ARGS = st.dictionaries(st.sampled_from(["city", "n", "q"]), _SCALARS | st.lists(_SCALARS, max_size=2), max_size=3)
+
+
+@st.composite
+def _call(draw: st.DrawFn, nested: bool = True) -> ToolCall:
+    child = None
+    if nested and draw(st.integers(0, 3)) == 0:
+        child = Trace(trace_id="c" * 32, status="success", tool_calls=[draw(_call(nested=False))])
+    return ToolCall(
+        name=draw(_NAMES),
+        arguments=draw(_ARGS | st.sampled_from([None, "raw text"])),
+        arguments_truncated=draw(st.integers(0, 9)) == 0,
+        child=child,
+        handoff=child is not None and draw(st.integers(0, 3)) == 0,
+    )
+
+
+def _expected_from(calls: list[ToolCall], draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Mostly the calls themselves (the columnar path's case), sometimes perturbed."""
+    wanted: list[dict[str, Any]] = []
+    for call in calls:
+        arguments = call.arguments if isinstance(call.arguments, dict) else draw(_ARGS)
+        wanted.append({"name": call.name, "arguments": draw(st.sampled_from([arguments, arguments, None]))})
+    change = draw(st.integers(0, 5))
+    if change == 1 and wanted:
+        wanted.pop(draw(st.integers(0, len(wanted) - 1)))
+    elif change == 2:
+        wanted.append({"name": draw(_NAMES), "arguments": draw(st.none() | _ARGS)})
+    elif change == 3 and len(wanted) > 1:
+        wanted[0], wanted[-1] = wanted[-1], wanted[0]
+    elif change == 4 and wanted:
+        wanted[0] = {"name": wanted[0]["name"], "arguments": draw(_ARGS)}
+    return wanted
+
+
+@st.composite
+def _case(draw: st.DrawFn) -> tuple[Trace, Scorer]:
+    calls = draw(st.lists(_call(), max_size=4))
+    trace = Trace(trace_id="t" * 32, status="success", tool_calls=calls)
+    config: dict[str, Any] = {
+        "expected": _expected_from(calls, draw),
+        "mode": draw(st.sampled_from(["strict", "in_order", "any_order", "superset", "subset", "precision", "recall"])),
+        "threshold": draw(st.sampled_from([0.0, 0.5, 1.0])),
+        "nested": draw(st.booleans()),
+        "arguments": {
+            "mode": draw(st.sampled_from(["exact", "subset", "superset", "ignore"])),
+            "trim": draw(st.booleans()),
+            "casefold": draw(st.booleans()),
+            "per_tool": draw(st.sampled_from([{}, {"fetch": {"mode": "ignore"}}, {"search": {"mode": "exact"}}])),
+        },
+    }
+    if draw(st.integers(0, 9)) == 0:
+        config["expected"] = draw(st.sampled_from([None, []]))
+    scorer = Trajectory.model_validate(config)
+    return trace, scorer.as_spec_check() if draw(st.booleans()) else scorer
+
+
+def _columnar(trace: Trace, scorer: Scorer) -> tuple[Score | None, Trace]:
+    """The columnar verdict on `trace` read back from its traces table, and the decoded trace."""
+    table = to_table([trace])
+    calls = RunCalls()
+    for batch in table.to_batches():
+        calls.add_batch(batch)
+    decoded = from_table(table)[0]
+    with columnar_run(calls):
+        return columnar_score(scorer, decoded), decoded
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_case())
+def test_columnar_trajectory_equals_the_reference(case: tuple[Trace, Scorer]) -> None:
+    trace, scorer = case
+    found, decoded = _columnar(trace, scorer)
+    reference = run_scorer(scorer, decoded)
+    if found is not None:
+        assert found == reference
+        assert found.passed is True  # the columnar path only ever answers for a sure pass
+
+
+def _plain(*names: str) -> Trace:
+    calls = [ToolCall(name=name, arguments={"city": "Paris", "n": index}) for index, name in enumerate(names)]
+    return Trace(trace_id="a" * 32, status="success", tool_calls=calls)
+
+
+def test_exact_calls_take_the_columnar_path_in_every_mode() -> None:
+    trace = _plain("search", "fetch", "book")
+    expected = [{"name": c.name, "arguments": c.arguments} for c in trace.tool_calls]
+    for mode in ("strict", "in_order", "any_order", "superset", "subset", "precision", "recall"):
+        scorer = Trajectory.model_validate({"expected": expected, "mode": mode, "arguments": {"mode": "exact"}})
+        found, decoded = _columnar(trace, scorer)
+        assert found is not None, mode
+        assert found == run_scorer(scorer, decoded)
+        assert found.reason == f"Passed ({mode}, score 1.00): all 3 expected calls matched."
+
+
+def test_no_calls_expected_or_made_takes_the_columnar_path() -> None:
+    scorer = Trajectory(expected=[], mode="strict")
+    found, decoded = _columnar(Trace(trace_id="e" * 32, status="success"), scorer)
+    assert found is not None and found == run_scorer(scorer, decoded)
+
+
+def test_failures_and_doubts_are_left_to_the_reference() -> None:
+    trace = _plain("search", "fetch")
+    swapped = [{"name": "fetch", "arguments": None}, {"name": "search", "arguments": None}]
+    one_as_float = [{"name": "search", "arguments": {"city": "Paris", "n": 0.0}}, {"name": "fetch"}]
+    for expected in (swapped, one_as_float):
+        found, _ = _columnar(trace, Trajectory.model_validate({"expected": expected, "mode": "strict"}))
+        assert found is None
+    # a repeated tool name: the matching could pair the calls another way, so the reference decides
+    found, _ = _columnar(_plain("search", "search"), Trajectory(expected=[{"name": "search"}] * 2))
+    assert found is None
+
+
+def test_a_row_of_another_trace_is_never_used() -> None:
+    table = to_table([_plain("search")])
+    calls = RunCalls()
+    for batch in table.to_batches():
+        calls.add_batch(batch)
+    other = _plain("fetch")  # same trace id, other calls: the name check refuses the row
+    with columnar_run(calls):
+        assert columnar_score(Trajectory(expected=[{"name": "fetch"}]), other) is None
+    calls.add_batch(table.to_batches()[0])  # the same id in a second top-level row: never answered
+    with columnar_run(calls):
+        assert columnar_score(Trajectory(expected=[{"name": "search"}]), _plain("search")) is None
