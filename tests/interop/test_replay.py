@@ -223,3 +223,15 @@ def test_a_damaged_run_file_is_named_in_one_error_line(runs: Path, tmp_path: Pat
     [line] = done.stderr.splitlines()
     assert line.startswith(f"Error: {damaged}")
     assert receiver.requests == []
+
+
+def test_unreachable_grpc_endpoint_is_one_error_line_with_exit_2(runs: Path) -> None:
+    receiver = OtlpReceiver()
+    with running_receiver(receiver):
+        port = receiver.port
+    done = evaltrace("replay", runs, "--endpoint", f"http://127.0.0.1:{port}", "--protocol", "grpc", "--timeout", "1")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"Error: --endpoint http://127.0.0.1:{port}: could not connect over gRPC (status UNAVAILABLE): is an OTLP "
+        "receiver listening there?; spans not delivered"
+    ]
