@@ -55,6 +55,10 @@ def replay(
     what = (
         f"{plural(counts.traces, 'trace')}, {plural(counts.spans, 'span')}, {plural(counts.log_records, 'log record')}"
     )
+    if counts.duplicate_log_records:
+        typer.echo(
+            f"{plural(counts.duplicate_log_records, 'log record')} found twice in the files, sent once", err=True
+        )
     if target is None:
         typer.echo(f"would send {what} (dry run: nothing sent)")
     else:

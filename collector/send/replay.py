@@ -4,7 +4,8 @@ Span files are read trace by trace (the store's streaming reader, so memory hold
 the traces still open, not the run) and sent in batches of `batch_size` spans through the SDK's
 OTLP span exporter; log-record files (`*.logs.parquet`) are read batch by batch and sent through
 its log exporter. Records are sent as they were recorded: they are not attached to spans as the
-scoring reader attaches them. A log record found in two files (the same `log_id`) is sent once.
+scoring reader attaches them. A log record found in two files (the same `log_id`) is sent once
+(memory keeps the ids of the records sent, a short string each).
 
 Without a target (`--dry-run`) the same reading happens and only the counts come back.
 """

@@ -235,3 +235,18 @@ def test_unreachable_grpc_endpoint_is_one_error_line_with_exit_2(runs: Path) -> 
         f"Error: --endpoint http://127.0.0.1:{port}: could not connect over gRPC (status UNAVAILABLE): is an OTLP "
         "receiver listening there?; spans not delivered"
     ]
+
+
+def test_a_log_record_in_two_files_is_sent_once(runs: Path, tmp_path: Path) -> None:
+    copied = tmp_path / "runs"
+    copied.mkdir()
+    for path in runs.glob("*.parquet"):
+        (copied / path.name).write_bytes(path.read_bytes())
+    [logs] = runs.glob("*.logs.parquet")
+    (copied / ("copy-" + logs.name)).write_bytes(logs.read_bytes())  # as a crashed compaction may leave
+    receiver = OtlpReceiver()
+    with running_receiver(receiver):
+        done = evaltrace("replay", copied, "--endpoint", receiver.endpoint)
+    assert done.returncode == 0, done.stderr
+    assert len(receiver.log_records()) == 1
+    assert done.stderr.strip() == "1 log record found twice in the files, sent once"
