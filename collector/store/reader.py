@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store import _decode, runfiles
+from evaltrace.collector.store import _decode, otlp_frames, runfiles
 from evaltrace.collector.store._grouping import stream_groups
 from evaltrace.collector.store._logs_decode import LogAttachment, LogRow, attach_logs, read_log_batches
 from evaltrace.collector.store._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_files
@@ -73,28 +73,44 @@ _GLOB_CHARS = frozenset("*?[")
 _SPAN_ORDER = attrgetter("start_time_ns", "span_id")
 
 
-def resolve_paths(paths: Iterable[PathArg]) -> list[Path]:
-    """Expand PATH arguments into the span files they name, de-duplicated, in name order.
+def resolve_paths(paths: Iterable[PathArg], *, fresh_imports: bool = False) -> list[Path]:
+    """Expand PATH arguments into the run files they name, de-duplicated, in name order.
+
+    A file that holds OTLP (JSON lines or protobuf, plain or gzip: told by its content, see
+    `otlp_frames.py`) stands for the run files it is imported into, once, in the cache
+    (`otlp_cache.py`); folders contribute their `*.parquet` files only.
 
     Args:
         paths: files, folders (their `*.parquet` files) or glob patterns.
+        fresh_imports: import OTLP files again even when the cache holds them (`--no-cache`).
 
     Returns:
         The files, sorted by file name (then full path); each file appears once.
 
     Raises:
-        InputError: no argument given, a path that does not exist, a glob matching no file, or
-            a folder without `*.parquet` files.
+        InputError: no argument given, a path that does not exist, a glob matching no file, a
+            folder without `*.parquet` files, or an OTLP file that cannot be read (named with its line).
     """
     found: dict[str, Path] = {}
     given = False
     for arg in paths:
         given = True
         for path in _expand(str(arg)):
-            found.setdefault(os.path.realpath(path), path)
+            for run_file in _run_files(path, fresh_imports):
+                found.setdefault(os.path.realpath(run_file), run_file)
     if not given:
         raise InputError("no PATH given: name span files, a folder of them (e.g. runs) or a glob (runs/*.parquet)")
     return sorted(found.values(), key=lambda p: (p.name, str(p)))
+
+
+def _run_files(path: Path, fresh: bool) -> list[Path]:
+    """`path` itself, or the run files an OTLP file is imported into."""
+    fmt = otlp_frames.sniff(path)
+    if fmt is None:
+        return [path]
+    from evaltrace.collector.store.otlp_cache import imported_files  # deferred: loads the OTLP decoder
+
+    return imported_files(path, fmt, fresh=fresh)
 
 
 def _expand(arg: str) -> list[Path]:

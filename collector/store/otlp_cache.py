@@ -1,0 +1,173 @@
+"""Imported OTLP files: each OTLP file given as a PATH is converted into run files once, in the cache.
+
+`imported_files(path, fmt)` returns the run files holding what the OTLP file holds, importing it
+(`otlp_import.py`) the first time. Everything downstream (the reader, sharding, the traces cache)
+then reads ordinary run files, and scoring the same file again skips the conversion.
+
+Key. A SHA-256 of the file's resolved path, size, mtime (ns) and inode, `IMPORT_VERSION`, the
+run-file schema versions, the evaltrace version and the size and mtime of the decoder's and the
+store's source files (an edited checkout imports again). A file that changes gets a new key, so
+nothing stale is ever read; a file that changes while it is being imported is reported, not cached.
+
+Location. `imports/<key>/` in the cache folder (`cachedir.py`, shared with the traces cache);
+`evaltrace clean --cache` removes it (`clear_imports`).
+
+Safety. An import is written into a hidden temporary folder and renamed to `<key>` once complete,
+so a reader never sees half an import; when two processes import the same file at once, the first
+rename wins and the other uses its folder. `fresh=True` (`--no-cache`) imports again even when a
+folder exists, once per process, and replaces it. When the cache folder cannot be written, the
+import goes to a temporary folder removed when the process ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import hashlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Final
+
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.store.cachedir import cache_root
+from evaltrace.collector.store.layout import writer_version
+from evaltrace.collector.store.otlp_frames import OtlpFormat
+from evaltrace.collector.store.otlp_import import ImportTarget, import_otlp, run_label
+from evaltrace.collector.store.schema import LOGS_SCHEMA_VERSION, SCHEMA_VERSION
+
+logger = logging.getLogger("evaltrace")
+
+IMPORT_VERSION: Final = 1
+"""Bump when what an import writes for the same file changes."""
+IMPORTS_FOLDER: Final = "imports"
+_TEMP_SUFFIX: Final = ".tmp"
+_fresh_this_process: set[str] = set()
+
+
+def imports_folder(root: Path | None = None) -> Path:
+    """Where imported OTLP files are: `imports/` in the cache folder."""
+    return (root if root is not None else cache_root()) / IMPORTS_FOLDER
+
+
+def imported_files(path: Path, fmt: OtlpFormat, *, fresh: bool = False, root: Path | None = None) -> list[Path]:
+    """The run files holding the OTLP file `path`'s spans and log records, imported once (see above).
+
+    Args:
+        path: an OTLP file (`otlp_frames.sniff` said `fmt`).
+        fmt: its layout.
+        fresh: import again even if the cache holds the file (once per process).
+        root: the cache folder; `cache_root()` when `None`.
+
+    Raises:
+        InputError: the file is unreadable, not OTLP, or changed while it was imported.
+    """
+    identity = _identity(path)
+    key = _key(identity)
+    folder = imports_folder(root) / key
+    if folder.is_dir() and not (fresh and key not in _fresh_this_process):
+        _touch(folder)
+        return _run_files(folder)
+    temp = _temp_folder(folder)
+    import_otlp(path, fmt, ImportTarget(temp, run_id=run_label(path), writer_id=key[:16]))
+    if _identity(path) != identity:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise InputError(f"{path}: the file changed while it was read; read it again once it is complete")
+    _fresh_this_process.add(key)
+    return _run_files(_publish(temp, folder, replace=fresh))
+
+
+def _identity(path: Path) -> list[object]:
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
+    return [os.path.realpath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino]
+
+
+def _key(identity: list[object]) -> str:
+    described = {
+        "file": identity,
+        "import": IMPORT_VERSION,
+        "schemas": [SCHEMA_VERSION, LOGS_SCHEMA_VERSION],
+        "evaltrace": writer_version(),
+        "source": _source_fingerprint(),
+    }
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+
+@functools.cache
+def _source_fingerprint() -> str:
+    """Size and mtime of every source file of the OTLP decoder and the store (what an import depends on)."""
+    collector = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for source in sorted([*(collector / "otlp").rglob("*.py"), *(collector / "store").rglob("*.py")]):
+        stat = source.stat()
+        digest.update(f"{source.relative_to(collector)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+def _run_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith("."))
+
+
+def _temp_folder(folder: Path) -> Path:
+    """A fresh hidden folder beside `folder` (the cache's), or in the system's temporary folder."""
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: imports hold recorded content
+        temp = folder.parent / f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}{_TEMP_SUFFIX}"
+        temp.mkdir(mode=0o700)
+        return temp
+    except OSError as exc:
+        logger.info("evaltrace: cannot write OTLP imports in %s (%s); using a temporary folder", folder.parent, exc)
+        temp = Path(tempfile.mkdtemp(prefix="evaltrace-import-"))
+        atexit.register(shutil.rmtree, temp, ignore_errors=True)
+        return temp
+
+
+def _publish(temp: Path, folder: Path, *, replace: bool) -> Path:
+    """Rename the complete import `temp` to `folder` (`replace`: over an existing one); returns where the files are."""
+    if temp.parent != folder.parent:  # the temporary fallback: read it where it is
+        return temp
+    if replace and folder.is_dir():  # a fresh import replaces the old one
+        old = folder.parent / f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}.old{_TEMP_SUFFIX}"
+        try:
+            os.rename(folder, old)
+            shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            pass  # another process replaced or removed it meanwhile
+    try:
+        os.rename(temp, folder)
+    except OSError:  # another process published the same import first: theirs is as good
+        shutil.rmtree(temp, ignore_errors=True)
+    return folder
+
+
+def _touch(folder: Path) -> None:
+    try:
+        os.utime(folder)
+    except OSError:
+        pass  # a read-only cache is still usable
+
+
+def clear_imports(root: Path | None = None) -> tuple[int, int]:
+    """Remove every imported OTLP file (and unfinished import) from the cache: (files, bytes) removed."""
+    folder = imports_folder(root)
+    files = size = 0
+    if not folder.is_dir():
+        return 0, 0
+    for entry in folder.iterdir():
+        if not entry.is_dir():
+            continue
+        for path in entry.iterdir():
+            try:
+                size += path.stat().st_size
+                files += 1
+            except OSError:
+                continue
+        shutil.rmtree(entry, ignore_errors=True)
+    return files, size

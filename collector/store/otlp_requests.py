@@ -1,0 +1,141 @@
+"""Frames of an OTLP file -> protobuf export requests, each with its signal (spans or log records).
+
+A JSON line says what it holds by its top-level key (`resourceSpans`, `resourceLogs`); the OTLP
+JSON mapping itself is `otlp/jsonformat.py`'s. A protobuf message does not name its type, so it
+is told by its first item: a span starts with its 16-byte trace id and 8-byte span id (fields 1
+and 2), a log record never starts with field 1 as bytes (its field 1 is a fixed64 time). Metrics
+and profiles lines, which evaltrace does not read, are skipped and counted so the caller can say
+so; an empty request (`{}`) holds nothing and is skipped too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.otlp import jsonformat
+from evaltrace.collector.store.otlp_frames import Frame, OtlpFormat, frames
+
+_SPAN_HEAD: Final = b"\x0a\x10"  # field 1 (trace_id), 16 bytes
+_SPAN_ID_TAG: Final = b"\x12\x08"  # field 2 (span_id), 8 bytes, right after the trace id
+_SKIPPED_KEYS: Final = ("resourceMetrics", "resourceProfiles", "resource_metrics", "resource_profiles")
+Request = ExportTraceServiceRequest | ExportLogsServiceRequest
+
+
+@dataclass
+class Skipped:
+    """Requests of a file that held nothing evaltrace reads."""
+
+    metrics: int = 0
+    """Metrics or profiles requests (counted, not read)."""
+    lines: list[int] = field(default_factory=list)
+    """The first few of their lines or message numbers."""
+
+
+def requests(path: Path, fmt: OtlpFormat, skipped: Skipped) -> Iterator[tuple[Frame, Request]]:
+    """Each request of the file with the frame it came from (its line or message number).
+
+    Raises:
+        InputError: a line or message that is not an OTLP traces or logs request, naming the file
+            and the line or message.
+    """
+    parse = _json_request if fmt is OtlpFormat.JSON else _proto_request
+    for frame in frames(path, fmt):
+        try:
+            request = parse(frame)
+        except InputError as exc:
+            raise InputError(f"{path}: {frame.where(fmt)}: {exc}") from None
+        if request is None:
+            skipped.metrics += 1
+            if len(skipped.lines) < 3:
+                skipped.lines.append(frame.number)
+        elif _has_content(request):
+            yield frame, request
+
+
+def _has_content(request: Request) -> bool:
+    if isinstance(request, ExportTraceServiceRequest):
+        return len(request.resource_spans) > 0
+    return len(request.resource_logs) > 0
+
+
+def _json_request(frame: Frame) -> Request | None:
+    try:
+        document = json.loads(frame.data)
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno}; a truncated line?)") from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply") from None
+    if not isinstance(document, dict):
+        raise InputError("not an OTLP JSON request (a JSON object per line)")
+    if "resourceSpans" in document or "resource_spans" in document:  # proto field names are valid JSON too
+        return jsonformat.trace_request(document)
+    if "resourceLogs" in document or "resource_logs" in document:
+        return jsonformat.logs_request(document)
+    if any(key in document for key in _SKIPPED_KEYS):
+        return None
+    if not document:
+        return ExportTraceServiceRequest()
+    raise InputError("not an OTLP traces or logs request: no resourceSpans or resourceLogs")
+
+
+def _proto_request(frame: Frame) -> Request | None:
+    request: Request
+    request = ExportTraceServiceRequest() if _holds_spans(frame.data) else ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(frame.data)
+    except (DecodeError, RecursionError) as exc:
+        raise InputError(f"not an OTLP protobuf request ({exc or 'malformed'})") from None
+    return request
+
+
+def _holds_spans(data: bytes) -> bool:
+    """Whether a serialized request's first item is a span (else it is taken for log records)."""
+    for resource in _fields(data, 1):  # resource_spans / resource_logs
+        for scope in _fields(resource, 2):  # scope_spans / scope_logs
+            for item in _fields(scope, 2):  # spans / log_records
+                return item.startswith(_SPAN_HEAD) and item[18:20] == _SPAN_ID_TAG
+    return True
+
+
+def _fields(data: bytes, number: int) -> Iterator[bytes]:
+    """The length-delimited values of field `number` in a serialized message (stops at bad input)."""
+    pos, end = 0, len(data)
+    while pos < end:
+        tag, pos = _varint(data, pos)
+        wire = tag & 7
+        if wire == 0:
+            _, pos = _varint(data, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            if tag >> 3 == number:
+                yield data[pos : pos + size]
+            pos += size
+        else:
+            return  # groups or garbage: the parser reports it
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < len(data):
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    return value, len(data) + 1
