@@ -30,8 +30,8 @@ def clean(
         typer.Option(
             "--cache",
             metavar="",
-            help="Empty the traces cache (EVALTRACE_CACHE_DIR; default ~/.cache/evaltrace): scorings rebuild "
-            "the traces once more.",
+            help="Empty the traces cache and the imported OTLP files (EVALTRACE_CACHE_DIR; default "
+            "~/.cache/evaltrace): scorings rebuild the traces once more.",
         ),
     ] = False,
 ) -> None:
@@ -51,6 +51,17 @@ def _clean_cache() -> None:
     size = f"{removed.bytes / 1e6:.1f} MB" if removed.bytes >= 100_000 else f"{removed.bytes} bytes"
     noun = "table" if removed.files == 1 else "tables"
     typer.echo(printable(f"traces cache {traces_folder()}: removed {removed.files} {noun}, {size}"))
+    _clean_imports()
+
+
+def _clean_imports() -> None:
+    from evaltrace.collector.store.otlp_cache import clear_imports, imports_folder  # deferred: loads pyarrow
+
+    if not imports_folder().is_dir():  # nothing was ever imported: nothing to say
+        return
+    files, removed = clear_imports()
+    size = f"{removed / 1e6:.1f} MB" if removed >= 100_000 else f"{removed} bytes"
+    typer.echo(printable(f"imported OTLP files {imports_folder()}: removed {files} run file(s), {size}"))
 
 
 def _clean_inflight(paths: list[str], max_age: float) -> None:
