@@ -257,7 +257,7 @@ def score_paths_to(
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     options = options or ScoreOptions()
-    files = resolve_paths(paths)
+    files = resolve_paths(paths, fresh_imports=not options.cache)  # --no-cache: OTLP files imported anew too
     router, stats = _new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     count = shards.plan_workers(workers, files, router)
