@@ -170,3 +170,41 @@ def test_each_turn_of_a_conversation_goes_to_its_own_trace() -> None:
         (second, None, "answer", "fail", 2),
         (first, "1" * 16, "turns", "fail", 3),  # a turn without a trace: on the conversation's first
     ]
+
+
+def test_results_over_grpc_carry_the_metadata_and_refusals_are_named(tmp_path: Path) -> None:
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+
+    got: list[tuple[dict[str, str], Any]] = []
+
+    class Logs(logs_service_pb2_grpc.LogsServiceServicer):
+        def Export(self, request: Any, context: Any) -> Any:  # the name the service defines
+            metadata = dict(context.invocation_metadata())
+            if metadata.get("authorization") != "Bearer right":
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "bad token")
+            got.append((metadata, request))
+            return logs_service_pb2.ExportLogsServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        args = ("score", SAMPLE_RUNS, "--no-store", "--send-results", endpoint, "--protocol", "grpc")
+        done = evaltrace(*args, env={"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20right"})
+        refused = evaltrace(*args, "--header", "Authorization=Bearer wrong")
+    finally:
+        server.stop(None)
+    assert done.returncode in (0, 1), done.stderr
+    records = [r for _, request in got for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+    assert records and all(r.event_name == "gen_ai.evaluation.result" and len(r.trace_id) == 16 for r in records)
+    assert f"results sent: {len(records)} evaluation events to {endpoint}" in done.stderr
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        f"Error: --send-results {endpoint}: the backend answered gRPC status UNAUTHENTICATED; log records not delivered"
+    ]
+    assert "wrong" not in refused.stderr
