@@ -50,3 +50,13 @@ def test_replayed_spans_are_in_phoenix_with_their_original_ids(
                     assert span["attributes"][key] == original.attributes[key]
     tool = next(s for s in everything if s["name"] == "execute_tool get_weather")
     assert tool["status_code"] == "ERROR" and tool["status_message"] == "tool failed"
+
+
+def test_phoenix_takes_no_logs_and_replay_says_what_to_do(phoenix: PhoenixServer, tmp_path: Path) -> None:
+    record_run(tmp_path / "runs", project="replay-with-logs")
+    done = evaltrace("replay", tmp_path / "runs", "--endpoint", phoenix.base_url)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"Error: --endpoint {phoenix.base_url}/v1/logs: the backend answered HTTP 405 Method Not Allowed; log records "
+        "not delivered (does the backend take OTLP logs? --no-logs sends spans only)"
+    ]
