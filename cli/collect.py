@@ -1,0 +1,141 @@
+"""`evaltrace collect`: an OTLP receiver (HTTP and gRPC) that records what it receives as run files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from evaltrace.collector.terminal import plural, printable
+
+if TYPE_CHECKING:
+    from evaltrace.collector.receive.config import ReceiverConfig
+    from evaltrace.collector.receive.server import Receiver, Summary
+
+_EXIT_UNWRITTEN = 1
+"""Exit code when something received could not be written (the files' loss counts say how much)."""
+
+
+def collect(
+    http: Annotated[
+        str,
+        typer.Option(
+            "--http", metavar="HOST:PORT", help="OTLP/HTTP address (POST /v1/traces, /v1/logs), or 'off'. Port 0: any."
+        ),
+    ] = "127.0.0.1:4318",
+    grpc: Annotated[
+        str, typer.Option("--grpc", metavar="HOST:PORT", help="OTLP/gRPC address, or 'off'. Port 0: any free port.")
+    ] = "127.0.0.1:4317",
+    directory: Annotated[
+        Path | None,
+        typer.Option("--dir", metavar="DIR", help="Folder the run files go to (default: $EVALTRACE_DIR or runs)."),
+    ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run-id", metavar="ID", help="Run label of every row (default: $EVALTRACE_RUN_ID, else new)."),
+    ] = None,
+    max_request_mb: Annotated[
+        float,
+        typer.Option("--max-request-mb", metavar="MB", min=0.001, help="Largest request, after decompression."),
+    ] = 16.0,
+    queue_items: Annotated[
+        int,
+        typer.Option(
+            "--queue-items",
+            metavar="N",
+            min=1,
+            help="Spans and log records held before writing; beyond it clients are told to retry (503, UNAVAILABLE).",
+        ),
+    ] = 50_000,
+) -> None:
+    """Receive OTLP traces and logs from any app or Collector and write them as run files.
+
+    Listens on loopback unless told otherwise. With $EVALTRACE_COLLECT_TOKEN set, every request
+    must carry `Authorization: Bearer <token>`. Stops on Ctrl-C or SIGTERM after writing
+    everything it acknowledged.
+    """
+    from evaltrace.collector.capture.exporter import ExporterSettings
+    from evaltrace.collector.receive.server import Receiver
+
+    config = _config(http, grpc, directory, run_id, max_request_mb, queue_items)
+    settings = ExporterSettings.from_env(directory=config.directory, run_id=run_id)
+    receiver = Receiver(config, settings)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    receiver.start()
+    _announce(receiver, settings.directory, settings.run_id)
+    while not stop.wait(0.5):
+        pass
+    typer.echo("evaltrace collect: stopping: writing what was received...", err=True)
+    summary = receiver.stop()
+    _report(summary, settings.directory)
+    if summary.written.unwritten:
+        raise typer.Exit(_EXIT_UNWRITTEN)
+
+
+def _config(
+    http: str, grpc: str, directory: Path | None, run_id: str | None, max_request_mb: float, queue_items: int
+) -> ReceiverConfig:
+    from pydantic import SecretStr, ValidationError
+
+    from evaltrace.collector.errors import InputError
+    from evaltrace.collector.receive.config import TOKEN_ENV, ReceiverConfig, parse_address
+
+    token = os.environ.get(TOKEN_ENV) or None
+    try:
+        return ReceiverConfig(
+            http=parse_address(http, "--http"),
+            grpc=parse_address(grpc, "--grpc"),
+            directory=directory or Path(os.environ.get("EVALTRACE_DIR") or "runs"),
+            run_id=run_id,
+            token=SecretStr(token) if token else None,
+            max_body_bytes=int(max_request_mb * 1024 * 1024),
+            queue_items=queue_items,
+        )
+    except ValidationError as exc:
+        raise InputError("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())) from None
+
+
+def _announce(receiver: Receiver, directory: Path, run_id: str) -> None:
+    lines = [f"evaltrace collect: recording into {printable(str(directory))} (run id {printable(run_id)})"]
+    http, grpc = receiver.http_address, receiver.grpc_address
+    if http is not None:
+        lines.append(f"  OTLP/HTTP  http://{http}  (POST /v1/traces, /v1/logs; protobuf or JSON, gzip)")
+    if grpc is not None:
+        lines.append(f"  OTLP/gRPC  {grpc}")
+    if http is not None:
+        lines.append(f"An app exports here with OTEL_EXPORTER_OTLP_ENDPOINT=http://{http}")
+    if grpc is not None:
+        lines.append(f"  (over gRPC: OTEL_EXPORTER_OTLP_PROTOCOL=grpc OTEL_EXPORTER_OTLP_ENDPOINT=http://{grpc})")
+    if receiver.config.token is not None:
+        lines.append("Requests must carry the bearer token in $EVALTRACE_COLLECT_TOKEN.")
+    lines.append("Stop with Ctrl-C or SIGTERM: everything acknowledged is written first.")
+    typer.echo("\n".join(lines))
+    exposed = [a for a in (http, grpc) if a is not None and not a.is_loopback]
+    if exposed and receiver.config.token is None:
+        shown = ", ".join(str(a) for a in exposed)
+        typer.echo(f"Warning: listening beyond this machine ({shown}) with no $EVALTRACE_COLLECT_TOKEN", err=True)
+
+
+def _report(summary: Summary, directory: Path) -> None:
+    counts, written = summary.counts, summary.written
+    typer.echo(
+        f"evaltrace collect: received {plural(counts.spans, 'span')} and {plural(counts.log_records, 'log record')} "
+        f"in {plural(counts.requests, 'request')}; wrote them to {printable(str(directory))}"
+    )
+    notes = []
+    if counts.rejected_items:
+        notes.append(f"{plural(counts.rejected_items, 'invalid item')} rejected (partial success)")
+    if counts.refused_requests:
+        notes.append(f"{plural(counts.refused_requests, 'request')} refused while busy (the senders retry)")
+    if counts.bad_requests:
+        notes.append(f"{plural(counts.bad_requests, 'unreadable request')} answered 400")
+    if notes:
+        typer.echo("  " + "; ".join(notes))
+    if written.unwritten:
+        typer.echo(f"Error: {plural(written.unwritten, 'received item')} could not be written", err=True)

@@ -1,0 +1,85 @@
+"""The receiver's settings: listen addresses, the run folder, limits and the optional bearer token."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from evaltrace.collector.errors import InputError
+
+DEFAULT_HTTP = "127.0.0.1:4318"
+DEFAULT_GRPC = "127.0.0.1:4317"
+TOKEN_ENV = "EVALTRACE_COLLECT_TOKEN"
+"""The environment variable holding the bearer token (a command line is visible to other users)."""
+
+
+class Address(NamedTuple):
+    """A host and port to listen on (port 0: any free port, reported once bound)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    @property
+    def is_loopback(self) -> bool:
+        """Whether only this machine can connect."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+
+def parse_address(text: str, option: str) -> Address | None:
+    """`HOST:PORT` (`[v6]:PORT` for IPv6) as an `Address`; `off` for no listener.
+
+    Raises:
+        InputError: not HOST:PORT with a port from 0 to 65535, naming the option.
+    """
+    text = text.strip()
+    if text.lower() == "off":
+        return None
+    host, sep, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise InputError(f"{option} {text!r}: expected HOST:PORT (e.g. 127.0.0.1:4318, [::1]:4318) or 'off'")
+    return Address(host, int(port))
+
+
+class ReceiverConfig(BaseModel):
+    """What `evaltrace collect` listens on, where it writes and how much it holds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    http: Address | None = Address("127.0.0.1", 4318)
+    """OTLP/HTTP listener (POST /v1/traces, /v1/logs), or None."""
+    grpc: Address | None = Address("127.0.0.1", 4317)
+    """OTLP/gRPC listener, or None."""
+    directory: Path = Path("runs")
+    """Folder the run files are written to."""
+    run_id: str | None = None
+    """Run label of every row (default: a new one per receiver, as per exporting process)."""
+    token: SecretStr | None = None
+    """Bearer token every request must carry (`Authorization: Bearer ...`), if set."""
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    """Largest request accepted, after decompression (HTTP 413, gRPC RESOURCE_EXHAUSTED beyond)."""
+    queue_items: int = Field(default=50_000, gt=0)
+    """Spans and log records decoded but not yet handed to the writer; beyond it requests are refused."""
+    max_concurrent_requests: int = Field(default=16, gt=0)
+    """Requests read and decoded at once (each holds at most `max_body_bytes`); more are refused."""
+    retry_after_seconds: int = Field(default=1, gt=0)
+    """What a refused client is told to wait (HTTP Retry-After)."""
+    drain_seconds: float = Field(default=30.0, gt=0)
+    """On shutdown, how long requests in progress may take to finish."""
+
+    @model_validator(mode="after")
+    def _one_listener(self) -> ReceiverConfig:
+        if self.http is None and self.grpc is None:
+            raise ValueError("--http and --grpc are both off: nothing to listen on")
+        return self

@@ -1,0 +1,128 @@
+"""One export request, whatever the transport: parse, decode, queue, answer.
+
+`Intake.accept` decodes a request into SDK objects, offers the valid ones to the queue and
+returns the OTLP response: empty when everything was taken, a partial success naming how many
+items were rejected and why the first was (the OTLP specification's answer to invalid items,
+which the client must not retry). When the queue is full or closing it raises `Refused`, which
+the transports turn into their retryable answers. `parse_body` reads the two HTTP encodings.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, fields
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsPartialSuccess,
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.otlp import decode, jsonformat
+from evaltrace.collector.receive.workqueue import Signal, Work, WorkQueue
+
+Request = ExportTraceServiceRequest | ExportLogsServiceRequest
+Response = ExportTraceServiceResponse | ExportLogsServiceResponse
+
+
+class Refused(Exception):
+    """The request cannot be taken now (queue full, or shutting down): the client should retry."""
+
+
+@dataclass
+class Counts:
+    """What a receiver has taken and turned away since it started."""
+
+    requests: int = 0
+    spans: int = 0
+    log_records: int = 0
+    rejected_items: int = 0
+    """Invalid spans and log records (answered with a partial success)."""
+    refused_requests: int = 0
+    """Requests refused as retryable (queue full or shutting down)."""
+    bad_requests: int = 0
+    """Requests that could not be read (answered with an error)."""
+
+
+class Intake:
+    """Decodes requests and queues their items; counts what it took (thread-safe)."""
+
+    def __init__(self, queue: WorkQueue) -> None:
+        self.queue = queue
+        self.counts = Counts()
+        self._lock = threading.Lock()
+
+    def accept(self, signal: Signal, request: Request) -> Response:
+        """The answer to one export request whose items have been queued.
+
+        Raises:
+            Refused: the queue is full or closed; nothing of the request was taken.
+        """
+        if signal is Signal.TRACES:
+            decoded: decode.Decoded[Any] = decode.decode_spans(request)
+        else:
+            decoded = decode.decode_log_records(request)
+        if decoded.items and not self.queue.offer(Work(signal, decoded.items)):
+            self.count(refused_requests=1)
+            raise Refused("the receiver is busy writing; retry later")
+        items = "spans" if signal is Signal.TRACES else "log_records"
+        self.count(requests=1, rejected_items=decoded.rejected, **{items: len(decoded.items)})
+        return response(signal, decoded.rejected, _rejection(signal, decoded))
+
+    def count(self, **increments: int) -> None:
+        """Add to the counters."""
+        with self._lock:
+            for name, value in increments.items():
+                setattr(self.counts, name, getattr(self.counts, name) + value)
+
+    def snapshot(self) -> Counts:
+        """A copy of the counters."""
+        with self._lock:
+            return Counts(**{f.name: getattr(self.counts, f.name) for f in fields(Counts)})
+
+
+def _rejection(signal: Signal, decoded: decode.Decoded[Any]) -> str:
+    if not decoded.rejected:
+        return ""
+    noun = "span" if signal is Signal.TRACES else "log record"
+    plural = "" if decoded.rejected == 1 else "s"
+    return f"{decoded.rejected} invalid {noun}{plural} rejected; the first at {decoded.first_error}"
+
+
+def response(signal: Signal, rejected: int = 0, message: str = "") -> Response:
+    """An export response, with a partial success when items were rejected."""
+    if signal is Signal.TRACES:
+        if not rejected:
+            return ExportTraceServiceResponse()
+        partial = ExportTracePartialSuccess(rejected_spans=rejected, error_message=message)
+        return ExportTraceServiceResponse(partial_success=partial)
+    if not rejected:
+        return ExportLogsServiceResponse()
+    logs = ExportLogsPartialSuccess(rejected_log_records=rejected, error_message=message)
+    return ExportLogsServiceResponse(partial_success=logs)
+
+
+def parse_body(signal: Signal, body: bytes, is_json: bool) -> Request:
+    """An HTTP request body (protobuf or OTLP/JSON, already decompressed) as its export request.
+
+    Raises:
+        InputError: the body is not a valid request of that encoding.
+    """
+    if is_json:
+        if signal is Signal.TRACES:
+            return jsonformat.parse_trace_request(body)
+        return jsonformat.parse_logs_request(body)
+    request: Request = ExportTraceServiceRequest() if signal is Signal.TRACES else ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RecursionError) as exc:
+        raise InputError(f"not a valid OTLP protobuf {signal.value} request ({exc or 'malformed'})") from None
+    return request

@@ -1,0 +1,78 @@
+"""The bounded queue between request handling and the writer, counted in spans and log records.
+
+Handlers `offer` decoded work without waiting: when the queue holds `capacity` items a request
+is refused (the caller answers with a retryable status) rather than buffered, so memory stays
+bounded however fast clients send. A request larger than the whole capacity is still taken when
+the queue is empty, so no valid request is refused forever. After `close()` offers are refused
+and `take` returns what is left, then None.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class Signal(Enum):
+    """What a request carries."""
+
+    TRACES = "traces"
+    LOGS = "logs"
+
+
+@dataclass(frozen=True)
+class Work:
+    """Decoded items of one accepted request."""
+
+    signal: Signal
+    items: list[Any]
+
+
+class WorkQueue:
+    """Accepted work waiting for the writer, at most `capacity` items (one oversized request aside)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._works: deque[Work] = deque()
+        self._items = 0
+        self._closed = False
+        self._cond = threading.Condition()
+
+    @property
+    def items(self) -> int:
+        """Items waiting now."""
+        return self._items
+
+    def offer(self, work: Work) -> bool:
+        """Queue `work` if there is room (or the queue is empty); False when full or closed."""
+        with self._cond:
+            if self._closed or (self._works and self._items + len(work.items) > self.capacity):
+                return False
+            self._works.append(work)
+            self._items += len(work.items)
+            self._cond.notify()
+            return True
+
+    def take(self, max_items: int) -> list[Work] | None:
+        """Wait for work and take it (whole requests, about `max_items` items); None once closed and empty."""
+        with self._cond:
+            while not self._works and not self._closed:
+                self._cond.wait()
+            if not self._works:
+                return None
+            taken = [self._works.popleft()]
+            count = len(taken[0].items)
+            while self._works and count + len(self._works[0].items) <= max_items:
+                taken.append(self._works.popleft())
+                count += len(taken[-1].items)
+            self._items -= count
+            return taken
+
+    def close(self) -> None:
+        """Refuse further offers; the writer takes what is left."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
