@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import typer
 
 from evaltrace.cli import clean, compact, compare, doctor, history, runs, schema, score, scorers, traces, version
+from evaltrace.cli import collect as collect_command
 from evaltrace.cli import import_ as import_command
 from evaltrace.cli import replay as replay_command
 from evaltrace.cli import run as run_command
@@ -44,6 +45,7 @@ app.command("traces")(traces.traces_command)
 app.command("show")(traces.show_command)
 app.command("replay")(replay_command.replay)
 app.command("import")(import_command.import_command)
+app.command("collect")(collect_command.collect)
 
 _INTERRUPTED = 130
 """The exit code after Ctrl-C (128 + SIGINT), as shells report it."""
