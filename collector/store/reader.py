@@ -93,13 +93,19 @@ def resolve_paths(paths: Iterable[PathArg], *, fresh_imports: bool = False) -> l
     """
     found: dict[str, Path] = {}
     given = False
+    empty: list[Path] = []  # OTLP files holding no span or log record
     for arg in paths:
         given = True
         for path in _expand(str(arg)):
-            for run_file in _run_files(path, fresh_imports):
+            run_files = _run_files(path, fresh_imports)
+            for run_file in run_files:
                 found.setdefault(os.path.realpath(run_file), run_file)
+            if not run_files:
+                empty.append(path)
     if not given:
         raise InputError("no PATH given: name span files, a folder of them (e.g. runs) or a glob (runs/*.parquet)")
+    if not found and empty:  # said here: an empty list would read as "no PATH given" further on
+        raise InputError(f"{empty[0]}: no spans or log records in this OTLP file")
     return sorted(found.values(), key=lambda p: (p.name, str(p)))
 
 
@@ -144,6 +150,8 @@ def _folder_files(folder: Path) -> list[Path]:
     if not files:
         inflight = sum(1 for p in folder.iterdir() if _is_inflight(p))
         hint = f" ({inflight} in-flight temporary file(s): a writer may still be running)" if inflight else ""
+        if not hint and any(p.is_file() and not p.name.startswith(".") for p in folder.iterdir()):
+            hint = f" (OTLP files are read when named: {folder / '*.jsonl'}, for instance)"
         raise InputError(f"{folder}: no *.parquet files in this folder{hint}")
     return files
 

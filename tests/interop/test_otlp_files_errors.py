@@ -163,3 +163,20 @@ def test_two_scorings_at_once_share_one_import(recorded: Writers, tmp_path: Path
     assert all(p.returncode == 0 for p in procs), outputs
     assert outputs[0][0] == outputs[1][0] == outputs[2][0] and len(outputs[0][0].splitlines()) == 2
     assert len(list((cache / "imports").iterdir())) == 1  # one published import, no temporary left
+
+
+def test_empty_otlp_files_metrics_lines_and_folders_are_explained(recorded: Writers, tmp_path: Path) -> None:
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n{}\n", encoding="utf-8")
+    result = evaltrace("traces", blank)
+    assert result.returncode == 2 and "blank.jsonl: no spans or log records in this OTLP file" in result.stderr
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text('{"resourceMetrics":[]}\n' + recorded.traces_json.read_text(encoding="utf-8"), encoding="utf-8")
+    result = evaltrace("runs", mixed)
+    assert result.returncode == 0 and re.search(r"spans:\s+4\n", result.stdout), result.stderr
+    assert "1 metrics or profiles request(s) skipped (line 1" in result.stderr  # said, not silently dropped
+    folder = tmp_path / "otlp"
+    folder.mkdir()
+    (folder / "traces.jsonl").write_bytes(recorded.traces_json.read_bytes())
+    result = evaltrace("traces", folder)
+    assert result.returncode == 2 and "OTLP files are read when named" in result.stderr, result.stderr
