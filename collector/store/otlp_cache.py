@@ -10,7 +10,8 @@ store's source files (an edited checkout imports again). A file that changes get
 nothing stale is ever read; a file that changes while it is being imported is reported, not cached.
 
 Location. `imports/<key>/` in the cache folder (`cachedir.py`, shared with the traces cache);
-`evaltrace clean --cache` removes it (`clear_imports`).
+`evaltrace clean --cache` removes it (`clear_imports`). Past `MAX_IMPORT_BYTES`, the least
+recently used imports are removed after each new one, except those used in the last hour.
 
 Safety. An import is written into a hidden temporary folder and renamed to `<key>` once complete,
 so a reader never sees half an import; when two processes import the same file at once, the first
@@ -30,6 +31,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Final
 
@@ -45,6 +47,9 @@ logger = logging.getLogger("evaltrace")
 IMPORT_VERSION: Final = 1
 """Bump when what an import writes for the same file changes."""
 IMPORTS_FOLDER: Final = "imports"
+MAX_IMPORT_BYTES: Final = 8 << 30
+"""Past this much of imports, the least recently used are removed (never one used in the last `_IN_USE_S`)."""
+_IN_USE_S: Final = 3600.0
 _TEMP_SUFFIX: Final = ".tmp"
 _fresh_this_process: set[str] = set()
 
@@ -78,7 +83,9 @@ def imported_files(path: Path, fmt: OtlpFormat, *, fresh: bool = False, root: Pa
         shutil.rmtree(temp, ignore_errors=True)
         raise InputError(f"{path}: the file changed while it was read; read it again once it is complete")
     _fresh_this_process.add(key)
-    return _run_files(_publish(temp, folder, replace=fresh))
+    published = _publish(temp, folder, replace=fresh)
+    _prune(folder.parent, keep=folder)
+    return _run_files(published)
 
 
 def _identity(path: Path) -> list[object]:
@@ -145,6 +152,29 @@ def _publish(temp: Path, folder: Path, *, replace: bool) -> Path:
     except OSError:  # another process published the same import first: theirs is as good
         shutil.rmtree(temp, ignore_errors=True)
     return folder
+
+
+def _prune(imports: Path, *, keep: Path) -> None:
+    """Remove the least recently used imports until they hold at most `MAX_IMPORT_BYTES`."""
+    try:
+        entries = [(entry.stat().st_mtime, _size(entry), entry) for entry in imports.iterdir() if entry.is_dir()]
+    except OSError:  # another process pruning at the same time
+        return
+    total = sum(size for _, size, _ in entries)
+    recent = time.time() - _IN_USE_S  # a scoring may still be reading these: leave them
+    for mtime, size, entry in sorted(entries, key=lambda item: item[0]):
+        if total <= MAX_IMPORT_BYTES or mtime > recent:
+            break
+        if entry != keep and not entry.name.startswith("."):
+            shutil.rmtree(entry, ignore_errors=True)
+            total -= size
+
+
+def _size(folder: Path) -> int:
+    try:
+        return sum(path.stat().st_size for path in folder.iterdir())
+    except OSError:
+        return 0
 
 
 def _touch(folder: Path) -> None:

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +181,22 @@ def test_empty_otlp_files_metrics_lines_and_folders_are_explained(recorded: Writ
     (folder / "traces.jsonl").write_bytes(recorded.traces_json.read_bytes())
     result = evaltrace("traces", folder)
     assert result.returncode == 2 and "OTLP files are read when named" in result.stderr, result.stderr
+
+
+def test_old_imports_are_pruned_past_the_bound_but_recent_ones_kept(
+    recorded: Writers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evaltrace.collector.store import otlp_cache
+
+    root = tmp_path / "cache"
+    old, recent = root / "imports" / "old", root / "imports" / "recent"
+    for folder in (old, recent):
+        folder.mkdir(parents=True)
+        (folder / "x.parquet").write_bytes(b"0" * 1000)
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    monkeypatch.setattr(otlp_cache, "MAX_IMPORT_BYTES", 500)
+    files = otlp_cache.imported_files(recorded.traces_json, OtlpFormat.JSON, root=root)
+    assert len(files) == 1 and files[0].exists()
+    assert not old.exists()  # over the bound and unused for two hours
+    assert recent.exists()  # over the bound too, but a scoring may be reading it
