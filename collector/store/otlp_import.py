@@ -86,6 +86,10 @@ def import_otlp(source: Path, fmt: OtlpFormat, target: ImportTarget) -> Imported
     try:
         _copy(source, fmt, target, (spans, logs), done)
         done.files = [*spans.close(), *logs.close()]
+    except OSError as exc:  # reading errors are InputErrors already: this is the writing side
+        spans.abandon()
+        logs.abandon()
+        raise InputError(f"{target.folder}: cannot write the run files of {source}: {exc.strerror or exc}") from None
     except BaseException:
         spans.abandon()
         logs.abandon()

@@ -104,6 +104,10 @@ def test_import_refuses_a_parquet_or_missing_file(recorded: Writers, tmp_path: P
         result = evaltrace("import", path, "--out", tmp_path / "out")
         assert result.returncode == 2 and message in result.stderr and path.name in result.stderr, result.stderr
     assert not (tmp_path / "out").exists()
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder", encoding="utf-8")
+    result = evaltrace("import", recorded.traces_json, "--out", blocked / "sub")
+    assert result.returncode == 2 and "cannot write the run files" in result.stderr and "Traceback" not in result.stderr
 
 
 def imports(cache: Path) -> list[Path]:
