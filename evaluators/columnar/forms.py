@@ -7,9 +7,11 @@ a subclass (a plugin) may score differently.
 
 `trajectory`: the row's calls equal the expected calls position by position (names equal; the
 arguments' JSON text equal to the expected arguments encoded as the table encodes them, or not
-compared), with no tool name twice. Then, in every mode, the maximum matching and the ordered
-pairs are the identity, the value is 1 and nothing is missing, late or extra, so the reference's
-reason and details follow from the names alone. Equal JSON text means equal values, which the
+compared). Then, in every mode, the value is 1, nothing is missing, late or extra and the ordered
+pairs are the identity, so the reference's reason and details follow from the names alone but for
+the maximum matching: with no tool name twice it is the identity too; with a repeated name it is
+what the reference's matching (`max_bipartite_matching`) makes of the same compatibility, for
+which only the off-diagonal pairs of a repeated name are asked of the argument matcher. Equal JSON text means equal values, which the
 argument matcher accepts under every setting; different text may still match (`1` and `1.0`,
 another key order, `trim`), so it is left to the reference. Not-a-number values, truncated
 arguments and calls that start nested agents (with `nested`) are left to the reference too.
@@ -21,31 +23,31 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.columnar.calls import RowCalls
-from evaltrace.evaluators.scorers.arguments import ExpectedCall
+from evaltrace.evaluators.scorers.arguments import ExpectedCall, call_matches, max_bipartite_matching
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 
-Form = Callable[[Any, RowCalls], Score | None]
-"""A columnar form: (scorer, row) -> the sure passing `Score`, or `None` for the reference."""
+Form = Callable[[Any, RowCalls, Trace], Score | None]
+"""A columnar form: (scorer, row, the row's trace) -> the sure passing `Score`, or `None` for the reference.
+
+The trace is there for the rare detail the columns cannot settle; a form reads it only then."""
 
 # The traces table's encoder (`_table_encode.py`), minus not-a-number values: the same value
 # gives the same text, and a NaN (never equal to itself) must not pass on equal text.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
+def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `trajectory` when the calls are exactly the expected ones, else `None`."""
     expected = scorer.expected
-    if expected is None or len(expected) != len(row.names) or row.truncated:
-        return None
-    if (scorer.nested and row.nested) or len(set(row.names)) != len(row.names):
+    if expected is None or len(expected) != len(row.names) or row.truncated or (scorer.nested and row.nested):
         return None
     for want, name, arguments in zip(expected, row.names, row.arguments, strict=True):
         if want.name != name or not _same_arguments(scorer, want, arguments):
             return None
     count = len(expected)
-    pairs = [[i, i] for i in range(count)]
     why = f"all {count} expected calls matched" if count else "no calls expected or made"
     return scorer.result(
         True,
@@ -53,9 +55,22 @@ def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
         f"Passed ({scorer.mode}, score 1.00): {why}.",
         expected=list(row.names),
         actual=list(row.names),
-        matched=pairs,
-        in_order=[list(pair) for pair in pairs],
+        matched=_matching(scorer, expected, row.names, trace),
+        in_order=[[i, i] for i in range(count)],
     )
+
+
+def _matching(scorer: Trajectory, expected: list[ExpectedCall], names: list[str], trace: Trace) -> list[list[int]]:
+    """The reference's maximum matching when call `i` is known to match expected call `i`."""
+    if len(set(names)) == len(names):  # only same-name pairs can match: the identity is forced
+        return [[i, i] for i in range(len(names))]
+    calls = trace.tool_calls
+
+    def compatible(i: int, j: int) -> bool:
+        return i == j or (names[i] == names[j] and call_matches(expected[i], calls[j], scorer.arguments))
+
+    found = max_bipartite_matching(len(names), len(names), compatible)
+    return [[i, j] for i, j in sorted(found.items())]
 
 
 def _same_arguments(scorer: Trajectory, want: ExpectedCall, arguments: str | None) -> bool:

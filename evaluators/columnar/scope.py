@@ -69,7 +69,7 @@ class RunCalls:
         row = self.row(trace)
         if row is None:
             return None
-        found = form(scorer, row)
+        found = form(scorer, row, trace)
         if found is not None:
             self.hits += 1
         return found

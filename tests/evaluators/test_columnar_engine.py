@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
+from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.columnar import forms
 from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
@@ -80,8 +81,8 @@ def test_warm_scoring_takes_the_columnar_path_with_the_reference_report(
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     answered: list[Score] = []
 
-    def counted(scorer: Trajectory, row: RowCalls) -> Score | None:
-        found = forms.trajectory_form(scorer, row)
+    def counted(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
+        found = forms.trajectory_form(scorer, row, trace)
         if found is not None:
             answered.append(found)
         return found

@@ -129,9 +129,15 @@ def test_failures_and_doubts_are_left_to_the_reference() -> None:
     for expected in (swapped, one_as_float):
         found, _ = _columnar(trace, Trajectory.model_validate({"expected": expected, "mode": "strict"}))
         assert found is None
-    # a repeated tool name: the matching could pair the calls another way, so the reference decides
-    found, _ = _columnar(_plain("search", "search"), Trajectory(expected=[{"name": "search"}] * 2))
-    assert found is None
+
+
+def test_a_repeated_tool_name_is_paired_as_the_reference_pairs_it() -> None:
+    # Kuhn's matching pairs these calls crosswise (the first expected call takes call #2): the
+    # columnar path must report the reference's pairs, not the identity.
+    scorer = Trajectory(expected=[{"name": "search"}] * 2, mode="strict")
+    found, decoded = _columnar(_plain("search", "search"), scorer)
+    assert found is not None and found == run_scorer(scorer, decoded)
+    assert found.details is not None and found.details["matched"] == [[0, 1], [1, 0]]
 
 
 def test_a_row_of_another_trace_is_never_used() -> None:
