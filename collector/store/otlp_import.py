@@ -169,9 +169,9 @@ def _decode(request: Request) -> list[Any]:
 
 def _warn_skipped(source: Path, fmt: OtlpFormat, skipped: Skipped) -> None:
     if skipped.metrics:
-        where = ", ".join(Frame(n, b"").where(fmt) for n in skipped.lines)
+        where = ", ".join(Frame(n, b"").where(fmt) for n in skipped.lines) + (", ..." if skipped.metrics > 3 else "")
         logger.warning(
-            "evaltrace: %s: %d metrics or profiles request(s) skipped (%s...): evaltrace reads spans and log records",
+            "evaltrace: %s: %d metrics or profiles request(s) skipped (%s): evaltrace reads spans and log records",
             source,
             skipped.metrics,
             where,

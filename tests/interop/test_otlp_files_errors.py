@@ -179,7 +179,7 @@ def test_empty_otlp_files_metrics_lines_and_folders_are_explained(recorded: Writ
     mixed.write_text('{"resourceMetrics":[]}\n' + recorded.traces_json.read_text(encoding="utf-8"), encoding="utf-8")
     result = evaltrace("runs", mixed)
     assert result.returncode == 0 and re.search(r"spans:\s+4\n", result.stdout), result.stderr
-    assert "1 metrics or profiles request(s) skipped (line 1" in result.stderr  # said, not silently dropped
+    assert "1 metrics or profiles request(s) skipped (line 1):" in result.stderr  # said, not silently dropped
     folder = tmp_path / "otlp"
     folder.mkdir()
     (folder / "traces.jsonl").write_bytes(recorded.traces_json.read_bytes())
