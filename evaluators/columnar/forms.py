@@ -11,10 +11,12 @@ compared). Then, in every mode, the value is 1, nothing is missing, late or extr
 pairs are the identity, so the reference's reason and details follow from the names alone but for
 the maximum matching: with no tool name twice it is the identity too; with a repeated name it is
 what the reference's matching (`max_bipartite_matching`) makes of the same compatibility, for
-which only the off-diagonal pairs of a repeated name are asked of the argument matcher. Equal JSON text means equal values, which the
-argument matcher accepts under every setting; different text may still match (`1` and `1.0`,
-another key order, `trim`), so it is left to the reference. Not-a-number values, truncated
-arguments and calls that start nested agents (with `nested`) are left to the reference too.
+which only the off-diagonal pairs of a repeated name are asked of the argument matcher.
+
+Equal JSON text means equal values, which the argument matcher accepts under every setting;
+different text may still match (`1` and `1.0`, another key order, `trim`), so it is left to the
+reference. Not-a-number values, truncated arguments and calls that start nested agents (with
+`nested`) are left to the reference too.
 """
 
 from __future__ import annotations
