@@ -163,29 +163,30 @@ class Sender:
         Raises:
             InputError: the backend could not be reached or refused the request.
         """
-        self._export([])
+        self._export([], probing=True)
 
-    def _export(self, batch: Sequence[Any]) -> None:
+    def _export(self, batch: Sequence[Any], probing: bool = False) -> None:
         self._watch.records.clear()
         self._watch.status = None
         with _quiet_exporters(self._watch):
             result = self._exporter.export(batch)
         if getattr(result, "name", "") != "SUCCESS":
-            raise InputError(self._failure())
+            raise InputError(self._failure(probing))
 
     def close(self) -> None:
         """Shut the exporter down (its connections and threads)."""
         with _quiet_exporters(self._watch):
             self._exporter.shutdown()
 
-    def _failure(self) -> str:
+    def _failure(self, probing: bool) -> str:
         where = f"{self.target.option} {shown_endpoint(self._url())}"
         noun = "spans" if self.signal == "traces" else "log records"
         done = f" ({self.sent} {noun} were delivered before)" if self.sent else ""
+        lost = "nothing sent" if probing else f"{noun} not delivered{done}"
         hint = ""
         if self.signal == "logs" and self._watch.status is not None and self._watch.status[0] in (404, 405, 501):
             hint = " (does the backend take OTLP logs? --no-logs sends spans only)"
-        return f"{where}: {_why(self._watch, self.target.protocol)}; {noun} not delivered{done}{hint}"
+        return f"{where}: {_why(self._watch, self.target.protocol)}; {lost}{hint}"
 
     def _url(self) -> str:
         if self.target.protocol == "grpc":
@@ -209,7 +210,7 @@ def _why(watch: _Watch, protocol: Protocol) -> str:
 
 
 def _grpc_code(records: Sequence[logging.LogRecord]) -> str | None:
-    import grpc  # type: ignore[import-untyped]
+    import grpc
 
     for record in reversed(records):
         for arg in record.args if isinstance(record.args, tuple) else ():

@@ -57,22 +57,28 @@ def replay(
     span_files, log_files = split_signals(files)
     log_files = log_files if logs else []
     counts = ReplayCounts(span_files=len(span_files), log_files=len(log_files))
-    if span_files:
-        _deliver("traces", target, batch_size, _span_stream(span_files, counts))
-    if log_files:
-        _deliver("logs", target, batch_size, _log_stream(log_files, counts))
+    spans = Sender(target, "traces") if target is not None and span_files else None
+    logs_sender = Sender(target, "logs") if target is not None and log_files else None
+    try:
+        if logs_sender is not None:
+            # A backend without a logs endpoint (Phoenix answers 405) is found before any span is
+            # sent, so running again with `logs=False` sends no span twice.
+            logs_sender.send_empty()
+        if span_files:
+            _deliver(spans, batch_size, _span_stream(span_files, counts))
+        if log_files:
+            _deliver(logs_sender, batch_size, _log_stream(log_files, counts))
+    finally:
+        for sender in (spans, logs_sender):
+            if sender is not None:
+                sender.close()
     return counts
 
 
-def _deliver(signal: Any, target: OtlpTarget | None, batch_size: int, items: Iterator[Any]) -> None:
-    sender = Sender(target, signal) if target is not None else None
-    try:
-        for batch in _batches(items, batch_size):
-            if sender is not None:
-                sender.send(batch)
-    finally:
+def _deliver(sender: Sender | None, batch_size: int, items: Iterator[Any]) -> None:
+    for batch in _batches(items, batch_size):
         if sender is not None:
-            sender.close()
+            sender.send(batch)
 
 
 def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:

@@ -157,7 +157,7 @@ def test_unreachable_endpoint_is_one_error_line_with_exit_2(runs: Path, tmp_path
     receiver = OtlpReceiver()
     with running_receiver(receiver):
         port = receiver.port  # free again once the receiver stops: nothing listens there
-    done = evaltrace("replay", runs, "--endpoint", f"http://127.0.0.1:{port}", "--timeout", "1")
+    done = evaltrace("replay", runs, "--endpoint", f"http://127.0.0.1:{port}", "--timeout", "1", "--no-logs")
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"Error: --endpoint http://127.0.0.1:{port}/v1/traces: could not connect: is an OTLP/HTTP receiver "
@@ -173,7 +173,12 @@ def test_a_refusing_backend_is_named_with_its_status_and_no_secret(runs: Path) -
         )
     assert done.returncode == 2
     [line] = done.stderr.splitlines()
-    assert line.startswith(f"Error: --endpoint {receiver.endpoint}/v1/traces: the backend answered HTTP 401")
+    # The logs endpoint is asked first (an empty request), so nothing is sent before the refusal.
+    assert (
+        line
+        == f"Error: --endpoint {receiver.endpoint}/v1/logs: the backend answered HTTP 401 Unauthorized; nothing sent"
+    )
+    assert receiver.requests == []
     assert "d3Jvbmc6a2V5" not in done.stdout + done.stderr
 
 
@@ -188,10 +193,10 @@ def test_a_backend_without_logs_gets_a_hint(runs: Path) -> None:
     assert done.returncode == 2
     [line] = done.stderr.splitlines()
     assert line == (
-        f"Error: --endpoint {traces_only.endpoint}/v1/logs: the backend answered HTTP 404 Not Found; log records "
-        "not delivered (does the backend take OTLP logs? --no-logs sends spans only)"
+        f"Error: --endpoint {traces_only.endpoint}/v1/logs: the backend answered HTTP 404 Not Found; nothing sent "
+        "(does the backend take OTLP logs? --no-logs sends spans only)"
     )
-    assert len(traces_only.spans()) == 4  # the spans went before
+    assert traces_only.requests == []  # found out before any span was sent: a second run sends none twice
 
 
 @pytest.mark.parametrize(
@@ -233,7 +238,7 @@ def test_unreachable_grpc_endpoint_is_one_error_line_with_exit_2(runs: Path) -> 
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"Error: --endpoint http://127.0.0.1:{port}: could not connect over gRPC (status UNAVAILABLE): is an OTLP "
-        "receiver listening there?; spans not delivered"
+        "receiver listening there?; nothing sent"
     ]
 
 

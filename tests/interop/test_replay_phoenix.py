@@ -57,6 +57,6 @@ def test_phoenix_takes_no_logs_and_replay_says_what_to_do(phoenix: PhoenixServer
     done = evaltrace("replay", tmp_path / "runs", "--endpoint", phoenix.base_url)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        f"Error: --endpoint {phoenix.base_url}/v1/logs: the backend answered HTTP 405 Method Not Allowed; log records "
-        "not delivered (does the backend take OTLP logs? --no-logs sends spans only)"
+        f"Error: --endpoint {phoenix.base_url}/v1/logs: the backend answered HTTP 405 Method Not Allowed; nothing "
+        "sent (does the backend take OTLP logs? --no-logs sends spans only)"
     ]

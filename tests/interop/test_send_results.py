@@ -133,7 +133,7 @@ def test_an_unreachable_results_backend_stops_before_scoring(tmp_path: Path) -> 
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"Error: --send-results http://127.0.0.1:{port}/v1/logs: could not connect: is an OTLP/HTTP receiver "
-        "listening there?; log records not delivered"
+        "listening there?; nothing sent"
     ]
     assert not report.exists() and done.stdout == ""
 
@@ -205,6 +205,6 @@ def test_results_over_grpc_carry_the_metadata_and_refusals_are_named(tmp_path: P
     assert f"results sent: {len(records)} evaluation events to {endpoint}" in done.stderr
     assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
-        f"Error: --send-results {endpoint}: the backend answered gRPC status UNAUTHENTICATED; log records not delivered"
+        f"Error: --send-results {endpoint}: the backend answered gRPC status UNAUTHENTICATED; nothing sent"
     ]
     assert "wrong" not in refused.stderr
