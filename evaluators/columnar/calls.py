@@ -30,6 +30,12 @@ class RowCalls:
     """Whether any call's arguments were cut when recorded."""
     nested: bool
     """Whether any call started a nested agent run (`child_row` set)."""
+    failed: bool
+    """Whether any call has an error recorded (a non-empty `error`)."""
+    error_text: bool
+    """Whether any call's result text holds `"error"` (so may be an object with an `error` field)."""
+    model_calls: int
+    """How many model calls (iterations) the row has."""
 
 
 class BatchCalls:
@@ -43,6 +49,13 @@ class BatchCalls:
         self._arguments: list[str | None] = pc.struct_field(values, "arguments_json").to_pylist()
         self._truncated: list[bool | None] = pc.struct_field(values, "arguments_truncated").to_pylist()
         self._children: list[int | None] = pc.struct_field(values, "child_row").to_pylist()
+        errors = pc.struct_field(values, "error")
+        self._failed: list[bool | None] = pc.and_(pc.is_valid(errors), pc.not_equal(errors, "")).to_pylist()
+        # Written by evaltrace's own encoder, which never escapes a letter: a result object with an
+        # `error` key holds the text `"error"`. Its absence proves there is none; its presence proves nothing.
+        results = pc.struct_field(values, "result_json")
+        self._error_text: list[bool | None] = pc.match_substring(results, '"error"').to_pylist()
+        self._model_calls: list[int] = pc.list_value_length(batch.column("iterations")).to_pylist()
         self._rows = _top_rows(batch)
 
     @property
@@ -65,6 +78,9 @@ class BatchCalls:
             arguments=self._arguments[start:end],
             truncated=any(self._truncated[start:end]),
             nested=any(child is not None for child in self._children[start:end]),
+            failed=any(self._failed[start:end]),
+            error_text=any(self._error_text[start:end]),
+            model_calls=self._model_calls[index],
         )
 
 

@@ -1,5 +1,7 @@
 """The columnar forms of the built-in rule scorers, by scorer class.
 
+`trajectory`'s form is here; the call-counting ones (`tool_errors`, `budget`) are in `counts.py`.
+
 A form takes a scorer and a row's columns and returns the `Score` the reference would return when
 it can tell for sure that the entry passes, else `None` (the reference then scores the entry, so
 failures get their reason and details from it). A form answers only for its exact built-in class:
@@ -27,8 +29,10 @@ from typing import Any
 
 from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.columnar.calls import RowCalls
+from evaltrace.evaluators.columnar.counts import budget_form, tool_errors_form
 from evaltrace.evaluators.scorers.arguments import ExpectedCall, call_matches, max_bipartite_matching
 from evaltrace.evaluators.scorers.base import Score, Scorer
+from evaltrace.evaluators.scorers.calls import Budget, ToolErrors
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 
 Form = Callable[[Any, RowCalls, Trace], Score | None]
@@ -86,7 +90,11 @@ def _same_arguments(scorer: Trajectory, want: ExpectedCall, arguments: str | Non
         return False
 
 
-FORMS: dict[type[Scorer], Form] = {Trajectory: trajectory_form}
+FORMS: dict[type[Scorer], Form] = {
+    Trajectory: trajectory_form,
+    ToolErrors: tool_errors_form,
+    Budget: budget_form,
+}
 """Columnar forms by the exact scorer class they answer for."""
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from _columnar_check import columnar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaltrace.collector.convert.records import ToolCall, Trace
-from evaltrace.collector.convert.table import from_table, to_table
+from evaltrace.collector.convert.table import to_table
 from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run, columnar_score
-from evaltrace.evaluators.scorers.base import Score, Scorer, run_scorer
+from evaltrace.evaluators.scorers.base import Scorer, run_scorer
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 
 _NAMES = st.sampled_from(["search", "fetch", "book"])
@@ -78,22 +79,11 @@ def _case(draw: st.DrawFn) -> tuple[Trace, Scorer]:
     return trace, scorer.as_spec_check() if draw(st.booleans()) else scorer
 
 
-def _columnar(trace: Trace, scorer: Scorer) -> tuple[Score | None, Trace]:
-    """The columnar verdict on `trace` read back from its traces table, and the decoded trace."""
-    table = to_table([trace])
-    calls = RunCalls()
-    for batch in table.to_batches():
-        calls.add_batch(batch)
-    decoded = from_table(table)[0]
-    with columnar_run(calls):
-        return columnar_score(scorer, decoded), decoded
-
-
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_case())
 def test_columnar_trajectory_equals_the_reference(case: tuple[Trace, Scorer]) -> None:
     trace, scorer = case
-    found, decoded = _columnar(trace, scorer)
+    found, decoded = columnar(trace, scorer)
     reference = run_scorer(scorer, decoded)
     if found is not None:
         assert found == reference
@@ -110,7 +100,7 @@ def test_exact_calls_take_the_columnar_path_in_every_mode() -> None:
     expected = [{"name": c.name, "arguments": c.arguments} for c in trace.tool_calls]
     for mode in ("strict", "in_order", "any_order", "superset", "subset", "precision", "recall"):
         scorer = Trajectory.model_validate({"expected": expected, "mode": mode, "arguments": {"mode": "exact"}})
-        found, decoded = _columnar(trace, scorer)
+        found, decoded = columnar(trace, scorer)
         assert found is not None, mode
         assert found == run_scorer(scorer, decoded)
         assert found.reason == f"Passed ({mode}, score 1.00): all 3 expected calls matched."
@@ -118,7 +108,7 @@ def test_exact_calls_take_the_columnar_path_in_every_mode() -> None:
 
 def test_no_calls_expected_or_made_takes_the_columnar_path() -> None:
     scorer = Trajectory(expected=[], mode="strict")
-    found, decoded = _columnar(Trace(trace_id="e" * 32, status="success"), scorer)
+    found, decoded = columnar(Trace(trace_id="e" * 32, status="success"), scorer)
     assert found is not None and found == run_scorer(scorer, decoded)
 
 
@@ -127,7 +117,7 @@ def test_failures_and_doubts_are_left_to_the_reference() -> None:
     swapped = [{"name": "fetch", "arguments": None}, {"name": "search", "arguments": None}]
     one_as_float = [{"name": "search", "arguments": {"city": "Paris", "n": 0.0}}, {"name": "fetch"}]
     for expected in (swapped, one_as_float):
-        found, _ = _columnar(trace, Trajectory.model_validate({"expected": expected, "mode": "strict"}))
+        found, _ = columnar(trace, Trajectory.model_validate({"expected": expected, "mode": "strict"}))
         assert found is None
 
 
@@ -135,7 +125,7 @@ def test_a_repeated_tool_name_is_paired_as_the_reference_pairs_it() -> None:
     # Kuhn's matching pairs these calls crosswise (the first expected call takes call #2): the
     # columnar path must report the reference's pairs, not the identity.
     scorer = Trajectory(expected=[{"name": "search"}] * 2, mode="strict")
-    found, decoded = _columnar(_plain("search", "search"), scorer)
+    found, decoded = columnar(_plain("search", "search"), scorer)
     assert found is not None and found == run_scorer(scorer, decoded)
     assert found.details is not None and found.details["matched"] == [[0, 1], [1, 0]]
 

@@ -1,0 +1,28 @@
+"""Scoring one trace through its traces table on the columnar path, for the columnar tests."""
+
+from __future__ import annotations
+
+from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.convert.table import from_table, to_table
+from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run, columnar_score
+from evaltrace.evaluators.scorers.base import Score, Scorer, run_scorer
+
+
+def columnar(trace: Trace, scorer: Scorer) -> tuple[Score | None, Trace]:
+    """The columnar verdict on `trace` read back from its traces table, and the decoded trace."""
+    table = to_table([trace])
+    calls = RunCalls()
+    for batch in table.to_batches():
+        calls.add_batch(batch)
+    decoded = from_table(table)[0]
+    with columnar_run(calls):
+        return columnar_score(scorer, decoded), decoded
+
+
+def check_same(trace: Trace, scorer: Scorer) -> Score | None:
+    """Assert the columnar verdict (where given) is the reference's and a pass; return it."""
+    found, decoded = columnar(trace, scorer)
+    if found is not None:
+        assert found == run_scorer(scorer, decoded)
+        assert found.passed is True  # the columnar path only ever answers for a sure pass
+    return found
