@@ -185,7 +185,8 @@ class Sender:
         lost = "nothing sent" if probing else f"{noun} not delivered{done}"
         hint = ""
         if self.signal == "logs" and self._watch.status is not None and self._watch.status[0] in (404, 405, 501):
-            hint = " (does the backend take OTLP logs? --no-logs sends spans only)"
+            remedy = "--no-logs sends spans only" if self.target.option == "--endpoint" else "results are log records"
+            hint = f" (does the backend take OTLP logs? {remedy})"
         return f"{where}: {_why(self._watch, self.target.protocol)}; {lost}{hint}"
 
     def _url(self) -> str:

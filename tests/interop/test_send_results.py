@@ -208,3 +208,14 @@ def test_results_over_grpc_carry_the_metadata_and_refusals_are_named(tmp_path: P
         f"Error: --send-results {endpoint}: the backend answered gRPC status UNAUTHENTICATED; nothing sent"
     ]
     assert "wrong" not in refused.stderr
+
+
+def test_a_backend_without_logs_is_named_before_scoring() -> None:
+    traces_only = OtlpReceiver(serve_logs=False)
+    with running_receiver(traces_only):
+        done = evaltrace("score", SAMPLE_RUNS, "--no-store", "--send-results", traces_only.endpoint)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"Error: --send-results {traces_only.endpoint}/v1/logs: the backend answered HTTP 404 Not Found; nothing "
+        "sent (does the backend take OTLP logs? results are log records)"
+    ]
