@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from pydantic import BaseModel, ConfigDict, Field
@@ -103,11 +103,12 @@ def check_target(target: OtlpTarget) -> None:
 
 def signal_url(endpoint: str, signal: Signal) -> str:
     """The OTLP/HTTP URL of `signal`: `/v1/<signal>` after the base path, or the given signal URL adapted."""
-    base = endpoint.rstrip("/")
+    parts = urlsplit(endpoint)
+    base = parts.path.rstrip("/")
     for path in _SIGNAL_PATHS:
         if base.endswith(path):
             base = base[: -len(path)]
-    return f"{base}/v1/{signal}"
+    return urlunsplit(parts._replace(path=f"{base}/v1/{signal}"))  # a query string stays after the path
 
 
 def resolved_headers(target: OtlpTarget, signal: Signal) -> dict[str, str]:

@@ -255,3 +255,14 @@ def test_a_log_record_in_two_files_is_sent_once(runs: Path, tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert len(receiver.log_records()) == 1
     assert done.stderr.strip() == "1 log record found twice in the files, sent once"
+
+
+def test_secrets_in_the_endpoint_url_are_never_printed(runs: Path) -> None:
+    receiver = OtlpReceiver()
+    with running_receiver(receiver):
+        port = receiver.port
+    url = f"http://user:hunter2@127.0.0.1:{port}/otel?api_key=s3cr3t"
+    done = evaltrace("replay", runs, "--endpoint", url, "--timeout", "1", "--no-logs")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"Error: --endpoint http://127.0.0.1:{port}/otel/v1/traces: could not connect")
+    assert "hunter2" not in done.stderr and "s3cr3t" not in done.stderr
