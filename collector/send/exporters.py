@@ -74,6 +74,7 @@ def shown_endpoint(url: str) -> str:
     """`url` as it may be printed: scheme, host, port and path, without user info or query."""
     parts = urlsplit(url)
     host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
     port = f":{parts.port}" if _port(parts) is not None else ""
     return printable(f"{parts.scheme}://{host}{port}{parts.path}")
 
