@@ -23,6 +23,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+NO_PROXY = [("grpc.enable_http_proxy", 0)]
+"""gRPC channel options for the tests: never through a proxy set in the environment."""
+
 _HTTP = re.compile(r"OTLP/HTTP  http://(\S+)")
 _GRPC = re.compile(r"OTLP/gRPC  (\S+)")
 
@@ -60,6 +63,14 @@ class Collector:
         return "".join(self.out)
 
 
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This environment without OTLP settings or proxies (loopback traffic only), plus `extra`."""
+    proxies = ("http_proxy", "https_proxy", "all_proxy", "grpc_proxy")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k.lower() not in proxies}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    return {**env, **(extra or {})}
+
+
 def _read_announcement(collector: Collector, deadline: float) -> None:
     stream = collector.process.stdout
     assert stream is not None
@@ -86,7 +97,7 @@ def start_collector(folder: Path, *args: str, env: dict[str, str] | None = None)
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **(env or {})},
+        env=clean_env(env),
     )
     collector = Collector(process)
     timer = threading.Timer(60, process.kill)  # a hung start must not hang the test run

@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 import pyarrow.parquet as pq
 import pytest
-from _receive_process import Collector, running_collector
+from _receive_process import NO_PROXY, Collector, clean_env, running_collector
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
@@ -67,7 +67,9 @@ def _span_ids(folder: Path) -> list[str]:
     return ids
 
 
-def test_a_full_queue_answers_retryable_refusals(tmp_path: Path) -> None:
+def test_a_full_queue_answers_retryable_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_PROXY", "no_proxy"):  # the SDK exporter below talks to loopback only
+        monkeypatch.setenv(name, "127.0.0.1,localhost")
     config = ReceiverConfig(http=Address("127.0.0.1", 0), grpc=Address("127.0.0.1", 0), queue_items=10)
     receiver = Receiver(config, ExporterSettings(directory=tmp_path, run_id="bp"))
     assert receiver.http is not None and receiver.grpc is not None
@@ -76,7 +78,7 @@ def test_a_full_queue_answers_retryable_refusals(tmp_path: Path) -> None:
     try:
         assert _post(receiver.http.address, _spans(8)) == (200, None)
         assert _post(receiver.http.address, _spans(5)) == (503, "1")
-        with grpc.insecure_channel(str(receiver.grpc.address)) as channel:
+        with grpc.insecure_channel(str(receiver.grpc.address), options=NO_PROXY) as channel:
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)  # type: ignore[no-untyped-call]
             with pytest.raises(grpc.RpcError) as error:
                 stub.Export(encode_spans(_spans(5)), timeout=30)
@@ -102,7 +104,9 @@ def _start_clients(collector: Collector, protocols: list[str], seconds: float, b
     for protocol in protocols:
         endpoint = collector.http_url if protocol == "http" else f"http://{collector.grpc}"
         command = [sys.executable, str(CLIENT), protocol, endpoint, str(seconds), str(batch), str(timeout)]
-        processes.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        processes.append(
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+        )
     return processes
 
 

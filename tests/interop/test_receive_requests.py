@@ -18,7 +18,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from _receive_process import Collector, rows, running_collector
+from _receive_process import NO_PROXY, Collector, rows, running_collector
 from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
@@ -190,7 +190,7 @@ def test_paths_and_methods(collector: Collector) -> None:
 
 
 def test_grpc_answers(collector: Collector) -> None:
-    with grpc.insecure_channel(str(collector.grpc)) as channel:
+    with grpc.insecure_channel(str(collector.grpc), options=NO_PROXY) as channel:
         traces = trace_service_pb2_grpc.TraceServiceStub(channel)  # type: ignore[no-untyped-call]
         ok = traces.Export(encode_spans(_spans(5, "grpc")), timeout=30)
         assert not ok.HasField("partial_success")
@@ -228,7 +228,7 @@ def test_a_bearer_token_is_required_when_configured(tmp_path: Path) -> None:
         assert post(collector, "/v1/traces", _body(1, "wrong"), wrong)[0] == 401
         right = {**PROTOBUF, "Authorization": f"Bearer {token}"}
         assert post(collector, "/v1/traces", _body(1, "right"), right)[0] == 200
-        with grpc.insecure_channel(str(collector.grpc)) as channel:
+        with grpc.insecure_channel(str(collector.grpc), options=NO_PROXY) as channel:
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)  # type: ignore[no-untyped-call]
             with pytest.raises(grpc.RpcError) as error:
                 stub.Export(encode_spans(_spans(1, "grpc no token")), timeout=30)

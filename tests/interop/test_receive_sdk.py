@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _receive_process import rows, running_collector
+from _receive_process import clean_env, rows, running_collector
 
 SENDER = Path(__file__).with_name("_receive_sender.py")
 
@@ -31,6 +31,7 @@ def test_sdk_exports_become_the_in_process_exporters_files(tmp_path: Path, proto
             capture_output=True,
             text=True,
             timeout=120,
+            env=clean_env(),
         )
         assert sent.returncode == 0, sent.stderr
         assert "Failed to export" not in sent.stderr, sent.stderr
