@@ -59,6 +59,9 @@ def collect(
     must carry `Authorization: Bearer <token>`. Stops on Ctrl-C or SIGTERM after writing
     everything it acknowledged.
     """
+    # gRPC's C core logs its own errors (a port in use...) to stderr, before the one `Error:` line
+    # this command prints for them; read when grpc is first imported, below.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from evaltrace.collector.capture.exporter import ExporterSettings
     from evaltrace.collector.receive.server import Receiver
 

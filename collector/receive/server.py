@@ -64,8 +64,9 @@ class Receiver:
         if config.grpc is not None:
             try:
                 self.grpc = GrpcListener(config.grpc, config, self.intake, self.stopping)
-            except RuntimeError as exc:
-                raise InputError(f"--grpc {config.grpc}: cannot listen there ({exc})") from None
+            except RuntimeError:  # gRPC says only "Failed to bind"
+                why = "the port is in use, or the address is not this machine's"
+                raise InputError(f"--grpc {config.grpc}: cannot listen there ({why})") from None
 
     @property
     def http_address(self) -> Address | None:
