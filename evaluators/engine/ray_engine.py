@@ -1,0 +1,262 @@
+"""Scoring one run on a Ray cluster: shards of the traces scored as Ray tasks, the report made here.
+
+The Ray engine is the sharded engine (`shards.py`) with Ray in place of forked processes. The
+driver (the `evaltrace score` process) resolves the span files, builds the run's router once and
+puts it in Ray's object store; each task takes one shard of the traces (chosen on the Arrow
+trace-id column before any row is decoded, see `collector/store/shard.py`), so every trace's
+spans meet in one task whichever files they are spread over, and the grouping needs no shuffle
+of span rows between nodes. A task rebuilds its traces (or reads its shard's traces table from
+the traces cache of the node it runs on), scores them with its copy of the router and returns
+the scored samples' JSON with what its router still holds and its run statistics. The driver
+parks the samples on its spill as tasks finish, merges the hand-overs, scores held
+conversations, and computes repeats, the gate and the report exactly as a local run: the
+entries are the same, entry for entry.
+
+A task returns its whole shard at once rather than streaming it, so a task that Ray re-runs
+(its worker or node died; Ray retries it, `MAX_RETRIES`) cannot deliver a sample twice. Scorer
+crashes are error results inside the task, as locally; bad input is returned as a message and
+raised here as `InputError`.
+
+What is shipped to workers: the span file paths (each node must read them at the same path:
+a shared or network filesystem), the router (the spec's selected cases and their scorers,
+pickled by Ray), the score options. The workers import evaltrace and any plugin scorer's
+module themselves: they must be installed on every node, or given by the cluster's runtime
+environment (`runtime_env`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import ipaddress
+import logging
+import os
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.store.reader import Shard
+from evaltrace.evaluators.engine._loop import Router, score_held, score_stream_now
+from evaltrace.evaluators.engine._routers import RouterState
+from evaltrace.evaluators.engine._spill import Spill
+from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
+from evaltrace.evaluators.engine.time_limit import scorer_time_limit
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions
+    from evaltrace.evaluators.report.writer import EntrySink
+    from evaltrace.evaluators.spec.loader import LoadedSpec
+
+MAX_RETRIES = 3
+"""Times Ray re-runs a shard's task whose worker process or node died."""
+SHARDS_PER_CPU = 2
+"""Shards per CPU of the cluster: several per CPU balance uneven nodes and give progress steps."""
+ADDRESS_ENV = "RAY_ADDRESS"
+
+# One parked sample as `Spill.add` takes it: group, start, trace id, JSON, tag.
+_Row = tuple[str, datetime | None, str | None, bytes, int]
+
+
+@dataclasses.dataclass
+class ShardResult:
+    """What one task returns: its samples, or the bad input it met, and its router's hand-over."""
+
+    rows: list[_Row]
+    router: RouterState | None
+    stats: RunStats | None
+    input_error: str | None = None
+
+
+class _ListSpill:
+    """A task's stand-in for the driver's `Spill`: rows kept in a list returned with the task."""
+
+    def __init__(self) -> None:
+        self.rows: list[_Row] = []
+
+    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
+        self.rows.append((group, start, trace_id, payload, tag))
+
+
+def score_shard(
+    files: Sequence[Path], shard: Shard, histories: bool, router: Router, stats: RunStats, options: ScoreOptions
+) -> ShardResult:
+    """Score the traces of `shard` of `files` with `router` (a fresh copy): the body of one Ray task."""
+    from evaltrace.collector.convert.cache import traces_of
+
+    spill = _ListSpill()
+    quiet = dataclasses.replace(options, progress=None)
+    try:
+        with scorer_time_limit(options.scorer_timeout):
+            traces = traces_of(files, shard, histories=histories, cache=options.cache)
+            score_stream_now(traces, router, stats, spill, quiet)
+    except InputError as exc:
+        return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
+    return ShardResult(rows=spill.rows, router=router.state, stats=stats)
+
+
+def run_shard(shard: Shard, shared: tuple[Sequence[Path], bool, Router, RunStats, ScoreOptions]) -> ShardResult:
+    """A Ray task: `score_shard` with the run's shared parts (one object, put once by the driver)."""
+    files, histories, router, stats, options = shared
+    return score_shard(files, shard, histories, router, stats, options)
+
+
+def check_router(router: Router) -> None:
+    """Refuse judge scorers, which this engine does not distribute yet.
+
+    Raises:
+        InputError: a judge scorer is among the run's scorers.
+    """
+    judges = sorted({scorer.name for scorer in router.scorers() if is_async_scorer(scorer)})
+    if judges:
+        raise InputError(
+            f"--engine ray scores rule scorers only; the spec uses judge scorers ({', '.join(judges)}): "
+            "score it with --engine local"
+        )
+
+
+def connect(address: str | None) -> Any:
+    """Join the Ray cluster at `address` (else `RAY_ADDRESS`, else a Ray started for this run); returns `ray`.
+
+    Raises:
+        InputError: Ray is not installed, or the cluster cannot be reached.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--engine ray needs Ray: pip install 'evaltrace[ray]'") from None
+    # A Ray started here reports usage nowhere and serves no dashboard: scoring sends nothing out.
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if ray.is_initialized():
+        return ray
+    where = address or os.environ.get(ADDRESS_ENV)
+    try:
+        ray.init(
+            address=where,
+            include_dashboard=False if where is None else None,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            **_loopback_node(where),
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot join the Ray cluster at {where}: {first}") from None
+    return ray
+
+
+def _loopback_node(address: str | None) -> dict[str, str]:
+    """For a cluster on a loopback address, the driver's node address to match it.
+
+    Ray turns 127.0.0.1 into the machine's network address, so a cluster kept on loopback runs its
+    nodes on other 127.x addresses; the driver finds its node's raylet by address, and would look
+    for it at 127.0.0.1 unless told.
+    """
+    host = (address or "").rsplit(":", 1)[0].strip("[]")
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return {}
+    return {"_node_ip_address": host} if loopback else {}
+
+
+def shard_count(ray: Any, requested: int | None) -> int:
+    """How many shards (tasks): `requested` (`--workers`), else `SHARDS_PER_CPU` per CPU of the cluster."""
+    if requested is not None:
+        return requested
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return max(1, cpus * SHARDS_PER_CPU)
+
+
+def score_on_ray(
+    files: Sequence[Path],
+    router: Router,
+    stats: RunStats,
+    spill: Spill,
+    options: ScoreOptions,
+    *,
+    address: str | None,
+    shards: int | None,
+    histories: bool,
+) -> None:
+    """Score `files` in Ray tasks; samples land on `spill`, the rest on `router` and `stats`.
+
+    Afterwards `router` and `stats` hold every shard's share, as after `shards.score_sharded`.
+
+    Raises:
+        InputError: Ray is missing or unreachable, a judge scorer is used, or a task met bad input.
+    """
+    check_router(router)
+    ray = connect(address)
+    count = shard_count(ray, shards)
+    task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(run_shard)
+    absolute = [path.resolve() for path in files]  # workers do not share the driver's working folder
+    shared = ray.put((absolute, histories, router, RunStats(prices=stats.prices), options))
+    pending = [task.remote(Shard(index, count), shared) for index in range(count)]
+    results = _gather(ray, pending, spill, options.progress)
+    for result in results:
+        assert result.router is not None and result.stats is not None
+        router.state.merge(result.router)
+        stats.merge(result.stats)
+
+
+def _gather(ray: Any, pending: list[Any], spill: Spill, progress: Callable[[int], None] | None) -> list[ShardResult]:
+    """Wait for every task, parking samples as each finishes; results in shard order."""
+    order = {ref: index for index, ref in enumerate(pending)}
+    results: list[ShardResult | None] = [None] * len(pending)
+    read = 0
+    waiting = list(pending)
+    while waiting:
+        done, waiting = ray.wait(waiting, num_returns=1)
+        result: ShardResult = ray.get(done[0])
+        if result.input_error is not None:
+            for ref in waiting:
+                ray.cancel(ref, force=True)
+            raise InputError(result.input_error)
+        for row in result.rows:
+            spill.add(*row)
+        results[order[done[0]]] = result
+        read += result.stats.traces if result.stats is not None else 0
+        if progress is not None:
+            progress(read)
+    return [result for result in results if result is not None]
+
+
+def score_paths_ray(
+    paths: Sequence[str | os.PathLike[str]],
+    spec: LoadedSpec | None,
+    options: ScoreOptions,
+    sink: EntrySink | None,
+    *,
+    address: str | None = None,
+    shards: int | None = None,
+) -> ScoredRun:
+    """`scoring.score_paths_to` on a Ray cluster: the same report, entry for entry.
+
+    Args:
+        paths: files, folders or globs, as the CLI takes them (read by every node at the same path).
+        spec: the loaded spec, or `None` for the reference-free defaults.
+        options: as for `score_paths_to`.
+        sink: where the entries go, in report order.
+        address: the cluster (`ray://HOST:PORT`, `HOST:PORT`, `auto`); `None`: `RAY_ADDRESS`, else
+            a Ray started for this run on this machine.
+        shards: tasks to split the traces into; `None`: `SHARDS_PER_CPU` per CPU of the cluster.
+
+    Raises:
+        InputError: as `score_paths_to`; also Ray missing or unreachable, or a judge scorer in the run.
+    """
+    from evaltrace.collector.store.reader import recording_losses, resolve_paths
+    from evaltrace.evaluators.engine.scoring import _finish, _new_run
+    from evaltrace.evaluators.scorers.base import reads_histories
+
+    if shards is not None and shards < 1:
+        raise ValueError(f"shards must be at least 1, not {shards}")
+    files = resolve_paths(paths)
+    router, stats = _new_run(spec, options)
+    stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
+    histories = reads_histories(router.scorers())
+    with Spill() as spill:
+        score_on_ray(files, router, stats, spill, options, address=address, shards=shards, histories=histories)
+        with scorer_time_limit(options.scorer_timeout):
+            asyncio.run(score_held(router, stats, spill))  # no judge here: nothing awaits the network
+        return _finish(router, stats, spill, spec, options, sink, None)
