@@ -76,6 +76,24 @@ Workers = Annotated[
         "runs with judge scorers use one).",
     ),
 ]
+Engine = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        metavar="NAME",
+        help="Where to score: local (this machine) or ray (a Ray cluster: pip install 'evaltrace[ray]'; "
+        "--workers is then the number of shards, default two per cluster CPU).",
+    ),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        metavar="ADDR",
+        help="With --engine ray: the cluster to join, as HOST:PORT of its head (default: RAY_ADDRESS, "
+        "else a Ray started on this machine for the run).",
+    ),
+]
 Plugins = Annotated[
     list[str] | None,
     typer.Option(

@@ -66,6 +66,10 @@ class Scoring:
     """`--baseline REF`: a JSON report or a stored scoring-run id this scoring must not regress from."""
     send_results: OtlpTarget | None = None
     """`--send-results URL`: the OTLP backend every score is sent to as an evaluation event."""
+    engine: str = "local"
+    """`--engine NAME`: where the traces are scored (`evaluators/engine/engines.py`)."""
+    ray_address: str | None = None
+    """`--ray-address ADDR`: the Ray cluster of `--engine ray`."""
 
 
 def judge_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,10 +89,12 @@ def judge_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
 def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     """Score the traces in `paths`, write the report and the summary, and exit 1 when the gate fails."""
     # Imported here so that other commands start without the scoring machinery.
-    from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+    from evaltrace.evaluators.engine.engines import EngineSettings, engine_named
+    from evaltrace.evaluators.engine.scoring import ScoreOptions
     from evaltrace.evaluators.report.formats import ReportTarget, open_formats
     from evaltrace.evaluators.report.terminal import render_summary
 
+    engine = engine_named(scoring.engine)  # an unknown name stops us before any scoring
     reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path)
     baseline = baseline_side(scoring.baseline, scoring.store)  # a bad REF stops us before any scoring
     loaded, case_from_spec_arg = opt.load_spec_arg(scoring.spec) if scoring.spec is not None else (None, None)
@@ -117,7 +123,8 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         shown = not (json_path == "-" and _stdout_is_terminal())
         with progress_bar("scoring", "traces", lambda: _count_traces(paths), shown=shown) as progress:
             options = dataclasses.replace(options, progress=progress)
-            run = score_paths_to(paths, loaded, options, writer, workers=scoring.workers)
+            settings = EngineSettings(workers=scoring.workers, ray_address=scoring.ray_address)
+            run = engine(paths, loaded, options, writer, settings)
         if writer is not None:
             writer.finish(run.report)
     finally:
