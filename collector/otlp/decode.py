@@ -43,6 +43,7 @@ from evaltrace.collector.otlp.values import (
     optional_id,
     required_id,
 )
+from evaltrace.collector.otlp.values import trace_state as parse_trace_state
 
 T = TypeVar("T")
 M = TypeVar("M")
@@ -204,7 +205,7 @@ def _scope(message: ScopeMessage, schema_url: str) -> InstrumentationScope:
 def _context(trace_id: int, span_id: int, flags: int, trace_state: str, *, own: bool = True) -> SpanContext:
     """A span context; `own` is the span's own (never remote), else a parent's or link's."""
     remote = not own and flags & _HAS_IS_REMOTE != 0 and flags & _IS_REMOTE != 0
-    state = TraceState.from_header([trace_state]) if trace_state else TraceState()
+    state = parse_trace_state(trace_state) if trace_state else TraceState()
     return SpanContext(trace_id, span_id, remote, TraceFlags(flags & _TRACE_FLAGS_MASK), state)
 
 

@@ -7,13 +7,23 @@ the protocol forbids) keep the last value, as a dict built from the list would.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.trace import TraceState
 
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
+
+
+# A W3C tracestate list member (key=value), as the SDK's own pattern; at most 32 of them.
+_MEMBER = re.compile(
+    r"([a-z][_0-9a-z\-*/]{0,255}|[a-z0-9][_0-9a-z\-*/]{0,240}@[a-z][_0-9a-z\-*/]{0,13})"
+    r"=([\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e])"
+)
+_MAX_MEMBERS = 32
 
 
 class InvalidItem(ValueError):
@@ -54,3 +64,21 @@ def optional_id(raw: bytes, size: int, field: str) -> int:
     if len(raw) != size:
         raise InvalidItem(f"{field} has {len(raw)} bytes, expected {size} or none")
     return int.from_bytes(raw, "big")
+
+
+def trace_state(header: str) -> TraceState:
+    """A W3C tracestate; empty when it is malformed, as the SDK does.
+
+    Parsed here rather than by `TraceState.from_header`, which logs a malformed member verbatim:
+    received text must never reach the receiver's terminal raw.
+    """
+    pairs: dict[str, str] = {}
+    for member in header.split(","):
+        member = member.strip(" \t")
+        if not member:
+            continue
+        match = _MEMBER.fullmatch(member)
+        if match is None or match.group(1) in pairs or len(pairs) == _MAX_MEMBERS:
+            return TraceState()
+        pairs[match.group(1)] = match.group(2)
+    return TraceState(list(pairs.items()))

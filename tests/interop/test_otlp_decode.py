@@ -297,3 +297,15 @@ def test_an_empty_request_decodes_to_nothing() -> None:
     assert decode.decode_spans(ExportTraceServiceRequest()).items == []
     assert decode.decode_log_records(ExportLogsServiceRequest()).items == []
     assert jsonformat.parse_trace_request(b"{}") == ExportTraceServiceRequest()
+
+
+def test_a_malformed_trace_state_is_dropped_without_logging_it(caplog: pytest.LogCaptureFixture) -> None:
+    request = encode_spans(_record_spans()[:2])
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[0].trace_state = "a=1,\x1b[2Jevil=\x1b]8;;x"
+    spans[1].trace_state = "a=1, b@vendor=x y"
+    with caplog.at_level("DEBUG"):
+        first, second = decode.spans_from_request(request)
+    assert first.context.trace_state == TraceState()
+    assert second.context.trace_state == TraceState([("a", "1"), ("b@vendor", "x y")])
+    assert "\x1b" not in caplog.text
