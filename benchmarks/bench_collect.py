@@ -84,11 +84,14 @@ def in_process(spans: list[Any], folder: Path) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def _start_receiver(folder: Path, protocol: str) -> tuple[subprocess.Popen[str], str]:
+def _start_receiver(folder: Path, protocol: str, extra: list[str]) -> tuple[subprocess.Popen[str], str]:
     http_arg, grpc_arg = ("127.0.0.1:0", "off") if protocol == "http" else ("off", "127.0.0.1:0")
     command = [sys.executable, "-m", "evaltrace.cli", "collect", "--dir", str(folder), "--run-id", "bench"]
     process = subprocess.Popen(
-        [*command, "--http", http_arg, "--grpc", grpc_arg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*command, "--http", http_arg, "--grpc", grpc_arg, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     for line in process.stdout:
@@ -104,9 +107,13 @@ def _http_sender(address: str) -> Callable[[bytes], None]:
     def send(body: bytes) -> None:
         if not hasattr(local, "connection"):
             local.connection = http.client.HTTPConnection(host, int(port), timeout=60)
-        local.connection.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
-        response = local.connection.getresponse()
-        response.read()
+        while True:
+            local.connection.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+            response = local.connection.getresponse()
+            response.read()
+            if response.status != 503:
+                break
+            time.sleep(float(response.getheader("Retry-After") or 1))  # as the SDK's exporter does
         if response.status != 200:
             raise RuntimeError(f"HTTP {response.status}")
 
@@ -123,7 +130,14 @@ def _grpc_sender(address: str) -> tuple[Callable[[bytes], None], Any]:
     parsed: dict[int, Any] = {}
 
     def send(body: bytes) -> None:
-        stub.Export(parsed[id(body)], timeout=60)
+        while True:
+            try:
+                stub.Export(parsed[id(body)], timeout=60)
+                return
+            except grpc.RpcError as error:
+                if error.code() is not grpc.StatusCode.UNAVAILABLE:
+                    raise
+                time.sleep(1.0)  # the SDK's exporter backs off about as long
 
     def prepare(bodies: list[bytes]) -> None:  # parsed before timing, as an app holds messages
         for body in bodies:
@@ -133,9 +147,11 @@ def _grpc_sender(address: str) -> tuple[Callable[[bytes], None], Any]:
     return send, channel
 
 
-def over_otlp(bodies: list[bytes], folder: Path, protocol: str, clients: int) -> tuple[float, float, int]:
+def over_otlp(
+    bodies: list[bytes], folder: Path, protocol: str, clients: int, extra: list[str]
+) -> tuple[float, float, int]:
     """(wall s, receiver CPU s, receiver peak RSS KB) of sending `bodies` to `evaltrace collect`."""
-    process, address = _start_receiver(folder, protocol)
+    process, address = _start_receiver(folder, protocol, extra)
     started_cpu = _cpu_seconds(process.pid)  # start-up (imports, binding) is not throughput
     channel = None
     if protocol == "http":
@@ -150,14 +166,42 @@ def over_otlp(bodies: list[bytes], folder: Path, protocol: str, clients: int) ->
         thread.start()
     for thread in threads:
         thread.join()
+    peak = _PeakWatch(process.pid)
     process.send_signal(signal.SIGTERM)
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - wall
+    peak.stop()
     if channel is not None:
         channel.close()
     if status != 0:
         raise RuntimeError(f"collect exited with {status}")
-    return elapsed, usage.ru_utime + usage.ru_stime - started_cpu, usage.ru_maxrss
+    return elapsed, usage.ru_utime + usage.ru_stime - started_cpu, peak.kb
+
+
+class _PeakWatch:
+    """The receiver's peak RSS (VmHWM), read until it exits: its rusage's `ru_maxrss` would be this
+    (large) process's, inherited through fork and exec."""
+
+    def __init__(self, pid: int) -> None:
+        self.kb = 0
+        self._path = Path(f"/proc/{pid}/status")
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.02):
+            try:
+                text = self._path.read_text()
+            except OSError:  # exited
+                return
+            found = re.search(r"VmHWM:\s+(\d+)", text)
+            if found is not None:
+                self.kb = max(self.kb, int(found.group(1)))
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -175,6 +219,7 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=4000)
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--queue-items", type=int, help="the receiver's --queue-items (default: its own)")
     args = parser.parse_args()
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
@@ -191,7 +236,8 @@ def main() -> None:
                     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                     results[mode].append((wall, cpu, rss))
                 else:
-                    results[mode].append(over_otlp(bodies, folder, mode, args.clients))
+                    extra = ["--queue-items", str(args.queue_items)] if args.queue_items else []
+                    results[mode].append(over_otlp(bodies, folder, mode, args.clients, extra))
                 written = _count(folder)
                 if written != len(spans):
                     raise RuntimeError(f"{mode}: {written} spans written of {len(spans)}")

@@ -51,7 +51,7 @@ def collect(
             min=1,
             help="Spans and log records held before writing; beyond it clients are told to retry (503, UNAVAILABLE).",
         ),
-    ] = 50_000,
+    ] = 20_000,
 ) -> None:
     """Receive OTLP traces and logs from any app or Collector and write them as run files.
 

@@ -69,10 +69,12 @@ class ReceiverConfig(BaseModel):
     """Bearer token every request must carry (`Authorization: Bearer ...`), if set."""
     max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     """Largest request accepted, after decompression (HTTP 413, gRPC RESOURCE_EXHAUSTED beyond)."""
-    queue_items: int = Field(default=50_000, gt=0)
+    queue_items: int = Field(default=20_000, gt=0)
     """Spans and log records decoded but not yet handed to the writer; beyond it requests are refused."""
     max_concurrent_requests: int = Field(default=16, gt=0)
     """Requests read and decoded at once (each holds at most `max_body_bytes`); more are refused."""
+    queue_wait_seconds: float = Field(default=2.0, ge=0)
+    """How long a request waits for room in a full queue before it is refused."""
     retry_after_seconds: int = Field(default=1, gt=0)
     """What a refused client is told to wait (HTTP Retry-After)."""
     drain_seconds: float = Field(default=30.0, gt=0)

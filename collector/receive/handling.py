@@ -55,8 +55,10 @@ class Counts:
 class Intake:
     """Decodes requests and queues their items; counts what it took (thread-safe)."""
 
-    def __init__(self, queue: WorkQueue) -> None:
+    def __init__(self, queue: WorkQueue, wait: float = 0.0) -> None:
         self.queue = queue
+        self.wait = wait
+        """Seconds a request may wait for room in a full queue."""
         self.counts = Counts()
         self._lock = threading.Lock()
 
@@ -70,7 +72,7 @@ class Intake:
             decoded: decode.Decoded[Any] = decode.decode_spans(request)
         else:
             decoded = decode.decode_log_records(request)
-        if decoded.items and not self.queue.offer(Work(signal, decoded.items)):
+        if decoded.items and not self.queue.offer(Work(signal, decoded.items), self.wait):
             self.count(refused_requests=1)
             raise Refused("the receiver is busy writing; retry later")
         items = "spans" if signal is Signal.TRACES else "log_records"

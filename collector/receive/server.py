@@ -40,7 +40,7 @@ class Receiver:
     def __init__(self, config: ReceiverConfig, settings: ExporterSettings) -> None:
         self.config = config
         self.queue = WorkQueue(config.queue_items)
-        self.intake = Intake(self.queue)
+        self.intake = Intake(self.queue, config.queue_wait_seconds)
         self.stopping = threading.Event()
         self._permits = threading.BoundedSemaphore(config.max_concurrent_requests)
         self.writer = RunWriter(self.queue, settings)

@@ -1,10 +1,12 @@
 """The bounded queue between request handling and the writer, counted in spans and log records.
 
-Handlers `offer` decoded work without waiting: when the queue holds `capacity` items a request
-is refused (the caller answers with a retryable status) rather than buffered, so memory stays
-bounded however fast clients send. A request larger than the whole capacity is still taken when
-the queue is empty, so no valid request is refused forever. After `close()` offers are refused
-and `take` returns what is left, then None.
+Handlers `offer` decoded work and wait a moment for room when the queue holds `capacity` items
+(slowing a fast sender down, as a full socket would); when there is still no room the request is
+refused (the caller answers with a retryable status) rather than buffered, so memory stays
+bounded however fast clients send: at most the queue plus one decoded request per handler. A
+request larger than the whole capacity is still taken when the queue is empty, so no valid
+request is refused forever. After `close()` offers are refused and `take` returns what is left,
+then None.
 """
 
 from __future__ import annotations
@@ -46,15 +48,22 @@ class WorkQueue:
         """Items waiting now."""
         return self._items
 
-    def offer(self, work: Work) -> bool:
-        """Queue `work` if there is room (or the queue is empty); False when full or closed."""
+    def offer(self, work: Work, wait: float = 0.0) -> bool:
+        """Queue `work` once there is room (or the queue is empty), waiting up to `wait` seconds for it.
+
+        False when there was no room in time, or the queue is closed.
+        """
         with self._cond:
-            if self._closed or (self._works and self._items + len(work.items) > self.capacity):
+            self._cond.wait_for(lambda: self._closed or self._has_room(len(work.items)), timeout=wait)
+            if self._closed or not self._has_room(len(work.items)):
                 return False
             self._works.append(work)
             self._items += len(work.items)
-            self._cond.notify()
+            self._cond.notify_all()
             return True
+
+    def _has_room(self, count: int) -> bool:
+        return not self._works or self._items + count <= self.capacity
 
     def take(self, max_items: int) -> list[Work] | None:
         """Wait for work and take it (whole requests, about `max_items` items); None once closed and empty."""
@@ -69,6 +78,7 @@ class WorkQueue:
                 taken.append(self._works.popleft())
                 count += len(taken[-1].items)
             self._items -= count
+            self._cond.notify_all()  # room for the handlers waiting in `offer`
             return taken
 
     def close(self) -> None:

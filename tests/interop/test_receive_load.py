@@ -70,7 +70,9 @@ def _span_ids(folder: Path) -> list[str]:
 def test_a_full_queue_answers_retryable_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("NO_PROXY", "no_proxy"):  # the SDK exporter below talks to loopback only
         monkeypatch.setenv(name, "127.0.0.1,localhost")
-    config = ReceiverConfig(http=Address("127.0.0.1", 0), grpc=Address("127.0.0.1", 0), queue_items=10)
+    config = ReceiverConfig(
+        http=Address("127.0.0.1", 0), grpc=Address("127.0.0.1", 0), queue_items=10, queue_wait_seconds=0.2
+    )
     receiver = Receiver(config, ExporterSettings(directory=tmp_path, run_id="bp"))
     assert receiver.http is not None and receiver.grpc is not None
     receiver.http.start()
