@@ -70,12 +70,17 @@ def _matching(scorer: Trajectory, expected: list[ExpectedCall], names: list[str]
     """The reference's maximum matching when call `i` is known to match expected call `i`."""
     if len(set(names)) == len(names):  # only same-name pairs can match: the identity is forced
         return [[i, i] for i in range(len(names))]
-    calls = trace.tool_calls
+    calls, count = trace.tool_calls, len(names)
 
     def compatible(i: int, j: int) -> bool:
         return i == j or (names[i] == names[j] and call_matches(expected[i], calls[j], scorer.arguments))
 
-    found = max_bipartite_matching(len(names), len(names), compatible)
+    # Kuhn's matching takes, for each expected call in turn, the first free compatible call. With
+    # every diagonal pair compatible and none below it, expected call i finds calls 0..i-1
+    # incompatible and call i free: the identity. Only pairs below the diagonal need asking, then.
+    if not any(compatible(i, j) for i in range(count) for j in range(i)):
+        return [[i, i] for i in range(count)]
+    found = max_bipartite_matching(count, count, compatible)
     return [[i, j] for i, j in sorted(found.items())]
 
 

@@ -1,0 +1,160 @@
+"""Which columnar engine for the rule scorers: pyarrow.compute, DuckDB or Polars, measured (issue 17).
+
+Run: `.venv/bin/python benchmarks/bench_columnar.py [--traces 10000] [--repeats 5]`
+
+On the peer benchmark's traces table (`benchmarks/out/peer-N-seed7`, its strict trajectory per case;
+the table is built once into `benchmarks/out/columnar-cache/`), each engine answers the question the
+columnar `trajectory` asks of every row: are the row's tool-call names the case's expected names?
+Measured per engine, in this one process: the import (a fresh interpreter's, in a subprocess), and
+the median of `--repeats` runs over the whole table, from the Arrow batches to one boolean per row.
+Every engine's answers must be the same. Then the columnar path itself (`RunCalls` plus the
+`trajectory` form, scores built for the passing rows) against the reference scorer on the same traces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+
+
+def _table(folder: Path) -> tuple[pa.Table, Path]:
+    os.environ["EVALTRACE_CACHE_DIR"] = str(HERE / "out" / "columnar-cache")
+    from evaltrace.collector.convert.cache import cache_key, traces_folder, traces_of
+    from evaltrace.collector.store.reader import resolve_paths
+
+    files = resolve_paths([folder / "runs"])
+    for _ in traces_of(files, histories=False):  # builds the table the first time, reads it after
+        pass
+    path = traces_folder() / f"{cache_key(files, histories=False, shard=None)}.parquet"
+    return pq.read_table(path, columns=["trace_id", "parent_row", "case_id", "tool_calls"]), path
+
+
+def _expected(folder: Path) -> dict[str, list[str]]:
+    spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
+    return {case["id"]: [c["name"] for c in case["expect"]["tool_calls"]] for case in spec["cases"]}
+
+
+def with_pyarrow(table: pa.Table, expected: dict[str, list[str]]) -> list[bool]:
+    """Names flattened by Arrow (one `to_pylist` per column), compared per row in Python."""
+    found: list[bool] = []
+    for batch in table.to_batches(max_chunksize=1024):
+        calls = batch.column("tool_calls")
+        names = pc.struct_field(calls.values, "name").to_pylist()
+        offsets = calls.offsets.to_pylist()
+        cases = batch.column("case_id").to_pylist()
+        found += [names[offsets[i] : offsets[i + 1]] == expected.get(cases[i]) for i in range(batch.num_rows)]
+    return found
+
+
+def with_duckdb(table: pa.Table, expected: dict[str, list[str]]) -> list[bool]:
+    """One SQL query: the names list per row, joined with the expected lists by case id."""
+    import duckdb
+
+    wanted = pa.table({"case_id": list(expected), "names": list(expected.values())})
+    con = duckdb.connect()
+    con.register("t", table.append_column("pos", pa.array(range(table.num_rows), pa.int64())))
+    con.register("e", wanted)
+    query = (
+        "SELECT coalesce(list_transform(t.tool_calls, lambda c: c.name) = e.names, false) FROM t "
+        "LEFT JOIN e ON t.case_id = e.case_id ORDER BY t.pos"
+    )
+    return [bool(row[0]) for row in con.execute(query).fetchall()]
+
+
+def with_polars(table: pa.Table, expected: dict[str, list[str]]) -> list[bool]:
+    """A Polars join and list comparison."""
+    import polars as pl
+
+    frame = pl.from_arrow(table.select(["case_id", "tool_calls"]))
+    assert isinstance(frame, pl.DataFrame)
+    wanted = pl.DataFrame({"case_id": list(expected), "names": list(expected.values())})
+    names = frame.with_columns(pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("got"))
+    joined = names.join(wanted, on="case_id", how="left", maintain_order="left")
+    return joined.select((pl.col("got") == pl.col("names")).fill_null(False)).to_series().to_list()
+
+
+ENGINES: dict[str, tuple[str, Callable[[pa.Table, dict[str, list[str]]], list[bool]]]] = {
+    "pyarrow.compute": ("pyarrow.compute", with_pyarrow),
+    "duckdb": ("duckdb", with_duckdb),
+    "polars": ("polars", with_polars),
+}
+
+
+def _import_seconds(module: str) -> float:
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
+def _median(job: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.process_time()
+        result = job()
+        times.append(time.process_time() - start)
+    return statistics.median(times), result
+
+
+def _scorers(table_path: Path, folder: Path, repeats: int) -> None:
+    """The columnar path against the reference `trajectory` on the decoded traces (CPU s, median)."""
+    from evaltrace.collector.convert.table import iter_table_traces
+    from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run, columnar_score
+    from evaltrace.evaluators.scorers.base import run_scorer
+    from evaltrace.evaluators.spec.loader import load_spec
+
+    spec = load_spec(folder / "spec.json")
+    batches = pq.ParquetFile(table_path).read().to_batches(max_chunksize=1024)
+    traces = list(iter_table_traces(batches))
+    jobs = [(trace, spec.case_scorers[trace.case_id or ""][0][0]) for trace in traces]
+    reference_s, reference = _median(lambda: [run_scorer(s, t) for t, s in jobs], repeats)
+
+    def columnar_path() -> list[Any]:
+        calls = RunCalls()
+        calls._batches = type(calls._batches)(maxlen=len(batches))  # all rows at hand, as the stream has them
+        for batch in batches:
+            calls.add_batch(batch)
+        with columnar_run(calls):
+            return [columnar_score(s, t) or run_scorer(s, t) for t, s in jobs]
+
+    columnar_s, found = _median(columnar_path, repeats)
+    assert found == reference, "the columnar path's scores differ from the reference's"
+    print(f"trajectory, {len(jobs)} traces: reference {reference_s:.3f} s, columnar path {columnar_s:.3f} s CPU")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--traces", type=int, default=10000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    folder = HERE / "out" / f"peer-{args.traces}-seed7"
+    if not (folder / "spec.json").exists():
+        sys.exit(f"{folder} is missing: run benchmarks/bench_peer.py --traces {args.traces} first")
+    table, path = _table(folder)
+    table = table.filter(pc.is_null(table.column("parent_row")))
+    expected = _expected(folder)
+    print(f"{table.num_rows} rows, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}")
+    answers = {}
+    for name, (module, job) in ENGINES.items():
+        seconds, answers[name] = _median(functools.partial(job, table, expected), args.repeats)
+        print(f"{name:16} import {_import_seconds(module):.3f} s   whole table {seconds:.3f} s CPU (median)")
+    assert all(found == answers["pyarrow.compute"] for found in answers.values()), "the engines disagree"
+    print(f"all engines agree: {sum(answers['pyarrow.compute'])} of {table.num_rows} rows pass")
+    _scorers(path, folder, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
