@@ -236,8 +236,10 @@ def _media_type(header: str | None) -> str:
 
 
 def _busy(config: ReceiverConfig, why: str) -> HttpError:
-    # 503 is retryable for OTLP clients, which wait Retry-After seconds before sending again.
-    return HttpError(503, why, headers={"Retry-After": str(config.retry_after_seconds)})
+    # 503 is retryable for OTLP clients, which wait Retry-After seconds before sending again. The
+    # connection closes: the body may be unread (refused before reading), and a client that is
+    # told to wait has no use for it.
+    return HttpError(503, why, close=True, headers={"Retry-After": str(config.retry_after_seconds)})
 
 
 def gunzip(data: bytes, limit: int) -> bytes:

@@ -48,14 +48,14 @@ def _spans(count: int) -> list[ReadableSpan]:
     return list(exporter.get_finished_spans())
 
 
-def _post(address: Address, spans: list[ReadableSpan]) -> tuple[int, str | None]:
+def _post(address: Address, spans: list[ReadableSpan]) -> tuple[int, str | None, str | None]:
     connection = http.client.HTTPConnection(address.host, address.port, timeout=30)
     try:
         body = encode_spans(spans).SerializeToString()
         connection.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
         response = connection.getresponse()
         response.read()
-        return response.status, response.getheader("Retry-After")
+        return response.status, response.getheader("Retry-After"), response.getheader("Connection")
     finally:
         connection.close()
 
@@ -78,8 +78,8 @@ def test_a_full_queue_answers_retryable_refusals(tmp_path: Path, monkeypatch: py
     receiver.http.start()
     receiver.grpc.start()  # the writer is not started: the queue only fills
     try:
-        assert _post(receiver.http.address, _spans(8)) == (200, None)
-        assert _post(receiver.http.address, _spans(5)) == (503, "1")
+        assert _post(receiver.http.address, _spans(8)) == (200, None, None)
+        assert _post(receiver.http.address, _spans(5)) == (503, "1", "close")
         with grpc.insecure_channel(str(receiver.grpc.address), options=NO_PROXY) as channel:
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)  # type: ignore[no-untyped-call]
             with pytest.raises(grpc.RpcError) as error:
