@@ -116,6 +116,12 @@ def test_valid_requests_in_every_encoding_are_taken(collector: Collector) -> Non
     assert connection.getresponse().status == 200
     connection.close()
     assert post(collector, "/v1/logs", bytes(ExportLogsServiceRequest().SerializeToString()), PROTOBUF)[0] == 200
+    record = {"timeUnixNano": "1700000000000000000", "traceId": "0AF7651916CD43DD8448EB211C80319C", "spanId": ""}
+    record["body"] = {"kvlistValue": {"values": [{"key": "role", "value": {"stringValue": "user"}}]}}
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}
+    gzipped_json = {**JSON, "Content-Encoding": "gzip"}
+    status, _, body = post(collector, "/v1/logs", gzip.compress(json.dumps(logs).encode()), gzipped_json)
+    assert (status, json.loads(body)) == (200, {})
 
 
 def test_invalid_items_get_a_partial_success(collector: Collector) -> None:
@@ -212,9 +218,13 @@ def test_zz_still_running_and_the_files_hold_what_was_acknowledged(collector: Co
     assert post(collector, "/v1/traces", _body(1, "last"), PROTOBUF)[0] == 200
     assert collector.stop() == 0, collector.err
     # Acknowledged: proto 3 + json 2 + gzip 4 + chunked 2 + partial 2 + grpc 5 + grpc partial 1 + last 1.
-    names = [r["name"] for r in rows(Path(collector.process.args[collector.process.args.index("--dir") + 1]))]
+    folder = Path(collector.process.args[collector.process.args.index("--dir") + 1])
+    names = [r["name"] for r in rows(folder)]
     assert len(names) == 20 and len(set(names)) == 20
-    assert "received 20 spans and 0 log records" in collector.stdout
+    assert "received 20 spans and 1 log record in" in collector.stdout
+    (record,) = rows(folder, logs=True)
+    assert (record["trace_id"], record["span_id"]) == ("0af7651916cd43dd8448eb211c80319c", None)
+    assert json.loads(record["body"]) == {"role": "user"}
     assert "2 invalid items rejected" in collector.stdout
 
 
