@@ -55,9 +55,9 @@ def collect(
 ) -> None:
     """Receive OTLP traces and logs from any app or Collector and write them as run files.
 
-    Listens on loopback unless told otherwise. With $EVALTRACE_COLLECT_TOKEN set, every request
-    must carry `Authorization: Bearer <token>`. Stops on Ctrl-C or SIGTERM after writing
-    everything it acknowledged.
+    Loopback unless told otherwise; with $EVALTRACE_COLLECT_TOKEN set, requests need that bearer token.
+
+    Ctrl-C or SIGTERM stops it after writing everything it acknowledged.
     """
     # gRPC's C core logs its own errors (a port in use...) to stderr, before the one `Error:` line
     # this command prints for them; read when grpc is first imported, below.
