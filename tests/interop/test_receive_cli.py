@@ -12,6 +12,8 @@ import pytest
 from _receive_process import clean_env, rows, running_collector
 from test_receive_requests import PROTOBUF, _body, post
 
+from evaltrace.collector.receive.config import parse_address
+
 
 def _collect(*args: str, folder: Path) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "evaltrace.cli", "collect", "--dir", str(folder), *args]
@@ -56,3 +58,22 @@ def test_sigint_writes_everything_and_the_announcement_says_where_to_send(tmp_pa
     assert sorted(r["name"] for r in rows(folder)) == ["interrupted 0", "interrupted 1", "interrupted 2"]
     assert {r["run_id"] for r in rows(folder)} == {"my-run"}
     assert "received 3 spans and 0 log records in 1 request" in collector.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "loopback"),
+    [
+        ("127.0.0.1:4318", True),
+        ("127.8.9.10:1", True),
+        ("[::1]:4317", True),
+        ("localhost:4318", True),
+        ("0.0.0.0:4318", False),
+        ("[::]:4317", False),
+        ("192.168.1.5:4318", False),
+        ("collector.example:4318", False),
+    ],
+)
+def test_what_counts_as_loopback(text: str, loopback: bool) -> None:
+    # Beyond loopback without a token, collect warns when it starts.
+    address = parse_address(text, "--http")
+    assert address is not None and address.is_loopback is loopback
