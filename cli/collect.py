@@ -67,6 +67,7 @@ def collect(
 
     config = _config(http, grpc, directory, run_id, max_request_mb, queue_items)
     settings = ExporterSettings.from_env(directory=config.directory, run_id=run_id)
+    _check_folder(settings.directory)
     receiver = Receiver(config, settings)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -106,6 +107,18 @@ def _config(
         )
     except ValidationError as exc:
         raise InputError("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())) from None
+
+
+def _check_folder(folder: Path) -> None:
+    """Fail at start, not at the first file roll after acknowledging requests, when `folder` is unusable."""
+    from evaltrace.collector.errors import InputError
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--dir {printable(str(folder))}: cannot create it ({exc.strerror or exc})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"--dir {printable(str(folder))}: not writable")
 
 
 def _announce(receiver: Receiver, directory: Path, run_id: str) -> None:

@@ -35,6 +35,14 @@ def test_bad_options_are_one_error_line(tmp_path: Path, args: tuple[str, ...], m
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_an_unusable_folder_is_refused_at_start(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    result = _collect("--http", "127.0.0.1:0", "--grpc", "off", folder=blocker / "runs")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"Error: --dir {blocker / 'runs'}: cannot create it (Not a directory)")
+
+
 def test_a_port_in_use_is_named(tmp_path: Path) -> None:
     with running_collector(tmp_path / "first") as first:
         for option, address in (("--http", first.http), ("--grpc", first.grpc)):
