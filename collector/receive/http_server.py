@@ -69,6 +69,8 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    server_version = "evaltrace-collect"
+    sys_version = ""  # the Server header names no Python version
     timeout = _IDLE_SECONDS
     server: _Server
 
