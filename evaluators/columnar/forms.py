@@ -7,7 +7,10 @@ it can tell for sure that the entry passes, else `None` (the reference then scor
 failures get their reason and details from it). A form answers only for its exact built-in class:
 a subclass (a plugin) may score differently.
 
-`trajectory`: the row's calls equal the expected calls position by position (names equal; the
+`trajectory`: where extra calls are allowed (in_order, superset, recall), every expected call
+made, in order, by a call of the same name and equal arguments, no tool name twice: the matching
+and ordered pairs are those pairs, and the reason lists the extras. Otherwise the row's calls
+equal the expected calls position by position (names equal; the
 arguments' JSON text equal to the expected arguments encoded as the table encodes them, or not
 compared). Then, in every mode, the value is 1, nothing is missing, late or extra and the ordered
 pairs are the identity, so the reference's reason and details follow from the names alone but for
@@ -42,14 +45,18 @@ The trace is there for the rare detail the columns cannot settle; a form reads i
 
 # The traces table's encoder (`_table_encode.py`), minus not-a-number values: the same value
 # gives the same text, and a NaN (never equal to itself) must not pass on equal text.
+_EXTRAS_ALLOWED = ("in_order", "superset", "recall")
+"""The modes in which calls beyond the expected ones do not lower the value (`trajectory.py`)."""
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `trajectory` when the calls are exactly the expected ones, else `None`."""
     expected = scorer.expected
-    if expected is None or len(expected) != len(row.names) or row.truncated or (scorer.nested and row.nested):
+    if expected is None or row.truncated or (scorer.nested and row.nested):
         return None
+    if len(expected) != len(row.names):
+        return _with_extras(scorer, expected, row)
     for want, name, arguments in zip(expected, row.names, row.arguments, strict=True):
         if want.name != name or not _same_arguments(scorer, want, arguments):
             return None
@@ -63,6 +70,35 @@ def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | 
         actual=list(row.names),
         matched=_matching(scorer, expected, row.names, trace),
         in_order=[[i, i] for i in range(count)],
+    )
+
+
+def _with_extras(scorer: Trajectory, expected: list[ExpectedCall], row: RowCalls) -> Score | None:
+    """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
+    names = row.names
+    if not expected or len(expected) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
+        return None
+    if len(set(names)) != len(names):
+        return None
+    position = {name: j for j, name in enumerate(names)}
+    pairs: list[list[int]] = []
+    for i, want in enumerate(expected):
+        j = position.get(want.name)
+        if j is None or (pairs and j <= pairs[-1][1]) or not _same_arguments(scorer, want, row.arguments[j]):
+            return None
+        pairs.append([i, j])
+    # Only same-name pairs can match and no name is made twice: the matching and the ordered pairs
+    # are both these pairs, nothing is missing or late, and every other call is an allowed extra.
+    used = {j for _, j in pairs}
+    extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
+    return scorer.result(
+        True,
+        1.0,
+        f"Passed ({scorer.mode}, score 1.00): extra {extra} (allowed in this mode).",
+        expected=[want.name for want in expected],
+        actual=list(names),
+        matched=pairs,
+        in_order=[list(pair) for pair in pairs],
     )
 
 

@@ -19,7 +19,7 @@ from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run, columnar
 from evaltrace.evaluators.scorers.base import Scorer, run_scorer
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 
-_NAMES = st.sampled_from(["search", "fetch", "book"])
+_NAMES = st.sampled_from(["search", "fetch", "book", "pay", "mail", "ask"])
 # Values the argument matcher treats specially: 1 and 1.0 and True, padded and cased strings.
 _SCALARS = st.sampled_from([1, 1.0, True, 0, "Paris", " Paris ", "paris", None, 2.5])
 _ARGS = st.dictionaries(st.sampled_from(["city", "n", "q"]), _SCALARS | st.lists(_SCALARS, max_size=2), max_size=3)
@@ -32,7 +32,7 @@ def _call(draw: st.DrawFn, nested: bool = True) -> ToolCall:
         child = Trace(trace_id="c" * 32, status="success", tool_calls=[draw(_call(nested=False))])
     return ToolCall(
         name=draw(_NAMES),
-        arguments=draw(_ARGS | st.sampled_from([None, "raw text"])),
+        arguments=draw(_ARGS) if draw(st.integers(0, 4)) else draw(st.sampled_from([None, "raw text"])),
         arguments_truncated=draw(st.integers(0, 9)) == 0,
         child=child,
         handoff=child is not None and draw(st.integers(0, 3)) == 0,
@@ -45,7 +45,7 @@ def _expected_from(calls: list[ToolCall], draw: st.DrawFn) -> list[dict[str, Any
     for call in calls:
         arguments = call.arguments if isinstance(call.arguments, dict) else draw(_ARGS)
         wanted.append({"name": call.name, "arguments": draw(st.sampled_from([arguments, arguments, None]))})
-    change = draw(st.integers(0, 5))
+    change = draw(st.integers(0, 7))
     if change == 1 and wanted:
         wanted.pop(draw(st.integers(0, len(wanted) - 1)))
     elif change == 2:
@@ -54,12 +54,14 @@ def _expected_from(calls: list[ToolCall], draw: st.DrawFn) -> list[dict[str, Any
         wanted[0], wanted[-1] = wanted[-1], wanted[0]
     elif change == 4 and wanted:
         wanted[0] = {"name": wanted[0]["name"], "arguments": draw(_ARGS)}
+    elif change >= 5:  # a subsequence (the made calls beyond it are extras), maybe out of order
+        wanted = [w for w in wanted if draw(st.booleans())][:: 1 if change == 5 else -1]
     return wanted
 
 
 @st.composite
 def _case(draw: st.DrawFn) -> tuple[Trace, Scorer]:
-    calls = draw(st.lists(_call(), max_size=4))
+    calls = draw(st.lists(_call(), max_size=5))
     trace = Trace(trace_id="t" * 32, status="success", tool_calls=calls)
     config: dict[str, Any] = {
         "expected": _expected_from(calls, draw),
@@ -90,6 +92,30 @@ def test_columnar_trajectory_equals_the_reference(case: tuple[Trace, Scorer]) ->
         assert found.passed is True  # the columnar path only ever answers for a sure pass
 
 
+@st.composite
+def _extras_case(draw: st.DrawFn) -> tuple[Trace, Scorer]:
+    """Calls of distinct tools and a part of them expected, where extra calls are allowed."""
+    names = draw(st.lists(_NAMES, min_size=1, max_size=5, unique=True))
+    calls = [ToolCall(name=name, arguments=draw(_ARGS)) for name in names]
+    kept = [c for c in calls if draw(st.booleans())]
+    order = kept if draw(st.integers(0, 3)) else kept[::-1]
+    expected = [{"name": c.name, "arguments": c.arguments if draw(st.integers(0, 5)) else draw(_ARGS)} for c in order]
+    mode = draw(st.sampled_from(["in_order", "superset", "recall", "strict", "subset"]))
+    scorer = Trajectory.model_validate(
+        {"expected": expected, "mode": mode, "threshold": draw(st.sampled_from([0.0, 0.5, 1.0]))}
+    )
+    return Trace(trace_id="x" * 32, status="success", tool_calls=calls), scorer
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_extras_case())
+def test_columnar_trajectory_with_extra_calls_equals_the_reference(case: tuple[Trace, Scorer]) -> None:
+    trace, scorer = case
+    found, decoded = columnar(trace, scorer)
+    if found is not None:
+        assert found == run_scorer(scorer, decoded)
+
+
 def _plain(*names: str) -> Trace:
     calls = [ToolCall(name=name, arguments={"city": "Paris", "n": index}) for index, name in enumerate(names)]
     return Trace(trace_id="a" * 32, status="success", tool_calls=calls)
@@ -104,6 +130,18 @@ def test_exact_calls_take_the_columnar_path_in_every_mode() -> None:
         assert found is not None, mode
         assert found == run_scorer(scorer, decoded)
         assert found.reason == f"Passed ({mode}, score 1.00): all 3 expected calls matched."
+
+
+def test_extra_calls_take_the_columnar_path_where_allowed() -> None:
+    trace = _plain("search", "fetch", "book")
+    expected = [{"name": c.name, "arguments": c.arguments} for c in trace.tool_calls[::2]]
+    for mode in ("in_order", "superset", "recall"):
+        scorer = Trajectory.model_validate({"expected": expected, "mode": mode})
+        found, decoded = columnar(trace, scorer)
+        assert found is not None and found == run_scorer(scorer, decoded), mode
+        assert found.reason == f"Passed ({mode}, score 1.00): extra #2 fetch (allowed in this mode)."
+    found, _ = columnar(trace, Trajectory.model_validate({"expected": expected[::-1], "mode": "in_order"}))
+    assert found is None  # out of order: the reference says so
 
 
 def test_no_calls_expected_or_made_takes_the_columnar_path() -> None:
