@@ -132,8 +132,14 @@ def _temp_folder(folder: Path) -> Path:
     except OSError as exc:
         logger.info("evaltrace: cannot write OTLP imports in %s (%s); using a temporary folder", folder.parent, exc)
         temp = Path(tempfile.mkdtemp(prefix="evaltrace-import-"))
-        atexit.register(shutil.rmtree, temp, ignore_errors=True)
+        atexit.register(_remove_in, os.getpid(), temp)
         return temp
+
+
+def _remove_in(pid: int, folder: Path) -> None:
+    """Remove `folder` if this is still the process that made it (not a forked scoring worker exiting)."""
+    if os.getpid() == pid:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _publish(temp: Path, folder: Path, *, replace: bool) -> Path:
