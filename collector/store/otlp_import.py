@@ -60,6 +60,8 @@ class ImportTarget:
     writer_id: str
     """Names this import in the files (log ids, loss counts): the same source gives the same id."""
     max_rows: int = DEFAULT_MAX_ROWS
+    """Rows after which a file is completed (checked after each batch) and the next one started."""
+    batch_rows: int = BATCH_ROWS
 
 
 def run_label(path: Path) -> str:
@@ -124,14 +126,14 @@ def _sinks(source: Path, target: ImportTarget) -> tuple[FileSink, FileSink]:
 class _Pending:
     """Decoded items waiting to be encoded as one batch."""
 
-    def __init__(self, sink: FileSink, encode: Callable[[list[Any]], Any]) -> None:
-        self.sink, self.encode = sink, encode
+    def __init__(self, sink: FileSink, encode: Callable[[list[Any]], Any], size: int) -> None:
+        self.sink, self.encode, self.size = sink, encode, size
         self.items: list[Any] = []
 
     def extend(self, items: Sequence[Any]) -> None:
         self.items.extend(items)
-        while len(self.items) >= BATCH_ROWS:
-            self.flush(BATCH_ROWS)
+        while len(self.items) >= self.size:
+            self.flush(self.size)
 
     def flush(self, count: int | None = None) -> None:
         count = len(self.items) if count is None else count
@@ -144,8 +146,8 @@ def _copy(
     source: Path, fmt: OtlpFormat, target: ImportTarget, sinks: tuple[FileSink, FileSink], done: Imported
 ) -> None:
     log_encoder = batches.LogEncoder(target.run_id, None)
-    spans = _Pending(sinks[0], lambda items: batches.encode_spans(items, target.run_id))
-    logs = _Pending(sinks[1], lambda items: log_encoder.encode(items, target.writer_id))
+    spans = _Pending(sinks[0], lambda items: batches.encode_spans(items, target.run_id), target.batch_rows)
+    logs = _Pending(sinks[1], lambda items: log_encoder.encode(items, target.writer_id), target.batch_rows)
     for frame, request in requests(source, fmt, done.skipped):
         try:
             decoded = _decode(request)

@@ -142,3 +142,15 @@ cases:
     expect:
       output: {contains: ["21"]}
 """
+
+
+def test_a_long_import_is_written_as_several_complete_files(recorded: Writers, tmp_path: Path) -> None:
+    from evaltrace.collector.store.otlp_frames import OtlpFormat
+    from evaltrace.collector.store.otlp_import import ImportTarget, import_otlp
+
+    target = ImportTarget(tmp_path, run_id="original", writer_id="w", max_rows=2, batch_rows=1)
+    done = import_otlp(recorded.traces_proto, OtlpFormat.PROTO, target)
+    spans = run_files(tmp_path, logs=False)
+    assert done.spans == 4 and done.files == spans and len(spans) == 2  # a new file every 2 rows
+    assert rows(spans) == rows(run_files(recorded.parquet, logs=False))
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
