@@ -31,6 +31,7 @@ import dataclasses
 import ipaddress
 import logging
 import os
+import socket
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -54,6 +55,8 @@ MAX_RETRIES = 3
 SHARDS_PER_CPU = 2
 """Shards per CPU of the cluster: several per CPU balance uneven nodes and give progress steps."""
 ADDRESS_ENV = "RAY_ADDRESS"
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for the head node to accept a connection before giving up."""
 
 # One parked sample as `Spill.add` takes it: group, start, trace id, JSON, tag.
 _Row = tuple[str, datetime | None, str | None, bytes, int]
@@ -131,6 +134,8 @@ def connect(address: str | None) -> Any:
     if ray.is_initialized():
         return ray
     where = address or os.environ.get(ADDRESS_ENV)
+    if where is not None:
+        _check_reachable(where)
     try:
         ray.init(
             address=where,
@@ -143,6 +148,25 @@ def connect(address: str | None) -> Any:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot join the Ray cluster at {where}: {first}") from None
     return ray
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once on a HOST:PORT nobody answers at: Ray itself would retry for minutes.
+
+    Raises:
+        InputError: the address is malformed or refuses or drops the connection.
+    """
+    if address == "auto" or "://" in address:
+        return  # Ray finds these itself (a local cluster's address file, a Ray client URL)
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"--ray-address {address}: give the head node's HOST:PORT (e.g. 10.0.0.5:6379)")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise InputError(f"cannot join the Ray cluster at {address}: {reason}") from None
 
 
 def _loopback_node(address: str | None) -> dict[str, str]:
@@ -189,7 +213,8 @@ def score_on_ray(
     check_router(router)
     ray = connect(address)
     count = shard_count(ray, shards)
-    task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(run_shard)
+    # SPREAD: shards go to every node rather than filling the first ones (each reads every file).
+    task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1, scheduling_strategy="SPREAD")(run_shard)
     absolute = [path.resolve() for path in files]  # workers do not share the driver's working folder
     shared = ray.put((absolute, histories, router, RunStats(prices=stats.prices), options))
     pending = [task.remote(Shard(index, count), shared) for index in range(count)]

@@ -1,0 +1,217 @@
+"""`evaltrace score --engine ray` on a real Ray cluster: a head and worker nodes, each its own process.
+
+The cluster runs from a cached venv with Ray and this repository (`tests/_venvs.py`); its nodes
+take loopback addresses other than 127.0.0.1 (Ray swaps 127.0.0.1 for the machine's network
+address), usage stats and the dashboard are off, and every node and the CLI run as separate
+processes. Each report of the Ray engine is compared whole with the local engine's on the same
+files: the shipped sample run, the benchmark's synthetic agent traces and a run built to cross
+shards (repeats, conversations whose turns land in different shards, unmatched traces).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _ray_cluster import HEAD_IP, Cluster, Node, ray_python
+from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "samples"
+
+SPEC = """\
+confidence: 0.4
+scorers: [tool_errors, tool_efficiency]
+cases:
+  - id: weather
+    input: Weather in Paris?
+    repeat: mean
+    expect:
+      tool_calls: [{name: get_weather, arguments: {city: Paris}}]
+      output: {contains: ["18C"]}
+  - id: never-seen
+    input: Nobody asks this
+  - id: chat
+    turns:
+      - {input: Hi there, expect: {output: {contains: [hello]}}}
+      - {input: "And Paris?", expect: {output: {contains: ["18C"]}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def python() -> Path:
+    return ray_python()
+
+
+@pytest.fixture(scope="module")
+def cluster(python: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with Cluster(python, tmp_path_factory.mktemp("ray-cache")) as running:
+        running.add_node("127.0.0.3")
+        yield running
+
+
+def _turn(rec: Recorder, prompt: str, answer: str, city: str | None = None, conversation: str | None = None) -> None:
+    extra = {"gen_ai.conversation.id": conversation} if conversation else {}
+    with rec.span("invoke_agent helper", agent_attrs("helper", **extra)):
+        user = ("user", [text(prompt)])
+        if city is not None:
+            call_id = f"c-{rec.now}"
+            call = ("assistant", [tool_call(call_id, "get_weather", {"city": city})])
+            chat(rec, "gpt-4o", messages(user), messages(call), (50, 5), "tool_call")
+            arguments = json.dumps({"city": city})
+            with rec.span("execute_tool get_weather", tool_attrs("get_weather", call_id, arguments, "18C")):
+                rec.tick(2)
+        chat(rec, "gpt-4o", messages(user), messages(("assistant", [text(answer)])), (80, 9))
+
+
+@pytest.fixture(scope="module")
+def crossing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """40 repeats (a quarter wrong), 3 two-turn conversations, 5 unmatched traces, over two files."""
+    root = tmp_path_factory.mktemp("crossing")
+    rec = Recorder(root / "runs")
+    for index in range(40):
+        right = index % 4 != 0
+        _turn(rec, "Weather in Paris?", "It is 18C." if right else "No idea.", "Paris" if right else "Rome")
+        if index == 20:
+            rec.provider.force_flush()
+    for index in range(3):
+        _turn(rec, "Hi there", "hello!", conversation=f"conv-{index}")
+        _turn(rec, "And Paris?", "18C" if index else "cold", "Paris", conversation=f"conv-{index}")
+    for index in range(5):
+        _turn(rec, f"Unrelated question {index}", "sure")
+    rec.close()
+    (root / "spec.yaml").write_text(SPEC, encoding="utf-8")
+    return root / "runs", root / "spec.yaml"
+
+
+def _bench_data(root: Path, traces: int) -> tuple[Path, Path]:
+    """The scoring benchmark's synthetic agent traces (`benchmarks/_scoring_data.py`) and its spec."""
+    found = importlib.util.spec_from_file_location("_scoring_data", REPO / "benchmarks" / "_scoring_data.py")
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    sys.modules.setdefault("_scoring_data", module)  # its dataclasses look their module up by name
+    found.loader.exec_module(sys.modules["_scoring_data"])
+    module = sys.modules["_scoring_data"]
+    module.generate(root / "runs", traces, 7)
+    module.write_spec(root / "spec.json", 7)
+    return root / "runs", root / "spec.json"
+
+
+@pytest.fixture(scope="module")
+def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return _bench_data(tmp_path_factory.mktemp("bench"), 3000)
+
+
+def _score_args(runs: Path, spec: Path | None, out: Path, *extra: str) -> list[str]:
+    with_spec = ["--spec", str(spec)] if spec is not None else []
+    return ["score", str(runs), *with_spec, "--json", str(out), "--no-store", *extra]
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    # The timestamp differs by design, and unmatched traces come shard by shard (as with --workers).
+    kept = {key: value for key, value in report.items() if key not in {"created_at", "unmatched"}}
+    kept["unmatched"] = sorted(item["trace_id"] for item in report["unmatched"])
+    return kept
+
+
+def _both(cluster: Cluster, runs: Path, spec: Path | None, tmp_path: Path, *extra: str) -> tuple[Any, Any]:
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", *extra))
+    ray = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "ray.json", *extra), *cluster.engine_args())
+    assert ray.returncode == local.returncode, ray.stderr
+    assert "Error" not in ray.stderr and "Traceback" not in ray.stderr, ray.stderr
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    assert _comparable(reports[1]) == _comparable(reports[0])
+    return reports[0], ray
+
+
+def test_the_sample_run_scores_the_same_on_ray(cluster: Cluster, tmp_path: Path) -> None:
+    report, ray = _both(cluster, SAMPLES / "runs", SAMPLES / "evals.yaml", tmp_path)
+    assert ray.returncode == 0 and "Gate PASSED" in ray.stdout
+    assert report["counts"]["entries"] == 6 and report["counts"]["traces"] == 6
+
+
+def test_conversations_repeats_and_unmatched_traces_across_shards(
+    cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, spec = crossing_run
+    report, _ = _both(cluster, runs, spec, tmp_path, "--no-cache")
+    entries = {entry["case_id"]: entry for entry in report["entries"]}
+    assert len(entries["weather"]["samples"]) == 40 and entries["weather"]["pass_rate"] == pytest.approx(0.75)
+    assert [len(sample["trace_ids"]) for sample in entries["chat"]["samples"]] == [2, 2, 2]
+    assert entries["never-seen"]["status"] == "missing"
+    assert len(report["unmatched"]) == 5 and report["counts"]["traces"] == 51
+
+
+def test_without_a_spec_cached_twice(cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, _ = crossing_run
+    for attempt in ("cold", "warm"):  # the second run reads the shards' traces tables from the cache
+        folder = tmp_path / attempt
+        folder.mkdir()
+        report, _ = _both(cluster, runs, None, folder)
+        assert report["counts"]["entries"] == 51
+
+
+def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, spec = bench_run
+    report, ray = _both(cluster, runs, spec, tmp_path, "--no-cache")
+    assert report["counts"]["traces"] == 3000 and report["counts"]["failed"] > 0
+    assert ray.returncode == (0 if report["passed"] else 1)
+
+
+def test_unknown_engine_and_unreachable_cluster_are_one_line_errors(cluster: Cluster, tmp_path: Path) -> None:
+    runs = SAMPLES / "runs"
+    wrong = cluster.evaltrace(*_score_args(runs, None, tmp_path / "x.json", "--engine", "spark"))
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip() == "Error: unknown engine 'spark': choose one of local, ray"
+    away = cluster.evaltrace(
+        *_score_args(runs, None, tmp_path / "y.json", "--engine", "ray", "--ray-address", "127.0.0.9:1"), timeout=180
+    )
+    assert away.returncode == 2, away.stderr
+    assert away.stderr.startswith("Error: cannot join the Ray cluster at 127.0.0.9:1"), away.stderr
+    assert "Traceback" not in away.stderr
+    assert not (tmp_path / "y.json").exists()
+
+
+def test_killing_a_worker_node_mid_run_gives_the_same_report(
+    cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, spec = bench_run
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", "--no-cache"))
+    doomed = cluster.add_node("127.0.0.4")
+    args = _score_args(runs, spec, tmp_path / "ray.json", "--no-cache", *cluster.engine_args())
+    scoring = cluster.start_evaltrace(*args)
+    try:
+        _kill_when_scoring(doomed, scoring)
+        out, err = scoring.communicate(timeout=600)
+    finally:
+        if scoring.poll() is None:
+            scoring.kill()
+    assert scoring.returncode == local.returncode, err
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    assert _comparable(reports[1]) == _comparable(reports[0])
+    assert "Gate" in out
+
+
+def _kill_when_scoring(node: Node, scoring: subprocess.Popen[str]) -> None:
+    """Kill every process of `node` once one of them runs a shard, while the scoring still runs."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert scoring.poll() is None, "the scoring ended before a task ran on the doomed node"
+        if node.running_task("run_shard"):
+            node.kill()
+            return
+        time.sleep(0.05)
+    pytest.fail("no shard ran on the doomed node within 300 s")
+
+
+def test_every_node_is_on_loopback(cluster: Cluster) -> None:
+    alive = cluster.alive_nodes()
+    assert HEAD_IP in alive and "127.0.0.3" in alive
+    assert all(ipaddress.ip_address(address).is_loopback for address in alive), alive
