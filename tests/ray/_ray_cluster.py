@@ -95,8 +95,9 @@ class Node:
 class Cluster:
     """A head node on `HEAD_IP`, plus the nodes `add_node` starts; all stopped on exit."""
 
-    def __init__(self, python: Path, cache_dir: Path) -> None:
+    def __init__(self, python: Path, cache_dir: Path, *, head_cpus: int = 1) -> None:
         self.python = python
+        self.head_cpus = head_cpus
         self.ray = python.parent / "ray"
         self.port = _free_port(HEAD_IP)
         # Ray's socket paths must stay short (108 bytes): pytest's tmp paths are too long.
@@ -123,7 +124,7 @@ class Cluster:
             f"--temp-dir={self.temp}",
         ]
         try:
-            self._start(HEAD_IP, head)
+            self._start(HEAD_IP, head, cpus=self.head_cpus)
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -133,8 +134,8 @@ class Cluster:
         """Start a worker node on loopback address `ip` and wait until the head lists it."""
         return self._start(ip, [f"--address={self.address}"])
 
-    def _start(self, ip: str, role: list[str]) -> Node:
-        limits = ["--num-cpus=1", f"--memory={NODE_MEMORY}", f"--object-store-memory={OBJECT_STORE}"]
+    def _start(self, ip: str, role: list[str], cpus: int = 1) -> Node:
+        limits = [f"--num-cpus={cpus}", f"--memory={NODE_MEMORY}", f"--object-store-memory={OBJECT_STORE}"]
         log = (self.temp / f"node-{ip}.log").open("wb")
         cmd = [str(self.ray), "start", "--block", f"--node-ip-address={ip}", *limits, *role]
         process = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -1,0 +1,106 @@
+"""Ray benchmark: `evaltrace score` on the local engine vs the Ray engine with one and two worker nodes.
+
+Run: `.venv/bin/python benchmarks/bench_ray.py [--traces 10000] [--seed 7] [--rounds 1]`
+
+The dataset is the scoring benchmark's (`_scoring_data.py`, cached under `benchmarks/out/`). The
+cluster is the tests' (`tests/ray/_ray_cluster.py`): a real Ray in a cached venv, a head node on
+127.0.0.2 given no CPUs (so it schedules no shard) and worker nodes of one CPU each on 127.0.0.3
+and up, every node a process group of its own. Each measurement is the wall time of one
+`evaltrace score DIR --spec SPEC --no-cache --no-store --json FILE` subprocess (cold: traces rebuilt),
+Ray's connection included, from the cluster's venv; every report is checked equal to the local
+engine's (timestamps and unmatched order aside). Configurations:
+
+- `local-1`: the local engine in one process (`--workers 1`);
+- `local-2`: the local engine with two forked workers (`--workers 2`);
+- `ray-1node`, `ray-2nodes`: `--engine ray` with one, then two worker nodes (two shards per CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(HERE), str(REPO / "tests"), str(REPO / "tests" / "ray")]
+
+from _ray_cluster import HEAD_IP, Cluster, ray_python  # noqa: E402 - after the path set-up above
+from bench_scoring import dataset  # noqa: E402
+
+WORKER_IPS = ("127.0.0.3", "127.0.0.4")
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    kept = {key: value for key, value in report.items() if key not in {"created_at", "unmatched"}}
+    kept["unmatched"] = sorted(item["trace_id"] for item in report["unmatched"])
+    return kept
+
+
+def _time(cluster: Cluster, runs: Path, spec: Path, out: Path, extra: list[str]) -> tuple[float, dict[str, Any]]:
+    args = ["score", str(runs), "--spec", str(spec), "--no-cache", "--no-store", "--json", str(out), *extra]
+    started = time.perf_counter()
+    done = cluster.evaltrace(*args, timeout=3600)
+    seconds = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"evaltrace {' '.join(extra)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return seconds, report
+
+
+def measure(traces: int, seed: int, rounds: int) -> list[dict[str, Any]]:
+    """Best-of-`rounds` wall time of each configuration on the (traces, seed) dataset."""
+    runs, spec, spans = dataset(traces, seed)
+    out = runs.parent / "ray-bench.json"
+    python = ray_python()
+    rows: list[dict[str, Any]] = []
+    with Cluster(python, runs.parent / "ray-cache", head_cpus=0) as cluster:
+        configs: list[tuple[str, list[str], int]] = [
+            ("local-1", ["--workers", "1"], 0),
+            ("local-2", ["--workers", "2"], 0),
+            ("ray-1node", cluster.engine_args(), 1),
+            ("ray-2nodes", cluster.engine_args(), 2),
+        ]
+        reference: dict[str, Any] | None = None
+        for name, extra, nodes in configs:
+            while len(cluster.nodes) - 1 < nodes:
+                cluster.add_node(WORKER_IPS[len(cluster.nodes) - 1])
+            best, report = min((_time(cluster, runs, spec, out, extra) for _ in range(rounds)), key=lambda r: r[0])
+            reference = reference or _comparable(report)
+            if _comparable(report) != reference:
+                raise SystemExit(f"{name}: the report differs from local-1's")
+            row = {"config": name, "traces": traces, "spans": spans, "seconds": best, "spans_per_s": spans / best}
+            rows.append(row)
+            print(f"  {name:<11} {best:7.2f} s  {spans / best:9,.0f} spans/s", flush=True)
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    base = rows[0]["seconds"]
+    lines = ["| configuration | traces | spans | wall s | spans/s | vs local-1 |", "|---|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        lines.append(
+            f"| {row['config']} | {row['traces']:,} | {row['spans']:,} | {row['seconds']:.2f} | "
+            f"{row['spans_per_s']:,.0f} | {base / row['seconds']:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--traces", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args(argv)
+    print(f"{platform.python_version()} on {platform.machine()}, head {HEAD_IP}, workers {', '.join(WORKER_IPS)}")
+    rows = measure(args.traces, args.seed, args.rounds)
+    print(table(rows))
+    (HERE / "out" / f"ray-{args.traces}-seed{args.seed}.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
