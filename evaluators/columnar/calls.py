@@ -36,6 +36,8 @@ class RowCalls:
     """Whether any call's result text holds `"error"` (so may be an object with an `error` field)."""
     model_calls: int
     """How many model calls (iterations) the row has."""
+    usage: dict[str, int | None]
+    """The run's token usage (`Trace.usage`) by field name."""
 
 
 class BatchCalls:
@@ -56,6 +58,8 @@ class BatchCalls:
         results = pc.struct_field(values, "result_json")
         self._error_text: list[bool | None] = pc.match_substring(results, '"error"').to_pylist()
         self._model_calls: list[int] = pc.list_value_length(batch.column("iterations")).to_pylist()
+        usage = batch.column("usage")
+        self._usage = {field.name: pc.struct_field(usage, field.name).to_pylist() for field in usage.type}
         self._rows = _top_rows(batch)
 
     @property
@@ -81,6 +85,7 @@ class BatchCalls:
             failed=any(self._failed[start:end]),
             error_text=any(self._error_text[start:end]),
             model_calls=self._model_calls[index],
+            usage={name: values[index] for name, values in self._usage.items()},
         )
 
 
