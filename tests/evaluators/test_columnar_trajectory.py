@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from evaltrace.collector.convert.records import ToolCall, Trace
 from evaltrace.collector.convert.table import to_table
 from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run, columnar_score
-from evaltrace.evaluators.scorers.base import Scorer, run_scorer
+from evaltrace.evaluators.scorers.base import Score, Scorer, run_scorer
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 
 _NAMES = st.sampled_from(["search", "fetch", "book", "pay", "mail", "ask"])
@@ -179,3 +179,17 @@ def test_a_row_of_another_trace_is_never_used() -> None:
     calls.add_batch(table.to_batches()[0])  # the same id in a second top-level row: never answered
     with columnar_run(calls):
         assert columnar_score(Trajectory(expected=[{"name": "search"}]), _plain("search")) is None
+
+
+class _Stricter(Trajectory):
+    """A plugin's subclass: it may score differently, so it has no columnar form."""
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        return self.result(False, 0.0, "never")
+
+
+def test_a_subclass_of_a_builtin_scorer_is_left_to_its_own_score() -> None:
+    trace = _plain("search")
+    found, _ = columnar(trace, _Stricter(expected=[{"name": "search", "arguments": {"city": "Paris", "n": 0}}]))
+    assert found is None
+    assert columnar(trace, Trajectory(expected=[{"name": "search", "arguments": {"city": "Paris", "n": 0}}]))[0]
