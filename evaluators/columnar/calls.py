@@ -38,6 +38,10 @@ class RowCalls:
     """How many model calls (iterations) the row has."""
     usage: dict[str, int | None]
     """The run's token usage (`Trace.usage`) by field name."""
+    run_micros: int | None
+    """The run's wall time in microseconds (`None`: start or end not recorded)."""
+    call_micros: list[int | None]
+    """Each call's wall time in microseconds, in call order."""
 
 
 class BatchCalls:
@@ -60,6 +64,8 @@ class BatchCalls:
         self._model_calls: list[int] = pc.list_value_length(batch.column("iterations")).to_pylist()
         usage = batch.column("usage")
         self._usage = {field.name: pc.struct_field(usage, field.name).to_pylist() for field in usage.type}
+        self._run_micros = _micros(batch.column("start_time"), batch.column("end_time"))
+        self._call_micros = _micros(pc.struct_field(values, "start_time"), pc.struct_field(values, "end_time"))
         self._rows = _top_rows(batch)
 
     @property
@@ -86,7 +92,19 @@ class BatchCalls:
             error_text=any(self._error_text[start:end]),
             model_calls=self._model_calls[index],
             usage={name: values[index] for name, values in self._usage.items()},
+            run_micros=self._run_micros[index],
+            call_micros=self._call_micros[start:end],
         )
+
+
+def _micros(start: pa.Array, end: pa.Array) -> list[int | None]:
+    """End minus start in whole microseconds (the table's unit), null where either is missing.
+
+    `timedelta.total_seconds()` divides the same integer by 10**6, so `micros / 1_000_000` is the
+    reference's float exactly.
+    """
+    micros: list[int | None] = pc.subtract(pc.cast(end, pa.int64()), pc.cast(start, pa.int64())).to_pylist()
+    return micros
 
 
 def _top_rows(batch: pa.RecordBatch) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """The columnar forms of the built-in rule scorers, by scorer class.
 
 `trajectory`'s form is here; the call-counting ones (`tool_errors`, `budget`) are in `counts.py`,
-`usage`'s in `limits.py`.
+`usage`'s and `latency`'s in `limits.py`.
 
 A form takes a scorer and a row's columns and returns the `Score` the reference would return when
 it can tell for sure that the entry passes, else `None` (the reference then scores the entry, so
@@ -34,11 +34,11 @@ from typing import Any
 from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.columnar.counts import budget_form, tool_errors_form
-from evaltrace.evaluators.columnar.limits import usage_form
+from evaltrace.evaluators.columnar.limits import latency_form, usage_form
 from evaltrace.evaluators.scorers.arguments import ExpectedCall, call_matches, max_bipartite_matching
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.calls import Budget, ToolErrors
-from evaltrace.evaluators.scorers.limits import UsageLimits
+from evaltrace.evaluators.scorers.limits import Latency, UsageLimits
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 
 Form = Callable[[Any, RowCalls, Trace], Score | None]
@@ -139,6 +139,7 @@ FORMS: dict[type[Scorer], Form] = {
     ToolErrors: tool_errors_form,
     Budget: budget_form,
     UsageLimits: usage_form,
+    Latency: latency_form,
 }
 """Columnar forms by the exact scorer class they answer for."""
 
