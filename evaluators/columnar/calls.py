@@ -12,7 +12,9 @@ left out (`RunCalls` tracks ids across batches), so a lookup never answers for t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,10 +32,7 @@ class RowCalls:
     """Whether any call's arguments were cut when recorded."""
     nested: bool
     """Whether any call started a nested agent run (`child_row` set)."""
-    failed: bool
-    """Whether any call has an error recorded (a non-empty `error`)."""
-    error_text: bool
-    """Whether any call's result text holds `"error"` (so may be an object with an `error` field)."""
+    _flags: Callable[[], tuple[bool, bool]] = field(repr=False, compare=False)
     model_calls: int
     """How many model calls (iterations) the row has."""
     usage: dict[str, int | None]
@@ -42,6 +41,16 @@ class RowCalls:
     """The run's wall time in microseconds (`None`: start or end not recorded)."""
     call_micros: list[int | None]
     """Each call's wall time in microseconds, in call order."""
+
+    @property
+    def failed(self) -> bool:
+        """Whether any call has an error recorded (a non-empty `error`)."""
+        return self._flags()[0]
+
+    @property
+    def error_text(self) -> bool:
+        """Whether any call's result text holds `"error"` (so may be an object with an `error` field)."""
+        return self._flags()[1]
 
 
 class BatchCalls:
@@ -55,12 +64,7 @@ class BatchCalls:
         self._arguments: list[str | None] = pc.struct_field(values, "arguments_json").to_pylist()
         self._truncated: list[bool | None] = pc.struct_field(values, "arguments_truncated").to_pylist()
         self._children: list[int | None] = pc.struct_field(values, "child_row").to_pylist()
-        errors = pc.struct_field(values, "error")
-        self._failed: list[bool | None] = pc.and_(pc.is_valid(errors), pc.not_equal(errors, "")).to_pylist()
-        # Written by evaltrace's own encoder, which never escapes a letter: a result object with an
-        # `error` key holds the text `"error"`. Its absence proves there is none; its presence proves nothing.
-        results = pc.struct_field(values, "result_json")
-        self._error_text: list[bool | None] = pc.match_substring(results, '"error"').to_pylist()
+        self._values = values
         self._model_calls: list[int] = pc.list_value_length(batch.column("iterations")).to_pylist()
         usage = batch.column("usage")
         self._usage = {field.name: pc.struct_field(usage, field.name).to_pylist() for field in usage.type}
@@ -88,13 +92,28 @@ class BatchCalls:
             arguments=self._arguments[start:end],
             truncated=any(self._truncated[start:end]),
             nested=any(child is not None for child in self._children[start:end]),
-            failed=any(self._failed[start:end]),
-            error_text=any(self._error_text[start:end]),
+            _flags=lambda: (any(self._failed[start:end]), any(self._error_text[start:end])),
             model_calls=self._model_calls[index],
             usage={name: values[index] for name, values in self._usage.items()},
             run_micros=self._run_micros[index],
             call_micros=self._call_micros[start:end],
         )
+
+    # The error flags cost more than all the other columns together (string kernels over every
+    # call's error and result): computed once per batch, and only if a form asks.
+    @functools.cached_property
+    def _failed(self) -> list[bool]:
+        lengths = pc.utf8_length(pc.struct_field(self._values, "error"))
+        failed: list[bool] = pc.fill_null(pc.greater(lengths, 0), False).to_pylist()
+        return failed
+
+    @functools.cached_property
+    def _error_text(self) -> list[bool]:
+        # Written by evaltrace's own encoder, which never escapes a letter: a result object with an
+        # `error` key holds the text `"error"`. Its absence proves there is none; its presence proves nothing.
+        results = pc.struct_field(self._values, "result_json")
+        found: list[bool] = pc.fill_null(pc.match_substring(results, '"error"'), False).to_pylist()
+        return found
 
 
 def _micros(start: pa.Array, end: pa.Array) -> list[int | None]:
