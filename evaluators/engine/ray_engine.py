@@ -32,6 +32,7 @@ import ipaddress
 import logging
 import os
 import socket
+import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +44,7 @@ from evaltrace.evaluators.engine._loop import Router, score_held, score_stream_n
 from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
+from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
@@ -216,13 +218,39 @@ def score_on_ray(
     # SPREAD: shards go to every node rather than filling the first ones (each reads every file).
     task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1, scheduling_strategy="SPREAD")(run_shard)
     absolute = [path.resolve() for path in files]  # workers do not share the driver's working folder
-    shared = ray.put((absolute, histories, router, RunStats(prices=stats.prices), options))
+    _ship_plugins(ray, router)
+    # The progress bar stays here, and judge settings (an API key among them) never leave the driver.
+    shipped = dataclasses.replace(options, progress=None, judge_overrides={})
+    shared = ray.put((absolute, histories, router, RunStats(prices=stats.prices), shipped))
     pending = [task.remote(Shard(index, count), shared) for index in range(count)]
     results = _gather(ray, pending, spill, options.progress)
     for result in results:
         assert result.router is not None and result.stats is not None
         router.state.merge(result.router)
         stats.merge(result.stats)
+
+
+def _result(ray: Any, ref: Any, index: int, count: int) -> ShardResult:
+    """The task's result; a task that failed past its retries is one error naming the shard."""
+    try:
+        result: ShardResult = ray.get(ref)
+    except Exception as exc:  # Ray wraps the task's exception in its own types
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        last = lines[-1] if lines else repr(exc)
+        raise WorkerError(f"the Ray task of shard {index + 1} of {count} failed: {last}") from None
+    return result
+
+
+def _ship_plugins(ray: Any, router: Router) -> None:
+    """Send the code of plugin scorers (modules outside evaltrace) with the router, not by name.
+
+    Workers import evaltrace themselves, but a scorer loaded from a `--plugin` file exists only in
+    this process: its module is pickled by value so that every worker can rebuild the scorer.
+    """
+    for scorer in router.scorers():
+        module = sys.modules.get(type(scorer).__module__)
+        if module is not None and not module.__name__.startswith("evaltrace."):
+            ray.cloudpickle.register_pickle_by_value(module)
 
 
 def _gather(ray: Any, pending: list[Any], spill: Spill, progress: Callable[[int], None] | None) -> list[ShardResult]:
@@ -233,7 +261,7 @@ def _gather(ray: Any, pending: list[Any], spill: Spill, progress: Callable[[int]
     waiting = list(pending)
     while waiting:
         done, waiting = ray.wait(waiting, num_returns=1)
-        result: ShardResult = ray.get(done[0])
+        result = _result(ray, done[0], order[done[0]], len(pending))
         if result.input_error is not None:
             for ref in waiting:
                 ray.cancel(ref, force=True)

@@ -83,10 +83,10 @@ class Node:
         self.log.close()
 
     def stop(self) -> None:
-        """SIGTERM the node's group, then SIGKILL whatever is left after 20 s."""
+        """SIGTERM the node's group, then SIGKILL whatever is left after 5 s."""
         try:
             os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=20)
+            self.process.wait(timeout=5)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             pass
         self.kill()  # what SIGTERM left, and workers that outlived their raylet

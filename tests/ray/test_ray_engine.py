@@ -165,6 +165,38 @@ def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tupl
     assert ray.returncode == (0 if report["passed"] else 1)
 
 
+PLUGIN = """\
+from typing import Any, ClassVar
+
+from evaltrace.evaluators.scorers.base import Score, Scorer
+from evaltrace.evaluators.scorers.registry import register
+
+
+@register
+class Flaky(Scorer):
+    name: ClassVar[str] = "t_ray_flaky"
+
+    def score(self, trace: Any, case: Any = None) -> Score:
+        if "Paris" not in (trace.input or ""):
+            raise RuntimeError("the flaky scorer crashed")
+        return self.result(True, 1.0, "fine")
+"""
+
+
+def test_a_plugin_scorer_is_shipped_and_its_crash_is_an_error_result(
+    cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, _ = crossing_run
+    plugin = tmp_path / "flaky_scorers.py"  # importable nowhere but here: its code travels with the router
+    plugin.write_text(PLUGIN, encoding="utf-8")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.replace("[tool_errors, tool_efficiency]", "[t_ray_flaky]"), encoding="utf-8")
+    report, _ = _both(cluster, runs, spec, tmp_path, "--plugin", str(plugin))
+    entries = {entry["case_id"]: entry for entry in report["entries"]}
+    assert "the flaky scorer crashed" in json.dumps(entries["chat"])
+    assert "the flaky scorer crashed" not in json.dumps(entries["weather"])
+
+
 def test_unknown_engine_and_unreachable_cluster_are_one_line_errors(cluster: Cluster, tmp_path: Path) -> None:
     runs = SAMPLES / "runs"
     wrong = cluster.evaltrace(*_score_args(runs, None, tmp_path / "x.json", "--engine", "spark"))
