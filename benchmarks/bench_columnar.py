@@ -1,6 +1,6 @@
 """Which columnar engine for the rule scorers: pyarrow.compute, DuckDB or Polars, measured (issue 17).
 
-Run: `.venv/bin/python benchmarks/bench_columnar.py [--traces 10000] [--repeats 5]`
+Run: `.venv/bin/python benchmarks/bench_columnar.py [--traces 10000] [--repeats 5] [--cli PAIRS]`
 
 On the peer benchmark's traces table (`benchmarks/out/peer-N-seed7`, its strict trajectory per case;
 the table is built once into `benchmarks/out/columnar-cache/`), each engine answers the question the
@@ -9,6 +9,8 @@ Measured per engine, in this one process: the import (a fresh interpreter's, in 
 the median of `--repeats` runs over the whole table, from the Arrow batches to one boolean per row.
 Every engine's answers must be the same. Then the columnar path itself (`RunCalls` plus the
 `trajectory` form, scores built for the passing rows) against the reference scorer on the same traces.
+With `--cli PAIRS`: the whole warm `evaltrace score --workers 1`, columnar forms on and cleared
+(`FORMS.clear()`), interleaved, CPU of each child process, and the two JSON reports compared.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import functools
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -135,10 +138,44 @@ def _scorers(table_path: Path, folder: Path, repeats: int) -> None:
     print(f"trajectory, {len(jobs)} traces: reference {reference_s:.3f} s, columnar path {columnar_s:.3f} s CPU")
 
 
+_CLI = """
+import sys
+if sys.argv[1] == "off":
+    from evaltrace.evaluators.columnar import forms
+    forms.FORMS.clear()
+from evaltrace.cli.main import run
+sys.argv = ["evaltrace", "score", *sys.argv[2:]]
+run()
+"""
+
+
+def _cli_ab(folder: Path, pairs: int) -> None:
+    """`evaltrace score --workers 1` warm, columnar forms on and cleared, interleaved; reports compared."""
+    work = HERE / "out" / "columnar-cli"
+    env = {**os.environ, "EVALTRACE_CACHE_DIR": str(work / "cache"), "EVALTRACE_STORE": str(work / "store")}
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    for index in range(pairs * 2 + 1):
+        mode = "on" if index % 2 == 0 else "off"
+        args = [str(folder / "runs"), "--spec", str(folder / "spec.json"), "--json", str(work / f"{mode}.json")]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cmd = [sys.executable, "-c", _CLI, mode, *args, "--workers", "1"]
+        subprocess.run(cmd, env=env, capture_output=True, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if index:  # the first run fills the traces cache
+            times[mode].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    reports = [json.loads((work / f"{mode}.json").read_text(encoding="utf-8")) for mode in ("on", "off")]
+    for report in reports:
+        report.pop("created_at")
+    same = "identical" if reports[0] == reports[1] else "DIFFERENT"
+    on, off = statistics.median(times["on"]), statistics.median(times["off"])
+    print(f"evaltrace score warm, --workers 1: columnar on {on:.2f} s, off {off:.2f} s CPU (median); reports {same}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", type=int, default=10000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cli", type=int, default=0, metavar="PAIRS", help="also A/B the warm command, PAIRS times")
     args = parser.parse_args()
     folder = HERE / "out" / f"peer-{args.traces}-seed7"
     if not (folder / "spec.json").exists():
@@ -154,6 +191,8 @@ def main() -> None:
     assert all(found == answers["pyarrow.compute"] for found in answers.values()), "the engines disagree"
     print(f"all engines agree: {sum(answers['pyarrow.compute'])} of {table.num_rows} rows pass")
     _scorers(path, folder, args.repeats)
+    if args.cli:
+        _cli_ab(folder, args.cli)
 
 
 if __name__ == "__main__":
