@@ -41,6 +41,21 @@ class RowCalls:
     """The run's wall time in microseconds (`None`: start or end not recorded)."""
     call_micros: list[int | None]
     """Each call's wall time in microseconds, in call order."""
+    _batch: BatchCalls = field(repr=False, compare=False)
+    _index: int = field(repr=False, compare=False)
+    """The row's position in its batch."""
+
+    def value(self, column: str) -> object:
+        """The row's value of a top-level column of the traces table (`output`, `tool_schemas`, ...).
+
+        A column is converted for the whole batch the first time any row asks for it.
+        """
+        return self._batch.column(column)[self._index]
+
+    def call_values(self, field_name: str) -> list[object]:
+        """One field of the row's tool calls (`result_json`, `error`, ...), in call order."""
+        start, end = self._batch.bounds(self._index)
+        return self._batch.call_field(field_name)[start:end]
 
     @property
     def failed(self) -> bool:
@@ -71,6 +86,9 @@ class BatchCalls:
         self._run_micros = _micros(batch.column("start_time"), batch.column("end_time"))
         self._call_micros = _micros(pc.struct_field(values, "start_time"), pc.struct_field(values, "end_time"))
         self._rows = _top_rows(batch)
+        self._batch = batch
+        self._columns: dict[str, list[object]] = {}
+        self._call_fields: dict[str, list[object]] = {}
 
     @property
     def trace_ids(self) -> list[str]:
@@ -97,7 +115,27 @@ class BatchCalls:
             usage={name: values[index] for name, values in self._usage.items()},
             run_micros=self._run_micros[index],
             call_micros=self._call_micros[start:end],
+            _batch=self,
+            _index=index,
         )
+
+    def bounds(self, index: int) -> tuple[int, int]:
+        """Where row `index`'s calls start and end in the flat call lists."""
+        return self._offsets[index], self._offsets[index + 1]
+
+    def column(self, name: str) -> list[object]:
+        """A top-level column of the batch as Python values (converted once, on first use)."""
+        found = self._columns.get(name)
+        if found is None:
+            found = self._columns[name] = self._batch.column(name).to_pylist()
+        return found
+
+    def call_field(self, name: str) -> list[object]:
+        """One field of every call in the batch, flat, as Python values (converted once, on first use)."""
+        found = self._call_fields.get(name)
+        if found is None:
+            found = self._call_fields[name] = pc.struct_field(self._values, name).to_pylist()
+        return found
 
     # The error flags cost more than all the other columns together (string kernels over every
     # call's error and result): computed once per batch, and only if a form asks.
