@@ -24,7 +24,7 @@ from typing import BinaryIO
 from _venvs import cached_venv
 
 REPO = Path(__file__).resolve().parents[2]
-RAY_REQUIREMENT = "ray==2.60.0"
+RAY_REQUIREMENT = "ray[data]==2.60.0"  # Ray Data (numpy, pandas) reads and shuffles the spans
 HEAD_IP = "127.0.0.2"
 NODE_MEMORY = str(1_500_000_000)
 OBJECT_STORE = str(150_000_000)
@@ -32,8 +32,8 @@ START_TIMEOUT = 120.0
 
 
 def ray_python() -> Path:
-    """The interpreter of the cached venv with Ray and this repository (built once, ~40 s)."""
-    python: Path = cached_venv(REPO / ".framework-venvs" / "ray", [RAY_REQUIREMENT], with_evaltrace=True)
+    """The interpreter of the cached venv with Ray Data and this repository (built once)."""
+    python: Path = cached_venv(REPO / ".framework-venvs" / "ray-data", [RAY_REQUIREMENT], with_evaltrace=True)
     return python
 
 
