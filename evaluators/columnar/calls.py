@@ -88,6 +88,14 @@ class RowCalls:
         """One field of the row's tool calls (`result_json`, `error`, ...), in call order."""
         return self._batch.call_field(field_name)[self._start : self._end]
 
+    def iteration_values(self, field_name: str) -> list[object]:
+        """One field of the row's model calls (`model`, `usage`, `error`, `finish_reasons`, ...), in order.
+
+        Converts that field alone: the whole `iterations` column (`value`) costs ~20x more.
+        """
+        start, end = self._batch.iteration_bounds(self._index)
+        return self._batch.iteration_field(field_name)[start:end]
+
 
 class BatchCalls:
     """The tool calls of one traces-table batch, by top-level trace id; each column converted on first use."""
@@ -132,6 +140,24 @@ class BatchCalls:
         if found is None:
             found = self._call_fields[name] = pc.struct_field(self._values, name).to_pylist()
         return found
+
+    def iteration_bounds(self, index: int) -> tuple[int, int]:
+        """Where row `index`'s model calls start and end in the flat iteration lists."""
+        return self._iteration_offsets[index], self._iteration_offsets[index + 1]
+
+    def iteration_field(self, name: str) -> list[object]:
+        """One field of every model call in the batch, flat, as Python values (converted once, on first use)."""
+        key = f"iterations.{name}"  # call fields share the cache: a key no call field can have
+        found = self._call_fields.get(key)
+        if found is None:
+            values = self._batch.column("iterations").values  # offsets index into the unsliced array
+            found = self._call_fields[key] = pc.struct_field(values, name).to_pylist()
+        return found
+
+    @functools.cached_property
+    def _iteration_offsets(self) -> list[int]:
+        offsets: list[int] = self._batch.column("iterations").offsets.to_pylist()
+        return offsets
 
     @functools.cached_property
     def model_calls(self) -> list[int]:
