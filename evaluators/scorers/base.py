@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, ClassVar, Self
@@ -24,6 +25,12 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic_core import to_jsonable_python
 
 from evaltrace.collector.convert.records import Trace
+
+_HASHES: dict[int, tuple[weakref.ref[Scorer], str]] = {}
+"""`config_hash` by scorer object: a 10,000-case spec has 10,000 scorers, each hashed by the report
+and by the score store. Keyed by `id` (a configuration holds dicts, so a scorer is unhashable) and
+dropped when the scorer dies, so an id reused by a later object never finds a stale digest. A scorer
+is frozen: its configuration, and so its digest, never changes."""
 
 
 class Score(BaseModel):
@@ -101,9 +108,15 @@ class Scorer(BaseModel, ABC):
         A spec check hashes apart from the same scorer used as a default: its verdicts differ
         where evidence is missing (a failure rather than "does not apply").
         """
+        key = id(self)
+        known = _HASHES.get(key)
+        if known is not None and known[0]() is self:
+            return known[1]
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
         mark = ":check" if self._spec_check else ""
-        return hashlib.sha256(f"{self.name}:{self.version}{mark}:{blob}".encode()).hexdigest()[:12]
+        digest = hashlib.sha256(f"{self.name}:{self.version}{mark}:{blob}".encode()).hexdigest()[:12]
+        _HASHES[key] = (weakref.ref(self, lambda _: _HASHES.pop(key, None)), digest)
+        return digest
 
     def result(
         self, passed: bool | None, value: float | None = None, reason: str | None = None, **details: Any
