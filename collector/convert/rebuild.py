@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
@@ -31,6 +31,9 @@ from evaltrace.collector.convert.records import Conversation, Trace
 from evaltrace.collector.store.spans import Span
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from evaltrace.collector.store.runfiles import Location
     from evaltrace.collector.store.shard import Shard
 
 logger = logging.getLogger(__name__)
@@ -139,6 +142,20 @@ def read_traces(
     from evaltrace.collector.store.reader import iter_traces
 
     for spans in iter_traces(paths, shard, trace_ids=trace_ids):
+        yield from convert_trace(spans, histories=histories)
+
+
+def convert_span_rows(
+    parts: Sequence[tuple[Location, Sequence[pa.RecordBatch]]], *, histories: bool = True
+) -> Iterator[Trace]:
+    """`read_traces` over span rows already read, file by file (see `reader.span_groups_of_rows`).
+
+    Raises:
+        InputError: a row is malformed (named with its file).
+    """
+    from evaltrace.collector.store.reader import span_groups_of_rows
+
+    for spans in span_groups_of_rows(parts):
         yield from convert_trace(spans, histories=histories)
 
 

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.store.jsonvalue import STRICT_DECODER, loads_attributes
-from evaltrace.collector.store.runfiles import column_values, iter_batches, not_utf8
+from evaltrace.collector.store.runfiles import Location, column_values, iter_batches, not_utf8
 from evaltrace.collector.store.schema import BASE_COLUMNS
 from evaltrace.collector.store.shard import RowFilter
 from evaltrace.collector.store.spans import Span, SpanEvent, SpanLink
@@ -76,7 +76,7 @@ def read_span_batches(path: Path, only: RowFilter | None = None) -> Iterator[Spa
         yield decode_batch(path, batch, resources)
 
 
-def decode_batch(path: Path, batch: pa.RecordBatch, resources: dict[str | None, dict[str, Any]]) -> SpanBatch:
+def decode_batch(path: Location, batch: pa.RecordBatch, resources: dict[str | None, dict[str, Any]]) -> SpanBatch:
     """Decode one record batch of `SPAN_COLUMNS`; `resources` caches decoded resource texts."""
     # Decoding allocates a few container objects per span, all of which outlive the batch, so
     # the cyclic GC's collections during it free nothing; pausing it saves ~20% of read time.
@@ -91,7 +91,7 @@ def decode_batch(path: Path, batch: pa.RecordBatch, resources: dict[str | None, 
             gc.enable()
 
 
-def _decode_batch(path: Path, batch: pa.RecordBatch, resources: dict[str | None, dict[str, Any]]) -> SpanBatch:
+def _decode_batch(path: Location, batch: pa.RecordBatch, resources: dict[str | None, dict[str, Any]]) -> SpanBatch:
     head = [column_values(batch.column(name)) for name in _HEAD]
     span_ids: list[str] = head[1]
 

@@ -53,3 +53,24 @@ def _index_trace_ends(files: Sequence[Path], only: RowFilter | None) -> list[lis
     for trace_id, index in last_file.items():
         ends_at[index].append(trace_id)
     return ends_at
+
+
+def group_parts(parts: Sequence[Iterator[Batch[_T]]]) -> Iterator[list[_T]]:
+    """`stream_groups` over rows already read: `parts` holds each file's batches, in file order.
+
+    The same grouping and deduplication (the first copy in file order wins), and the same order:
+    traces by the last part they appear in, then by first appearance. Every part is read before
+    the first group is yielded, since which part ends a trace is known only at the end.
+    """
+    open_traces: dict[str, dict[str, _T]] = {}
+    last_part: dict[str, int] = {}
+    for index, batches in enumerate(parts):
+        for trace_ids, span_ids, batch in batches:
+            for trace_id, span_id, row in zip(trace_ids, span_ids, batch, strict=True):
+                rows = open_traces.get(trace_id)
+                if rows is None:
+                    rows = open_traces[trace_id] = {}
+                rows.setdefault(span_id, row)
+                last_part[trace_id] = index
+    for trace_id in sorted(open_traces, key=last_part.__getitem__):  # stable: first appearance next
+        yield list(open_traces.pop(trace_id).values())

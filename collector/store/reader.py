@@ -36,13 +36,15 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.store import _decode, otlp_frames, runfiles
-from evaltrace.collector.store._grouping import stream_groups
+from evaltrace.collector.store._grouping import group_parts, stream_groups
 from evaltrace.collector.store._logs_decode import LogAttachment, LogRow, attach_logs, read_log_batches
 from evaltrace.collector.store._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_files
 from evaltrace.collector.store.inflight import clean_stale_inflight, find_stale_inflight
-from evaltrace.collector.store.runfiles import RecordingLosses, recording_losses
+from evaltrace.collector.store.runfiles import Location, RecordingLosses, recording_losses
 from evaltrace.collector.store.schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX, SIGNAL_LOGS, SIGNAL_SPANS
 from evaltrace.collector.store.shard import Shard, TracePrefix, row_filter
 from evaltrace.collector.store.spans import Span
@@ -51,6 +53,7 @@ logger = logging.getLogger("evaltrace")
 
 __all__ = [
     "LogAttachment",
+    "SPAN_COLUMNS",
     "RecordingLosses",
     "RunsSummary",
     "Shard",
@@ -63,12 +66,16 @@ __all__ = [
     "iter_traces",
     "read_spans",
     "recording_losses",
+    "resolve_locations",
     "resolve_paths",
+    "span_groups_of_rows",
     "split_signals",
     "summarize_runs",
 ]
 
 PathArg = str | os.PathLike[str]
+SPAN_COLUMNS = _decode.SPAN_COLUMNS
+"""The span-file columns a trace is rebuilt from (what `span_groups_of_rows` takes)."""
 _GLOB_CHARS = frozenset("*?[")
 _SPAN_ORDER = attrgetter("start_time_ns", "span_id")
 
@@ -230,6 +237,68 @@ def iter_traces(
             spans.sort(key=_SPAN_ORDER)
             yield spans
     _warn_unattached(stats)
+
+
+def span_groups_of_rows(parts: Sequence[tuple[Location, Sequence[pa.RecordBatch]]]) -> Iterator[list[Span]]:
+    """`iter_traces` over span rows already read (`SPAN_COLUMNS` batches), as a shuffle delivers them.
+
+    Args:
+        parts: per span file, in reading order, its name (for errors) and the rows it gave; the
+            rows of a trace may be spread over several parts, as over several files.
+
+    Returns:
+        The spans of each trace as one list, deduplicated and sorted as `iter_traces` does.
+
+    Raises:
+        InputError: a row holds malformed JSON or text that is not UTF-8 (named with its file).
+    """
+
+    def decoded(location: Location, batches: Sequence[pa.RecordBatch]) -> Iterator[_decode.SpanBatch]:
+        resources: dict[str | None, dict[str, Any]] = {None: {}, "": {}}
+        for batch in batches:
+            yield _decode.decode_batch(location, batch, resources)
+
+    for group in group_parts([decoded(location, batches) for location, batches in parts]):
+        group.sort(key=_SPAN_ORDER)
+        yield group
+
+
+def resolve_locations(paths: Iterable[PathArg]) -> list[Location]:
+    """`resolve_paths`, where an argument may also be a URI (`file:///runs`, `s3://bucket/run`).
+
+    A URI names one file, or a folder whose `*.parquet` files are read (no globs in URIs).
+
+    Raises:
+        InputError: as `resolve_paths`; also a URI naming nothing or no filesystem pyarrow knows.
+    """
+    given = [str(arg) for arg in paths]
+    uris = [arg for arg in given if runfiles.is_uri(arg)]
+    local: list[Location] = list(resolve_paths([a for a in given if a not in uris])) if len(uris) < len(given) else []
+    found = [location for uri in uris for location in _uri_files(uri)]
+    return sorted({str(loc): loc for loc in [*local, *found]}.values(), key=lambda loc: (_name(loc), str(loc)))
+
+
+def _name(location: Location) -> str:
+    return location.name if isinstance(location, Path) else location.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _uri_files(uri: str) -> list[Location]:
+    from pyarrow import fs as pafs
+
+    try:
+        filesystem, inner = pafs.FileSystem.from_uri(uri)
+        info = filesystem.get_file_info(inner)
+        if info.type == pafs.FileType.Directory:
+            listed = filesystem.get_file_info(pafs.FileSelector(inner))
+            names = [i.base_name for i in listed if i.type == pafs.FileType.File and i.extension == "parquet"]
+            if not names:
+                raise InputError(f"{uri}: no *.parquet files in this folder")
+            return [f"{uri.rstrip('/')}/{name}" for name in names if not name.startswith(".")]
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{uri}: cannot be listed ({' '.join(str(exc).split())})") from None
+    if info.type != pafs.FileType.File:
+        raise InputError(f"{uri}: no such file or folder")
+    return [uri]
 
 
 def _warn_unattached(stats: LogAttachment) -> None:

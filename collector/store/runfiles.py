@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyarrow import fs as pafs
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.store.layout import SCHEMA
@@ -37,19 +38,39 @@ from evaltrace.collector.store.shard import RowFilter
 BATCH_ROWS = 16_384
 
 
-def _fail(path: Path, exc: BaseException) -> InputError:
+Location = Path | str
+"""A run file: a local path, or (a `str`) a URI any pyarrow filesystem opens (`file://`, `s3://`, ...)."""
+
+
+def is_uri(location: Location) -> bool:
+    """Whether `location` is a URI (`scheme://...`) rather than a local path."""
+    return isinstance(location, str) and "://" in location
+
+
+def _source(location: Location) -> Path | pa.NativeFile:
+    """What `pq.ParquetFile` reads: the local path, or the URI's file opened on its pyarrow filesystem."""
+    if not is_uri(location):
+        return Path(location)
+    try:
+        filesystem, inner = pafs.FileSystem.from_uri(str(location))
+    except pa.ArrowException as exc:
+        raise InputError(f"{location}: no filesystem pyarrow can open ({' '.join(str(exc).split())})") from None
+    return filesystem.open_input_file(inner)
+
+
+def _fail(path: Location, exc: BaseException) -> InputError:
     detail = " ".join(str(exc).split()) or type(exc).__name__
     return InputError(f"{path}: not a readable Parquet file ({detail}). It may be truncated, corrupt or not Parquet.")
 
 
-def open_run_file(path: Path) -> pq.ParquetFile:
+def open_run_file(path: Location) -> pq.ParquetFile:
     """Open `path` and check it is an evaltrace span or log-record file this version can read.
 
     Raises:
         InputError: the file is missing, unreadable, not Parquet, foreign, or of another schema.
     """
     try:
-        handle = pq.ParquetFile(path)
+        handle = pq.ParquetFile(_source(path))
         schema = handle.schema_arrow
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
@@ -78,7 +99,7 @@ def signal_of(handle: pq.ParquetFile) -> str:
     return _signal(handle.schema_arrow.metadata or {})
 
 
-def file_signal(path: Path) -> str:
+def file_signal(path: Location) -> str:
     """`spans` or `logs`: what the run file at `path` holds, checked as `open_run_file` does.
 
     Raises:
@@ -91,7 +112,7 @@ def file_signal(path: Path) -> str:
         handle.close()
 
 
-def _check_logs_version(path: Path, metadata: dict[bytes, bytes]) -> None:
+def _check_logs_version(path: Location, metadata: dict[bytes, bytes]) -> None:
     raw = metadata.get(METADATA_SCHEMA_VERSION, b"")
     try:
         version = int(raw.decode("ascii"))
@@ -106,7 +127,7 @@ def _check_logs_version(path: Path, metadata: dict[bytes, bytes]) -> None:
         )
 
 
-def _check_version(path: Path, metadata: dict[bytes, bytes]) -> None:
+def _check_version(path: Location, metadata: dict[bytes, bytes]) -> None:
     raw = metadata.get(METADATA_SCHEMA_VERSION)
     if raw is None:
         raise InputError(
@@ -126,7 +147,7 @@ def _check_version(path: Path, metadata: dict[bytes, bytes]) -> None:
         raise InputError(f"{path}: span schema v{version} is not supported (this evaltrace reads v{SCHEMA_VERSION})")
 
 
-def _check_columns(path: Path, schema: pa.Schema, layout: pa.Schema, version: str) -> None:
+def _check_columns(path: Location, schema: pa.Schema, layout: pa.Schema, version: str) -> None:
     names = set(schema.names)
     for expected in layout:
         if expected.name not in names:
@@ -204,7 +225,7 @@ def _count(value: str | None) -> int:
     return int(value) if value is not None and value.isdigit() else 0
 
 
-def recording_losses(files: Iterable[Path], signal: str = SIGNAL_SPANS) -> RecordingLosses:
+def recording_losses(files: Iterable[Location], signal: str = SIGNAL_SPANS) -> RecordingLosses:
     """What the writers of `files` lost in all, spans or log records (footers only; see `LossTally`).
 
     Raises:
@@ -221,7 +242,7 @@ def recording_losses(files: Iterable[Path], signal: str = SIGNAL_SPANS) -> Recor
 
 
 def iter_batches(
-    path: Path, columns: Sequence[str], only: RowFilter | None = None, tally: LossTally | None = None
+    path: Location, columns: Sequence[str], only: RowFilter | None = None, tally: LossTally | None = None
 ) -> Iterator[pa.RecordBatch]:
     """Yield record batches of `columns`, turning read failures into `InputError`.
 
@@ -242,7 +263,7 @@ def iter_batches(
         handle.close()
 
 
-def not_utf8(path: Path, exc: UnicodeDecodeError) -> InputError:
+def not_utf8(path: Location, exc: UnicodeDecodeError) -> InputError:
     """The error for a text column holding bytes that are not UTF-8 (pyarrow checks only when making a `str`)."""
     return InputError(
         f"{path}: a text column holds bytes that are not UTF-8 ({exc.reason} at byte {exc.start} of a value); "

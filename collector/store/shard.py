@@ -72,6 +72,18 @@ class Shard(RowFilter):
         return batch if self.count == 1 else super().keep(batch)
 
 
+def shard_keys(trace_ids: pa.Array, count: int) -> pa.Array:
+    """Each row's shard index (int32) among `count` shards: the shard whose `Shard.mask` keeps the row.
+
+    A shuffle keyed on it (the Ray engine's) puts every span of a trace in one group, the very
+    traces `Shard(index, count)` reads from the files.
+    """
+    keys = pa.nulls(len(trace_ids), pa.int32()).fill_null(count - 1)
+    for index in range(count - 1):  # the last shard takes whatever the others do not
+        keys = pc.if_else(Shard(index, count).mask(trace_ids), pa.scalar(index, pa.int32()), keys)
+    return keys
+
+
 @dataclass(frozen=True)
 class TraceIds(RowFilter):
     """Only the rows of these trace ids."""

@@ -34,15 +34,15 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.store.reader import Shard
+from evaltrace.collector.store.runfiles import Location
 from evaltrace.evaluators.engine._loop import Router, score_held, score_stream_now
-from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine._spill import Spill
+from evaltrace.evaluators.engine.ray_data import MAX_RETRIES, ListSpill, RunParts, ShardResult, score_groups
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
@@ -52,36 +52,11 @@ if TYPE_CHECKING:
     from evaltrace.evaluators.report.writer import EntrySink
     from evaltrace.evaluators.spec.loader import LoadedSpec
 
-MAX_RETRIES = 3
-"""Times Ray re-runs a shard's task whose worker process or node died."""
 SHARDS_PER_CPU = 2
 """Shards per CPU of the cluster: several per CPU balance uneven nodes and give progress steps."""
 ADDRESS_ENV = "RAY_ADDRESS"
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for the head node to accept a connection before giving up."""
-
-# One parked sample as `Spill.add` takes it: group, start, trace id, JSON, tag.
-_Row = tuple[str, datetime | None, str | None, bytes, int]
-
-
-@dataclasses.dataclass
-class ShardResult:
-    """What one task returns: its samples, or the bad input it met, and its router's hand-over."""
-
-    rows: list[_Row]
-    router: RouterState | None
-    stats: RunStats | None
-    input_error: str | None = None
-
-
-class _ListSpill:
-    """A task's stand-in for the driver's `Spill`: rows kept in a list returned with the task."""
-
-    def __init__(self) -> None:
-        self.rows: list[_Row] = []
-
-    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
-        self.rows.append((group, start, trace_id, payload, tag))
 
 
 def score_shard(
@@ -90,7 +65,7 @@ def score_shard(
     """Score the traces of `shard` of `files` with `router` (a fresh copy): the body of one Ray task."""
     from evaltrace.collector.convert.cache import traces_of
 
-    spill = _ListSpill()
+    spill = ListSpill()
     quiet = dataclasses.replace(options, progress=None)
     try:
         with scorer_time_limit(options.scorer_timeout):
@@ -195,7 +170,7 @@ def shard_count(ray: Any, requested: int | None) -> int:
 
 
 def score_on_ray(
-    files: Sequence[Path],
+    files: Sequence[Location],
     router: Router,
     stats: RunStats,
     spill: Spill,
@@ -215,19 +190,73 @@ def score_on_ray(
     check_router(router)
     ray = connect(address)
     count = shard_count(ray, shards)
-    # SPREAD: shards go to every node rather than filling the first ones (each reads every file).
-    task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1, scheduling_strategy="SPREAD")(run_shard)
-    absolute = [path.resolve() for path in files]  # workers do not share the driver's working folder
     _ship_plugins(ray, router)
     # The progress bar stays here, and judge settings (an API key among them) never leave the driver.
     shipped = dataclasses.replace(options, progress=None, judge_overrides={})
-    shared = ray.put((absolute, histories, router, RunStats(prices=stats.prices), shipped))
-    pending = [task.remote(Shard(index, count), shared) for index in range(count)]
-    results = _gather(ray, pending, spill, options.progress)
+    # Workers do not share the driver's working folder: local paths go absolute, URIs as they are.
+    located = [path.resolve() if isinstance(path, Path) else path for path in files]
+    if _holds_logs(located):
+        results = _score_by_shards(ray, located, count, (histories, router, stats, shipped), spill, options.progress)
+    else:
+        parts = RunParts(located, histories, router, RunStats(prices=stats.prices), shipped)
+        gathered = _Gathered(spill, options.progress)
+        score_groups(parts, count, gathered.add)
+        results = [gathered.results[key] for key in sorted(gathered.results)]
     for result in results:
         assert result.router is not None and result.stats is not None
         router.state.merge(result.router)
         stats.merge(result.stats)
+
+
+def _holds_logs(files: Sequence[Location]) -> bool:
+    """Whether log-record files are among `files` (Ray Data's path reads span files only).
+
+    Raises:
+        InputError: a file is unreadable, or log-record files are given as URIs.
+    """
+    from evaltrace.collector.store.runfiles import file_signal, is_uri
+    from evaltrace.collector.store.schema import SIGNAL_LOGS
+
+    logs = [path for path in files if file_signal(path) == SIGNAL_LOGS]
+    if any(is_uri(path) for path in files) and logs:
+        raise InputError(f"{logs[0]}: --engine ray reads runs with log-record files from local paths only")
+    return bool(logs)
+
+
+class _Gathered:
+    """The driver's side of Ray Data's path: each group's samples parked and its progress shown as it ends."""
+
+    def __init__(self, spill: Spill, progress: Callable[[int], None] | None) -> None:
+        self.spill, self.progress = spill, progress
+        self.results: dict[int, ShardResult] = {}
+        self.read = 0
+
+    def add(self, key: int, result: ShardResult) -> None:
+        if result.input_error is not None:
+            raise InputError(result.input_error)
+        for row in result.rows:
+            self.spill.add(*row)
+        self.results[key] = result
+        self.read += result.stats.traces if result.stats is not None else 0
+        if self.progress is not None:
+            self.progress(self.read)
+
+
+def _score_by_shards(
+    ray: Any,
+    files: Sequence[Location],
+    count: int,
+    run: tuple[bool, Router, RunStats, ScoreOptions],
+    spill: Spill,
+    progress: Callable[[int], None] | None,
+) -> list[ShardResult]:
+    """Shard tasks that each read every file and keep their shard's traces (runs with log-record files)."""
+    histories, router, stats, shipped = run
+    # SPREAD: shards go to every node rather than filling the first ones (each reads every file).
+    task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1, scheduling_strategy="SPREAD")(run_shard)
+    shared = ray.put(([Path(path) for path in files], histories, router, RunStats(prices=stats.prices), shipped))
+    pending = [task.remote(Shard(index, count), shared) for index in range(count)]
+    return _gather(ray, pending, spill, progress)
 
 
 def _result(ray: Any, ref: Any, index: int, count: int) -> ShardResult:
@@ -298,13 +327,13 @@ def score_paths_ray(
     Raises:
         InputError: as `score_paths_to`; also Ray missing or unreachable, or a judge scorer in the run.
     """
-    from evaltrace.collector.store.reader import recording_losses, resolve_paths
+    from evaltrace.collector.store.reader import recording_losses, resolve_locations
     from evaltrace.evaluators.engine.scoring import _finish, _new_run
     from evaltrace.evaluators.scorers.base import reads_histories
 
     if shards is not None and shards < 1:
         raise ValueError(f"shards must be at least 1, not {shards}")
-    files = resolve_paths(paths)
+    files = resolve_locations(paths)
     router, stats = _new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     histories = reads_histories(router.scorers())

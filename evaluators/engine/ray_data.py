@@ -1,0 +1,212 @@
+"""The Ray engine's data path: Ray Data reads the span rows, shuffles them by trace, and each group is scored.
+
+1. Read. `ray.data.from_items` holds one item per span file (a local path, or a URI any pyarrow
+   filesystem opens); a map task reads each file with evaltrace's own reader
+   (`runfiles.iter_batches`), so schema checks, and the one-line errors naming the file, are
+   exactly those of a local run. `read_parquet` is not used: it checks no evaltrace schema and
+   its errors name no file the way the CLI reports them. Each row gets its shard key
+   (`shard.shard_keys` on the trace id, the shards of `Shard`), its file's index and its row
+   number in the file. Rows stay Arrow: nothing is decoded before the shuffle.
+2. Shuffle. `groupby(key).map_groups(...)`, Ray's own shuffle (sort-based, pull: plain tasks,
+   which Ray re-runs when a node dies, where the hash shuffle keeps state in actors): each group
+   holds every span of its traces, whichever files they were spread over.
+3. Score. A group's task puts its rows back in file and row order, rebuilds the traces with the
+   converter the file reader uses (`rebuild.convert_span_rows`: same decoding, deduplication on
+   (trace id, span id) with the first copy in file order winning, same span order) and scores
+   them with a fresh copy of the router, as `ray_engine.score_shard` does; it returns one row,
+   its `ShardResult` pickled. The driver gathers those as the tasks end (see `ray_engine`).
+
+Bad input met while reading (a damaged page) travels as a row of its own with the message and
+reaches the driver through group 0; bad input met while decoding is the group's `input_error`.
+Runs holding log-record files are not read this way (their records attach to spans as they are
+read, file by file): `ray_engine` scores those with per-shard tasks that read every file.
+
+The traces cache is not used on this path: a group's rows come from the shuffle, not from files
+a node could key a cached table by, and which node scores which group is Ray's choice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from evaltrace.collector.errors import InputError
+from evaltrace.collector.store.layout import SCHEMA
+from evaltrace.collector.store.reader import SPAN_COLUMNS
+from evaltrace.collector.store.runfiles import Location, iter_batches
+from evaltrace.collector.store.shard import shard_keys
+from evaltrace.evaluators.engine._loop import Router, score_stream_now
+from evaltrace.evaluators.engine._routers import RouterState
+from evaltrace.evaluators.engine.sample import RunStats
+from evaltrace.evaluators.engine.time_limit import scorer_time_limit
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.engine.scoring import ScoreOptions
+
+MAX_RETRIES = 3
+"""Times Ray re-runs a task whose worker process or node died."""
+# One parked sample as `Spill.add` takes it: group, start, trace id, JSON, tag.
+_Row = tuple[str, datetime | None, str | None, bytes, int]
+
+
+@dataclasses.dataclass
+class ShardResult:
+    """What one task returns: its samples, or the bad input it met, and its router's hand-over."""
+
+    rows: list[_Row]
+    router: RouterState | None
+    stats: RunStats | None
+    input_error: str | None = None
+
+
+class ListSpill:
+    """A task's stand-in for the driver's `Spill`: rows kept in a list returned with the task."""
+
+    def __init__(self) -> None:
+        self.rows: list[_Row] = []
+
+    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
+        """Keep one scored sample, as `Spill.add` parks it."""
+        self.rows.append((group, start, trace_id, payload, tag))
+
+
+KEY, FILE, ROW, ERROR, RESULT = "_shard", "_file", "_row", "_error", "_result"
+ROWS_SCHEMA = pa.schema(
+    [
+        *(SCHEMA.field(name).with_nullable(True) for name in SPAN_COLUMNS),
+        pa.field(KEY, pa.int32()),
+        pa.field(FILE, pa.int32()),
+        pa.field(ROW, pa.int64()),
+        pa.field(ERROR, pa.string()),
+    ]
+)
+"""The shuffled rows: the span columns decoding needs, the shard key, where the row was read, bad input."""
+_RESULTS_SCHEMA = pa.schema([pa.field(KEY, pa.int32()), pa.field(RESULT, pa.binary())])
+
+
+@dataclasses.dataclass(frozen=True)
+class RunParts:
+    """What every task needs, pickled once by the driver and unpickled afresh in each task."""
+
+    locations: list[Location]
+    histories: bool
+    router: Router
+    stats: RunStats
+    options: ScoreOptions
+
+
+def read_file(items: pa.Table, count: int) -> Iterator[pa.Table]:
+    """The read stage: the rows of each file in `items` (columns `file`, `location`), keyed by shard."""
+    for index, location in zip(items.column("file").to_pylist(), items.column("location").to_pylist(), strict=True):
+        first = 0
+        try:
+            for batch in iter_batches(location, SPAN_COLUMNS):
+                yield _keyed(batch, count, index, first)
+                first += batch.num_rows
+        except InputError as exc:
+            yield _error_row(str(exc), index)
+
+
+def _keyed(batch: pa.RecordBatch, count: int, file: int, first: int) -> pa.Table:
+    extra = [
+        shard_keys(batch.column("trace_id"), count),
+        pa.array([file] * batch.num_rows, pa.int32()),
+        pa.array(range(first, first + batch.num_rows), pa.int64()),
+        pa.nulls(batch.num_rows, pa.string()),
+    ]
+    return pa.Table.from_arrays([*batch.columns, *extra], schema=ROWS_SCHEMA)
+
+
+def _error_row(message: str, file: int) -> pa.Table:
+    values: dict[str, Any] = {KEY: 0, FILE: file, ROW: 0, ERROR: message}
+    arrays = [pa.array([values.get(field.name)], field.type) for field in ROWS_SCHEMA]
+    return pa.Table.from_arrays(arrays, schema=ROWS_SCHEMA)
+
+
+def score_group(rows: pa.Table, parts_blob: bytes) -> pa.Table:
+    """The scoring stage: one group of the shuffle (every span of its traces) scored into a `ShardResult`."""
+    import ray
+
+    key = rows.column(KEY)[0].as_py()
+    errors = rows.filter(pc.is_valid(rows.column(ERROR)))
+    if errors.num_rows:
+        first = errors.sort_by([(FILE, "ascending")]).column(ERROR)[0].as_py()
+        result = ShardResult(rows=[], router=None, stats=None, input_error=first)
+    else:
+        result = _score_rows(rows, ray.cloudpickle.loads(parts_blob))
+    return pa.Table.from_arrays(
+        [pa.array([key], pa.int32()), pa.array([ray.cloudpickle.dumps(result)])], schema=_RESULTS_SCHEMA
+    )
+
+
+def _score_rows(rows: pa.Table, parts: RunParts) -> ShardResult:
+    from evaltrace.collector.convert.rebuild import convert_span_rows
+
+    spill = ListSpill()
+    quiet = dataclasses.replace(parts.options, progress=None)
+    try:
+        with scorer_time_limit(parts.options.scorer_timeout):
+            traces = convert_span_rows(_by_file(rows, parts.locations), histories=parts.histories)
+            score_stream_now(traces, parts.router, parts.stats, spill, quiet)
+    except InputError as exc:
+        return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
+    return ShardResult(rows=spill.rows, router=parts.router.state, stats=parts.stats)
+
+
+def _by_file(rows: pa.Table, locations: Sequence[Location]) -> list[tuple[Location, list[pa.RecordBatch]]]:
+    """The group's rows back in file and row order (the shuffle keeps neither), split by file."""
+    ordered = rows.sort_by([(FILE, "ascending"), (ROW, "ascending")]).combine_chunks()
+    files = ordered.column(FILE).to_pylist()
+    parts: list[tuple[Location, list[pa.RecordBatch]]] = []
+    start = 0
+    while start < len(files):
+        end = _run_end(files, start)
+        part = ordered.slice(start, end - start).select(list(SPAN_COLUMNS))
+        parts.append((locations[files[start]], part.to_batches(max_chunksize=16_384)))
+        start = end
+    return parts
+
+
+def _run_end(values: list[int], start: int) -> int:
+    """The end of the run of equal values starting at `start` (values are sorted)."""
+    import bisect
+
+    return bisect.bisect_right(values, values[start], lo=start)
+
+
+def score_groups(parts: RunParts, count: int, on_result: Callable[[int, ShardResult], None]) -> None:
+    """Read, shuffle and score `parts.locations` in `count` groups; `on_result` takes each group's result."""
+    import ray
+    import ray.data
+
+    _quiet_ray_data(ray.data.DataContext.get_current())
+    blob = ray.cloudpickle.dumps(parts)
+    items = [{"file": index, "location": str(location)} for index, location in enumerate(parts.locations)]
+    dataset = (
+        ray.data.from_items(items, override_num_blocks=max(1, len(items)))
+        .map_batches(
+            read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}, max_retries=MAX_RETRIES
+        )
+        .groupby(KEY)
+        .map_groups(score_group, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=MAX_RETRIES)
+    )
+    for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+        for key, payload in zip(batch.column(KEY).to_pylist(), batch.column(RESULT).to_pylist(), strict=True):
+            on_result(key, ray.cloudpickle.loads(payload))
+
+
+def _quiet_ray_data(context: Any) -> None:
+    """No progress bars or statistics on the terminal (evaltrace shows its own progress), a task shuffle."""
+    from ray.data.context import ShuffleStrategy
+
+    context.enable_progress_bars = False
+    context.enable_operator_progress_bars = False
+    context.enable_auto_log_stats = False
+    context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
