@@ -35,6 +35,7 @@ from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.columnar.counts import budget_form, tool_errors_form
 from evaltrace.evaluators.columnar.limits import latency_form, usage_form
+from evaltrace.evaluators.columnar.tools import FORMS as TOOLS_FORMS
 from evaltrace.evaluators.scorers.arguments import ExpectedCall, call_matches, max_bipartite_matching
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.calls import Budget, ToolErrors
@@ -140,6 +141,7 @@ FORMS: dict[type[Scorer], Form] = {
     Budget: budget_form,
     UsageLimits: usage_form,
     Latency: latency_form,
+    **TOOLS_FORMS,
 }
 """Columnar forms by the exact scorer class they answer for."""
 
