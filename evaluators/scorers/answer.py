@@ -37,7 +37,14 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.scorers._text import contains_number, key_terms, mentions, numbers, parse_number
+
+# Re-exported (`as`): the columnar forms of these scorers (`evaluators/columnar/answer.py`) match text
+# with the very same helpers, and `_text` is private to this package.
+from evaltrace.evaluators.scorers._text import contains_number as contains_number
+from evaltrace.evaluators.scorers._text import key_terms as key_terms
+from evaltrace.evaluators.scorers._text import mentions as mentions
+from evaltrace.evaluators.scorers._text import numbers as numbers
+from evaltrace.evaluators.scorers._text import parse_number as parse_number
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.evidence import RECORD_HINT, no_answer
 from evaltrace.evaluators.scorers.registry import register
