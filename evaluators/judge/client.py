@@ -25,7 +25,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import httpx
@@ -128,6 +128,14 @@ class Completion(Generic[T]):
     completion_tokens: int
 
 
+class RequestBudget(Protocol):
+    """A request budget kept outside the client: shared by clients in several processes (the Ray engine)."""
+
+    async def take(self) -> bool:
+        """Take one request from the run's budget; `False` when none is left."""
+        ...
+
+
 class _Retry(Exception):
     # Internal signal: this attempt failed in a way worth repeating, after `wait` seconds if set.
     def __init__(self, error: JudgeError, wait: float | None = None) -> None:
@@ -144,9 +152,11 @@ class _Downgrade(Exception):
 class JudgeClient:
     """Sends chat-completion requests with retries, a concurrency bound and a request budget."""
 
-    def __init__(self, settings: JudgeSettings, counters: Counters) -> None:
+    def __init__(self, settings: JudgeSettings, counters: Counters, budget: RequestBudget | None = None) -> None:
         self._settings = settings
         self._counters = counters
+        self._budget = budget
+        """Where `max_requests` is counted when the run's budget is shared; `None`: in `counters`."""
         self._url = chat_completions_url(settings.base_url or "")
         self._shown_url = display_url(self._url)
         self._semaphore = asyncio.Semaphore(settings.concurrency)
@@ -216,9 +226,15 @@ class JudgeClient:
         # Jitter spreads retries of many concurrent requests so they do not hit the server together.
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
-    def _take_budget(self) -> None:
+    async def _take_budget(self) -> None:
         limit = self._settings.max_requests
-        if limit is not None and self._counters.requests >= limit:
+        if limit is None:
+            allowed = True
+        elif self._budget is not None:
+            allowed = await self._budget.take()
+        else:
+            allowed = self._counters.requests < limit
+        if not allowed:
             self._counters.budget_exhausted = True
             raise JudgeBudgetError(
                 f"judge request budget exhausted: all {limit} requests allowed for this run were sent "
@@ -229,7 +245,7 @@ class JudgeClient:
     async def _attempt(self, messages: list[dict[str, str]], parse: Callable[[str], T]) -> Completion[T]:
         asked = self.response_format
         async with self._semaphore:
-            self._take_budget()
+            await self._take_budget()
             response = await self._send(self._body(messages))
         self._check_status(response, asked)
         content, prompt_tokens, completion_tokens = _read_reply(response)

@@ -16,8 +16,8 @@ The settings, the setup checks and which key goes where are in `settings.py`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from evaltrace.evaluators.judge.cache import CachedVerdict, VerdictCache, cache_key
-from evaltrace.evaluators.judge.client import Completion, Counters, JudgeClient
+from evaltrace.evaluators.judge.client import Completion, Counters, JudgeClient, RequestBudget
 from evaltrace.evaluators.judge.prompts import RenderedPrompt
 from evaltrace.evaluators.judge.settings import JudgeSettings, JudgeSetupError
 from evaltrace.evaluators.judge.verdict import JudgeConfigError, JudgeError, JudgeRefusedError, Verdict, parse_verdict
@@ -76,8 +76,10 @@ class JudgeOutcome:
 class JudgeSession:
     """One run's judge: client, cache, counters. Create with `judge_session`."""
 
-    def __init__(self, settings: JudgeSettings) -> None:
+    def __init__(self, settings: JudgeSettings, budget: RequestBudget | None = None) -> None:
         self.settings = settings
+        self._budget = budget
+        """The run's request budget when it is shared with other sessions (see `RequestBudget`)."""
         self._counters = Counters()
         self._errors = 0
         self._hits = 0
@@ -226,7 +228,7 @@ class JudgeSession:
 
     def _http_client(self) -> JudgeClient:
         if self._client is None:
-            self._client = JudgeClient(self.settings, self._counters)
+            self._client = JudgeClient(self.settings, self._counters, self._budget)
         return self._client
 
 
@@ -276,6 +278,20 @@ async def judge_session(settings: JudgeSettings | None = None) -> AsyncIterator[
         await session.aclose()
 
 
+@contextmanager
+def serving(session: JudgeSession) -> Iterator[JudgeSession]:
+    """Make `session` the one `current_judge()` returns inside, without opening or closing it.
+
+    For a session whose questions are answered elsewhere (the Ray engine's actor pool), set up
+    and checked by its owner rather than by `judge_session`.
+    """
+    token = _CURRENT.set(session)
+    try:
+        yield session
+    finally:
+        _CURRENT.reset(token)
+
+
 def current_judge() -> JudgeSession | None:
     """The session opened by the innermost `judge_session`, or `None` outside one."""
     return _CURRENT.get()
@@ -290,4 +306,5 @@ __all__ = [
     "JudgeStats",
     "current_judge",
     "judge_session",
+    "serving",
 ]
