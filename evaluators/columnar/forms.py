@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evaltrace.collector.convert.records import Trace
+from evaltrace.evaluators.columnar.answer import FORMS as ANSWER_FORMS
 from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.columnar.counts import budget_form, tool_errors_form
 from evaltrace.evaluators.columnar.limits import latency_form, usage_form
@@ -141,6 +142,7 @@ FORMS: dict[type[Scorer], Form] = {
     Budget: budget_form,
     UsageLimits: usage_form,
     Latency: latency_form,
+    **ANSWER_FORMS,
     **TOOLS_FORMS,
 }
 """Columnar forms by the exact scorer class they answer for."""
