@@ -36,6 +36,7 @@ from evaltrace.evaluators.columnar.answer import FORMS as ANSWER_FORMS
 from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.columnar.counts import budget_form, tool_errors_form
 from evaltrace.evaluators.columnar.limits import latency_form, usage_form
+from evaltrace.evaluators.columnar.output import FORMS as OUTPUT_FORMS
 from evaltrace.evaluators.columnar.tools import FORMS as TOOLS_FORMS
 from evaltrace.evaluators.scorers.arguments import ExpectedCall, call_matches, max_bipartite_matching
 from evaltrace.evaluators.scorers.base import Score, Scorer
@@ -142,6 +143,7 @@ FORMS: dict[type[Scorer], Form] = {
     Budget: budget_form,
     UsageLimits: usage_form,
     Latency: latency_form,
+    **OUTPUT_FORMS,
     **ANSWER_FORMS,
     **TOOLS_FORMS,
 }
