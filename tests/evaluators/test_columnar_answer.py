@@ -8,16 +8,24 @@ by the forms never answering.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _columnar_check import check_same
+from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaltrace.collector.convert.records import Iteration, Message, MessagePart, ToolCall, Trace
+from evaltrace.evaluators.columnar import forms
+from evaltrace.evaluators.columnar.calls import RowCalls
+from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.report.json_writer import ReportWriter
 from evaltrace.evaluators.scorers.answer import AnswerQuality, Completeness, Correctness, Groundedness
-from evaltrace.evaluators.scorers.base import Scorer
+from evaltrace.evaluators.scorers.base import Score, Scorer
+from evaltrace.evaluators.spec.loader import load_spec
 
 _SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _PASSING = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -194,3 +202,87 @@ def test_a_check_counts_an_unrecorded_axis_as_zero_and_says_so() -> None:
     found = check_same(trace, AnswerQuality(facts=["Paris"], threshold=0.5))  # a default leaves the axis out
     assert found is not None and found.value == 1.0 and found.details is not None
     assert "unrecorded" not in found.details and found.details["axes"]["groundedness"]["value"] is None
+
+
+# The engine ----------------------------------------------------------------------------------
+
+_SPEC = """\
+confidence: 0.5
+cases:
+  - id: paris
+    input: Weather in Paris?
+    expect:
+      answer: {facts: ["18", Paris], fields: [temperature], aliases: {temperature: [degrees]}}
+      groundedness: {facts: [Paris]}
+      correctness: {expected: Paris 18}
+      completeness: {fields: [Paris, degrees]}
+  - id: rome
+    input: Weather in Rome?
+    expect:
+      answer: {facts: ["21", Rome]}
+"""
+
+
+def _answer_turn(rec: Recorder, city: str, measured: int, said: int) -> None:
+    """An agent that looks the weather up (`measured` degrees) and answers `said` degrees."""
+    with rec.span("invoke_agent helper", agent_attrs("helper")):
+        user = ("user", [text(f"Weather in {city}?")])
+        call_id = f"c-{rec.now}"
+        chat(
+            rec,
+            "gpt-4o",
+            messages(user),
+            messages(("assistant", [tool_call(call_id, "weather", {"city": city})])),
+            (9, 3),
+        )
+        result = json.dumps({"city": city, "temperature": measured, "stations": 1234})
+        with rec.span("execute_tool weather", tool_attrs("weather", call_id, json.dumps({"city": city}), result)):
+            rec.tick(1)
+        reply = messages(("assistant", [text(f"{city}: {said} degrees, from 1,234 stations.")]))
+        chat(rec, "gpt-4o", messages(user), reply, (20, 8))
+
+
+def _report(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
+    with ReportWriter(str(out)) as writer:
+        run = score_paths_to([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), cache=cache), writer, workers=1)
+        writer.finish(run.report)
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    report.pop("created_at")
+    return report
+
+
+def test_warm_scoring_answers_passing_answers_on_the_columnar_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    rec = Recorder(tmp_path / "runs")
+    for index in range(6):  # the Paris runs all pass but one; the Rome runs half pass
+        _answer_turn(rec, "Paris", 18, 25 if index == 0 else 18)
+        _answer_turn(rec, "Rome", 21, 21 if index % 2 else 19)
+    rec.close()
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(_SPEC, encoding="utf-8")
+    answered: list[str] = []
+    for cls in _CLASSES:
+        monkeypatch.setitem(forms.FORMS, cls, _counted(forms.FORMS[cls], answered))
+    reference = _report(tmp_path / "runs", spec, tmp_path / "none.json", cache=False)
+    cold = _report(tmp_path / "runs", spec, tmp_path / "cold.json", cache=True)
+    assert not answered  # no table read yet: the reference scored everything
+    warm = _report(tmp_path / "runs", spec, tmp_path / "warm.json", cache=True)
+    assert warm == cold == reference
+    # Paris: 5 runs pass every check, the one that says 25 passes completeness alone; Rome: the 3 that
+    # say 21 pass answer_quality (19 is neither found in the results nor the expected 21).
+    quality = ["answer_quality"] * (5 + 3)
+    assert sorted(answered) == sorted([*quality, *["groundedness", "correctness"] * 5, *["completeness"] * 6])
+    outcomes = [s["passed"] for e in warm["entries"] for x in e["samples"] for s in x["scores"]]
+    assert outcomes.count(False) > 0
+
+
+def _counted(form: forms.Form, answered: list[str]) -> forms.Form:
+    def counted(scorer: Scorer, row: RowCalls, trace: Trace) -> Score | None:
+        found = form(scorer, row, trace)
+        if found is not None:
+            answered.append(found.scorer)
+        return found
+
+    return counted
