@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -41,8 +42,9 @@ from evaltrace.collector.store.layout import SCHEMA
 from evaltrace.collector.store.reader import SPAN_COLUMNS
 from evaltrace.collector.store.runfiles import Location, iter_batches
 from evaltrace.collector.store.shard import shard_keys
-from evaltrace.evaluators.engine._loop import Router, score_stream_now
+from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import RouterState
+from evaltrace.evaluators.engine.ray_judges import score_in_task
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
@@ -153,7 +155,7 @@ def _score_rows(rows: pa.Table, parts: RunParts) -> ShardResult:
     try:
         with scorer_time_limit(parts.options.scorer_timeout):
             traces = convert_span_rows(_by_file(rows, parts.locations), histories=parts.histories)
-            score_stream_now(traces, parts.router, parts.stats, spill, quiet)
+            score_in_task(traces, parts.router, parts.stats, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
     return ShardResult(rows=spill.rows, router=parts.router.state, stats=parts.stats)
@@ -188,25 +190,31 @@ def score_groups(parts: RunParts, count: int, on_result: Callable[[int, ShardRes
     _quiet_ray_data(ray.data.DataContext.get_current())
     blob = ray.cloudpickle.dumps(parts)
     items = [{"file": index, "location": str(location)} for index, location in enumerate(parts.locations)]
-    dataset = (
-        ray.data.from_items(items, override_num_blocks=max(1, len(items)))
-        .map_batches(
-            read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}, max_retries=MAX_RETRIES
-        )
-        .groupby(KEY)
-        .map_groups(score_group, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=MAX_RETRIES)
-    )
+    dataset = _dataset(ray.data.from_items(items, override_num_blocks=max(1, len(items))), count, blob)
     for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
         for key, payload in zip(batch.column(KEY).to_pylist(), batch.column(RESULT).to_pylist(), strict=True):
             on_result(key, ray.cloudpickle.loads(payload))
+
+
+def _dataset(files: Any, count: int, blob: bytes) -> Any:
+    """The pipeline over the dataset of `files`: read, shuffle by shard key, score each group."""
+    # Bounded, where Ray Data retries its tasks forever: a scorer that kills its worker each time fails the
+    # run. Ray 2.60 deprecates task options given this way (none has a name of its own yet): not shown.
+    retried: dict[str, Any] = {"max_retries": MAX_RETRIES}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        rows = files.map_batches(read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}, **retried)
+        return rows.groupby(KEY).map_groups(
+            score_group, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, **retried
+        )
 
 
 def _quiet_ray_data(context: Any) -> None:
     """No progress bars or statistics on the terminal (evaltrace shows its own progress), a task shuffle."""
     from ray.data.context import ShuffleStrategy
 
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # before the switches below, which warn
     context.enable_progress_bars = False
     context.enable_operator_progress_bars = False
     context.enable_auto_log_stats = False
     context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
-    logging.getLogger("ray.data").setLevel(logging.WARNING)

@@ -109,7 +109,7 @@ def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return _bench_data(tmp_path_factory.mktemp("bench"), 3000)
 
 
-def _score_args(runs: Path, spec: Path | None, out: Path, *extra: str) -> list[str]:
+def _score_args(runs: Path | str, spec: Path | None, out: Path, *extra: str) -> list[str]:
     with_spec = ["--spec", str(spec)] if spec is not None else []
     return ["score", str(runs), *with_spec, "--json", str(out), "--no-store", *extra]
 
@@ -232,11 +232,13 @@ def test_killing_a_worker_node_mid_run_gives_the_same_report(
 
 
 def _kill_when_scoring(node: Node, scoring: subprocess.Popen[str]) -> None:
-    """Kill every process of `node` once one of them runs a shard, while the scoring still runs."""
+    """Kill every process of `node` once it scores a group of the shuffle, while the scoring still runs.
+
+    By then the node holds blocks of the shuffle too: Ray re-runs the tasks that made them."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         assert scoring.poll() is None, "the scoring ended before a task ran on the doomed node"
-        if node.running_task("run_shard"):
+        if node.running_task("MapBatches(score_group)"):
             node.kill()
             return
         time.sleep(0.05)
@@ -247,3 +249,77 @@ def test_every_node_is_on_loopback(cluster: Cluster) -> None:
     alive = cluster.alive_nodes()
     assert HEAD_IP in alive and "127.0.0.3" in alive
     assert all(ipaddress.ip_address(address).is_loopback for address in alive), alive
+
+
+@pytest.fixture(scope="module")
+def split_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six recorded traces, each rewritten half in one file and half in another (model calls apart)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("split")
+    rec = Recorder(root / "recorded")
+    for index in range(6):
+        _turn(rec, f"Weather in Paris, take {index}?", "It is 18C.", "Paris")
+    rec.close()
+    (recorded,) = sorted((root / "recorded").glob("*.parquet"))
+    table = pq.read_table(recorded)  # the file's metadata (schema version, run) is kept in both halves
+    chats = pc.starts_with(table.column("name"), "chat")
+    (root / "runs").mkdir()
+    pq.write_table(table.filter(chats), root / "runs" / "a.parquet")
+    pq.write_table(table.filter(pc.invert(chats)), root / "runs" / "b.parquet")
+    return root / "runs"
+
+
+def _files_per_trace(runs: Path) -> dict[str, int]:
+    import pyarrow.parquet as pq
+
+    counts: dict[str, int] = {}
+    for path in sorted(runs.glob("*.parquet")):
+        for trace_id in set(pq.read_table(path, columns=["trace_id"]).column(0).to_pylist()):
+            counts[trace_id] = counts.get(trace_id, 0) + 1
+    return counts
+
+
+def test_spans_of_a_trace_split_over_files_meet_in_one_group(cluster: Cluster, split_run: Path, tmp_path: Path) -> None:
+    assert sorted(_files_per_trace(split_run).values()) == [2] * 6  # the run is split as intended
+    report, _ = _both(cluster, split_run, None, tmp_path, "--no-cache")
+    assert report["counts"]["traces"] == 6 and report["counts"]["entries"] == 6
+    # The tool call (second file) is found with the model call that asked for it (first file).
+    reasons = [
+        score["reason"] for entry in report["entries"] for score in entry["scores"] if score["scorer"] == "tool_errors"
+    ]
+    assert reasons == ["All 1 tool calls succeeded."] * 6, reasons
+
+
+def test_a_file_uri_scores_as_its_path(cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, spec = crossing_run
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json"))
+    uri = runs.resolve().as_uri()
+    ray = cluster.evaltrace(*_score_args(uri, spec, tmp_path / "ray.json"), *cluster.engine_args())
+    assert ray.returncode == local.returncode, ray.stderr
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    assert reports[1]["inputs"]["paths"] == [uri]
+    reports[1]["inputs"]["paths"] = reports[0]["inputs"]["paths"]
+    assert _comparable(reports[1]) == _comparable(reports[0])
+    assert reports[0]["counts"]["traces"] == 51
+
+
+def test_a_damaged_file_is_one_error_line_naming_it(
+    cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, spec = crossing_run
+    copied = tmp_path / "runs"
+    copied.mkdir()
+    files = sorted(runs.glob("*.parquet"))
+    for path in files:
+        (copied / path.name).write_bytes(path.read_bytes())
+    damaged = copied / files[-1].name
+    data = bytearray(damaged.read_bytes())
+    data[100:4100] = bytes(4000)  # pages zeroed; the footer, which the driver checks, is intact
+    damaged.write_bytes(bytes(data))
+    done = cluster.evaltrace(*_score_args(copied, spec, tmp_path / "ray.json", "--no-cache", *cluster.engine_args()))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {damaged}: "), done.stderr
+    assert not (tmp_path / "ray.json").exists()
