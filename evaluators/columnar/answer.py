@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.columnar.calls import RowCalls
@@ -37,6 +37,23 @@ from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.evidence import RECORD_HINT
 
 AnswerScorer = Groundedness | Correctness | Completeness | AnswerQuality
+
+# `json.loads` and the reference's `json.dumps(result, default=str, ensure_ascii=False)`, built once:
+# `json.dumps` with options builds a new encoder per call, a third of the sources' cost.
+_loads = json.JSONDecoder().decode
+_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+class _Answer(NamedTuple):
+    """The row's answer and the numbers in it (read once: every axis looks for them)."""
+
+    text: str
+    numbers: list[float]
+
+
+def _answer(row: RowCalls) -> _Answer | None:
+    text = final_answer(row)
+    return None if text is None else _Answer(text, numbers(text))
 
 
 def final_answer(row: RowCalls) -> str | None:
@@ -65,9 +82,9 @@ def _sources(row: RowCalls) -> str | None:
         return None
     parts = [cast("str | None", row.value("input")) or ""]
     for text in cast("list[str | None]", row.call_values("result_json")):
-        result = None if text is None else json.loads(text)
+        result = None if text is None else _loads(text)
         if result is not None:
-            parts.append(result if isinstance(result, str) else json.dumps(result, default=str, ensure_ascii=False))
+            parts.append(result if isinstance(result, str) else _dumps(result))
     return "\n".join(parts)
 
 
@@ -83,16 +100,16 @@ def _number_label(value: float) -> str:
     return str(int(value)) if value.is_integer() else repr(value)
 
 
-def _groundedness(scorer: AnswerScorer, row: RowCalls, answer: str) -> Axis | None:
+def _groundedness(scorer: AnswerScorer, row: RowCalls, answer: _Answer) -> Axis | None:
     """The groundedness axis of a row with an answer, or `None` when its sources are in other rows."""
     if scorer.require_tool_call and not row.names:
         return Axis(0.0, "The agent answered without calling any tool.")
     sources = _sources(row)
     if sources is None:
         return None
-    source_numbers, answer_numbers = numbers(sources), numbers(answer)
-    claimed = [n for n in dict.fromkeys(answer_numbers) if abs(n) >= scorer.ignore_numbers_below]
-    facts = [f for f in scorer.facts if parse_number(f) is None and _found(scorer, f, answer, answer_numbers)]
+    source_numbers = numbers(sources)
+    claimed = [n for n in dict.fromkeys(answer.numbers) if abs(n) >= scorer.ignore_numbers_below]
+    facts = [f for f in scorer.facts if parse_number(f) is None and _found(scorer, f, answer.text, answer.numbers)]
     claims = [_number_label(n) for n in claimed] + facts
     if claims and not sources.strip():
         why = f"The answer makes claims but no input or tool result was recorded to check them; {RECORD_HINT}."
@@ -105,7 +122,7 @@ def _groundedness(scorer: AnswerScorer, row: RowCalls, answer: str) -> Axis | No
     return Axis(1.0, f"All {len(claims)} checked claims appear in the input or tool results.", {"claims": claims})
 
 
-def _correctness(scorer: AnswerScorer, answer: str) -> Axis | None:
+def _correctness(scorer: AnswerScorer, answer: _Answer) -> Axis | None:
     """The correctness axis, or `None` when the facts would come from the case (not given to a form)."""
     if scorer.facts:
         facts = scorer.facts
@@ -118,16 +135,15 @@ def _correctness(scorer: AnswerScorer, answer: str) -> Axis | None:
     return _coverage(scorer, answer, facts, "expected facts")
 
 
-def _completeness(scorer: AnswerScorer, answer: str) -> Axis:
+def _completeness(scorer: AnswerScorer, answer: _Answer) -> Axis:
     wanted = scorer.fields or scorer.facts
     if not wanted:
         return Axis(None, "No fields or facts are configured.")
     return _coverage(scorer, answer, wanted, "fields")
 
 
-def _coverage(scorer: AnswerScorer, answer: str, terms: list[str], what: str) -> Axis:
-    answer_numbers = numbers(answer)
-    missing = [t for t in terms if not _found(scorer, t, answer, answer_numbers)]
+def _coverage(scorer: AnswerScorer, answer: _Answer, terms: list[str], what: str) -> Axis:
+    missing = [t for t in terms if not _found(scorer, t, answer.text, answer.numbers)]
     value = (len(terms) - len(missing)) / len(terms)
     reason = f"{len(terms) - len(missing)} of {len(terms)} {what} found"
     reason += f"; missing: {', '.join(missing)}." if missing else "."
@@ -146,30 +162,29 @@ def _passing(scorer: AnswerScorer, axis: Axis | None, passed: bool | None = None
 
 def groundedness_form(scorer: Groundedness, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `groundedness` when every claim of the answer is in the sources, else `None`."""
-    answer = final_answer(row)
+    answer = _answer(row)
     axis = None if answer is None else _groundedness(scorer, row, answer)
     return _passing(scorer, axis, True) if axis is not None and axis.value == 1.0 else None
 
 
 def correctness_form(scorer: Correctness, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `correctness` when enough expected facts are in the answer, else `None`."""
-    answer = final_answer(row)
+    answer = _answer(row)
     return None if answer is None else _passing(scorer, _correctness(scorer, answer))
 
 
 def completeness_form(scorer: Completeness, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `completeness` when enough asked-for fields are in the answer, else `None`."""
-    answer = final_answer(row)
+    answer = _answer(row)
     return None if answer is None else _passing(scorer, _completeness(scorer, answer))
 
 
 def answer_quality_form(scorer: AnswerQuality, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `answer_quality` when the weighted axes reach the threshold, else `None`."""
-    answer = final_answer(row)
-    if answer is None:
-        return None
-    grounded, correct = _groundedness(scorer, row, answer), _correctness(scorer, answer)
-    if grounded is None or correct is None:
+    answer = _answer(row)
+    correct = None if answer is None else _correctness(scorer, answer)  # first: it may need the case
+    grounded = None if answer is None or correct is None else _groundedness(scorer, row, answer)
+    if answer is None or correct is None or grounded is None:
         return None
     axes = {"groundedness": grounded, "correctness": correct, "completeness": _completeness(scorer, answer)}
     if scorer.spec_check:  # as the reference: a check counts an axis it could not see as 0
