@@ -3,7 +3,7 @@
 Answers, like every form, only for a sure pass with the reference's exact `Score` (see `forms.py`),
 and computes each axis as the reference does (`scorers/answer.py`), from the row's columns:
 
-- the answer is the `output` column, else the last model reply's text (`Trace.final_answer`); a
+- the answer is the `output` column, else the last model reply's text (`output.final_answer`); a
   row with no answer is left to the reference (the axes then fail or do not apply);
 - groundedness's sources are the `input` column and the calls' results, each decoded from its JSON
   text and written back as the reference writes it (`json.dumps`: the table's compact text differs,
@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, cast
 
 from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.columnar.calls import RowCalls
+from evaltrace.evaluators.columnar.output import final_answer
 from evaltrace.evaluators.scorers.answer import (
     AnswerQuality,
     Axis,
@@ -54,25 +55,6 @@ class _Answer(NamedTuple):
 def _answer(row: RowCalls) -> _Answer | None:
     text = final_answer(row)
     return None if text is None else _Answer(text, numbers(text))
-
-
-def final_answer(row: RowCalls) -> str | None:
-    """`Trace.final_answer()` from the columns: the output, else the last model reply's text."""
-    output = row.value("output")
-    if output is not None:
-        return cast("str", output)
-    replies = cast("list[list[dict[str, Any]] | None]", row.iteration_values("output_messages"))
-    for messages in reversed(replies):
-        texts = [text for text in map(_message_text, messages or []) if text is not None]
-        if texts:
-            return "\n".join(texts)
-    return None
-
-
-def _message_text(message: dict[str, Any]) -> str | None:
-    """`Message.text`: the text parts joined by newlines, or `None` without one."""
-    texts = [part["text"] for part in message["parts"] if part["type"] == "text" and part["text"] is not None]
-    return "\n".join(texts) if texts else None
 
 
 def _sources(row: RowCalls) -> str | None:
