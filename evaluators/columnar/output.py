@@ -29,7 +29,7 @@ from evaltrace.evaluators.scorers.arguments import ArgumentMatch, ExpectedCall, 
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.limits import Cost
 from evaltrace.evaluators.scorers.output import Outcome, Output, StepRegex, Steps
-from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES, call_cost, find_price
+from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.scorers.tools import schema_errors
 
 _CUT_SHORT = frozenset({"length", "max_tokens", "content_filter"})
@@ -307,9 +307,12 @@ def _estimate(scorer: Cost, row: RowCalls, models: list[str | None]) -> tuple[fl
     usages = cast("list[dict[str, int | None]]", row.iteration_values("usage"))
     indexes = cast("list[int]", row.iteration_values("index"))
     usd, unpriced = 0.0, []
+    found: dict[str, ModelPrice | None] = {}  # a run calls few models: look each up once
     for recorded, counts, index in zip(models, usages, indexes, strict=True):
         model = recorded or fallback
-        price = find_price(model, table) if model else None
+        price = None
+        if model:
+            price = found[model] if model in found else found.setdefault(model, find_price(model, table))
         if price is None or (counts["input_tokens"] is None and counts["output_tokens"] is None):
             unpriced.append(f"model call {index} ({model or 'model not recorded'})")
             continue
