@@ -172,6 +172,10 @@ def _strip_code_fence(text: str) -> str:
     return inner
 
 
+strip_code_fence = _strip_code_fence
+"""The same function under a public name: the columnar `output` form reads fenced answers as `output` does."""
+
+
 class StepPattern(ExpectedCall):
     """A tool call to look for: a name and, optionally, arguments it must include."""
 
