@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
@@ -33,9 +34,11 @@ from evaltrace.collector.store.schema import (
 )
 from evaltrace.collector.store.shard import RowFilter
 
-# Rows per decoded batch: large enough to amortise pyarrow calls, small enough to keep the
-# decoded Python objects of one batch cheap next to the traces held in flight.
-BATCH_ROWS = 16_384
+# Rows per decoded batch: large enough to amortise pyarrow calls, small enough that one batch's
+# Python rows stay cheap (spans carry whole prompts). Traces are yielded as soon as their rows are
+# read, so the batch is most of what reading holds: rebuilding 10k traces (106,899 spans) peaked
+# at 433 MB with 16,384 rows, 268 MB with 4,096 and 196 MB with 1,024, at the same CPU time.
+BATCH_ROWS = 2_048
 
 
 Location = Path | str
@@ -281,6 +284,20 @@ def read_trace_ids(path: Path, only: RowFilter | None = None) -> list[str]:
         except UnicodeDecodeError as exc:
             raise not_utf8(path, exc) from None
     return list(seen)
+
+
+def count_trace_rows(path: Path, only: RowFilter | None = None) -> dict[str, int]:
+    """Each trace id's number of rows in a file (those `only` keeps), in order of first appearance."""
+    counts: dict[str, int] = {}
+    for batch in iter_batches(path, ["trace_id"], only):
+        # Log records emitted outside any span have no trace id.
+        try:
+            found = pc.value_counts(batch.column(0).drop_null()).to_pylist()
+        except UnicodeDecodeError as exc:
+            raise not_utf8(path, exc) from None
+        for item in found:  # in order of first appearance within the batch
+            counts[item["values"]] = counts.get(item["values"], 0) + item["counts"]
+    return counts
 
 
 def read_columns(path: Path, columns: Sequence[str], tally: LossTally | None = None) -> Iterator[dict[str, list[Any]]]:

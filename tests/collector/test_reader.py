@@ -262,6 +262,36 @@ def test_a_trace_waits_for_its_last_file_only(tmp_path: Path, monkeypatch: pytes
     assert seen == {"B": (3, [0]), "C": (3, [0, 1]), "A": (3, [0, 1, 2])}
 
 
+def test_within_a_file_each_trace_is_yielded_once_read_in_first_appearance_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider, memory = make_provider()
+    tracer = provider.get_tracer("t")
+    for name in ("A", "B", "C"):
+        with tracer.start_as_current_span(name):
+            with tracer.start_as_current_span(f"{name} child"):
+                pass
+    by_name = {s.name: s for s in memory.get_finished_spans()}
+    # Batches of two rows: [A child, B child] [A, C child] [C, B child again] [B]. A is complete after
+    # the second batch; C after the third but B appeared first, so C waits for B; B's duplicate
+    # row is counted and read, and B is yielded once, deduplicated.
+    order = ["A child", "B child", "A", "C child", "C", "B child", "B"]
+    files = write_files(tmp_path, [by_name[name] for name in order])
+    monkeypatch.setattr(runfiles, "BATCH_ROWS", 2)
+    batches = [0]
+    real = _decode.read_span_batches
+
+    def spy(path: Path, only: RowFilter | None = None) -> Iterator[SpanBatch]:
+        for batch in real(path, only):
+            batches[0] += 1
+            yield batch
+
+    monkeypatch.setattr(reader._decode, "read_span_batches", spy)
+    seen = [(_root_name(g), len(g), batches[0]) for g in iter_traces(files)]
+
+    assert seen == [("A", 2, 2), ("B", 2, 4), ("C", 2, 4)]
+
+
 def _root_name(group: list[Span]) -> str:
     return next(s.name for s in group if s.parent_span_id is None)
 
