@@ -24,6 +24,7 @@ by the reference's own rules.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -83,8 +84,14 @@ def _offered(row: RowCalls) -> list[dict[str, Any]]:
 
 
 def _decoded(row: RowCalls) -> list[Any]:
-    """Each call's arguments as the trace holds them (`None`: not recorded)."""
-    return [None if text is None else json.loads(text) for text in row.arguments]
+    """Each call's arguments as the trace holds them (`None`: not recorded).
+
+    One parse of all of them as one JSON array (as the trace decoder does): each text is a whole
+    JSON value, so the array's items are exactly the values, for one call's overhead.
+    """
+    texts = row.arguments
+    joined: list[Any] = json.loads("[" + ",".join("null" if text is None else text for text in texts) + "]")
+    return joined
 
 
 def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls, trace: Trace) -> Score | None:
@@ -109,8 +116,8 @@ def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls, trace: Trac
     known = offered | set(scorer.schemas) if offered else set()
     truncated = row.call_values("arguments_truncated")
     checked = 0
-    for name, text, cut in zip(names, row.arguments, truncated, strict=True):
-        verdict = _call_verdict(scorer, name, text, bool(cut), known, schemas)
+    for name, arguments, cut in zip(names, _decoded(row), truncated, strict=True):
+        verdict = _call_verdict(scorer, name, arguments, bool(cut), known, schemas)
         if verdict is None:
             return None
         checked += verdict == "valid"
@@ -126,7 +133,7 @@ def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls, trace: Trac
 
 
 def _call_verdict(
-    scorer: ToolCallValidity, name: str, text: str | None, cut: bool, known: set[str], schemas: dict[str, Any]
+    scorer: ToolCallValidity, name: str, arguments: Any, cut: bool, known: set[str], schemas: dict[str, Any]
 ) -> _Verdict | None:
     """`valid`, `skipped` (nothing to check), or `None`: invalid, or for the reference to say."""
     if known and name not in known:
@@ -134,12 +141,9 @@ def _call_verdict(
     schema = schemas.get(name)
     if schema is None:
         return "valid" if known else "skipped"
-    if text is None and not cut:
+    if arguments is None and not cut:
         return "skipped"
-    if cut or not isinstance(schema, dict):
-        return None
-    arguments = json.loads(text)  # type: ignore[arg-type]  # not None: not cut, and checked above
-    if not isinstance(arguments, dict):
+    if cut or not isinstance(schema, dict) or not isinstance(arguments, dict):
         return None
     try:  # broken, or partly uncheckable (the reference skips or notes it): the reference says
         check_json_schema(schema, name)
@@ -181,20 +185,27 @@ def _sure_matches(scorer: ToolCorrectness, expected: list[ExpectedCall], row: Ro
     if row.truncated:
         return None
     names, texts = row.names, row.arguments
+    wanted = [_expected_text(scorer, want) for want in expected]
 
     def sure(i: int, j: int) -> bool:
-        want = expected[i]
-        if want.name != names[j]:
-            return False
-        if want.arguments is None or scorer.arguments.for_tool(want.name).mode == "ignore":
-            return True
-        try:  # equal JSON text is an equal value, which matches under every setting
-            return texts[j] is not None and _encode(want.arguments) == texts[j]
-        except (TypeError, ValueError):  # NaN, or not a JSON value: the reference decides
-            return False
+        want = wanted[i]
+        return expected[i].name == names[j] and (want is True or (want is not None and want == texts[j]))
 
+    most = min(len(expected), len(names))
+    if all(sure(i, i) for i in range(most)):  # the calls in order: the diagonal is a largest matching
+        return most
     found = len(max_bipartite_matching(len(expected), len(names), sure))
-    return found if found == min(len(expected), len(names)) else None
+    return found if found == most else None
+
+
+def _expected_text(scorer: ToolCorrectness, want: ExpectedCall) -> str | Literal[True] | None:
+    """The JSON text a call's arguments must have to surely match `want`; `True`: any; `None`: never sure."""
+    if want.arguments is None or scorer.arguments.for_tool(want.name).mode == "ignore":
+        return True
+    try:  # equal JSON text is an equal value, which matches under every setting
+        return _encode(want.arguments)
+    except (TypeError, ValueError):  # NaN, or not a JSON value: the reference decides
+        return None
 
 
 def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls, trace: Trace) -> Score | None:
@@ -272,7 +283,7 @@ def tool_name_reliability_form(scorer: ToolNameReliability, row: RowCalls, trace
     if offered and any(name not in offered for name in called):
         return None
     names = offered or called
-    problems = {n: p for n in names if (p := _name_problems(n, scorer))}
+    problems = {n: p for n in names if (p := _graded(scorer, (n,), functools.partial(_name_problems, n, scorer)))}
     value = (len(names) - len(problems)) / len(names)
     if value < scorer.threshold:
         return None
@@ -283,21 +294,44 @@ def tool_name_reliability_form(scorer: ToolNameReliability, row: RowCalls, trace
 
 def tool_description_reliability_form(scorer: ToolDescriptionReliability, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `tool_description_reliability` when enough offered tools are well described."""
-    tools = [
-        ToolSchema.model_construct(
-            name=tool["name"], description=tool["description"], parameters=_parameters(tool["parameters_json"])
-        )
-        for tool in _offered(row)
-    ]
+    tools = _offered(row)
     if not tools:
         return None
-    problems = {t.name: p for t in tools if (p := _description_problems(t, scorer))}
+    problems: dict[str, list[str]] = {}
+    for tool in tools:
+        key = (tool["name"], tool["description"], tool["parameters_json"])
+        if found := _graded(scorer, key, functools.partial(_described, tool, scorer)):
+            problems[tool["name"]] = found
     value = (len(tools) - len(problems)) / len(tools)
     if value < scorer.threshold:
         return None
     parts = [f"{name}: {'; '.join(p)}" for name, p in problems.items()]
     reason = " | ".join(parts) + "." if parts else f"All {len(tools)} tool definitions are well described."
     return scorer.result(True, value, reason, problems=problems)
+
+
+def _described(tool: dict[str, Any], scorer: ToolDescriptionReliability) -> list[str]:
+    """The reference's findings on one offered tool, from its `tool_schemas` entry."""
+    parameters = _parameters(tool["parameters_json"])
+    schema = ToolSchema.model_construct(name=tool["name"], description=tool["description"], parameters=parameters)
+    return _description_problems(schema, scorer)
+
+
+# Every row of a run offers the same few tools, graded the same by the same scorer: each tool's
+# findings are kept per scorer object (held, so its id is not reused while the entry lives).
+_GRADES: dict[tuple[object, ...], tuple[Scorer, tuple[str, ...]]] = {}
+_GRADES_MAX = 4096
+
+
+def _graded(scorer: Scorer, key: tuple[object, ...], grade: Callable[[], list[str]]) -> list[str]:
+    """`grade()`, computed once per scorer object and key."""
+    full = (id(scorer), *key)
+    found = _GRADES.get(full)
+    if found is None or found[0] is not scorer:
+        if len(_GRADES) >= _GRADES_MAX:
+            _GRADES.clear()
+        found = _GRADES[full] = (scorer, tuple(grade()))
+    return list(found[1])
 
 
 FORMS: dict[type[Scorer], Callable[[Any, RowCalls, Trace], Score | None]] = {

@@ -128,21 +128,31 @@ def test_columnar_tool_call_validity_equals_the_reference(
     check_same(trace, _marked(scorer, check))
 
 
+_VALID = [{"city": "Paris"}, {"city": "Oslo", "days": 3}, {"city": "Rome", "days": 2.0}]
+
+
 @_PASSING
 @given(
-    st.lists(st.sampled_from([{"city": "Paris"}, {"city": "Oslo", "days": 3}]), max_size=4),
+    st.lists(st.sampled_from(["get_weather", "search", "lookup"]), max_size=4),
+    st.sampled_from(_VALID),
     st.booleans(),
     st.booleans(),
     st.booleans(),
 )
-def test_valid_calls_take_the_columnar_path(arguments: list[Any], strict: bool, search: bool, check: bool) -> None:
-    calls = [ToolCall(name="get_weather", arguments=value) for value in arguments]
-    if search:  # offered without recorded parameters: it exists, nothing more to check
-        calls.append(ToolCall(name="search", arguments={"anything": 1}))
+def test_valid_calls_take_the_columnar_path(
+    names: list[str], weather: dict[str, Any], unrecorded: bool, strict: bool, check: bool
+) -> None:
+    # get_weather: valid arguments; search: offered without recorded parameters, so it exists and
+    # there is nothing more to check; lookup: its schema given in config.
+    known = {"get_weather": weather, "search": {"anything": 1}, "lookup": {"q": "x"}}
+    calls = [ToolCall(name=name, arguments=known[name]) for name in names]
+    if unrecorded:  # a call that cannot be checked: fine for a default, not for a check
+        calls.append(ToolCall(name="get_weather"))
     tools = [ToolSchema(name="get_weather", parameters=_WEATHER), ToolSchema(name="search")]
     trace = Trace(trace_id="v" * 32, status="success", tool_calls=calls, tool_schemas=tools)
-    found = check_same(trace, _marked(ToolCallValidity(strict=strict), check))
-    assert (found is not None) == (bool(calls) or check)
+    scorer = ToolCallValidity(schemas={"lookup": _CONFIG_SCHEMAS[1]["search"]}, strict=strict)
+    found = check_same(trace, _marked(scorer, check))
+    assert (found is not None) == (bool(names) and not (unrecorded and check) or (not calls and check))
 
 
 def test_doubtful_calls_are_left_to_the_reference() -> None:
