@@ -4,7 +4,8 @@ Each answers, like every form, only for a sure pass with the reference's exact `
 `forms.py`); anything else (a failure, a doubt) is left to the reference. They read the row's
 columns: the calls' names, their arguments as JSON text (decoded here, as the trace's decoder
 does) and the offered tools (`tool_schemas`). Where the reference's reason or grading is a
-function of names alone, the form calls that same function, so the texts cannot drift apart.
+function of values the columns hold (names, keys, tool definitions), the form calls that same
+function of the reference's module, private there, so that the texts have one source.
 With `nested`, a row whose calls started nested agents is left to the reference (their calls count).
 
 `tool_call_validity`: every call of a tool with a schema validates against it (through the
@@ -19,7 +20,8 @@ pairs account for every call of the shorter side, so the reference's matching co
 `tool_efficiency`: calls compared by name and canonical arguments, as the reference does, from the
 decoded JSON; a call whose arguments were not recorded, sharing its tool with another, is left to it.
 `tool_name_reliability`, `tool_description_reliability`: the offered tools and called names, graded
-by the reference's own rules.
+by the reference's own rules; a tool's grade is kept per scorer, since every row of a run
+usually offers the same tools.
 """
 
 from __future__ import annotations
