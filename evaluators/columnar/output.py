@@ -5,8 +5,8 @@ from the row's columns: the answer is the `output` column, else the last model r
 model calls' `output_messages`, as `Trace.final_answer`); tool arguments and results are the calls'
 JSON text, decoded as the table decoder decodes them.
 
-- `output`: every configured check holds on the answer. A `json_schema` check is answered only for
-  an answer that parses as JSON as it is: one wrapped in a code fence is left to the reference.
+- `output`: every configured check holds on the answer (a `json_schema` check reads a JSON answer
+  inside a code fence, as the reference does).
 - `steps`: every required step has its own matching call, no call matches or may match (same name,
   arguments not recorded) a forbidden step, every regex finds a call. Nested agents' calls (with
   `nested`) are in other rows: left to the reference.
@@ -28,7 +28,7 @@ from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.scorers.arguments import ArgumentMatch, ExpectedCall, clip, max_bipartite_matching
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.limits import Cost
-from evaltrace.evaluators.scorers.output import Outcome, Output, StepRegex, Steps
+from evaltrace.evaluators.scorers.output import Outcome, Output, StepRegex, Steps, strip_code_fence
 from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.scorers.tools import schema_errors
 
@@ -100,13 +100,9 @@ def _output_holds(scorer: Output, text: str) -> bool:
 
 
 def _valid_json(schema: dict[str, Any], text: str) -> bool:
-    """Whether `text` parses as JSON valid against `schema`.
-
-    Text that parses as JSON never starts with a code fence, so the reference's fence stripping
-    leaves it as it is; a fenced answer does not parse here and goes to the reference.
-    """
+    """Whether `text` (inside its code fence, if one wraps it) parses as JSON valid against `schema`."""
     try:
-        data = json.loads(text)
+        data = json.loads(strip_code_fence(text))
     except (ValueError, RecursionError):
         return False
     return not schema_errors(schema, data)

@@ -154,7 +154,7 @@ def test_output_that_holds_takes_the_columnar_path(trace: Trace, from_reply: boo
     trace = trace.model_copy(update={"output": '{"city": "Paris"}'})
     assert check_same(trace, Output.model_validate({"json_schema": schema})) is not None
     fenced = trace.model_copy(update={"output": '```json\n{"city": "Paris"}\n```'})
-    assert check_same(fenced, Output.model_validate({"json_schema": schema})) is None  # the reference's pass
+    assert check_same(fenced, Output.model_validate({"json_schema": schema})) is not None
 
 
 # --- steps ----------------------------------------------------------------------------------------
