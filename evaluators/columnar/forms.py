@@ -2,7 +2,8 @@
 
 `trajectory`'s form is here; the call-counting ones (`tool_errors`, `budget`) are in `counts.py`,
 `usage`'s and `latency`'s in `limits.py`, the answer axes' (`groundedness`, `correctness`,
-`completeness`, `answer_quality`) in `answer.py`.
+`completeness`, `answer_quality`) in `answer.py`, `output`'s, `steps`', `outcome`'s and `cost`'s
+in `output.py`.
 
 A form takes a scorer and a row's columns and returns the `Score` the reference would return when
 it can tell for sure that the entry passes, else `None` (the reference then scores the entry, so
