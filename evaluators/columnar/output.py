@@ -169,10 +169,12 @@ def _matches(want: ExpectedCall, calls: _Calls, j: int, match: ArgumentMatch) ->
     """`call_matches(want, call j, match)` on the columns."""
     if want.name != calls.names[j]:
         return False
-    if want.arguments is None or match.for_tool(want.name).mode == "ignore":
+    if want.arguments is None:
         return True
-    found = iter_argument_diffs(want.arguments, calls.arguments[j], calls.truncated[j], match.for_tool(want.name))
-    return next(found, None) is None
+    rules = match.for_tool(want.name)
+    if rules.mode == "ignore":
+        return True
+    return next(iter_argument_diffs(want.arguments, calls.arguments[j], calls.truncated[j], rules), None) is None
 
 
 def _required_made(scorer: Steps, calls: _Calls) -> bool:
