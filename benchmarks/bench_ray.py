@@ -13,6 +13,11 @@ engine's (timestamps and unmatched order aside). Configurations:
 - `local-1`: the local engine in one process (`--workers 1`);
 - `local-2`: the local engine with two forked workers (`--workers 2`);
 - `ray-1node`, `ray-2nodes`: `--engine ray` with one, then two worker nodes (two shards per CPU).
+
+With each Ray configuration the stages of the Ray Data path are timed alone, in a driver of their
+own joined to the same cluster (the connection not counted): `read` (every file read into keyed
+Arrow rows, `ray_data.read_file`) and `read+shuffle` (the same rows grouped by shard key with
+Ray's shuffle, each group only counted, `ray_data.shuffled`). Their difference is the shuffle's cost.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -74,18 +80,60 @@ def measure(traces: int, seed: int, rounds: int) -> list[dict[str, Any]]:
             if _comparable(report) != reference:
                 raise SystemExit(f"{name}: the report differs from local-1's")
             row = {"config": name, "traces": traces, "spans": spans, "seconds": best, "spans_per_s": spans / best}
+            if nodes:
+                row.update(_stages(cluster, runs, nodes))
             rows.append(row)
-            print(f"  {name:<11} {best:7.2f} s  {spans / best:9,.0f} spans/s", flush=True)
+            stages = f"  read {row['read_s']:.2f} s, read+shuffle {row['shuffle_s']:.2f} s" if nodes else ""
+            print(f"  {name:<11} {best:7.2f} s  {spans / best:9,.0f} spans/s{stages}", flush=True)
     return rows
+
+
+STAGES = """\
+import json, logging, sys, time
+from pathlib import Path
+import pyarrow as pa
+import ray, ray.data
+from evaltrace.collector.store.reader import resolve_locations
+from evaltrace.evaluators.engine import ray_data
+ray.init(address=sys.argv[1], _node_ip_address=sys.argv[2], logging_level=logging.ERROR, log_to_driver=False)
+ray_data._quiet_ray_data(ray.data.DataContext.get_current())
+locations = [str(p.resolve()) for p in resolve_locations([sys.argv[3]])]
+count = 2 * int(sys.argv[4])
+items = [{"file": i, "location": loc} for i, loc in enumerate(locations)]
+files = lambda: ray.data.from_items(items, override_num_blocks=len(items))
+started = time.perf_counter()
+read = files().map_batches(ray_data.read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}).count()
+read_s = time.perf_counter() - started
+started = time.perf_counter()
+groups = ray_data.shuffled(files(), count).map_groups(lambda t: pa.table({"n": [t.num_rows]}), batch_format="pyarrow")
+grouped = sum(batch["n"].to_pylist()[0] for batch in groups.iter_batches(batch_size=1, batch_format="pyarrow"))
+shuffle_s = time.perf_counter() - started
+assert read == grouped, (read, grouped)
+print(json.dumps({"read_s": read_s, "shuffle_s": shuffle_s, "rows": read}))
+"""
+
+
+def _stages(cluster: Cluster, runs: Path, nodes: int) -> dict[str, Any]:
+    """Wall seconds of the Ray Data path's read stage alone and of read+shuffle, on `nodes` one-CPU nodes."""
+    cmd = [str(cluster.python), "-c", STAGES, cluster.address, HEAD_IP, str(runs), str(nodes)]
+    done = subprocess.run(cmd, env=cluster.env, capture_output=True, text=True, timeout=3600, cwd=cluster.temp)
+    if done.returncode != 0:
+        raise SystemExit(f"timing the stages failed:\n{done.stderr[-2000:]}")
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     base = rows[0]["seconds"]
-    lines = ["| configuration | traces | spans | wall s | spans/s | vs local-1 |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| configuration | traces | spans | wall s | spans/s | vs local-1 | read s | read+shuffle s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in rows:
+        stages = f"{row['read_s']:.2f} | {row['shuffle_s']:.2f}" if "read_s" in row else "- | -"
         lines.append(
             f"| {row['config']} | {row['traces']:,} | {row['spans']:,} | {row['seconds']:.2f} | "
-            f"{row['spans_per_s']:,.0f} | {base / row['seconds']:.2f}x |"
+            f"{row['spans_per_s']:,.0f} | {base / row['seconds']:.2f}x | {stages} |"
         )
     return "\n".join(lines)
 

@@ -89,6 +89,9 @@ ROWS_SCHEMA = pa.schema(
     ]
 )
 """The shuffled rows: the span columns decoding needs, the shard key, where the row was read, bad input."""
+# Bounded, where Ray Data retries its tasks forever: a scorer that kills its worker each time fails the
+# run. Ray 2.60 deprecates task options given this way (none has a name of its own yet): not shown.
+_RETRIED: dict[str, Any] = {"max_retries": MAX_RETRIES}
 _RESULTS_SCHEMA = pa.schema([pa.field(KEY, pa.int32()), pa.field(RESULT, pa.binary())])
 
 
@@ -198,15 +201,21 @@ def score_groups(parts: RunParts, count: int, on_result: Callable[[int, ShardRes
 
 def _dataset(files: Any, count: int, blob: bytes) -> Any:
     """The pipeline over the dataset of `files`: read, shuffle by shard key, score each group."""
-    # Bounded, where Ray Data retries its tasks forever: a scorer that kills its worker each time fails the
-    # run. Ray 2.60 deprecates task options given this way (none has a name of its own yet): not shown.
-    retried: dict[str, Any] = {"max_retries": MAX_RETRIES}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        rows = files.map_batches(read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}, **retried)
-        return rows.groupby(KEY).map_groups(
-            score_group, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, **retried
+        warnings.simplefilter("ignore", DeprecationWarning)  # see `_RETRIED`
+        return shuffled(files, count).map_groups(
+            score_group, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, **_RETRIED
         )
+
+
+def shuffled(files: Any, count: int) -> Any:
+    """The span rows of `files` (a dataset of `file`, `location` items) grouped by shard key (`GroupedData`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # see `_RETRIED`
+        rows = files.map_batches(
+            read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}, **_RETRIED
+        )
+    return rows.groupby(KEY)
 
 
 def _quiet_ray_data(context: Any) -> None:
