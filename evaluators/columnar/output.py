@@ -134,6 +134,10 @@ class _Calls:
             self._results = [_decode(cast("str | None", text)) for text in self.row.call_values("result_json")]
         return self._results
 
+    def unrecorded(self, j: int) -> bool:
+        """Whether call `j`'s arguments were not recorded (null text: no need to decode them)."""
+        return self.row.arguments[j] is None and not self.truncated[j]
+
     @property
     def truncated(self) -> list[bool]:
         """Whether each call's arguments were cut when recorded."""
@@ -194,8 +198,7 @@ def _forbidden_possible(scorer: Steps, calls: _Calls) -> bool:
         for j, name in enumerate(calls.names):
             if _matches(pattern, calls, j, scorer.arguments):
                 return True
-            unrecorded = calls.arguments[j] is None and not calls.truncated[j]
-            if pattern.arguments is not None and name == pattern.name and unrecorded:
+            if pattern.arguments is not None and name == pattern.name and calls.unrecorded(j):
                 return True
     return False
 
