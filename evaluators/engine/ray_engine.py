@@ -15,7 +15,8 @@ entries are the same, entry for entry.
 A task returns its whole shard at once rather than streaming it, so a task that Ray re-runs
 (its worker or node died; Ray retries it, `MAX_RETRIES`) cannot deliver a sample twice. Scorer
 crashes are error results inside the task, as locally; bad input is returned as a message and
-raised here as `InputError`.
+raised here as `InputError`. Judge scorers ask their questions of a pool of actors
+(`ray_judges.py`).
 
 What is shipped to workers: the span file paths (each node must read them at the same path:
 a shared or network filesystem), the router (the spec's selected cases and their scorers,
@@ -40,10 +41,11 @@ from typing import TYPE_CHECKING, Any
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.store.reader import Shard
 from evaltrace.collector.store.runfiles import Location
-from evaltrace.evaluators.engine._loop import Router, score_held, score_stream_now
+from evaltrace.evaluators.engine._loop import Router, score_held
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.ray_data import MAX_RETRIES, ListSpill, RunParts, ShardResult, score_groups
-from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
+from evaltrace.evaluators.engine.ray_judges import judges_on_ray, score_in_task
+from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
@@ -70,7 +72,7 @@ def score_shard(
     try:
         with scorer_time_limit(options.scorer_timeout):
             traces = traces_of(files, shard, histories=histories, cache=options.cache)
-            score_stream_now(traces, router, stats, spill, quiet)
+            score_in_task(traces, router, stats, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
     return ShardResult(rows=spill.rows, router=router.state, stats=stats)
@@ -80,20 +82,6 @@ def run_shard(shard: Shard, shared: tuple[Sequence[Path], bool, Router, RunStats
     """A Ray task: `score_shard` with the run's shared parts (one object, put once by the driver)."""
     files, histories, router, stats, options = shared
     return score_shard(files, shard, histories, router, stats, options)
-
-
-def check_router(router: Router) -> None:
-    """Refuse judge scorers, which this engine does not distribute yet.
-
-    Raises:
-        InputError: a judge scorer is among the run's scorers.
-    """
-    judges = sorted({scorer.name for scorer in router.scorers() if is_async_scorer(scorer)})
-    if judges:
-        raise InputError(
-            f"--engine ray scores rule scorers only; the spec uses judge scorers ({', '.join(judges)}): "
-            "score it with --engine local"
-        )
 
 
 def connect(address: str | None) -> Any:
@@ -185,9 +173,8 @@ def score_on_ray(
     Afterwards `router` and `stats` hold every shard's share, as after `shards.score_sharded`.
 
     Raises:
-        InputError: Ray is missing or unreachable, a judge scorer is used, or a task met bad input.
+        InputError: Ray is missing or unreachable, or a task met bad input.
     """
-    check_router(router)
     ray = connect(address)
     count = shard_count(ray, shards)
     _ship_plugins(ray, router)
@@ -325,7 +312,7 @@ def score_paths_ray(
         shards: tasks to split the traces into; `None`: `SHARDS_PER_CPU` per CPU of the cluster.
 
     Raises:
-        InputError: as `score_paths_to`; also Ray missing or unreachable, or a judge scorer in the run.
+        InputError: as `score_paths_to`; also Ray missing or unreachable, or judges not set up on the cluster.
     """
     from evaltrace.collector.store.reader import recording_losses, resolve_locations
     from evaltrace.evaluators.engine.scoring import _finish, _new_run
@@ -337,8 +324,8 @@ def score_paths_ray(
     router, stats = _new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     histories = reads_histories(router.scorers())
-    with Spill() as spill:
+    with Spill() as spill, judges_on_ray(router, options.judge_overrides, lambda: connect(address)) as judged:
         score_on_ray(files, router, stats, spill, options, address=address, shards=shards, histories=histories)
         with scorer_time_limit(options.scorer_timeout):
-            asyncio.run(score_held(router, stats, spill))  # no judge here: nothing awaits the network
-        return _finish(router, stats, spill, spec, options, sink, None)
+            asyncio.run(score_held(router, stats, spill))  # judges of held conversations: the pool too
+        return _finish(router, stats, spill, spec, options, sink, judged())

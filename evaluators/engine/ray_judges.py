@@ -1,0 +1,312 @@
+"""Judge scorers on Ray: every task's judge questions answered by one pool of async actors.
+
+A run of `--engine ray` whose scorers include judges starts, before any task, a pool of judge
+actors (`JudgeWorker`, named `evaltrace-judge-0`, `-1`, ... in the run's own Ray namespace, so
+runs sharing a cluster never meet). Each actor holds one judge session, as a local run does:
+the HTTP client with its retries and timeouts, the concurrency bound (the actor's
+`max_concurrency` and the client's semaphore are both the judge's `concurrency` setting: that
+many requests in flight per actor), the verdict cache in the cache folder (the driver's folder,
+made absolute: on a cluster of several machines it must be a shared filesystem), the in-flight
+sharing of identical questions, and the counters. The tasks score their traces as locally, under
+asyncio, with a `PoolSession` as the current judge session: its `classify` sends the rendered
+question to the actor chosen by the question's content, so an identical question always meets
+the same actor, which asks it once and serves the repeats from its cache or from the request in
+flight: the report's judge counters (requests, cache hits and misses, errors) add up to the
+local run's. A judge failure travels back as its class and message and is raised again in the
+task, so the error results read exactly as locally.
+
+The request budget (`max_requests`) is counted once for the cluster, by one small actor
+(`RequestCounter`) the judge actors take a token from before each request, retries included;
+past it the request fails with the local run's budget error. Which questions are judged before
+the budget runs out depends on the order requests are sent, on either engine.
+
+Keys. An API key goes to the judge from the actors' own environment (`EVALTRACE_JUDGE_API_KEY`,
+or `OPENAI_API_KEY` under the local rules, set on every node or in the job's `runtime_env`
+`env_vars`). The driver never ships its key: not in actor constructor arguments or task
+arguments (kept by Ray's control store and object store, and shown in its logs and dashboard),
+not in the settings the actors get. When the driver has a key and the actors have none, the run
+stops at once with one line saying where to set it.
+
+Pool size: `EVALTRACE_RAY_JUDGE_ACTORS`, else one actor per `CPUS_PER_JUDGE_ACTOR` CPUs of the
+cluster, at least 1 and at most `MAX_DEFAULT_JUDGE_ACTORS`. The actors take no CPU (they wait
+on the network) and are spread over the nodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.errors import InputError
+from evaltrace.evaluators.engine._loop import Router, score_stream, score_stream_now
+from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
+from evaltrace.evaluators.judge import verdict as verdicts
+from evaltrace.evaluators.judge.prompts import RenderedPrompt
+from evaltrace.evaluators.judge.session import JudgeOutcome, JudgeSession, JudgeStats, serving
+from evaltrace.evaluators.judge.settings import JudgeSettings, JudgeSetupError
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.engine._routers import SampleSpill
+    from evaltrace.evaluators.engine.scoring import ScoreOptions
+
+ACTORS_ENV = "EVALTRACE_RAY_JUDGE_ACTORS"
+CPUS_PER_JUDGE_ACTOR = 2
+MAX_DEFAULT_JUDGE_ACTORS = 8
+_ACTOR_NAME = "evaltrace-judge-{index}"
+_BUDGET_NAME = "evaltrace-judge-budget"
+_ERRORS: dict[str, type[verdicts.JudgeError]] = {
+    cls.__name__: cls
+    for cls in (
+        verdicts.JudgeError,
+        verdicts.JudgeConfigError,
+        verdicts.JudgeUnavailableError,
+        verdicts.JudgeRefusedError,
+        verdicts.JudgeReplyError,
+        verdicts.JudgeBudgetError,
+    )
+}
+"""The judge failures an actor hands back by name, raised again in the asking task."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A judge question that failed in an actor: the error's class name and its (key-free) message."""
+
+    kind: str
+    message: str
+
+
+def shipped_fields(settings: JudgeSettings) -> dict[str, Any]:
+    """The settings the actors and tasks get: all but the key, the cache folder absolute."""
+    fields = settings.model_dump(exclude={"api_key"})
+    fields["cache_dir"] = settings.resolved_cache_dir().resolve()
+    return fields
+
+
+def actor_settings(fields: dict[str, Any]) -> JudgeSettings:
+    """The driver's settings with the key of this process's environment, under the local rules.
+
+    Raises:
+        InputError: this process's environment holds a malformed judge setting.
+    """
+    return JudgeSettings.from_env(**fields).model_copy(update=fields)
+
+
+def route(prompt: RenderedPrompt, actors: int) -> int:
+    """The actor that answers `prompt`: the same for the same question, whichever task asks."""
+    material = "\0".join((prompt.template, str(prompt.version), prompt.system, prompt.user))
+    return int.from_bytes(hashlib.sha256(material.encode()).digest()[:8], "big") % actors
+
+
+class RequestCounter:
+    """The run's request budget, one actor for the cluster: a token per request, retries included."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+
+    def take(self) -> bool:
+        """Take one request; `False` once the budget is spent (a sync actor: one call at a time)."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
+class _RemoteBudget:
+    """A judge client's view of the `RequestCounter` actor."""
+
+    def __init__(self, counter: Any) -> None:
+        self.counter = counter
+
+    async def take(self) -> bool:
+        allowed: bool = await self.counter.take.remote()
+        return allowed
+
+
+class JudgeWorker:
+    """One judge actor: a judge session of its own, its key from its own environment."""
+
+    def __init__(self, fields: dict[str, Any], actors: int, counter: Any | None) -> None:
+        self.fields, self.actors = fields, actors
+        self.problem: str | None = None
+        try:
+            settings = actor_settings(fields)
+        except InputError as exc:
+            settings, self.problem = JudgeSettings.model_validate(fields), str(exc)
+        self.problem = self.problem or settings.missing()
+        self.has_key = settings.api_key is not None
+        self.session = JudgeSession(settings, _RemoteBudget(counter) if counter is not None else None)
+
+    async def check(self) -> tuple[str | None, bool]:
+        """Why this actor cannot judge (`None`: it can), and whether it holds a key."""
+        return self.problem, self.has_key
+
+    async def pool(self) -> tuple[int, dict[str, Any]]:
+        """The pool's size and its key-free settings, for the tasks that look the pool up."""
+        return self.actors, self.fields
+
+    async def classify(self, prompt: RenderedPrompt, samples: int | None) -> JudgeOutcome | Failure:
+        """`JudgeSession.classify`, a failure returned as a `Failure`."""
+        try:
+            return await self.session.classify(prompt, samples)
+        except verdicts.JudgeError as exc:
+            return Failure(type(exc).__name__, str(exc))
+
+    async def finish(self) -> tuple[JudgeStats, str | None]:
+        """The session's counters and its setup error (a refused first contact); closes its client."""
+        await self.session.aclose()
+        error = self.session.setup_error
+        return self.session.stats(), str(error) if error is not None else None
+
+
+class PoolSession(JudgeSession):
+    """The current judge session of a task (or of the driver): questions answered by the pool."""
+
+    def __init__(self, settings: JudgeSettings, actors: Sequence[Any]) -> None:
+        super().__init__(settings)
+        self.actors = list(actors)
+
+    async def classify(self, prompt: RenderedPrompt, samples: int | None = None) -> JudgeOutcome:
+        """Ask the question's actor; its failure is raised here as the same judge error."""
+        answer = await self.actors[route(prompt, len(self.actors))].classify.remote(prompt, samples)
+        if isinstance(answer, Failure):
+            raise _ERRORS.get(answer.kind, verdicts.JudgeError)(answer.message)
+        outcome: JudgeOutcome = answer
+        return outcome
+
+    def absorb(self, stats: JudgeStats) -> None:
+        """Add an actor's counters to this session's, for the run's `judge` section."""
+        self._counters.requests += stats.requests
+        self._counters.retries += stats.retries
+        self._counters.prompt_tokens += stats.prompt_tokens
+        self._counters.completion_tokens += stats.completion_tokens
+        self._counters.budget_exhausted |= stats.budget_exhausted
+        self._errors += stats.errors
+        self._hits += stats.cache_hits
+        self._misses += stats.cache_misses
+
+
+def score_in_task(
+    traces: Iterable[Trace], router: Router, stats: RunStats, spill: SampleSpill, options: ScoreOptions
+) -> None:
+    """A Ray task's scoring: `score_stream_now`, or with async scorers `score_stream`, judges asked of the pool."""
+    if not any(is_async_scorer(scorer) for scorer in router.scorers()):
+        score_stream_now(traces, router, stats, spill, options)
+        return
+    judged = any(scorer.uses_judge for scorer in router.scorers())
+    with serving(_task_session()) if judged else nullcontext():
+        asyncio.run(score_stream(traces, router, stats, spill, options))
+
+
+def _task_session() -> PoolSession:
+    """The run's pool, found by name in the run's namespace (the driver started it)."""
+    import ray
+
+    first = ray.get_actor(_ACTOR_NAME.format(index=0))
+    count, fields = ray.get(first.pool.remote())
+    actors = [first, *(ray.get_actor(_ACTOR_NAME.format(index=index)) for index in range(1, count))]
+    return PoolSession(JudgeSettings.model_validate(fields), actors)
+
+
+class JudgePool:
+    """The driver's handle on the pool: started, checked, finished, stopped."""
+
+    def __init__(self, ray: Any, settings: JudgeSettings, count: int) -> None:
+        self.ray, self.count = ray, count
+        fields = shipped_fields(settings)
+        self.session = PoolSession(JudgeSettings.model_validate(fields), [])
+        limit = settings.max_requests
+        self.counter = None if limit is None else ray.remote(RequestCounter).options(name=_BUDGET_NAME).remote(limit)
+        worker = ray.remote(JudgeWorker)
+        self.session.actors = [
+            worker.options(
+                name=_ACTOR_NAME.format(index=index),
+                max_concurrency=settings.concurrency,
+                num_cpus=0,
+                scheduling_strategy="SPREAD",
+            ).remote(fields, count, self.counter)
+            for index in range(count)
+        ]
+
+    def check(self, driver_has_key: bool) -> None:
+        """Stop the run before any task when an actor cannot judge.
+
+        Raises:
+            JudgeSetupError: an actor's settings cannot work, or it lacks the key this process has.
+        """
+        for problem, has_key in self.ray.get([actor.check.remote() for actor in self.session.actors]):
+            if problem is not None:
+                raise JudgeSetupError(f"judge setup: {problem}")
+            if driver_has_key and not has_key:
+                raise JudgeSetupError(
+                    "judge setup: the judge API key is set here but not on the Ray cluster: the judge actors "
+                    "read it from their own environment (set EVALTRACE_JUDGE_API_KEY on every node, or in the "
+                    "job's runtime_env env_vars); it is never sent from this process"
+                )
+
+    def finish(self) -> dict[str, Any]:
+        """The run's judge counters, summed over the actors.
+
+        Raises:
+            JudgeSetupError: an actor's first contact with the judge was refused, as locally.
+        """
+        for stats, error in self.ray.get([actor.finish.remote() for actor in self.session.actors]):
+            if error is not None:
+                raise JudgeSetupError(error)
+            self.session.absorb(stats)
+        found: dict[str, Any] = self.session.stats().model_dump(mode="json")
+        return found
+
+    def stop(self) -> None:
+        """End the actors (their names are free again for the next run of this driver)."""
+        for actor in [*self.session.actors, *([self.counter] if self.counter is not None else [])]:
+            self.ray.kill(actor)
+
+
+@contextmanager
+def judges_on_ray(
+    router: Router, overrides: dict[str, Any], connect: Callable[[], Any]
+) -> Iterator[Callable[[], dict[str, Any] | None]]:
+    """Start the judge pool when a judge is among the scorers; yields the getter of the run's judge counters.
+
+    Inside, the driver's own judge questions (held conversations) go to the pool too.
+
+    Raises:
+        InputError: the judge settings are malformed or cannot work (`JudgeSetupError`), here or on the actors.
+    """
+    if not any(scorer.uses_judge for scorer in router.scorers()):
+        yield lambda: None
+        return
+    settings = JudgeSettings.from_env(**overrides)
+    problem = settings.model_copy(update={"api_key": None}).missing()  # the key is the actors' to check
+    if problem is not None:
+        raise JudgeSetupError(f"judge setup: {problem}")
+    ray = connect()
+    pool = JudgePool(ray, settings, pool_size(ray))
+    try:
+        pool.check(driver_has_key=settings.api_key is not None)
+        with serving(pool.session):
+            yield pool.finish
+    finally:
+        pool.stop()
+
+
+def pool_size(ray: Any) -> int:
+    """`EVALTRACE_RAY_JUDGE_ACTORS`, else one actor per `CPUS_PER_JUDGE_ACTOR` cluster CPUs (1 to 8).
+
+    Raises:
+        InputError: the variable is not a whole number of at least 1.
+    """
+    given = os.environ.get(ACTORS_ENV, "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise InputError(f"{ACTORS_ENV}={given!r}: give the number of judge actors, at least 1")
+        return int(given)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return max(1, min(MAX_DEFAULT_JUDGE_ACTORS, cpus // CPUS_PER_JUDGE_ACTOR))

@@ -1,0 +1,264 @@
+"""Judge scorers on `--engine ray`: a pool of judge actors on a real cluster, compared with the local engine.
+
+The cluster (a head and a worker node, separate processes on 127.0.0.x) and the CLI run from
+the cached Ray venv; the judge is the scripted OpenAI-compatible server of the judge tests on
+127.0.0.1, answering by the question's content (so the verdicts do not depend on the order the
+questions arrive in), and garbage for one trace. The API key is in the nodes' environment only:
+the Ray runs' driver has none, and the judge still receives it from the actors.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _ray_cluster import Cluster, ray_python
+from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
+
+REPO = Path(__file__).resolve().parents[2]
+KEY = "sk-ray-judge-5f1c9a7e3b2d4c68"
+CITIES = ["Paris", "Rome", "Oslo", "Lima", "Kyiv", "Doha", "Bern", "Riga"]
+
+
+def _judge_server_module() -> Any:
+    found = importlib.util.spec_from_file_location("judge_server", REPO / "tests" / "evaluators" / "judge_server.py")
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    sys.modules.setdefault("judge_server", module)  # its dataclasses look their module up by name
+    found.loader.exec_module(sys.modules["judge_server"])
+    return sys.modules["judge_server"]
+
+
+judge_server = _judge_server_module()
+
+
+def _answer(body: dict[str, Any]) -> Any:
+    """The judge's reply by content: garbage for the garbled answer, else a verdict on the weather given."""
+    user = str(body["messages"][1]["content"])
+    if "garbled" in user:
+        return judge_server.Reply(raw=b"<html>not a completion</html>")
+    if "It is 18C" in user:  # the final answer, not the tool result (also in the prompt)
+        return judge_server.verdict(True, "the answer gives the weather asked for")
+    return judge_server.verdict(False, "the answer does not give the weather")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Any]:
+    with judge_server.JudgeServer(responder=_answer) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def cluster(server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    setup = Cluster(ray_python(), tmp_path_factory.mktemp("ray-cache"))
+    setup.env.update(
+        EVALTRACE_JUDGE_API_KEY=KEY,
+        EVALTRACE_JUDGE_MODEL="judge-model",
+        EVALTRACE_JUDGE_BASE_URL=server.base_url,
+        EVALTRACE_JUDGE_MAX_RETRIES="1",
+        EVALTRACE_RAY_JUDGE_ACTORS="2",
+    )
+    with setup as running:
+        running.add_node("127.0.0.3")
+        yield running
+
+
+def _turn(rec: Recorder, prompt: str, answer: str, city: str | None, conversation: str | None = None) -> None:
+    extra = {"gen_ai.conversation.id": conversation} if conversation else {}
+    with rec.span("invoke_agent helper", agent_attrs("helper", **extra)):
+        user = ("user", [text(prompt)])
+        if city is not None:
+            call_id = f"c-{rec.now}"
+            call = ("assistant", [tool_call(call_id, "get_weather", {"city": city})])
+            chat(rec, "gpt-4o", messages(user), messages(call), (50, 5), "tool_call")
+            arguments = json.dumps({"city": city})
+            with rec.span("execute_tool get_weather", tool_attrs("get_weather", call_id, arguments, "18C")):
+                rec.tick(2)
+        chat(rec, "gpt-4o", messages(user), messages(("assistant", [text(answer)])), (80, 9))
+
+
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """8 one-trace city cases (every third answer wrong), 3 identical repeats, a garbled answer, 2 conversations."""
+    root = tmp_path_factory.mktemp("judged")
+    rec = Recorder(root / "runs")
+    cases: list[dict[str, Any]] = []
+    for index, city in enumerate(CITIES):
+        answer = "No idea." if index % 3 == 0 else f"It is 18C in {city}."
+        _turn(rec, f"Weather in {city}?", answer, city)
+        cases.append({"id": f"city-{city}", "input": f"Weather in {city}?"})
+    for _ in range(3):  # the same question thrice: asked once, the repeats served by its actor
+        _turn(rec, "Weather in Nice?", "It is 18C in Nice.", "Nice")
+    rec.provider.force_flush()
+    _turn(rec, "Weather in Cork?", "garbled", "Cork")
+    for index in range(2):
+        _turn(rec, "Hi there", "hello!", None, conversation=f"conv-{index}")
+        _turn(rec, "And Paris?", "It is 18C." if index else "cold", "Paris", conversation=f"conv-{index}")
+    rec.close()
+    cases += [
+        {"id": "again", "input": "Weather in Nice?", "repeat": "mean"},
+        {"id": "odd", "input": "Weather in Cork?"},
+        {"id": "chat", "turns": [{"input": "Hi there"}, {"input": "And Paris?"}]},
+    ]
+    spec = {"confidence": 0.5, "scorers": ["tool_errors", "task_completion"], "cases": cases}
+    (root / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    return root / "runs", root / "spec.json"
+
+
+def _score(cluster: Cluster, out: Path, runs: Path, spec: Path, *extra: str, ray: bool) -> Any:
+    """`evaltrace score` in a subprocess; the Ray runs' driver has no key in its environment."""
+    args = ["score", str(runs), "--spec", str(spec), "--json", str(out), "--no-store", *extra]
+    env = dict(cluster.env)
+    if ray:
+        args += cluster.engine_args()
+        del env["EVALTRACE_JUDGE_API_KEY"]
+    cmd = [str(cluster.python), "-m", "evaltrace.cli", *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=cluster.temp)
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    """The report without its timestamp, unmatched traces sorted, and judge details without `cached`.
+
+    Of identical questions asked at once (the repeats of one case, equal turns of conversations),
+    one is sent and the others share its answer: which sample is which depends on the order the
+    tasks and the driver reach the pool, as it does on the local engine's task order. The sum per
+    entry is compared instead (`_served_per_entry`), and the counters are compared whole.
+    """
+    kept = {key: value for key, value in report.items() if key not in {"created_at", "unmatched", "entries"}}
+    kept["unmatched"] = sorted(item["trace_id"] for item in report["unmatched"])
+    kept["entries"] = json.loads(json.dumps(report["entries"]))
+    for entry in kept["entries"]:
+        for sample in entry["samples"]:
+            for score in sample["scores"]:
+                ((score.get("details") or {}).get("judge") or {}).pop("cached", None)
+    kept["served"] = _served_per_entry(report)
+    return kept
+
+
+def _served_per_entry(report: dict[str, Any]) -> list[tuple[str, int]]:
+    return [
+        (
+            entry["case_id"],
+            sum(((s.get("details") or {}).get("judge") or {}).get("cached", 0) for s in _entry_scores(entry)),
+        )
+        for entry in report["entries"]
+    ]
+
+
+def _entry_scores(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    return [score for sample in entry["samples"] for score in sample["scores"]]
+
+
+def _both(cluster: Cluster, server: Any, tmp_path: Path, run: tuple[Path, Path], name: str, *extra: str) -> Any:
+    """The local and the Ray report of one run (each with its own verdict cache); the Ray run's requests."""
+    reports = []
+    for engine in ("local", "ray"):
+        out = tmp_path / f"{name}-{engine}.json"
+        cache = ["--judge-cache-dir", str(tmp_path / f"verdicts-{engine}")]
+        before = len(server.requests)
+        done = _score(cluster, out, *run, *cache, *extra, ray=engine == "ray")
+        assert done.returncode in (0, 1), done.stderr
+        assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
+        reports.append((done.returncode, json.loads(out.read_text(encoding="utf-8")), server.requests[before:]))
+    (local_code, local, _), (ray_code, ray, asked) = reports
+    assert ray_code == local_code
+    return local, ray, asked
+
+
+def _scores(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [score for entry in report["entries"] for score in _entry_scores(entry)]
+
+
+def test_judged_run_scores_the_same_on_ray_then_from_the_verdict_cache(
+    cluster: Cluster, server: Any, judged_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    local, ray, asked = _both(cluster, server, tmp_path, judged_run, "cold")
+    assert _comparable(ray) == _comparable(local)
+    judge = ray["judge"]
+    assert judge == local["judge"]
+    assert judge["requests"] == len(asked) == 14  # 8 cities, Nice once, Cork and its retry, 3 distinct turns
+    assert (judge["cache_misses"], judge["cache_hits"], judge["retries"], judge["errors"]) == (13, 3, 1, 1)
+    assert {request.headers.get("authorization") for request in asked} == {f"Bearer {KEY}"}
+    verdicts = Counter(
+        (s["scorer"], s["passed"], s["reason"]) for s in _scores(ray) if s["scorer"] == "task_completion"
+    )
+    assert verdicts[("task_completion", True, "the answer gives the weather asked for")] == 9
+    garbled = [s for s in _scores(ray) if s["scorer"] == "task_completion" and s.get("error")]
+    assert len(garbled) == 1 and garbled[0]["reason"].startswith("judge error: unparseable judge response body")
+
+    # Again, all but the garbled case (a failure is never cached, so it would be asked anew).
+    cached = ("--case", "city-*", "--case", "again", "--case", "chat")
+    warm_local, warm_ray, asked = _both(cluster, server, tmp_path, judged_run, "warm", *cached)
+    assert asked == []  # no request reached the judge: every verdict came from the cache folder
+    assert _comparable(warm_ray) == _comparable(warm_local)
+    assert (warm_ray["judge"]["requests"], warm_ray["judge"]["cache_hits"]) == (0, 15)
+    _assert_key_stays_out_of(cluster)
+
+
+def test_a_budget_smaller_than_the_questions_is_spent_once_across_the_cluster(
+    cluster: Cluster, server: Any, judged_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # One question per city (distinct questions): 8 asked, 3 allowed for the whole run.
+    local, ray, asked = _both(
+        cluster, server, tmp_path, judged_run, "budget", "--case", "city-*", "--judge-max-requests", "3"
+    )
+    assert len(asked) == 3
+    assert ray["judge"] == local["judge"]
+    assert ray["judge"]["budget_exhausted"] and ray["judge"]["errors"] == 5
+    counts = [
+        Counter((s["scorer"], s["passed"], s["reason"], s.get("error")) for s in _scores(r)) for r in (local, ray)
+    ]
+    assert counts[1] == counts[0]  # which questions got the 3 requests depends on the order, on either engine
+    exhausted = [s for s in _scores(ray) if s.get("error") == "JudgeBudgetError"]
+    assert len(exhausted) == 5 and all(
+        "judge request budget exhausted: all 3 requests" in s["reason"] for s in exhausted
+    )
+    for key in ("counts", "scorer_counts", "passed", "pass_rate"):
+        assert ray[key] == local[key]
+
+
+def _assert_key_stays_out_of(cluster: Cluster) -> None:
+    """No file of the Ray session folders (logs, spilled objects, ...) nor any node's object store holds the key."""
+    sessions = list(cluster.temp.glob("session_*"))
+    files = [path for session in sessions for path in session.rglob("*") if path.is_file() and not path.is_socket()]
+    assert len(files) > 10
+    assert [str(path) for path in files if KEY.encode() in _read(path)] == []
+    stores = _object_stores(cluster)
+    assert len(stores) == len(cluster.nodes)
+    assert all(b"Weather in Cork?" in store for store in stores[:1])  # the run's spans passed through it
+    assert not any(KEY.encode() in store for store in stores)
+
+
+def _object_stores(cluster: Cluster) -> list[bytes]:
+    """Each node's shared-memory object store, read whole through its raylet's mapping (the file is unlinked)."""
+    stores: dict[str, bytes] = {}
+    for node in cluster.nodes:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or _group(entry) != node.process.pid:
+                continue
+            for line in _read(entry / "maps").decode(errors="replace").splitlines():
+                fields = line.split()
+                if len(fields) >= 6 and fields[5].startswith("/dev/shm/plasma") and fields[4] not in stores:
+                    stores[fields[4]] = _read(entry / "map_files" / fields[0])
+    return list(stores.values())
+
+
+def _group(process: Path) -> int | None:
+    try:
+        return int(_read(process / "stat").rsplit(b")", 1)[1].split()[2])
+    except (IndexError, ValueError):
+        return None
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
