@@ -3,7 +3,8 @@
 `trajectory`'s form is here; the call-counting ones (`tool_errors`, `budget`) are in `counts.py`,
 `usage`'s and `latency`'s in `limits.py`, the answer axes' (`groundedness`, `correctness`,
 `completeness`, `answer_quality`) in `answer.py`, `output`'s, `steps`', `outcome`'s and `cost`'s
-in `output.py`.
+in `output.py`, the tool-use ones (`tool_call_validity`, `tool_correctness`, `tool_efficiency`,
+`tool_name_reliability`, `tool_description_reliability`) in `tools.py`.
 
 A form takes a scorer and a row's columns and returns the `Score` the reference would return when
 it can tell for sure that the entry passes, else `None` (the reference then scores the entry, so
