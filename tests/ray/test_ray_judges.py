@@ -262,3 +262,28 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
+
+
+def test_a_key_the_actors_lack_stops_the_run_with_one_line(
+    cluster: Cluster, server: Any, judged_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # The job's runtime_env blanks the key on the actors (as `ray job submit --runtime-env-json` would);
+    # this driver has one: it is not sent along, the run stops before any question.
+    runs, spec = judged_run
+    env = dict(cluster.env)
+    env["RAY_JOB_CONFIG_JSON_ENV_VAR"] = json.dumps({"runtime_env": {"env_vars": {"EVALTRACE_JUDGE_API_KEY": " "}}})
+    out = tmp_path / "r.json"
+    args = ["score", str(runs), "--spec", str(spec), "--json", str(out), "--no-store", *cluster.engine_args()]
+    before = len(server.requests)
+    done = subprocess.run(
+        [str(cluster.python), "-m", "evaltrace.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cluster.temp,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("Error: judge setup: the judge API key is set here but not on the Ray cluster")
+    assert len(done.stderr.strip().splitlines()) == 1 and KEY not in done.stderr
+    assert len(server.requests) == before and not out.exists()
