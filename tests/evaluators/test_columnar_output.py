@@ -336,3 +336,38 @@ def test_steps_with_nested_agents_leave_their_calls_to_the_reference() -> None:
     assert (
         check_same(handed, Steps.model_validate({**forbid, "nested": True})) is not None
     )  # a handoff's calls are its own
+
+
+@pytest.mark.parametrize(
+    ("replies", "answered"),
+    [
+        (["Paris", "Lima"], False),  # the last reply is the answer
+        (["Lima", "Paris"], True),
+        (["Paris", None], True),  # a reply with no text is skipped
+        (["Paris", ""], False),  # an empty text is a text
+        ([None, None], False),  # no answer at all
+    ],
+)
+def test_the_answer_is_the_last_reply_with_text(replies: list[str | None], answered: bool) -> None:
+    iterations = [Iteration(index=i, output_messages=_reply(text) or []) for i, text in enumerate(replies)]
+    trace = Trace(trace_id="r" * 32, status="success", output=None, iterations=iterations)
+    assert (check_same(trace, Output.model_validate({"contains": "Paris"})) is not None) == answered
+
+
+def test_a_forbidden_step_that_cannot_be_ruled_out_is_left_to_the_reference() -> None:
+    calls = [ToolCall(name="fetch", arguments=None), ToolCall(name="pay", arguments="{cut", arguments_truncated=True)]
+    trace = Trace(trace_id="b" * 32, status="success", tool_calls=calls)
+    forbid = Steps.model_validate({"not_contains": [{"name": "fetch", "arguments": {"city": "Paris"}}]})
+    assert check_same(trace, forbid) is None  # fetch's arguments are unknown: the reference fails it
+    cut = Steps.model_validate({"not_contains": [{"name": "pay", "arguments": {"city": "Paris"}}]})
+    assert check_same(trace, cut) is not None  # cut arguments are recorded, and match nothing
+
+
+def test_each_required_step_needs_a_call_of_its_own() -> None:
+    calls = [ToolCall(name="fetch", arguments={"city": "Paris"}), ToolCall(name="fetch", arguments={"city": "Lima"})]
+    trace = Trace(trace_id="d" * 32, status="success", tool_calls=calls)
+    paris = {"name": "fetch", "arguments": {"city": "Paris"}}
+    # The first required step may take the Paris call; a maximum matching still gives each its own.
+    assert check_same(trace, Steps.model_validate({"contains": ["fetch", paris]})) is not None
+    assert check_same(trace, Steps.model_validate({"contains": ["fetch", paris, "fetch"]})) is None
+    assert check_same(trace, Steps.model_validate({"contains": [paris, paris]})) is None
