@@ -29,7 +29,11 @@ stops at once with one line saying where to set it.
 
 Pool size: `EVALTRACE_RAY_JUDGE_ACTORS`, else one actor per `CPUS_PER_JUDGE_ACTOR` CPUs of the
 cluster, at least 1 and at most `MAX_DEFAULT_JUDGE_ACTORS`. The actors take no CPU (they wait
-on the network) and are spread over the nodes.
+on the network) and live on the driver's node (its Ray node; elsewhere only if it cannot host
+them): a worker node that dies takes no judge, no counter and no budget with it. Ray re-runs the
+dead node's tasks, and their questions, already answered, come back from the verdict cache or the
+request in flight: the verdicts and reasons are those of a local run, and the re-asked questions
+count as cache hits.
 """
 
 from __future__ import annotations
@@ -222,14 +226,16 @@ class JudgePool:
         fields = shipped_fields(settings)
         self.session = PoolSession(JudgeSettings.model_validate(fields), [])
         limit = settings.max_requests
-        self.counter = None if limit is None else ray.remote(RequestCounter).options(name=_BUDGET_NAME).remote(limit)
+        here = _driver_node(ray)
+        budget = ray.remote(RequestCounter).options(name=_BUDGET_NAME, num_cpus=0, scheduling_strategy=here)
+        self.counter = None if limit is None else budget.remote(limit)
         worker = ray.remote(JudgeWorker)
         self.session.actors = [
             worker.options(
                 name=_ACTOR_NAME.format(index=index),
                 max_concurrency=settings.concurrency,
                 num_cpus=0,
-                scheduling_strategy="SPREAD",
+                scheduling_strategy=here,
             ).remote(fields, count, self.counter)
             for index in range(count)
         ]
@@ -267,6 +273,13 @@ class JudgePool:
         """End the actors (their names are free again for the next run of this driver)."""
         for actor in [*self.session.actors, *([self.counter] if self.counter is not None else [])]:
             self.ray.kill(actor)
+
+
+def _driver_node(ray: Any) -> Any:
+    """Placement on the driver's Ray node, soft: another node only when that one cannot host the actors."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
 
 
 @contextmanager
