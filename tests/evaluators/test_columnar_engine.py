@@ -119,3 +119,48 @@ def test_sharded_workers_take_the_columnar_path_too(
     for report in outputs:
         assert report["entries"] == one["entries"]
         assert report["counts"] == one["counts"]
+
+
+def test_a_failing_form_leaves_the_verdict_to_the_reference(
+    run_dir: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    calls: list[str] = []
+
+    def broken(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
+        calls.append(trace.trace_id)
+        raise RecursionError("a form tripped over a deeply nested value")
+
+    key: type[Scorer] = Trajectory
+    runs, spec = run_dir
+    reference = _score(runs, spec, tmp_path / "none.json", cache=False)
+    _score(runs, spec, tmp_path / "cold.json", cache=True)
+    monkeypatch.setitem(forms.FORMS, key, broken)
+    warm = _score(runs, spec, tmp_path / "warm.json", cache=True)
+
+    assert len(calls) == 48  # the form was asked for every trace, and failed every time
+    assert warm == reference
+
+
+def test_a_slow_form_is_held_to_the_scorer_time_limit(
+    run_dir: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+
+    def spinning(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
+        while True:  # a pattern backtracking on a hostile answer, as far as the engine can tell
+            pass
+
+    key: type[Scorer] = Trajectory
+    runs, spec = run_dir
+    _score(runs, spec, tmp_path / "cold.json", cache=True)
+    monkeypatch.setitem(forms.FORMS, key, spinning)
+    with ReportWriter(str(tmp_path / "warm.json")) as writer:
+        options = ScoreOptions(paths=(str(runs),), scorer_timeout=0.05)
+        run = score_paths_to([runs], load_spec(spec), options, writer, workers=1)
+        writer.finish(run.report)
+
+    report = json.loads((tmp_path / "warm.json").read_text(encoding="utf-8"))
+    results = [s for e in report["entries"] for x in e["samples"] for s in x["scores"] if s["scorer"] == "trajectory"]
+    assert len(results) == 48
+    assert all(s["error"] == "ScorerTimeout" and s["passed"] is False for s in results)
