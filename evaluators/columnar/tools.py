@@ -42,18 +42,18 @@ from evaltrace.evaluators.scorers.arguments import (
     max_bipartite_matching,
 )
 from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.calls import ToolEfficiency, _loops
+from evaltrace.evaluators.scorers.calls import ToolEfficiency, find_loops
 from evaltrace.evaluators.scorers.reliability import (
     ToolDescriptionReliability,
     ToolNameReliability,
-    _description_problems,
-    _name_problems,
+    description_problems,
+    name_problems,
 )
 from evaltrace.evaluators.scorers.tools import (
     ToolCallValidity,
     ToolCorrectness,
-    _correctness_reason,
     check_json_schema,
+    correctness_reason,
     schema_errors,
 )
 
@@ -178,7 +178,7 @@ def tool_correctness_form(scorer: ToolCorrectness, row: RowCalls, trace: Trace) 
     value = 1.0 if total == 0 else 2 * common / total
     if value < scorer.threshold:
         return None
-    reason = _correctness_reason(scorer.mode, wanted, names, common, value)
+    reason = correctness_reason(scorer.mode, wanted, names, common, value)
     return scorer.result(True, value, reason, expected=wanted, actual=names)
 
 
@@ -229,7 +229,7 @@ def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls, trace: Trace) ->
         for i, (name, value) in enumerate(zip(names, arguments, strict=True))
     ]
     redundant = _redundant(scorer, row, keys)
-    loops = _loops(keys)
+    loops = find_loops(keys)
     longest = max((n for _, n in loops), default=1)
     if len(redundant) > scorer.max_redundant or (scorer.max_loop is not None and longest > scorer.max_loop):
         return None
@@ -285,7 +285,7 @@ def tool_name_reliability_form(scorer: ToolNameReliability, row: RowCalls, trace
     if offered and any(name not in offered for name in called):
         return None
     names = offered or called
-    problems = {n: p for n in names if (p := _graded(scorer, (n,), functools.partial(_name_problems, n, scorer)))}
+    problems = {n: p for n in names if (p := _graded(scorer, (n,), functools.partial(name_problems, n, scorer)))}
     value = (len(names) - len(problems)) / len(names)
     if value < scorer.threshold:
         return None
@@ -316,7 +316,7 @@ def _described(tool: dict[str, Any], scorer: ToolDescriptionReliability) -> list
     """The reference's findings on one offered tool, from its `tool_schemas` entry."""
     parameters = _parameters(tool["parameters_json"])
     schema = ToolSchema.model_construct(name=tool["name"], description=tool["description"], parameters=parameters)
-    return _description_problems(schema, scorer)
+    return description_problems(schema, scorer)
 
 
 # Every row of a run offers the same few tools, graded the same by the same scorer: each tool's

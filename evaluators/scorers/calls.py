@@ -103,7 +103,7 @@ class ToolEfficiency(Scorer):
             return self.result(None, reason="The agent made no tool calls.")
         keys = [_call_key(i, c) for i, c in enumerate(calls)]
         redundant = self._redundant(calls, keys)
-        loops = _loops(keys)
+        loops = find_loops(keys)
         longest = max((n for _, n in loops), default=1)
         value = len(set(keys)) / len(calls)
         passed = len(redundant) <= self.max_redundant and (self.max_loop is None or longest <= self.max_loop)
@@ -149,7 +149,7 @@ def _incomparable(calls: list[ToolCall]) -> list[str]:
     return [label for label, call in zip(labels, calls, strict=True) if label and uses[call.name] > 1]
 
 
-def _loops(keys: list[tuple[str, str]]) -> list[tuple[int, int]]:
+def find_loops(keys: list[tuple[str, str]]) -> list[tuple[int, int]]:
     """Runs of identical consecutive calls, as `(start index, length)` with length >= 2."""
     runs: list[tuple[int, int]] = []
     start = 0

@@ -31,7 +31,8 @@ _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 _IMPLEMENTATION_WORDS = ("with_llm", "via_api", "using_gpt", "with_openai", "via_http", "with_regex", "via_sql")
 
 
-def _name_problems(name: str, rules: ToolNameReliability) -> list[str]:
+def name_problems(name: str, rules: ToolNameReliability) -> list[str]:
+    """What is wrong with tool name `name` under `rules` (empty: nothing); shared with its columnar form."""
     problems = []
     if not _IDENTIFIER.match(name):
         problems.append("is not an identifier ([A-Za-z0-9_-], at most 64 characters)")
@@ -74,7 +75,7 @@ class ToolNameReliability(Scorer):
                     hint = closest_name(name, offered)
                     unknown.append(f"{name!r} was called but not offered" + (f" (closest: {hint!r})" if hint else ""))
         names = offered or called  # without definitions, the called names are all there is to grade
-        problems = {n: p for n in names if (p := _name_problems(n, self))}
+        problems = {n: p for n in names if (p := name_problems(n, self))}
         value = (len(names) - len(problems)) / len(names)
         passed = not unknown and value >= self.threshold
         parts = unknown + [f"{n!r} {', '.join(p)}" for n, p in problems.items()]
@@ -82,7 +83,8 @@ class ToolNameReliability(Scorer):
         return self.result(passed, value, reason, unknown=unknown, problems=problems)
 
 
-def _description_problems(tool: ToolSchema, rules: ToolDescriptionReliability) -> list[str]:
+def description_problems(tool: ToolSchema, rules: ToolDescriptionReliability) -> list[str]:
+    """What is wrong with `tool`'s description under `rules` (empty: nothing); shared with its columnar form."""
     problems = []
     if len((tool.description or "").strip()) < rules.min_description_chars:
         problems.append(f"description shorter than {rules.min_description_chars} characters")
@@ -129,7 +131,7 @@ class ToolDescriptionReliability(Scorer):
         tools = trace.tool_schemas
         if not tools:
             return self.result(None, reason="No tool definitions were recorded in the trace.")
-        problems = {t.name: p for t in tools if (p := _description_problems(t, self))}
+        problems = {t.name: p for t in tools if (p := description_problems(t, self))}
         value = (len(tools) - len(problems)) / len(tools)
         passed = value >= self.threshold
         parts = [f"{name}: {'; '.join(p)}" for name, p in problems.items()]

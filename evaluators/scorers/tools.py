@@ -325,7 +325,7 @@ class ToolCorrectness(Scorer):
         total = len(expected_names) + len(actual_names)
         value = 1.0 if total == 0 else 2 * common / total
         passed = value >= self.threshold
-        reason = _correctness_reason(self.mode, expected_names, actual_names, common, value)
+        reason = correctness_reason(self.mode, expected_names, actual_names, common, value)
         return self.result(passed, value, reason, expected=expected_names, actual=actual_names)
 
 
@@ -341,7 +341,8 @@ def _common_count(mode: str, expected: list[ExpectedCall], actual: list[ToolCall
     return len(pairs)
 
 
-def _correctness_reason(mode: str, expected: list[str], actual: list[str], common: int, value: float) -> str:
+def correctness_reason(mode: str, expected: list[str], actual: list[str], common: int, value: float) -> str:
+    """The reason text of `tool_correctness` for these names (shared with its columnar form)."""
     missing = list((Counter(expected) - Counter(actual)).elements())
     extra = list((Counter(actual) - Counter(expected)).elements())
     parts = [f"{common} of {len(expected)} expected calls matched ({mode} mode, score {value:.2f})"]
