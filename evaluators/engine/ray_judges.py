@@ -29,8 +29,8 @@ stops at once with one line saying where to set it.
 
 Pool size: `EVALTRACE_RAY_JUDGE_ACTORS`, else one actor per `CPUS_PER_JUDGE_ACTOR` CPUs of the
 cluster, at least 1 and at most `MAX_DEFAULT_JUDGE_ACTORS`. The actors take no CPU (they wait
-on the network) and live on the driver's node (its Ray node; elsewhere only if it cannot host
-them): a worker node that dies takes no judge, no counter and no budget with it. Ray re-runs the
+on the network) and live on the driver's Ray node (the node `ray.init` attached it to; with
+`ray://`, the head): a worker node that dies takes no judge, no counter and no budget with it. Ray re-runs the
 dead node's tasks, and their questions, already answered, come back from the verdict cache or the
 request in flight: the verdicts and reasons are those of a local run, and the re-asked questions
 count as cache hits.
@@ -276,10 +276,10 @@ class JudgePool:
 
 
 def _driver_node(ray: Any) -> Any:
-    """Placement on the driver's Ray node, soft: another node only when that one cannot host the actors."""
+    """Placement on the driver's Ray node, hard: a soft affinity lets Ray move zero-CPU actors elsewhere."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
+    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
 
 
 @contextmanager

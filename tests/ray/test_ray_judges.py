@@ -13,13 +13,14 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _ray_cluster import Cluster, ray_python
+from _ray_cluster import Cluster, Node, ray_python
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
 REPO = Path(__file__).resolve().parents[2]
@@ -231,7 +232,7 @@ def _assert_key_stays_out_of(cluster: Cluster) -> None:
     assert len(files) > 10
     assert [str(path) for path in files if KEY.encode() in _read(path)] == []
     stores = _object_stores(cluster)
-    assert len(stores) == len(cluster.nodes)
+    assert len(stores) >= 2  # the head's and the worker node's
     assert all(b"Weather in Cork?" in store for store in stores[:1])  # the run's spans passed through it
     assert not any(KEY.encode() in store for store in stores)
 
@@ -287,3 +288,55 @@ def test_a_key_the_actors_lack_stops_the_run_with_one_line(
     assert done.stderr.startswith("Error: judge setup: the judge API key is set here but not on the Ray cluster")
     assert len(done.stderr.strip().splitlines()) == 1 and KEY not in done.stderr
     assert len(server.requests) == before and not out.exists()
+
+
+def test_killing_a_worker_node_while_it_judges_gives_the_same_verdicts(
+    cluster: Cluster, server: Any, judged_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, spec = judged_run
+    cached = ("--case", "city-*", "--case", "again", "--case", "chat")  # not the garbled one: failures are re-asked
+    verdicts = ("--judge-cache-dir", str(tmp_path / "verdicts-local"))
+    local = _score(cluster, tmp_path / "local.json", runs, spec, *cached, *verdicts, ray=False)
+    doomed = cluster.add_node("127.0.0.4")
+    server.responder = lambda body: _slowly(_answer(body))  # the groups wait on the judge: one is caught judging
+    try:
+        args = ["score", str(runs), "--spec", str(spec), "--json", str(tmp_path / "ray.json"), "--no-store", *cached]
+        args += ["--judge-cache-dir", str(tmp_path / "verdicts-ray")]
+        env = {key: value for key, value in cluster.env.items() if key != "EVALTRACE_JUDGE_API_KEY"}
+        cmd = [str(cluster.python), "-m", "evaltrace.cli", *args, *cluster.engine_args()]
+        scoring = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cluster.temp
+        )
+        try:
+            _kill_when_judging(doomed, scoring)
+            _, err = scoring.communicate(timeout=600)
+        finally:
+            if scoring.poll() is None:
+                scoring.kill()
+    finally:
+        server.responder = _answer
+    assert scoring.returncode == local.returncode, err
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    # A re-run group asks its questions again: answered from the cache, they count as hits there.
+    for report in reports:
+        report.pop("judge")
+    first, second = (_comparable(report) for report in reports)
+    first.pop("served"), second.pop("served")
+    assert second == first
+
+
+def _slowly(reply: Any) -> Any:
+    reply.delay = 0.4
+    return reply
+
+
+def _kill_when_judging(node: Node, scoring: subprocess.Popen[str]) -> None:
+    """Kill every process of `node` once it scores a group of the shuffle (its judges' answers pending)."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert scoring.poll() is None, "the scoring ended before a group ran on the doomed node"
+        if node.running_task("MapBatches(") or node.running_task("MapGroups"):
+            node.kill()
+            return
+        time.sleep(0.05)
+    pytest.fail("no group ran on the doomed node within 300 s")
