@@ -21,11 +21,12 @@ past it the request fails with the local run's budget error. Which questions are
 the budget runs out depends on the order requests are sent, on either engine.
 
 Keys. An API key goes to the judge from the actors' own environment (`EVALTRACE_JUDGE_API_KEY`,
-or `OPENAI_API_KEY` under the local rules, set on every node or in the job's `runtime_env`
-`env_vars`). The driver never ships its key: not in actor constructor arguments or task
+or `OPENAI_API_KEY` under the local rules, set on the driver's Ray node, where they live, or in the
+job's `runtime_env` `env_vars`). The driver never ships its key: not in actor constructor arguments or task
 arguments (kept by Ray's control store and object store, and shown in its logs and dashboard),
 not in the settings the actors get. When the driver has a key and the actors have none, the run
-stops at once with one line saying where to set it.
+stops at once with one line saying where to set it; so does `--judge-api-key`, which would
+otherwise be silently replaced by the actors' key.
 
 Pool size: `EVALTRACE_RAY_JUDGE_ACTORS`, else one actor per `CPUS_PER_JUDGE_ACTOR` CPUs of the
 cluster, at least 1 and at most `MAX_DEFAULT_JUDGE_ACTORS`. The actors take no CPU (they wait
@@ -76,6 +77,10 @@ _ERRORS: dict[str, type[verdicts.JudgeError]] = {
     )
 }
 """The judge failures an actor hands back by name, raised again in the asking task."""
+_NOT_SHIPPED = (
+    "the judge actors of --engine ray read the key from their own environment (set EVALTRACE_JUDGE_API_KEY "
+    "on the driver's Ray node, or in the job's runtime_env env_vars); it is never sent from this process"
+)
 
 
 @dataclass(frozen=True)
@@ -251,9 +256,7 @@ class JudgePool:
                 raise JudgeSetupError(f"judge setup: {problem}")
             if driver_has_key and not has_key:
                 raise JudgeSetupError(
-                    "judge setup: the judge API key is set here but not on the Ray cluster: the judge actors "
-                    "read it from their own environment (set EVALTRACE_JUDGE_API_KEY on every node, or in the "
-                    "job's runtime_env env_vars); it is never sent from this process"
+                    f"judge setup: the judge API key is set here but not on the Ray cluster: {_NOT_SHIPPED}"
                 )
 
     def finish(self) -> dict[str, Any]:
@@ -296,6 +299,8 @@ def judges_on_ray(
     if not any(scorer.uses_judge for scorer in router.scorers()):
         yield lambda: None
         return
+    if any(overrides.get(name) is not None for name in ("api_key", "judge_api_key")):
+        raise JudgeSetupError(f"judge setup: --judge-api-key is not used by --engine ray: {_NOT_SHIPPED}")
     settings = JudgeSettings.from_env(**overrides)
     problem = settings.model_copy(update={"api_key": None}).missing()  # the key is the actors' to check
     if problem is not None:

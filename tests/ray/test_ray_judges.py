@@ -290,6 +290,27 @@ def test_a_key_the_actors_lack_stops_the_run_with_one_line(
     assert len(server.requests) == before and not out.exists()
 
 
+def test_a_refused_key_stops_the_run_as_locally_and_a_key_option_is_not_shipped(
+    cluster: Cluster, server: Any, judged_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, spec = judged_run
+    server.responder = lambda body: judge_server.Reply(status=401, raw=b'{"error": {"message": "invalid key"}}')
+    try:
+        done = [
+            _score(cluster, tmp_path / f"{engine}.json", runs, spec, "--no-judge-cache", ray=engine == "ray")
+            for engine in ("local", "ray")
+        ]
+    finally:
+        server.responder = _answer
+    assert [run.returncode for run in done] == [2, 2], done[1].stderr
+    assert done[1].stderr == done[0].stderr
+    assert done[0].stderr.startswith("Error: judge setup: judge at http://127.0.0.1:") and "HTTP 401" in done[0].stderr
+    flag = _score(cluster, tmp_path / "flag.json", runs, spec, "--judge-api-key", "sk-flag-0123456789", ray=True)
+    assert flag.returncode == 2
+    assert flag.stderr.startswith("Error: judge setup: --judge-api-key is not used by --engine ray: the judge actors")
+    assert "sk-flag-0123456789" not in flag.stderr
+
+
 def test_killing_a_worker_node_while_it_judges_gives_the_same_verdicts(
     cluster: Cluster, server: Any, judged_run: tuple[Path, Path], tmp_path: Path
 ) -> None:
