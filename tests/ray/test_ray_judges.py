@@ -25,6 +25,7 @@ from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs,
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-ray-judge-5f1c9a7e3b2d4c68"
+ACTORS = "EVALTRACE_RAY_JUDGE_ACTORS"
 CITIES = ["Paris", "Rome", "Oslo", "Lima", "Kyiv", "Doha", "Bern", "Riga"]
 
 
@@ -64,7 +65,7 @@ def cluster(server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
         EVALTRACE_JUDGE_MODEL="judge-model",
         EVALTRACE_JUDGE_BASE_URL=server.base_url,
         EVALTRACE_JUDGE_MAX_RETRIES="1",
-        EVALTRACE_RAY_JUDGE_ACTORS="2",
+        **{ACTORS: "2"},
     )
     with setup as running:
         running.add_node("127.0.0.3")
@@ -309,6 +310,51 @@ def test_a_refused_key_stops_the_run_as_locally_and_a_key_option_is_not_shipped(
     assert flag.returncode == 2
     assert flag.stderr.startswith("Error: judge setup: --judge-api-key is not used by --engine ray: the judge actors")
     assert "sk-flag-0123456789" not in flag.stderr
+    cluster.env[ACTORS] = "none"
+    try:
+        wrong = _score(cluster, tmp_path / "wrong.json", runs, spec, ray=True)
+    finally:
+        cluster.env[ACTORS] = "2"
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip() == f"Error: {ACTORS}='none': give the number of judge actors, at least 1"
+
+
+ASYNC_PLUGIN = """\
+import asyncio
+from typing import Any, ClassVar
+
+from evaltrace.evaluators.scorers.base import Score, Scorer
+from evaltrace.evaluators.scorers.registry import register
+
+
+@register
+class Lookup(Scorer):
+    name: ClassVar[str] = "t_ray_async_lookup"
+
+    def score(self, trace: Any, case: Any = None) -> Score:
+        return asyncio.run(self.ascore(trace, case))
+
+    async def ascore(self, trace: Any, case: Any = None) -> Score:
+        await asyncio.sleep(0.01)  # a custom scorer doing its own I/O
+        return self.result("18C" in (trace.final_answer() or ""), None, "looked up")
+"""
+
+
+def test_an_async_plugin_scorer_without_a_judge_scores_the_same(
+    cluster: Cluster, server: Any, judged_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, _ = judged_run
+    plugin = tmp_path / "async_scorers.py"
+    plugin.write_text(ASYNC_PLUGIN, encoding="utf-8")
+    spec = tmp_path / "spec.json"
+    cases = json.loads(judged_run[1].read_text(encoding="utf-8"))["cases"]
+    spec.write_text(json.dumps({"scorers": ["t_ray_async_lookup"], "cases": cases}), encoding="utf-8")
+    before = len(server.requests)
+    local, ray, _ = _both(cluster, server, tmp_path, (runs, spec), "async", "--plugin", str(plugin))
+    assert _comparable(ray) == _comparable(local)
+    assert ray["judge"] is None and len(server.requests) == before
+    looked = [s for s in _scores(ray) if s["scorer"] == "t_ray_async_lookup"]
+    assert len(looked) == 16 and sum(bool(s["passed"]) for s in looked) == 9
 
 
 def test_killing_a_worker_node_while_it_judges_gives_the_same_verdicts(
