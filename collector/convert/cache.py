@@ -34,7 +34,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version as dist_version
 from pathlib import Path
@@ -125,6 +125,36 @@ def traces_of(
     if cache:
         return cached_traces(files, histories=histories, shard=shard, on_batch=on_batch)
     return read_traces(files, shard, histories=histories)
+
+
+def cache_rebuilt(
+    files: Sequence[Path], traces: Iterable[Trace], *, histories: bool = True, shard: Shard | None = None
+) -> Iterator[Trace]:
+    """`traces` (rebuilt from `files` elsewhere: the rows of a shuffle), their table written to the cache on the way.
+
+    The table is the one `cached_traces(files, histories=histories, shard=shard)` would build and
+    later reads: the same key, published once every trace went through, never half.
+    """
+    key = cache_key(files, histories=histories, shard=shard)
+    table = traces_folder() / f"{key}.parquet"
+    writer = _TableWriter.start(table) if key is not None and not table.exists() else None
+    try:
+        for trace in traces:
+            if writer is not None and not writer.add(trace):
+                writer = None
+            yield trace
+        if writer is not None and cache_key(files, histories=histories, shard=shard) == key:
+            writer.publish()
+            _prune(table.parent, keep=table)
+    finally:
+        if writer is not None:
+            writer.abandon()
+
+
+def is_cached(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> bool:
+    """Whether the cache folder holds a traces table for `files` (its soundness is checked on reading)."""
+    key = cache_key(files, histories=histories, shard=shard)
+    return key is not None and (traces_folder() / f"{key}.parquet").exists()
 
 
 def cache_key(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> str | None:

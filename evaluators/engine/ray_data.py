@@ -21,8 +21,11 @@ reaches the driver through group 0; bad input met while decoding is the group's 
 Runs holding log-record files are not read this way (their records attach to spans as they are
 read, file by file): `ray_engine` scores those with per-shard tasks that read every file.
 
-The traces cache is not used on this path: a group's rows come from the shuffle, not from files
-a node could key a cached table by, and which node scores which group is Ray's choice.
+The traces cache: with the cache on and local files, each group writes its shard's traces table
+on the way (`cache.cache_rebuilt`, the key `cached_traces` gives that shard of those files).
+Re-scoring the same files with as many shards then finds every table, and `ray_engine` scores
+the shards from them without reading or shuffling a span (warm: measured in
+`benchmarks/RESULTS.md`, "Issue 20").
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -41,7 +45,7 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.store.layout import SCHEMA
 from evaltrace.collector.store.reader import SPAN_COLUMNS
 from evaltrace.collector.store.runfiles import Location, iter_batches
-from evaltrace.collector.store.shard import shard_keys
+from evaltrace.collector.store.shard import Shard, shard_keys
 from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine.ray_judges import score_in_task
@@ -49,6 +53,7 @@ from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
+    from evaltrace.collector.convert.records import Trace
     from evaltrace.evaluators.engine.scoring import ScoreOptions
 
 MAX_RETRIES = 3
@@ -100,6 +105,7 @@ class RunParts:
     """What every task needs, pickled once by the driver and unpickled afresh in each task."""
 
     locations: list[Location]
+    count: int
     histories: bool
     router: Router
     stats: RunStats
@@ -144,24 +150,37 @@ def score_group(rows: pa.Table, parts_blob: bytes) -> pa.Table:
         first = errors.sort_by([(FILE, "ascending")]).column(ERROR)[0].as_py()
         result = ShardResult(rows=[], router=None, stats=None, input_error=first)
     else:
-        result = _score_rows(rows, ray.cloudpickle.loads(parts_blob))
+        result = _score_rows(rows, key, ray.cloudpickle.loads(parts_blob))
     return pa.Table.from_arrays(
         [pa.array([key], pa.int32()), pa.array([ray.cloudpickle.dumps(result)])], schema=_RESULTS_SCHEMA
     )
 
 
-def _score_rows(rows: pa.Table, parts: RunParts) -> ShardResult:
-    from evaltrace.collector.convert.rebuild import convert_span_rows
-
+def _score_rows(rows: pa.Table, key: int, parts: RunParts) -> ShardResult:
     spill = ListSpill()
     quiet = dataclasses.replace(parts.options, progress=None)
     try:
         with scorer_time_limit(parts.options.scorer_timeout):
-            traces = convert_span_rows(_by_file(rows, parts.locations), histories=parts.histories)
-            score_in_task(traces, parts.router, parts.stats, spill, quiet)
+            score_in_task(_traces(rows, key, parts), parts.router, parts.stats, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
     return ShardResult(rows=spill.rows, router=parts.router.state, stats=parts.stats)
+
+
+def _traces(rows: pa.Table, key: int, parts: RunParts) -> Iterator[Trace]:
+    """The group's traces, rebuilt; with the cache on, its shard's traces table written on the way.
+
+    A re-scoring of the same local files then finds every shard's table and skips Ray Data
+    altogether (`ray_engine`), as a local run skips the rebuild.
+    """
+    from evaltrace.collector.convert.cache import cache_rebuilt
+    from evaltrace.collector.convert.rebuild import convert_span_rows
+
+    traces = convert_span_rows(_by_file(rows, parts.locations), histories=parts.histories)
+    paths = [location for location in parts.locations if isinstance(location, Path)]
+    if not parts.options.cache or len(paths) < len(parts.locations):
+        return traces
+    return cache_rebuilt(paths, traces, histories=parts.histories, shard=Shard(key, parts.count))
 
 
 def _by_file(rows: pa.Table, locations: Sequence[Location]) -> list[tuple[Location, list[pa.RecordBatch]]]:

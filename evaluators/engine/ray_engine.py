@@ -1,16 +1,18 @@
 """Scoring one run on a Ray cluster: shards of the traces scored as Ray tasks, the report made here.
 
 The Ray engine is the sharded engine (`shards.py`) with Ray in place of forked processes. The
-driver (the `evaltrace score` process) resolves the span files, builds the run's router once and
-puts it in Ray's object store; each task takes one shard of the traces (chosen on the Arrow
-trace-id column before any row is decoded, see `collector/store/shard.py`), so every trace's
-spans meet in one task whichever files they are spread over, and the grouping needs no shuffle
-of span rows between nodes. A task rebuilds its traces (or reads its shard's traces table from
-the traces cache of the node it runs on), scores them with its copy of the router and returns
-the scored samples' JSON with what its router still holds and its run statistics. The driver
-parks the samples on its spill as tasks finish, merges the hand-overs, scores held
-conversations, and computes repeats, the gate and the report exactly as a local run: the
-entries are the same, entry for entry.
+driver (the `evaltrace score` process) resolves the span files (local paths, or URIs a pyarrow
+filesystem opens) and builds the run's router once. Ray Data then reads the files, shuffles the
+span rows by shard key so that every trace's spans meet in one group whichever files they are
+spread over, and each group's task rebuilds and scores its traces (`ray_data.py`). Two runs take
+per-shard tasks that each read every file and keep their shard's traces instead
+(`_score_by_shards`): a warm re-scoring, where the cache folder already holds every shard's
+traces table (written by the groups of the first scoring: no read, no shuffle, no rebuild), and
+a run with log-record files (their records attach to spans while each file is read). Either way
+a task scores its traces with its copy of the router and returns the scored samples' JSON with
+what its router still holds and its run statistics. The driver parks the samples on its spill
+as tasks finish, merges the hand-overs, scores held conversations, and computes repeats, the
+gate and the report exactly as a local run: the entries are the same, entry for entry.
 
 A task returns its whole shard at once rather than streaming it, so a task that Ray re-runs
 (its worker or node died; Ray retries it, `MAX_RETRIES`) cannot deliver a sample twice. Scorer
@@ -18,9 +20,9 @@ crashes are error results inside the task, as locally; bad input is returned as 
 raised here as `InputError`. Judge scorers ask their questions of a pool of actors
 (`ray_judges.py`).
 
-What is shipped to workers: the span file paths (each node must read them at the same path:
-a shared or network filesystem), the router (the spec's selected cases and their scorers,
-pickled by Ray), the score options. The workers import evaltrace and any plugin scorer's
+What is shipped to workers: the span file paths or URIs (each node must read them at the same
+path: a shared or network filesystem, or an object store), the router (the spec's selected
+cases and their scorers, pickled by Ray), the score options. The workers import evaltrace and any plugin scorer's
 module themselves: they must be installed on every node, or given by the cluster's runtime
 environment (`runtime_env`).
 """
@@ -182,10 +184,10 @@ def score_on_ray(
     shipped = dataclasses.replace(options, progress=None, judge_overrides={})
     # Workers do not share the driver's working folder: local paths go absolute, URIs as they are.
     located = [path.resolve() if isinstance(path, Path) else path for path in files]
-    if _holds_logs(located):
+    if _holds_logs(located) or _all_cached(located, count, histories, options.cache):
         results = _score_by_shards(ray, located, count, (histories, router, stats, shipped), spill, options.progress)
     else:
-        parts = RunParts(located, histories, router, RunStats(prices=stats.prices), shipped)
+        parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped)
         gathered = _Gathered(spill, options.progress)
         score_groups(parts, count, gathered.add)
         results = [gathered.results[key] for key in sorted(gathered.results)]
@@ -208,6 +210,21 @@ def _holds_logs(files: Sequence[Location]) -> bool:
     if any(is_uri(path) for path in files) and logs:
         raise InputError(f"{logs[0]}: --engine ray reads runs with log-record files from local paths only")
     return bool(logs)
+
+
+def _all_cached(files: Sequence[Location], count: int, histories: bool, cache: bool) -> bool:
+    """Whether the cache folder seen here holds every shard's traces table (a warm re-scoring).
+
+    The shard tasks then read those tables instead of the spans: no read, no shuffle, no rebuild.
+    Seen from the driver, so it holds where the nodes share the cache folder (one machine, or
+    `EVALTRACE_CACHE_DIR` on the shared filesystem); a task on a node without the table rebuilds.
+    """
+    from evaltrace.collector.convert.cache import is_cached
+
+    paths = [path for path in files if isinstance(path, Path)]
+    if not cache or len(paths) < len(files):
+        return False
+    return all(is_cached(paths, histories=histories, shard=Shard(index, count)) for index in range(count))
 
 
 class _Gathered:

@@ -151,11 +151,23 @@ def test_conversations_repeats_and_unmatched_traces_across_shards(
 
 def test_without_a_spec_cached_twice(cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path) -> None:
     runs, _ = crossing_run
+    folder = Path(cluster.env["EVALTRACE_CACHE_DIR"]) / "traces"
+
+    def tables() -> dict[Path, int]:
+        return {path: path.stat().st_mtime_ns for path in folder.glob("*.parquet")}
+
+    before = tables()
+    seen: list[dict[Path, int]] = []
     for attempt in ("cold", "warm"):  # the second run reads the shards' traces tables from the cache
-        folder = tmp_path / attempt
-        folder.mkdir()
-        report, _ = _both(cluster, runs, None, folder)
+        (tmp_path / attempt).mkdir()
+        report, _ = _both(cluster, runs, None, tmp_path / attempt)
         assert report["counts"]["entries"] == 51
+        seen.append({path: mtime for path, mtime in tables().items() if path not in before})
+    # Cold: the local run wrote one table, the groups of Ray's shuffle one per shard (2 CPUs, 4 shards).
+    assert len(seen[0]) == 1 + 4, seen[0]
+    # Warm: no table written; the Ray run's shard tasks read theirs (reading marks a table used).
+    assert seen[1].keys() == seen[0].keys()
+    assert sum(seen[1][path] > seen[0][path] for path in seen[0]) >= 4
 
 
 def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path) -> None:
@@ -231,18 +243,22 @@ def test_killing_a_worker_node_mid_run_gives_the_same_report(
     assert "Gate" in out
 
 
-def _kill_when_scoring(node: Node, scoring: subprocess.Popen[str]) -> None:
-    """Kill every process of `node` once it scores a group of the shuffle, while the scoring still runs.
+# The Ray Data path's tasks: reading the files, the shuffle's map and reduce, scoring a group.
+RUN_TASKS = ("MapBatches(read_file)", "map", "reduce", "_sample_block", "MapBatches(score_group)")
 
-    By then the node holds blocks of the shuffle too: Ray re-runs the tasks that made them."""
+
+def _kill_when_scoring(node: Node, scoring: subprocess.Popen[str]) -> None:
+    """Kill every process of `node` once it runs a task of the scoring, while the scoring still runs.
+
+    Blocks the node made (read rows, shuffled parts) die with it: Ray re-runs the tasks that made them."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         assert scoring.poll() is None, "the scoring ended before a task ran on the doomed node"
-        if node.running_task("MapBatches(score_group)"):
+        if any(node.running_task(name) for name in RUN_TASKS):
             node.kill()
             return
         time.sleep(0.05)
-    pytest.fail("no shard ran on the doomed node within 300 s")
+    pytest.fail("no task of the scoring ran on the doomed node within 300 s")
 
 
 def test_every_node_is_on_loopback(cluster: Cluster) -> None:
