@@ -339,3 +339,20 @@ def test_a_damaged_file_is_one_error_line_naming_it(
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"Error: {damaged}: "), done.stderr
     assert not (tmp_path / "ray.json").exists()
+
+
+def test_a_run_with_log_record_files_scores_the_same(cluster: Cluster, tmp_path: Path) -> None:
+    """Log records attach to their spans while each file is read: such runs take the per-shard tasks."""
+    found = importlib.util.spec_from_file_location("_log_records", REPO / "tests" / "collector" / "test_log_records.py")
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    recording = module.Recording(tmp_path / "runs")
+    for index in range(8):
+        module.tool_loop(recording, case_id=f"case-{index}")
+        if index == 3:
+            recording.flush()
+    recording.close()
+    assert len(list((tmp_path / "runs").glob("*.logs.parquet"))) == 2
+    report, _ = _both(cluster, tmp_path / "runs", None, tmp_path, "--no-cache")
+    assert report["counts"]["traces"] == 8
