@@ -176,14 +176,14 @@ def _traces(rows: pa.Table, key: int, parts: RunParts) -> Iterator[Trace]:
     from evaltrace.collector.convert.cache import cache_rebuilt
     from evaltrace.collector.convert.rebuild import convert_span_rows
 
-    traces = convert_span_rows(_by_file(rows, parts.locations), histories=parts.histories)
+    traces = convert_span_rows(rows_by_file(rows, parts.locations), histories=parts.histories)
     paths = [location for location in parts.locations if isinstance(location, Path)]
     if not parts.options.cache or len(paths) < len(parts.locations):
         return traces
     return cache_rebuilt(paths, traces, histories=parts.histories, shard=Shard(key, parts.count))
 
 
-def _by_file(rows: pa.Table, locations: Sequence[Location]) -> list[tuple[Location, list[pa.RecordBatch]]]:
+def rows_by_file(rows: pa.Table, locations: Sequence[Location]) -> list[tuple[Location, list[pa.RecordBatch]]]:
     """The group's rows back in file and row order (the shuffle keeps neither), split by file."""
     ordered = rows.sort_by([(FILE, "ascending"), (ROW, "ascending")]).combine_chunks()
     files = ordered.column(FILE).to_pylist()

@@ -21,7 +21,7 @@ from evaltrace.collector.convert.rebuild import convert_span_rows, read_traces
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.store.reader import Shard, resolve_locations
 from evaltrace.collector.store.shard import shard_keys
-from evaltrace.evaluators.engine.ray_data import ERROR, KEY, _by_file, read_file
+from evaltrace.evaluators.engine.ray_data import ERROR, KEY, read_file, rows_by_file
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "runs"
 
@@ -60,10 +60,10 @@ def test_rows_rebuild_the_traces_the_files_give(split_run: Path, count: int) -> 
     locations = resolve_locations([split_run])
     groups = _shuffled_groups(split_run, count, seed=count)
     for key, rows in groups.items():
-        rebuilt = list(convert_span_rows(_by_file(rows, locations), histories=True))
+        rebuilt = list(convert_span_rows(rows_by_file(rows, locations), histories=True))
         expected = list(read_traces(locations, Shard(key, count) if count > 1 else None))
         assert rebuilt == expected
-    assert sum(len(list(convert_span_rows(_by_file(g, locations)))) for g in groups.values()) == 6
+    assert sum(len(list(convert_span_rows(rows_by_file(g, locations)))) for g in groups.values()) == 6
 
 
 def test_shard_keys_agree_with_the_shard_filter() -> None:

@@ -29,6 +29,8 @@ HEAD_IP = "127.0.0.2"
 NODE_MEMORY = str(1_500_000_000)
 OBJECT_STORE = str(150_000_000)
 START_TIMEOUT = 120.0
+# The Ray Data path's tasks: reading the files, the shuffle's map and reduce, scoring a group.
+RUN_TASKS = ("MapBatches(read_file)", "map", "reduce", "_sample_block", "MapBatches(score_group)")
 
 
 def ray_python() -> Path:
@@ -71,6 +73,10 @@ class Node:
     def running_task(self, name: str) -> bool:
         """Whether a worker process of this node is running a task of function `name` now."""
         return any(title.startswith(f"ray::{name}") for _, title in self._processes())
+
+    def running_a_scoring_task(self) -> bool:
+        """Whether a worker process of this node runs any task of a scoring's Ray Data path now."""
+        return any(self.running_task(name) for name in RUN_TASKS)
 
     def kill(self) -> None:
         """SIGKILL the whole node at once, its workers included, as a machine failure would."""

@@ -243,10 +243,6 @@ def test_killing_a_worker_node_mid_run_gives_the_same_report(
     assert "Gate" in out
 
 
-# The Ray Data path's tasks: reading the files, the shuffle's map and reduce, scoring a group.
-RUN_TASKS = ("MapBatches(read_file)", "map", "reduce", "_sample_block", "MapBatches(score_group)")
-
-
 def _kill_when_scoring(node: Node, scoring: subprocess.Popen[str]) -> None:
     """Kill every process of `node` once it runs a task of the scoring, while the scoring still runs.
 
@@ -254,7 +250,7 @@ def _kill_when_scoring(node: Node, scoring: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         assert scoring.poll() is None, "the scoring ended before a task ran on the doomed node"
-        if any(node.running_task(name) for name in RUN_TASKS):
+        if node.running_a_scoring_task():
             node.kill()
             return
         time.sleep(0.05)

@@ -398,11 +398,14 @@ def _slowly(reply: Any) -> Any:
 
 
 def _kill_when_judging(node: Node, scoring: subprocess.Popen[str]) -> None:
-    """Kill every process of `node` once it scores a group of the shuffle (its judges' answers pending)."""
+    """Kill every process of `node` once it runs a task of the scoring, while the judges' answers are slow.
+
+    Ray may place every group on the other node and only shuffle tasks here: those count too (their
+    blocks die with the node and their groups, judging, wait for them to be re-run)."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        assert scoring.poll() is None, "the scoring ended before a group ran on the doomed node"
-        if node.running_task("MapBatches(") or node.running_task("MapGroups"):
+        assert scoring.poll() is None, "the scoring ended before a task ran on the doomed node"
+        if node.running_a_scoring_task():
             node.kill()
             return
         time.sleep(0.05)
