@@ -17,8 +17,8 @@ Key modes say how the actual key set relates to the expected one: `exact` (same 
 actual keys are all expected, omissions allowed), `ignore` (callers skip the comparison).
 
 Each difference reads `path: expected X, got Y` (or `path: missing (...)`, `path: unexpected
-argument (...)`). The walk is lazy: a caller that only needs the yes/no answer stops at the
-first difference, so one walk gives both the messages and the answer.
+argument (...)`). The walk is lazy; `arguments_match` is its message-free twin for callers that
+only need the yes/no answer (held to the walk by a property test).
 """
 
 from __future__ import annotations
@@ -86,6 +86,37 @@ def iter_argument_diffs(
         yield f"arguments are not a JSON object ({describe_raw(arguments, truncated)})"
         return
     yield from iter_dict_diffs(expected, arguments, rules, "")
+
+
+def arguments_match(expected: Mapping[str, Any], arguments: Any, truncated: bool, rules: ArgumentRules) -> bool:
+    """Whether `iter_argument_diffs` would find nothing, without building any message.
+
+    Alignment asks every expected call about every same-name call and only the answer matters
+    there: building the first difference's message (a JSON dump of the values) cost more than
+    the comparison. A property test holds this twin to the walk above.
+    """
+    return not truncated and isinstance(arguments, dict) and _dicts_match(expected, arguments, rules)
+
+
+def _dicts_match(expected: Mapping[str, Any], actual: Mapping[str, Any], rules: ArgumentRules) -> bool:
+    if rules.mode in ("exact", "subset") and any(k not in actual for k in expected):
+        return False
+    if rules.mode in ("exact", "superset") and any(k not in expected for k in actual):
+        return False
+    return all(_values_match(value, actual[key], rules) for key, value in expected.items() if key in actual)
+
+
+def _values_match(expected: Any, actual: Any, rules: ArgumentRules) -> bool:
+    kind = type(expected)
+    if kind is type(actual) and kind is not dict and kind is not list and expected == actual:
+        return True
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        return _dicts_match(expected, actual, rules)
+    if isinstance(expected, list) and isinstance(actual, list):
+        return len(expected) == len(actual) and all(
+            _values_match(e, a, rules) for e, a in zip(expected, actual, strict=True)
+        )
+    return _scalars_equal(expected, actual, rules)
 
 
 def iter_value_diffs(expected: Any, actual: Any, rules: ArgumentRules, path: str = "") -> Iterator[str]:

@@ -21,7 +21,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaltrace.collector.convert.arguments import KeyMode, describe_raw, is_number, iter_argument_diffs
+from evaltrace.collector.convert.arguments import (
+    KeyMode,
+    arguments_match,
+    describe_raw,
+    is_number,
+    iter_argument_diffs,
+)
 from evaltrace.collector.convert.arguments import short as short
 from evaltrace.collector.convert.arguments import value_diffs as value_diffs
 from evaltrace.collector.convert.records import ToolCall
@@ -89,10 +95,15 @@ def argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch)
 def call_matches(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> bool:
     """Whether `call` has the expected name and arguments (`argument_diffs` would find nothing).
 
-    The same walk as `argument_diffs`, stopped at its first difference: alignment asks every
+    The answer of `argument_diffs` without its messages (`arguments_match`): alignment asks every
     expected call about every same-name call and only the answer matters there.
     """
-    return expected.name == call.name and next(_argument_diffs(expected, call, match), None) is None
+    if expected.name != call.name:
+        return False
+    rules = match.for_tool(expected.name)
+    if expected.arguments is None or rules.mode == "ignore":
+        return True
+    return arguments_match(expected.arguments, call.arguments, call.arguments_truncated, rules)
 
 
 # One walk gives both the messages and the yes/no answer: its differences are produced lazily, so
