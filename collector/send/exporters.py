@@ -29,6 +29,7 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.send.proxies import may_use_env_proxy
 from evaltrace.collector.terminal import printable
 
 Protocol = Literal["http/protobuf", "grpc"]
@@ -242,9 +243,10 @@ def _exporter(target: OtlpTarget, signal: Signal, watch: _Watch) -> Any:
     headers = resolved_headers(target, signal)
     if target.protocol == "grpc":
         return _grpc_exporter(target, signal, headers)
-    session = requests.Session()
-    session.hooks["response"].append(watch.on_response)
     url = signal_url(target.endpoint, signal)
+    session = requests.Session()
+    session.trust_env = may_use_env_proxy(url)  # the headers may hold a key: no proxy that reads them
+    session.hooks["response"].append(watch.on_response)
     if signal == "traces":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -258,10 +260,14 @@ def _grpc_exporter(target: OtlpTarget, signal: Signal, headers: Mapping[str, str
     # gRPC metadata keys must be lower case; `http://` means a plain-text channel.
     metadata = {name.lower(): value for name, value in headers.items()}
     insecure = urlsplit(target.endpoint).scheme == "http"
+    # gRPC reads `grpc_proxy`/`https_proxy` too, and a plain-text channel's tunnel is readable.
+    # An integer, as gRPC requires (the exporter's annotation says str; gRPC ignores a str value).
+    direct: Any = () if may_use_env_proxy(target.endpoint) else (("grpc.enable_http_proxy", 0),)
+    options: dict[str, Any] = {"insecure": insecure, "headers": metadata, "timeout": target.timeout}
     if signal == "traces":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-        return OTLPSpanExporter(endpoint=target.endpoint, insecure=insecure, headers=metadata, timeout=target.timeout)
+        return OTLPSpanExporter(endpoint=target.endpoint, channel_options=direct or None, **options)
     from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
 
-    return OTLPLogExporter(endpoint=target.endpoint, insecure=insecure, headers=metadata, timeout=target.timeout)
+    return OTLPLogExporter(endpoint=target.endpoint, channel_options=direct or None, **options)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from evaltrace.evaluators.judge.settings import JudgeSettings
 
+from evaltrace.collector.send.proxies import may_use_env_proxy
 from evaltrace.evaluators.judge.verdict import (
     VERDICT_SCHEMA,
     JudgeBudgetError,
@@ -170,8 +171,14 @@ class JudgeClient:
         headers = {"Content-Type": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        # No redirects: a redirect to another host must not carry the key there.
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout), headers=headers, follow_redirects=False)
+        # No redirects: a redirect to another host must not carry the key there. Proxies from the
+        # environment only where the key stays encrypted end to end (`proxies.may_use_env_proxy`).
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(settings.timeout),
+            headers=headers,
+            follow_redirects=False,
+            trust_env=may_use_env_proxy(self._url),
+        )
 
     async def aclose(self) -> None:
         """Close the connection pool."""

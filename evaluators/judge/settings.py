@@ -23,7 +23,6 @@ Keys: `EVALTRACE_JUDGE_API_KEY` (or `--judge-api-key`) goes to the configured ju
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import urllib.parse
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.send.proxies import is_loopback
 from evaltrace.evaluators.judge.client import ResponseFormat, display_url
 from evaltrace.evaluators.scorers.registry import render_validation_errors
 
@@ -185,7 +185,7 @@ class JudgeSettings(BaseModel):
             # The key itself is never echoed: an error message may end up in a CI log.
             return "the judge API key contains spaces, control or non-ASCII characters, which no HTTP header can carry"
         has_credentials = bool(key) or parts.username is not None or parts.password is not None
-        if has_credentials and parts.scheme == "http" and not _is_loopback(parts.hostname) and not self.allow_insecure:
+        if has_credentials and parts.scheme == "http" and not is_loopback(parts.hostname) and not self.allow_insecure:
             return (
                 f"refusing to send the judge API key unencrypted over http:// to {parts.hostname}: use https://, "
                 "a loopback address, or pass --judge-allow-insecure (EVALTRACE_JUDGE_ALLOW_INSECURE=1) "
@@ -230,15 +230,6 @@ def _openai_key_allowed(base_url: Any, openai_base_url: str | None) -> bool:
 
 def _same_url(a: str, b: str) -> bool:
     return a.strip().rstrip("/") == b.strip().rstrip("/")
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _override_field(key: str, value: Any) -> tuple[str, Any]:
