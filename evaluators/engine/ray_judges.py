@@ -16,9 +16,20 @@ local run's. A judge failure travels back as its class and message and is raised
 task, so the error results read exactly as locally.
 
 The request budget (`max_requests`) is counted once for the cluster, by one small actor
-(`RequestCounter`) the judge actors take a token from before each request, retries included;
+(`ray_ledger.RunLedger`) the judge actors take a token from before each request, retries included;
 past it the request fails with the local run's budget error. Which questions are judged before
 the budget runs out depends on the order requests are sent, on either engine.
+
+A judge actor whose process dies (the OOM killer, a kill) is restarted by Ray, up to
+`MAX_ACTOR_RESTARTS` times, and the questions it had in flight are sent again to the restarted
+actor: it asks them anew, or finds them in the verdict cache on disk, so the verdicts are those
+of a local run. A restart loses the actor's memory: the in-flight sharing (a question in flight
+is asked once more), its HTTP client, and its counters, which is why each actor sends its
+counters to the ledger as they change; the report sums the live actors' counters with the last
+ones of the dead (every request sent counts; the questions in flight at the death count their
+cache hit or miss twice). Past the restarts, the actor's questions are error results. The ledger
+is never restarted (it would start a fresh budget): when it dies, every later request of a run
+with a budget fails with a budget error, and the dead actors' counters are no longer counted.
 
 Keys. An API key goes to the judge from the actors' own environment (`EVALTRACE_JUDGE_API_KEY`,
 or `OPENAI_API_KEY` under the local rules, set on the driver's Ray node, where they live, or in the
@@ -50,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.engine._loop import Router, score_stream, score_stream_now
+from evaltrace.evaluators.engine.ray_ledger import LedgeredSession, RemoteBudget, RunLedger, dead_incarnations
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.judge import verdict as verdicts
 from evaltrace.evaluators.judge.prompts import RenderedPrompt
@@ -64,7 +76,9 @@ ACTORS_ENV = "EVALTRACE_RAY_JUDGE_ACTORS"
 CPUS_PER_JUDGE_ACTOR = 2
 MAX_DEFAULT_JUDGE_ACTORS = 8
 _ACTOR_NAME = "evaltrace-judge-{index}"
-_BUDGET_NAME = "evaltrace-judge-budget"
+_LEDGER_NAME = "evaltrace-judge-ledger"
+MAX_ACTOR_RESTARTS = 5
+"""How often Ray restarts a judge actor whose process died, and re-sends each question it had in flight."""
 _ERRORS: dict[str, type[verdicts.JudgeError]] = {
     cls.__name__: cls
     for cls in (
@@ -113,36 +127,18 @@ def route(prompt: RenderedPrompt, actors: int) -> int:
     return int.from_bytes(hashlib.sha256(material.encode()).digest()[:8], "big") % actors
 
 
-class RequestCounter:
-    """The run's request budget, one actor for the cluster: a token per request, retries included."""
-
-    def __init__(self, limit: int) -> None:
-        self.left = limit
-
-    def take(self) -> bool:
-        """Take one request; `False` once the budget is spent (a sync actor: one call at a time)."""
-        if self.left <= 0:
-            return False
-        self.left -= 1
-        return True
-
-
-class _RemoteBudget:
-    """A judge client's view of the `RequestCounter` actor."""
-
-    def __init__(self, counter: Any) -> None:
-        self.counter = counter
-
-    async def take(self) -> bool:
-        allowed: bool = await self.counter.take.remote()
-        return allowed
-
-
 class JudgeWorker:
-    """One judge actor: a judge session of its own, its key from its own environment."""
+    """One judge actor: a judge session of its own, its key from its own environment.
 
-    def __init__(self, fields: dict[str, Any], actors: int, counter: Any | None) -> None:
+    Ray restarts it when its process dies (`MAX_ACTOR_RESTARTS`): `__init__` runs again, with the
+    same arguments, and reads the key from the environment again.
+    """
+
+    def __init__(self, fields: dict[str, Any], actors: int) -> None:
+        import ray
+
         self.fields, self.actors = fields, actors
+        ledger = ray.get_actor(_LEDGER_NAME)  # by name: an actor handle argument would make Ray warn of restarts
         self.problem: str | None = None
         try:
             settings = actor_settings(fields)
@@ -150,7 +146,9 @@ class JudgeWorker:
             settings, self.problem = JudgeSettings.model_validate(fields), str(exc)
         self.problem = self.problem or settings.missing()
         self.has_key = settings.api_key is not None
-        self.session = JudgeSession(settings, _RemoteBudget(counter) if counter is not None else None)
+        limit = settings.max_requests
+        budget = RemoteBudget(ledger, limit) if limit is not None else None
+        self.session = LedgeredSession(settings, ledger, budget)
 
     async def check(self) -> tuple[str | None, bool]:
         """Why this actor cannot judge (`None`: it can), and whether it holds a key."""
@@ -167,11 +165,11 @@ class JudgeWorker:
         except verdicts.JudgeError as exc:
             return Failure(type(exc).__name__, str(exc))
 
-    async def finish(self) -> tuple[JudgeStats, str | None]:
-        """The session's counters and its setup error (a refused first contact); closes its client."""
+    async def finish(self) -> tuple[str, JudgeStats, str | None]:
+        """This incarnation, its counters and its setup error (a refused first contact); closes its client."""
         await self.session.aclose()
         error = self.session.setup_error
-        return self.session.stats(), str(error) if error is not None else None
+        return self.session.incarnation, self.session.final_stats(), str(error) if error is not None else None
 
 
 class PoolSession(JudgeSession):
@@ -183,7 +181,13 @@ class PoolSession(JudgeSession):
 
     async def classify(self, prompt: RenderedPrompt, samples: int | None = None) -> JudgeOutcome:
         """Ask the question's actor; its failure is raised here as the same judge error."""
-        answer = await self.actors[route(prompt, len(self.actors))].classify.remote(prompt, samples)
+        from ray.exceptions import RayActorError
+
+        index = route(prompt, len(self.actors))
+        try:
+            answer = await self.actors[index].classify.remote(prompt, samples)
+        except RayActorError:
+            raise verdicts.JudgeUnavailableError(_gone(index)) from None
         if isinstance(answer, Failure):
             raise _ERRORS.get(answer.kind, verdicts.JudgeError)(answer.message)
         outcome: JudgeOutcome = answer
@@ -230,10 +234,10 @@ class JudgePool:
         self.ray, self.count = ray, count
         fields = shipped_fields(settings)
         self.session = PoolSession(JudgeSettings.model_validate(fields), [])
-        limit = settings.max_requests
         here = _driver_node(ray)
-        budget = ray.remote(RequestCounter).options(name=_BUDGET_NAME, num_cpus=0, scheduling_strategy=here)
-        self.counter = None if limit is None else budget.remote(limit)
+        # Never restarted: a fresh budget would let the run exceed --judge-max-requests.
+        ledger = ray.remote(RunLedger).options(name=_LEDGER_NAME, num_cpus=0, scheduling_strategy=here, max_restarts=0)
+        self.ledger = ledger.remote(settings.max_requests)
         worker = ray.remote(JudgeWorker)
         self.session.actors = [
             worker.options(
@@ -241,7 +245,9 @@ class JudgePool:
                 max_concurrency=settings.concurrency,
                 num_cpus=0,
                 scheduling_strategy=here,
-            ).remote(fields, count, self.counter)
+                max_restarts=MAX_ACTOR_RESTARTS,
+                max_task_retries=MAX_ACTOR_RESTARTS,  # a question in flight when it died is asked again
+            ).remote(fields, count)
             for index in range(count)
         ]
 
@@ -260,22 +266,53 @@ class JudgePool:
                 )
 
     def finish(self) -> dict[str, Any]:
-        """The run's judge counters, summed over the actors.
+        """The run's judge counters: the live actors' final ones, plus the last ones of those that died.
 
         Raises:
             JudgeSetupError: an actor's first contact with the judge was refused, as locally.
         """
-        for stats, error in self.ray.get([actor.finish.remote() for actor in self.session.actors]):
+        finished: set[str] = set()
+        for incarnation, stats, error in self._finished():
             if error is not None:
                 raise JudgeSetupError(error)
+            finished.add(incarnation)
+            self.session.absorb(stats)
+        for stats in dead_incarnations(self._recorded(), finished):
             self.session.absorb(stats)
         found: dict[str, Any] = self.session.stats().model_dump(mode="json")
         return found
 
+    def _finished(self) -> list[tuple[str, JudgeStats, str | None]]:
+        """Each actor's `finish`; none for an actor dead for good (its counters are in the ledger)."""
+        from ray.exceptions import RayActorError
+
+        done = []
+        for call in [actor.finish.remote() for actor in self.session.actors]:
+            try:
+                done.append(self.ray.get(call))
+            except RayActorError:
+                continue
+        return done
+
+    def _recorded(self) -> dict[str, JudgeStats]:
+        """The ledger's counters by incarnation (none if the ledger died: then only the live actors count)."""
+        from ray.exceptions import RayActorError
+
+        try:
+            recorded: dict[str, JudgeStats] = self.ray.get(self.ledger.recorded.remote())
+        except RayActorError:
+            return {}
+        return recorded
+
     def stop(self) -> None:
-        """End the actors (their names are free again for the next run of this driver)."""
-        for actor in [*self.session.actors, *([self.counter] if self.counter is not None else [])]:
-            self.ray.kill(actor)
+        """End the actors, for good (their names are free again for the next run of this driver)."""
+        for actor in [*self.session.actors, self.ledger]:
+            self.ray.kill(actor, no_restart=True)
+
+
+def _gone(index: int) -> str:
+    name = _ACTOR_NAME.format(index=index)
+    return f"judge actor {name} died and Ray restarted it {MAX_ACTOR_RESTARTS} times already; this entry was not judged"
 
 
 def _driver_node(ray: Any) -> Any:

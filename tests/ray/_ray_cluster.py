@@ -74,6 +74,10 @@ class Node:
         """Whether a worker process of this node is running a task of function `name` now."""
         return any(title.startswith(f"ray::{name}") for _, title in self._processes())
 
+    def processes_titled(self, prefix: str) -> list[int]:
+        """The pids of this node's processes whose title starts with `prefix` (an actor: `ray::JudgeWorker`)."""
+        return [pid for pid, title in self._processes() if title.startswith(prefix)]
+
     def running_a_scoring_task(self) -> bool:
         """Whether a worker process of this node runs any task of a scoring's Ray Data path now."""
         return any(self.running_task(name) for name in RUN_TASKS)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -410,3 +412,93 @@ def _kill_when_judging(node: Node, scoring: subprocess.Popen[str]) -> None:
             return
         time.sleep(0.05)
     pytest.fail("no group ran on the doomed node within 300 s")
+
+
+def test_a_judge_actor_killed_while_it_asks_is_restarted_and_the_run_scores_the_same(
+    cluster: Cluster, server: Any, judged_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # As the OOM killer would: SIGKILL the process of the judge actor that is waiting on the judge's
+    # (slow) answer. Ray restarts it and sends it the questions it had in flight again.
+    runs, spec = judged_run
+    local = _score(
+        cluster, tmp_path / "local.json", runs, spec, "--judge-cache-dir", str(tmp_path / "v-local"), ray=False
+    )
+    server.responder = lambda body: _slowly(_answer(body))
+    before = len(server.requests)
+    try:
+        args = ["score", str(runs), "--spec", str(spec), "--json", str(tmp_path / "ray.json"), "--no-store"]
+        args += ["--judge-cache-dir", str(tmp_path / "v-ray"), *cluster.engine_args()]
+        env = {key: value for key, value in cluster.env.items() if key != "EVALTRACE_JUDGE_API_KEY"}
+        cmd = [str(cluster.python), "-m", "evaltrace.cli", *args]
+        scoring = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cluster.temp
+        )
+        try:
+            killed = _kill_an_asking_judge(cluster, server, before, scoring)
+            restarted = _wait_for_judge_other_than(cluster, killed, scoring)
+            _, err = scoring.communicate(timeout=600)
+        finally:
+            if scoring.poll() is None:
+                scoring.kill()
+    finally:
+        server.responder = _answer
+    assert restarted, "no judge actor process replaced the killed one"
+    assert scoring.returncode == local.returncode, err
+    assert "Traceback" not in err and "Error" not in err, err
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    judges = [report.pop("judge") for report in reports]
+    first, second = (_comparable(report) for report in reports)
+    first.pop("served"), second.pop("served")
+    assert second == first  # the verdicts, reasons, error results and summaries of the local run
+    # The counters of the killed actor were kept by the ledger: every request sent is counted,
+    # the killed one's included (its questions in flight were sent twice).
+    assert judges[1]["requests"] == len(server.requests) - before > judges[0]["requests"]
+    assert judges[1]["errors"] == judges[0]["errors"] == 1  # the garbled answer, once
+    assert judges[1]["cache_misses"] > judges[0]["cache_misses"]
+
+
+def _kill_an_asking_judge(cluster: Cluster, server: Any, before: int, scoring: subprocess.Popen[str]) -> int:
+    """SIGKILL the judge actor process connected to the judge once the judge has a question (slow to answer)."""
+    port = int(server.base_url.split(":")[2].split("/")[0])
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert scoring.poll() is None, "the scoring ended before the judge was asked"
+        if len(server.requests) > before:
+            asking = [pid for pid in _judge_processes(cluster) if _connected_to(pid, port)]
+            if asking:
+                os.kill(asking[0], signal.SIGKILL)
+                return asking[0]
+        time.sleep(0.02)
+    pytest.fail("no judge actor asked the judge within 300 s")
+
+
+def _wait_for_judge_other_than(cluster: Cluster, killed: int, scoring: subprocess.Popen[str]) -> bool:
+    """Whether a judge actor process other than `killed` (and its surviving peers) appears before the run ends."""
+    survivors = set(_judge_processes(cluster)) - {killed}
+    while scoring.poll() is None:
+        if set(_judge_processes(cluster)) - survivors - {killed}:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _judge_processes(cluster: Cluster) -> list[int]:
+    return [pid for node in cluster.nodes for pid in node.processes_titled("ray::JudgeWorker")]
+
+
+def _connected_to(pid: int, port: int) -> bool:
+    """Whether process `pid` holds an established TCP connection to 127.0.0.1:`port`."""
+    sockets = set()
+    for fd in Path(f"/proc/{pid}/fd").glob("*"):
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            sockets.add(target[8:-1])
+    remote = f"0100007F:{port:04X}"
+    for line in _read(Path("/proc/net/tcp")).decode().splitlines()[1:]:
+        fields = line.split()
+        if fields[2] == remote and fields[3] == "01" and fields[9] in sockets:
+            return True
+    return False
