@@ -255,8 +255,12 @@ def iter_batches(
     handle = open_run_file(path)
     if tally is not None:
         tally.add(handle)
+    required = _required_columns(handle, columns)
+    rows = 0
     try:
         for batch in handle.iter_batches(batch_size=BATCH_ROWS, columns=list(columns), use_threads=False):
+            _check_required(path, batch, required, rows)
+            rows += batch.num_rows
             yield batch if only is None else only.keep(batch)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file (was it removed while reading?)") from None
@@ -264,6 +268,25 @@ def iter_batches(
         raise _fail(path, exc) from None
     finally:
         handle.close()
+
+
+def _required_columns(handle: pq.ParquetFile, columns: Sequence[str]) -> list[str]:
+    """The columns read that every row must fill (the layout's non-nullable ones)."""
+    layout = LOGS_SCHEMA if signal_of(handle) == SIGNAL_LOGS else SCHEMA
+    return [name for name in columns if name in layout.names and not layout.field(name).nullable]
+
+
+def _check_required(path: Location, batch: pa.RecordBatch, required: Sequence[str], before: int) -> None:
+    """Refuse a batch with an empty value in a required column (another writer's file may have one).
+
+    Grouping skips a span without a trace id and the converter cannot place one without a span id:
+    read on, such a row would vanish from the run without a word.
+    """
+    for name in required:
+        column = batch.column(name)
+        if column.null_count:
+            row = before + pc.index(pc.is_null(column), True).as_py()
+            raise InputError(f"{path}: row {row + 1} has no {name} (a required column). Was it written by evaltrace?")
 
 
 def not_utf8(path: Location, exc: UnicodeDecodeError) -> InputError:
