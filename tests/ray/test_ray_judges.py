@@ -502,3 +502,53 @@ def _connected_to(pid: int, port: int) -> bool:
         if fields[2] == remote and fields[3] == "01" and fields[9] in sockets:
             return True
     return False
+
+
+def test_a_dead_budget_ledger_ends_the_requests_with_a_budget_error(
+    cluster: Cluster, server: Any, judged_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # The ledger counting --judge-max-requests is never restarted (a fresh budget would exceed the
+    # limit): killed once the judge is asked (one question at a time per actor), every question
+    # not yet sent becomes a budget error result.
+    runs, spec = judged_run
+    args = ["score", str(runs), "--spec", str(spec), "--json", str(tmp_path / "ray.json"), "--no-store"]
+    args += ["--case", "city-*", "--judge-max-requests", "50", "--judge-cache-dir", str(tmp_path / "v")]
+    env = {key: value for key, value in cluster.env.items() if key != "EVALTRACE_JUDGE_API_KEY"}
+    env["EVALTRACE_JUDGE_CONCURRENCY"] = "1"
+    server.responder = lambda body: _slowly(_answer(body))
+    before = len(server.requests)
+    try:
+        cmd = [str(cluster.python), "-m", "evaltrace.cli", *args, *cluster.engine_args()]
+        scoring = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cluster.temp
+        )
+        try:
+            _kill_when_asked(cluster, "ray::RunLedger", server, before, scoring)
+            _, err = scoring.communicate(timeout=600)
+        finally:
+            if scoring.poll() is None:
+                scoring.kill()
+    finally:
+        server.responder = _answer
+    assert scoring.returncode == 1 and "Traceback" not in err, err
+    report = json.loads((tmp_path / "ray.json").read_text(encoding="utf-8"))
+    judged = [s for s in _scores(report) if s["scorer"] == "task_completion"]
+    lost = [s for s in judged if s.get("error") == "JudgeBudgetError"]
+    assert len(judged) == 8 and 1 <= len(lost) < 8
+    assert all("judge request budget lost: the Ray actor counting the 50 requests" in s["reason"] for s in lost)
+    assert len(server.requests) - before + len(lost) == 8  # each question was either sent once or not judged
+    assert all(not s.get("error") for s in judged if s not in lost)
+    assert report["judge"]["budget_exhausted"] and report["judge"]["errors"] == len(lost)
+
+
+def _kill_when_asked(cluster: Cluster, title: str, server: Any, before: int, scoring: subprocess.Popen[str]) -> None:
+    """SIGKILL the actor process titled `title` once the judge got a question of the scoring."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert scoring.poll() is None, "the scoring ended before the judge was asked"
+        found = [pid for node in cluster.nodes for pid in node.processes_titled(title)]
+        if len(server.requests) > before and found:
+            os.kill(found[0], signal.SIGKILL)
+            return
+        time.sleep(0.02)
+    pytest.fail(f"no {title} process while the judge was asked, within 300 s")
