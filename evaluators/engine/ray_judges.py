@@ -135,10 +135,8 @@ class JudgeWorker:
     """
 
     def __init__(self, fields: dict[str, Any], actors: int) -> None:
-        import ray
-
         self.fields, self.actors = fields, actors
-        ledger = ray.get_actor(_LEDGER_NAME)  # by name: an actor handle argument would make Ray warn of restarts
+        ledger = _ledger()
         self.problem: str | None = None
         try:
             settings = actor_settings(fields)
@@ -310,9 +308,22 @@ class JudgePool:
             self.ray.kill(actor, no_restart=True)
 
 
+def _ledger() -> Any | None:
+    """The run's ledger, by name (a handle argument would make Ray warn at every restart); `None`: it died."""
+    import ray
+
+    try:
+        return ray.get_actor(_LEDGER_NAME)
+    except ValueError:
+        return None
+
+
 def _gone(index: int) -> str:
     name = _ACTOR_NAME.format(index=index)
-    return f"judge actor {name} died and Ray restarted it {MAX_ACTOR_RESTARTS} times already; this entry was not judged"
+    return (
+        f"judge actor {name} cannot answer: its process died and Ray could not restart it "
+        f"(at most {MAX_ACTOR_RESTARTS} restarts); this entry was not judged"
+    )
 
 
 def _driver_node(ray: Any) -> Any:

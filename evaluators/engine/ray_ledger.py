@@ -54,7 +54,7 @@ class RunLedger:
 
 
 class RemoteBudget:
-    """A judge client's view of the ledger's budget; a dead ledger is a spent budget, said so."""
+    """A judge client's view of the ledger's budget (`None`: it died); a dead ledger is a spent budget, said so."""
 
     def __init__(self, ledger: Any, limit: int) -> None:
         self.ledger, self.limit = ledger, limit
@@ -69,14 +69,16 @@ class RemoteBudget:
         from ray.exceptions import RayActorError
 
         try:
-            allowed: bool = await self.ledger.take.remote()
+            if self.ledger is not None:
+                allowed: bool = await self.ledger.take.remote()
+                return allowed
         except RayActorError:
-            self.lost = True
-            raise verdicts.JudgeBudgetError(
-                f"judge request budget lost: the Ray actor counting the {self.limit} requests of "
-                "--judge-max-requests died, so no more requests are sent; this entry was not judged"
-            ) from None
-        return allowed
+            pass
+        self.lost = True
+        raise verdicts.JudgeBudgetError(
+            f"judge request budget lost: the Ray actor counting the {self.limit} requests of "
+            "--judge-max-requests died, so no more requests are sent; this entry was not judged"
+        )
 
 
 class _WatchedCounters:
@@ -122,8 +124,8 @@ class LedgeredSession(JudgeSession):
         return stats.model_copy(update={"budget_exhausted": stats.budget_exhausted or lost})
 
     def _changed(self) -> None:
-        if not hasattr(self, "_pushing"):
-            return  # still in __init__: nothing counted yet
+        if not hasattr(self, "_pushing") or self.ledger is None:
+            return  # still in __init__ (nothing counted yet), or no ledger to tell
         self._dirty = True
         if self._pushing is None or self._pushing.done():
             self._pushing = asyncio.get_running_loop().create_task(self._push())
