@@ -61,7 +61,14 @@ from typing import TYPE_CHECKING, Any
 from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.engine._loop import Router, score_stream, score_stream_now
-from evaltrace.evaluators.engine.ray_ledger import LedgeredSession, RemoteBudget, RunLedger, dead_incarnations
+from evaltrace.evaluators.engine.ray_ledger import (
+    LEDGER_NAME,
+    LedgeredSession,
+    RemoteBudget,
+    RunLedger,
+    dead_incarnations,
+    find_ledger,
+)
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.judge import verdict as verdicts
 from evaltrace.evaluators.judge.prompts import RenderedPrompt
@@ -76,7 +83,6 @@ ACTORS_ENV = "EVALTRACE_RAY_JUDGE_ACTORS"
 CPUS_PER_JUDGE_ACTOR = 2
 MAX_DEFAULT_JUDGE_ACTORS = 8
 _ACTOR_NAME = "evaltrace-judge-{index}"
-_LEDGER_NAME = "evaltrace-judge-ledger"
 MAX_ACTOR_RESTARTS = 5
 """How often Ray restarts a judge actor whose process died, and re-sends each question it had in flight."""
 _ERRORS: dict[str, type[verdicts.JudgeError]] = {
@@ -136,7 +142,7 @@ class JudgeWorker:
 
     def __init__(self, fields: dict[str, Any], actors: int) -> None:
         self.fields, self.actors = fields, actors
-        ledger = _ledger()
+        ledger = find_ledger()
         self.problem: str | None = None
         try:
             settings = actor_settings(fields)
@@ -173,17 +179,20 @@ class JudgeWorker:
 class PoolSession(JudgeSession):
     """The current judge session of a task (or of the driver): questions answered by the pool."""
 
-    def __init__(self, settings: JudgeSettings, actors: Sequence[Any]) -> None:
+    def __init__(self, settings: JudgeSettings, actors: Sequence[Any | None]) -> None:
         super().__init__(settings)
-        self.actors = list(actors)
+        self.actors = list(actors)  # by index; `None`: an actor Ray could not restart
 
     async def classify(self, prompt: RenderedPrompt, samples: int | None = None) -> JudgeOutcome:
         """Ask the question's actor; its failure is raised here as the same judge error."""
         from ray.exceptions import RayActorError
 
         index = route(prompt, len(self.actors))
+        actor = self.actors[index]
         try:
-            answer = await self.actors[index].classify.remote(prompt, samples)
+            if actor is None:
+                raise RayActorError()
+            answer = await actor.classify.remote(prompt, samples)
         except RayActorError:
             raise verdicts.JudgeUnavailableError(_gone(index)) from None
         if isinstance(answer, Failure):
@@ -217,12 +226,30 @@ def score_in_task(
 
 def _task_session() -> PoolSession:
     """The run's pool, found by name in the run's namespace (the driver started it)."""
+    count, fields = _pool_facts()
+    return PoolSession(JudgeSettings.model_validate(fields), [_named(index) for index in range(count)])
+
+
+def _pool_facts() -> tuple[int, dict[str, Any]]:
+    """The pool's size and settings, from the ledger (never restarted), else from the first actor."""
+    import ray
+    from ray.exceptions import RayActorError
+
+    try:
+        facts: tuple[int, dict[str, Any]] = ray.get(ray.get_actor(LEDGER_NAME).pool.remote())
+    except (ValueError, RayActorError):
+        facts = ray.get(ray.get_actor(_ACTOR_NAME.format(index=0)).pool.remote())
+    return facts
+
+
+def _named(index: int) -> Any | None:
+    """Judge actor `index`; `None` once Ray could not restart it (its questions become error results)."""
     import ray
 
-    first = ray.get_actor(_ACTOR_NAME.format(index=0))
-    count, fields = ray.get(first.pool.remote())
-    actors = [first, *(ray.get_actor(_ACTOR_NAME.format(index=index)) for index in range(1, count))]
-    return PoolSession(JudgeSettings.model_validate(fields), actors)
+    try:
+        return ray.get_actor(_ACTOR_NAME.format(index=index))
+    except ValueError:
+        return None
 
 
 class JudgePool:
@@ -234,10 +261,10 @@ class JudgePool:
         self.session = PoolSession(JudgeSettings.model_validate(fields), [])
         here = _driver_node(ray)
         # Never restarted: a fresh budget would let the run exceed --judge-max-requests.
-        ledger = ray.remote(RunLedger).options(name=_LEDGER_NAME, num_cpus=0, scheduling_strategy=here, max_restarts=0)
-        self.ledger = ledger.remote(settings.max_requests)
+        ledger = ray.remote(RunLedger).options(name=LEDGER_NAME, num_cpus=0, scheduling_strategy=here, max_restarts=0)
+        self.ledger = ledger.remote(settings.max_requests, (count, fields))
         worker = ray.remote(JudgeWorker)
-        self.session.actors = [
+        self.actors = [
             worker.options(
                 name=_ACTOR_NAME.format(index=index),
                 max_concurrency=settings.concurrency,
@@ -248,6 +275,7 @@ class JudgePool:
             ).remote(fields, count)
             for index in range(count)
         ]
+        self.session.actors = list(self.actors)
 
     def check(self, driver_has_key: bool) -> None:
         """Stop the run before any task when an actor cannot judge.
@@ -255,7 +283,7 @@ class JudgePool:
         Raises:
             JudgeSetupError: an actor's settings cannot work, or it lacks the key this process has.
         """
-        for problem, has_key in self.ray.get([actor.check.remote() for actor in self.session.actors]):
+        for problem, has_key in self.ray.get([actor.check.remote() for actor in self.actors]):
             if problem is not None:
                 raise JudgeSetupError(f"judge setup: {problem}")
             if driver_has_key and not has_key:
@@ -285,7 +313,7 @@ class JudgePool:
         from ray.exceptions import RayActorError
 
         done = []
-        for call in [actor.finish.remote() for actor in self.session.actors]:
+        for call in [actor.finish.remote() for actor in self.actors]:
             try:
                 done.append(self.ray.get(call))
             except RayActorError:
@@ -304,18 +332,8 @@ class JudgePool:
 
     def stop(self) -> None:
         """End the actors, for good (their names are free again for the next run of this driver)."""
-        for actor in [*self.session.actors, self.ledger]:
+        for actor in [*self.actors, self.ledger]:
             self.ray.kill(actor, no_restart=True)
-
-
-def _ledger() -> Any | None:
-    """The run's ledger, by name (a handle argument would make Ray warn at every restart); `None`: it died."""
-    import ray
-
-    try:
-        return ray.get_actor(_LEDGER_NAME)
-    except ValueError:
-        return None
 
 
 def _gone(index: int) -> str:

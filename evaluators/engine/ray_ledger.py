@@ -24,6 +24,7 @@ from evaltrace.evaluators.judge import verdict as verdicts
 from evaltrace.evaluators.judge.session import JudgeSession, JudgeStats
 from evaltrace.evaluators.judge.settings import JudgeSettings
 
+LEDGER_NAME = "evaltrace-judge-ledger"
 _COUNTED = frozenset({"_errors", "_hits", "_misses"})
 """The session's own counters (the request counters are in its `Counters`, watched apart)."""
 
@@ -31,9 +32,14 @@ _COUNTED = frozenset({"_errors", "_hits", "_misses"})
 class RunLedger:
     """The run's budget and the judge actors' last counters; a sync actor: one call at a time."""
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int | None, pool: tuple[int, dict[str, Any]]) -> None:
         self.left = limit
+        self.facts = pool
         self.counters: dict[str, JudgeStats] = {}
+
+    def pool(self) -> tuple[int, dict[str, Any]]:
+        """The judge pool's size and key-free settings, for the tasks that look the pool up."""
+        return self.facts
 
     def take(self) -> bool:
         """Take one request; `False` once the budget is spent."""
@@ -144,3 +150,13 @@ class LedgeredSession(JudgeSession):
 def dead_incarnations(recorded: dict[str, JudgeStats], finished: set[str]) -> list[JudgeStats]:
     """The last counters of the incarnations that did not finish the run (killed, then restarted)."""
     return [stats for incarnation, stats in recorded.items() if incarnation not in finished]
+
+
+def find_ledger() -> Any | None:
+    """The run's ledger, by name (a handle argument would make Ray warn at every restart); `None`: it died."""
+    import ray
+
+    try:
+        return ray.get_actor(LEDGER_NAME)
+    except ValueError:
+        return None
