@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from evaltrace.evaluators.judge import verdict as verdicts
@@ -90,7 +91,7 @@ class RemoteBudget:
 class _WatchedCounters:
     """The session's request `Counters`, telling the session when one changes."""
 
-    def __init__(self, counters: Any, changed: Any) -> None:
+    def __init__(self, counters: Any, changed: Callable[[], None]) -> None:
         object.__setattr__(self, "_inner", counters)
         object.__setattr__(self, "_changed", changed)
 
@@ -106,7 +107,9 @@ class LedgeredSession(JudgeSession):
     """A judge actor's session whose counters reach the ledger as they change.
 
     Pushes are sent one at a time, each with the counters of its moment, so the ledger holds this
-    incarnation's counters up to the last change before the process died.
+    incarnation's counters up to the last change before the process died. The counters are plain
+    attributes the session and its client assign in many places: watching the assignments catches
+    every change without a hook in `JudgeSession` itself.
     """
 
     def __init__(self, settings: JudgeSettings, ledger: Any, budget: RemoteBudget | None) -> None:
