@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from array import array
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -253,6 +253,24 @@ async def judge_session_for(
     settings = JudgeSettings.from_env(**overrides)
     async with judge_session(settings) as session:
         yield lambda: _stats_dict(session.stats())
+
+
+def check_judge_setup(scorers: Iterable[Scorer], overrides: dict[str, Any]) -> None:
+    """Raise the setup error `judge_session_for` would meet, before any work is done.
+
+    `evaltrace run` asks this before its agent runs: a judge without a model or base URL is then
+    a one-line error at once, not after minutes of agent calls whose recording is left unscored.
+
+    Raises:
+        JudgeSetupError: a judge is among `scorers` and its settings cannot work.
+    """
+    if not any(s.uses_judge for s in scorers):
+        return
+    from evaltrace.evaluators.judge.settings import JudgeSettings, JudgeSetupError
+
+    problem = JudgeSettings.from_env(**overrides).missing()
+    if problem is not None:
+        raise JudgeSetupError(f"judge setup: {problem}")
 
 
 def _stats_dict(stats: Any) -> dict[str, Any] | None:

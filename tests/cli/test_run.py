@@ -210,6 +210,34 @@ def test_bad_agent_reference_exits_2(workdir: Path, agent: str, message: str) ->
     assert not (workdir / "out").exists()
 
 
+JUDGED_SPEC = """
+cases:
+  - id: fine
+    input: "hello"
+    expect: {semantic_output: {rubric: "Says hello back"}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--judge-base-url", "ftp://judge.example/v1"], "judge base URL must start with http:// or https://"),
+        (["--judge-base-url", "http://10.0.0.5/v1", "--judge-api-key", "sk-run-early"], "refusing to send the judge"),
+    ],
+)
+def test_a_judge_that_cannot_be_asked_stops_the_run_before_the_agent(
+    workdir: Path, options: list[str], message: str
+) -> None:
+    (workdir / "judged.yaml").write_text(JUDGED_SPEC)
+    args = ["run", "--agent", "run_agents:answer", "--spec", "judged.yaml", "--out", "out", "--judge-model", "m"]
+    ran = evaltrace(*args, *options, cwd=workdir)
+    assert ran.returncode == 2, ran.stderr
+    [line] = ran.stderr.splitlines()
+    assert line.startswith("Error: judge setup: ") and message in line, line
+    assert "sk-run-early" not in ran.stderr + ran.stdout
+    assert not (workdir / "out").exists()  # the agent never ran: nothing was recorded
+
+
 def test_out_folder_with_spans_is_refused(workdir: Path) -> None:
     first = evaltrace("run", "--agent", "run_agents:answer", "--spec", "evals.yaml::fine", "--out", "o", cwd=workdir)
     assert first.returncode == 0, first.stderr
