@@ -66,14 +66,19 @@ CONNECT_TIMEOUT = 10.0
 def score_shard(
     files: Sequence[Path], shard: Shard, histories: bool, router: Router, stats: RunStats, options: ScoreOptions
 ) -> ShardResult:
-    """Score the traces of `shard` of `files` with `router` (a fresh copy): the body of one Ray task."""
+    """Score the traces of `shard` of `files` with `router` (a fresh copy): the body of one Ray task.
+
+    As a local worker does, the task hands the traces table's batches to the columnar forms, which
+    answer the checks that surely pass on a warm re-scoring (the shard's table read from the cache).
+    """
     from evaltrace.collector.convert.cache import traces_of
+    from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run
 
     spill = ListSpill()
     quiet = dataclasses.replace(options, progress=None)
     try:
-        with scorer_time_limit(options.scorer_timeout):
-            traces = traces_of(files, shard, histories=histories, cache=options.cache)
+        with scorer_time_limit(options.scorer_timeout), columnar_run(RunCalls()) as calls:
+            traces = traces_of(files, shard, histories=histories, cache=options.cache, on_batch=calls.add_batch)
             score_in_task(traces, router, stats, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
@@ -332,13 +337,13 @@ def score_paths_ray(
         InputError: as `score_paths_to`; also Ray missing or unreachable, or judges not set up on the cluster.
     """
     from evaltrace.collector.store.reader import recording_losses, resolve_locations
-    from evaltrace.evaluators.engine.scoring import _finish, _new_run
+    from evaltrace.evaluators.engine.scoring import _finish, new_run
     from evaltrace.evaluators.scorers.base import reads_histories
 
     if shards is not None and shards < 1:
         raise ValueError(f"shards must be at least 1, not {shards}")
     files = resolve_locations(paths)
-    router, stats = _new_run(spec, options)
+    router, stats = new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     histories = reads_histories(router.scorers())
     with Spill() as spill, judges_on_ray(router, options.judge_overrides, lambda: connect(address)) as judged:

@@ -182,7 +182,7 @@ def score_traces_to(
         InputError: the selection keeps no case, or there was no trace to score without a spec.
     """
     options = options or ScoreOptions()
-    router, stats = _new_run(spec, options)
+    router, stats = new_run(spec, options)
     return _run_sync(_ascore(traces, router, stats, spec, options, sink))
 
 
@@ -203,7 +203,7 @@ async def ascore_traces_to(
     traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions, sink: EntrySink | None
 ) -> ScoredRun:
     """Async twin of `score_traces_to`."""
-    router, stats = _new_run(spec, options)
+    router, stats = new_run(spec, options)
     return await _ascore(traces, router, stats, spec, options, sink)
 
 
@@ -258,7 +258,7 @@ def score_paths_to(
         raise ValueError(f"workers must be at least 1, not {workers}")
     options = options or ScoreOptions()
     files = resolve_paths(paths, fresh_imports=not options.cache)  # --no-cache: OTLP files imported anew too
-    router, stats = _new_run(spec, options)
+    router, stats = new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     count = shards.plan_workers(workers, files, router)
     histories = reads_histories(router.scorers())
@@ -273,7 +273,8 @@ def score_paths_to(
         return _finish(router, stats, spill, spec, options, sink, None)
 
 
-def _new_run(spec: LoadedSpec | None, options: ScoreOptions) -> tuple[Router, RunStats]:
+def new_run(spec: LoadedSpec | None, options: ScoreOptions) -> tuple[Router, RunStats]:
+    """A run's router (the spec's selected cases, else the default scorers) and its empty statistics."""
     router = SpecRouter(spec, select_cases(spec, options)) if spec is not None else TraceRouter(default_scorers())
     return router, RunStats(prices={**DEFAULT_PRICES, **(spec.spec.prices if spec is not None else {})})
 

@@ -211,11 +211,11 @@ def test_cli_workers_option(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
 
 
 def test_plan_workers(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
-    from evaltrace.evaluators.engine.scoring import _new_run
+    from evaltrace.evaluators.engine.scoring import new_run
 
     runs, spec = run_dir
     files = sorted(runs.glob("*.parquet"))
-    router, _ = _new_run(load_spec(spec), ScoreOptions())
+    router, _ = new_run(load_spec(spec), ScoreOptions())
     assert plan_workers(1, files, router) == 1
     assert plan_workers(3, files, router) == 3
     assert plan_workers(None, files, router) == 1, "a small run stays in one process"
@@ -233,17 +233,17 @@ def test_plan_workers(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
             """),
         encoding="utf-8",
     )
-    judge_router, _ = _new_run(load_spec(judged), ScoreOptions())
+    judge_router, _ = new_run(load_spec(judged), ScoreOptions())
     assert plan_workers(4, files, judge_router) == 1, "judges share one session"
 
 
 def test_more_workers_than_cpus_are_kept_with_a_warning(
     run_dir: tuple[Path, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
-    from evaltrace.evaluators.engine.scoring import _new_run
+    from evaltrace.evaluators.engine.scoring import new_run
 
     runs, spec = run_dir
-    router, _ = _new_run(load_spec(spec), ScoreOptions())
+    router, _ = new_run(load_spec(spec), ScoreOptions())
     files = sorted(runs.glob("*.parquet"))
     many = available_cpus() + 1
     with caplog.at_level("WARNING", logger="evaltrace.evaluators.engine.shards"):
