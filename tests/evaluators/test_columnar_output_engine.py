@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _form_counts import count_form_answers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.columnar import forms
-from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.report.json_writer import ReportWriter
-from evaltrace.evaluators.scorers.base import Score
 from evaltrace.evaluators.scorers.limits import Cost
 from evaltrace.evaluators.scorers.output import Outcome, Output, Steps
 from evaltrace.evaluators.spec.loader import load_spec
@@ -79,18 +75,7 @@ def test_warm_scoring_answers_the_passing_checks_with_the_reference_report(
     runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
-    answered: Counter[str] = Counter()
-
-    def counted(form: Callable[[Any, RowCalls, Trace], Score | None]) -> Callable[[Any, RowCalls, Trace], Score | None]:
-        def count(scorer: Any, row: RowCalls, trace: Trace) -> Score | None:
-            found = form(scorer, row, trace)
-            answered[scorer.name] += found is not None
-            return found
-
-        return count
-
-    for scorer in (Output, Steps, Outcome, Cost):
-        monkeypatch.setitem(forms.FORMS, scorer, counted(forms.FORMS[scorer]))
+    answered = count_form_answers(monkeypatch, (Output, Steps, Outcome, Cost))
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC, encoding="utf-8")
     reference = _score(runs, spec, tmp_path / "none.json", cache=False)

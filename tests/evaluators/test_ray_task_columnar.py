@@ -11,22 +11,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from _form_counts import count_form_answers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.store.reader import resolve_paths
 from evaltrace.collector.store.shard import Shard
-from evaltrace.evaluators.columnar import forms
-from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.engine.ray_data import ShardResult
 from evaltrace.evaluators.engine.ray_engine import score_shard
 from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run
-from evaltrace.evaluators.scorers.base import Score
 from evaltrace.evaluators.scorers.output import Output
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 from evaltrace.evaluators.spec.loader import load_spec
@@ -76,18 +71,7 @@ def test_a_warm_task_takes_the_forms_and_scores_the_same(
     recorded: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
-    answered: Counter[str] = Counter()
-
-    def counted(form: Callable[[Any, RowCalls, Trace], Score | None]) -> Callable[[Any, RowCalls, Trace], Score | None]:
-        def count(scorer: Any, row: RowCalls, trace: Trace) -> Score | None:
-            found = form(scorer, row, trace)
-            answered[scorer.name] += found is not None
-            return found
-
-        return count
-
-    for scorer in (Trajectory, Output):
-        monkeypatch.setitem(forms.FORMS, scorer, counted(forms.FORMS[scorer]))
+    answered = count_form_answers(monkeypatch, (Trajectory, Output))
     runs, spec = recorded
     cold = _task(runs, spec)
     assert cold.input_error is None and cold.rows

@@ -371,11 +371,7 @@ def test_killing_a_worker_node_while_it_judges_gives_the_same_verdicts(
     try:
         args = ["score", str(runs), "--spec", str(spec), "--json", str(tmp_path / "ray.json"), "--no-store", *cached]
         args += ["--judge-cache-dir", str(tmp_path / "verdicts-ray")]
-        env = {key: value for key, value in cluster.env.items() if key != "EVALTRACE_JUDGE_API_KEY"}
-        cmd = [str(cluster.python), "-m", "evaltrace.cli", *args, *cluster.engine_args()]
-        scoring = subprocess.Popen(
-            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cluster.temp
-        )
+        scoring = _start_without_key(cluster, [*args, *cluster.engine_args()])
         try:
             _kill_when_judging(doomed, scoring)
             _, err = scoring.communicate(timeout=600)
@@ -392,6 +388,13 @@ def test_killing_a_worker_node_while_it_judges_gives_the_same_verdicts(
     first, second = (_comparable(report) for report in reports)
     first.pop("served"), second.pop("served")
     assert second == first
+
+
+def _start_without_key(cluster: Cluster, args: list[str]) -> subprocess.Popen[str]:
+    """`evaltrace ARGS` started in the background, without the key in its environment (the actors have theirs)."""
+    env = {key: value for key, value in cluster.env.items() if key != "EVALTRACE_JUDGE_API_KEY"}
+    cmd = [str(cluster.python), "-m", "evaltrace.cli", *args]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cluster.temp)
 
 
 def _slowly(reply: Any) -> Any:
@@ -428,11 +431,7 @@ def test_a_judge_actor_killed_while_it_asks_is_restarted_and_the_run_scores_the_
     try:
         args = ["score", str(runs), "--spec", str(spec), "--json", str(tmp_path / "ray.json"), "--no-store"]
         args += ["--judge-cache-dir", str(tmp_path / "v-ray"), *cluster.engine_args()]
-        env = {key: value for key, value in cluster.env.items() if key != "EVALTRACE_JUDGE_API_KEY"}
-        cmd = [str(cluster.python), "-m", "evaltrace.cli", *args]
-        scoring = subprocess.Popen(
-            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cluster.temp
-        )
+        scoring = _start_without_key(cluster, args)
         try:
             killed = _kill_an_asking_judge(cluster, server, before, scoring)
             restarted = _wait_for_judge_other_than(cluster, killed, scoring)
