@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
-from evaltrace.collector.convert.arguments import iter_argument_diffs
+from evaltrace.collector.convert.arguments import arguments_match
 from evaltrace.collector.convert.records import Trace, Usage
 from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.scorers.arguments import ArgumentMatch, ExpectedCall, clip, max_bipartite_matching
@@ -178,7 +178,7 @@ def _matches(want: ExpectedCall, calls: _Calls, j: int, match: ArgumentMatch) ->
     rules = match.for_tool(want.name)
     if rules.mode == "ignore":
         return True
-    return next(iter_argument_diffs(want.arguments, calls.arguments[j], calls.truncated[j], rules), None) is None
+    return arguments_match(want.arguments, calls.arguments[j], calls.truncated[j], rules)
 
 
 def _required_made(scorer: Steps, calls: _Calls) -> bool:

@@ -100,19 +100,24 @@ def call_matches(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -
     """
     if expected.name != call.name:
         return False
-    rules = match.for_tool(expected.name)
-    if expected.arguments is None or rules.mode == "ignore":
+    compared = _compared(expected, match)
+    if compared is None:
         return True
-    return arguments_match(expected.arguments, call.arguments, call.arguments_truncated, rules)
+    arguments, rules = compared
+    return arguments_match(arguments, call.arguments, call.arguments_truncated, rules)
 
 
-# One walk gives both the messages and the yes/no answer: its differences are produced lazily, so
-# a caller that stops at the first one builds one message and compares nothing further.
 def _argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> Iterator[str]:
+    compared = _compared(expected, match)
+    if compared is not None:
+        arguments, rules = compared
+        yield from iter_argument_diffs(arguments, call.arguments, call.arguments_truncated, rules)
+
+
+def _compared(expected: ExpectedCall, match: ArgumentMatch) -> tuple[dict[str, Any], ArgumentMatch] | None:
+    """The expected arguments and the rules they are compared under; `None`: they are not compared."""
     rules = match.for_tool(expected.name)
-    if expected.arguments is None or rules.mode == "ignore":
-        return
-    yield from iter_argument_diffs(expected.arguments, call.arguments, call.arguments_truncated, rules)
+    return None if expected.arguments is None or rules.mode == "ignore" else (expected.arguments, rules)
 
 
 def describe_raw_arguments(call: ToolCall) -> str:
