@@ -27,8 +27,6 @@ from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
 if TYPE_CHECKING:
     from evaltrace.evaluators.runner.agent import CallRecord, RunResult
     from evaltrace.evaluators.runner.call import CallOutcome
-    from evaltrace.evaluators.scorers.base import Scorer
-    from evaltrace.evaluators.spec.loader import LoadedSpec
     from evaltrace.evaluators.spec.model import Case
 
 _RUN = "Run"
@@ -93,7 +91,7 @@ def run(
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
     from evaltrace.evaluators.engine.sample import check_judge_setup
-    from evaltrace.evaluators.engine.scoring import ScoreOptions, select_cases
+    from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run, select_cases
     from evaltrace.evaluators.runner.agent import RunOptions, load_agent, new_run_directory, run_agent
 
     if timeout is not None and timeout <= 0:
@@ -108,7 +106,7 @@ def run(
     selection = ScoreOptions(tiers=tuple(tier or ()), tags=tuple(tag or ()), cases=opt.case_globs(case, case_id))
     cases = select_cases(loaded, selection)
     # A judge that cannot be asked stops us before the agent runs, not after.
-    check_judge_setup(_scorers_of(loaded, cases), judge_overrides(locals()))
+    check_judge_setup(new_run(loaded, selection)[0].scorers(), judge_overrides(locals()))
     directory = out if out is not None else new_run_directory()
     options = RunOptions(repeat=repeat, concurrency=concurrency, timeout=timeout)
     with progress_bar("running", "calls", lambda: _planned_calls(cases, repeat)) as progress:
@@ -133,12 +131,6 @@ def run(
         judge_overrides=judge_overrides(locals()),
     )
     score_and_gate([str(directory)], scoring)  # the plugins were loaded above, once
-
-
-def _scorers_of(loaded: LoadedSpec, cases: list[Case]) -> list[Scorer]:
-    """Every scorer the selected cases run: the spec's global ones and each turn's."""
-    turns = (turn for case in cases for turn in loaded.case_scorers.get(case.id, ()))
-    return [*loaded.global_scorers, *(scorer for turn in turns for scorer in turn)]
 
 
 def _planned_calls(cases: list[Case], repeat: int) -> int:

@@ -368,9 +368,7 @@ def judges_on_ray(
     if any(overrides.get(name) is not None for name in ("api_key", "judge_api_key")):
         raise JudgeSetupError(f"judge setup: --judge-api-key is not used by --engine ray: {_NOT_SHIPPED}")
     settings = JudgeSettings.from_env(**overrides)
-    problem = settings.model_copy(update={"api_key": None}).missing()  # the key is the actors' to check
-    if problem is not None:
-        raise JudgeSetupError(f"judge setup: {problem}")
+    settings.model_copy(update={"api_key": None}).require_usable()  # the key is the actors' to check
     ray = connect()
     pool = JudgePool(ray, settings, pool_size(ray))
     try:

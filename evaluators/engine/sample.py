@@ -266,11 +266,9 @@ def check_judge_setup(scorers: Iterable[Scorer], overrides: dict[str, Any]) -> N
     """
     if not any(s.uses_judge for s in scorers):
         return
-    from evaltrace.evaluators.judge.settings import JudgeSettings, JudgeSetupError
+    from evaltrace.evaluators.judge.settings import JudgeSettings
 
-    problem = JudgeSettings.from_env(**overrides).missing()
-    if problem is not None:
-        raise JudgeSetupError(f"judge setup: {problem}")
+    JudgeSettings.from_env(**overrides).require_usable()
 
 
 def _stats_dict(stats: Any) -> dict[str, Any] | None:

@@ -265,9 +265,7 @@ async def judge_session(settings: JudgeSettings | None = None) -> AsyncIterator[
             contact with the server was refused (connection, key, endpoint or model).
     """
     session = JudgeSession(settings if settings is not None else JudgeSettings.from_env())
-    problem = session.settings.missing()
-    if problem is not None:
-        raise JudgeSetupError(f"judge setup: {problem}")
+    session.settings.require_usable()
     token = _CURRENT.set(session)
     try:
         yield session

@@ -162,6 +162,16 @@ class JudgeSettings(BaseModel):
             return self.cache_dir
         return Path(os.environ.get("EVALTRACE_CACHE_DIR") or ".evaltrace-cache") / "judge"
 
+    def require_usable(self) -> None:
+        """Stop here when the judge cannot be asked as configured (`missing` says why).
+
+        Raises:
+            JudgeSetupError: `missing` found a problem.
+        """
+        problem = self.missing()
+        if problem is not None:
+            raise JudgeSetupError(f"judge setup: {problem}")
+
     def missing(self) -> str | None:
         """Why the judge cannot be asked as configured, or `None` when it can.
 
