@@ -48,7 +48,7 @@ from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.ray_data import MAX_RETRIES, ListSpill, RunParts, ShardResult, score_groups
 from evaltrace.evaluators.engine.ray_judges import judges_on_ray, score_in_task
 from evaltrace.evaluators.engine.sample import RunStats
-from evaltrace.evaluators.engine.shards import WorkerError
+from evaltrace.evaluators.engine.shards import WorkerError, shard_traces
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
@@ -71,14 +71,10 @@ def score_shard(
     As a local worker does, the task hands the traces table's batches to the columnar forms, which
     answer the checks that surely pass on a warm re-scoring (the shard's table read from the cache).
     """
-    from evaltrace.collector.convert.cache import traces_of
-    from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run
-
     spill = ListSpill()
     quiet = dataclasses.replace(options, progress=None)
     try:
-        with scorer_time_limit(options.scorer_timeout), columnar_run(RunCalls()) as calls:
-            traces = traces_of(files, shard, histories=histories, cache=options.cache, on_batch=calls.add_batch)
+        with shard_traces(files, shard, histories, options) as traces:
             score_in_task(traces, router, stats, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))

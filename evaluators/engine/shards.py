@@ -27,7 +27,8 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -44,6 +45,7 @@ from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
+    from evaltrace.collector.convert.records import Trace
     from evaltrace.evaluators.engine.scoring import ScoreOptions
 
 logger = logging.getLogger(__name__)
@@ -269,6 +271,20 @@ class _PipeSpill:
         self._traces_sent = self.traces
 
 
+@contextmanager
+def shard_traces(
+    files: Sequence[Path], shard: Shard, histories: bool, options: ScoreOptions
+) -> Iterator[Iterator[Trace]]:
+    """The traces of `shard` of `files`, to be scored inside the block: what a worker or a Ray task scores.
+
+    Inside, the scorer time limit is set (threads do not survive a fork, nor cross to a Ray
+    worker) and the traces table's batches reach the columnar forms before their traces are
+    decoded, so a warm re-scoring answers the passing checks without the per-trace scorer.
+    """
+    with scorer_time_limit(options.scorer_timeout), columnar_run(RunCalls()) as calls:
+        yield traces_of(files, shard, histories=histories, cache=options.cache, on_batch=calls.add_batch)
+
+
 def _work(
     files: Sequence[Path],
     shard: Shard,
@@ -285,8 +301,7 @@ def _work(
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)
-        with scorer_time_limit(options.scorer_timeout), columnar_run(RunCalls()) as calls:
-            traces = traces_of(files, shard, histories=histories, cache=options.cache, on_batch=calls.add_batch)
+        with shard_traces(files, shard, histories, options) as traces:
             score_stream_now(traces, router, stats, spill, local)
         spill.flush()
         message = ("done", _Handover(router=router.state, stats=stats))
