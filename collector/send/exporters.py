@@ -29,7 +29,7 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.send.proxies import may_use_env_proxy
+from evaltrace.collector.network import may_use_env_proxy
 from evaltrace.collector.terminal import printable
 
 Protocol = Literal["http/protobuf", "grpc"]
@@ -260,14 +260,15 @@ def _grpc_exporter(target: OtlpTarget, signal: Signal, headers: Mapping[str, str
     # gRPC metadata keys must be lower case; `http://` means a plain-text channel.
     metadata = {name.lower(): value for name, value in headers.items()}
     insecure = urlsplit(target.endpoint).scheme == "http"
-    # gRPC reads `grpc_proxy`/`https_proxy` too, and a plain-text channel's tunnel is readable.
-    # An integer, as gRPC requires (the exporter's annotation says str; gRPC ignores a str value).
-    direct: Any = () if may_use_env_proxy(target.endpoint) else (("grpc.enable_http_proxy", 0),)
     options: dict[str, Any] = {"insecure": insecure, "headers": metadata, "timeout": target.timeout}
+    if not may_use_env_proxy(target.endpoint):
+        # gRPC reads `grpc_proxy`/`https_proxy` too, and a plain-text channel's tunnel is readable. An
+        # integer, as gRPC requires (the exporter's annotation says str; gRPC ignores a str value).
+        options["channel_options"] = (("grpc.enable_http_proxy", 0),)
     if signal == "traces":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-        return OTLPSpanExporter(endpoint=target.endpoint, channel_options=direct or None, **options)
+        return OTLPSpanExporter(endpoint=target.endpoint, **options)
     from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
 
-    return OTLPLogExporter(endpoint=target.endpoint, channel_options=direct or None, **options)
+    return OTLPLogExporter(endpoint=target.endpoint, **options)

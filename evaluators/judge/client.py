@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from evaltrace.evaluators.judge.settings import JudgeSettings
 
-from evaltrace.collector.send.proxies import may_use_env_proxy
+from evaltrace.collector.network import may_use_env_proxy
 from evaltrace.evaluators.judge.verdict import (
     VERDICT_SCHEMA,
     JudgeBudgetError,
@@ -172,7 +172,7 @@ class JudgeClient:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         # No redirects: a redirect to another host must not carry the key there. Proxies from the
-        # environment only where the key stays encrypted end to end (`proxies.may_use_env_proxy`).
+        # environment only where the key stays encrypted end to end (`collector.network.may_use_env_proxy`).
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(settings.timeout),
             headers=headers,

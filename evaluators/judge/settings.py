@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.send.proxies import is_loopback
+from evaltrace.collector.network import is_loopback
 from evaltrace.evaluators.judge.client import ResponseFormat, display_url
 from evaltrace.evaluators.scorers.registry import render_validation_errors
 

@@ -16,7 +16,7 @@ import pytest
 from judge_server import JudgeServer, judge_settings, verdict
 from recording_proxy import RecordingProxy, recording_proxy
 
-from evaltrace.collector.send.proxies import may_use_env_proxy
+from evaltrace.collector.network import may_use_env_proxy
 from evaltrace.evaluators.judge.prompts import SEMANTIC_OUTPUT, render
 from evaltrace.evaluators.judge.session import JudgeOutcome, judge_session
 from evaltrace.evaluators.judge.verdict import JudgeUnavailableError

@@ -1,4 +1,7 @@
-"""Whether a request carrying credentials may go through a proxy the environment names.
+"""Addresses: whether a host is this machine, and whether a request may use the environment's proxies.
+
+`is_loopback` serves the judge settings (a key may go over plain http only to this machine) and
+`may_use_env_proxy`, which the judge client and `send`'s OTLP exporters ask.
 
 `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY` are honoured by HTTP clients for every request unless
 told otherwise. A request that carries a key (a judge's `Authorization`, an OTLP target's
