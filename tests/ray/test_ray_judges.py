@@ -17,14 +17,15 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from _ray_cluster import Cluster, Node, ray_python
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-ray-judge-5f1c9a7e3b2d4c68"
 ACTORS = "EVALTRACE_RAY_JUDGE_ACTORS"
@@ -372,12 +373,7 @@ def test_killing_a_worker_node_while_it_judges_gives_the_same_verdicts(
         args = ["score", str(runs), "--spec", str(spec), "--json", str(tmp_path / "ray.json"), "--no-store", *cached]
         args += ["--judge-cache-dir", str(tmp_path / "verdicts-ray")]
         scoring = _start_without_key(cluster, [*args, *cluster.engine_args()])
-        try:
-            _kill_when_judging(doomed, scoring)
-            _, err = scoring.communicate(timeout=600)
-        finally:
-            if scoring.poll() is None:
-                scoring.kill()
+        _, err = _while_running(scoring, lambda: _kill_when_judging(doomed, scoring))
     finally:
         server.responder = _answer
     assert scoring.returncode == local.returncode, err
@@ -395,6 +391,18 @@ def _start_without_key(cluster: Cluster, args: list[str]) -> subprocess.Popen[st
     env = {key: value for key, value in cluster.env.items() if key != "EVALTRACE_JUDGE_API_KEY"}
     cmd = [str(cluster.python), "-m", "evaltrace.cli", *args]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cluster.temp)
+
+
+def _while_running(scoring: subprocess.Popen[str], act: Callable[[], T]) -> tuple[T, str]:
+    """`act()` while `scoring` runs, then the scoring's stderr once it ends (killed first if `act` failed)."""
+    try:
+        done = act()
+    except BaseException:
+        scoring.kill()
+        scoring.communicate()
+        raise
+    _, err = scoring.communicate(timeout=600)
+    return done, err
 
 
 def _slowly(reply: Any) -> Any:
@@ -432,13 +440,12 @@ def test_a_judge_actor_killed_while_it_asks_is_restarted_and_the_run_scores_the_
         args = ["score", str(runs), "--spec", str(spec), "--json", str(tmp_path / "ray.json"), "--no-store"]
         args += ["--judge-cache-dir", str(tmp_path / "v-ray"), *cluster.engine_args()]
         scoring = _start_without_key(cluster, args)
-        try:
+
+        def kill_and_watch() -> bool:
             killed = _kill_an_asking_judge(cluster, server, before, scoring)
-            restarted = _wait_for_judge_other_than(cluster, killed, scoring)
-            _, err = scoring.communicate(timeout=600)
-        finally:
-            if scoring.poll() is None:
-                scoring.kill()
+            return _wait_for_judge_other_than(cluster, killed, scoring)
+
+        restarted, err = _while_running(scoring, kill_and_watch)
     finally:
         server.responder = _answer
     assert restarted, "no judge actor process replaced the killed one"
