@@ -6,12 +6,13 @@ names (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `grpc_proxy`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from _serving import serving
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "grpc_proxy")
 NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
@@ -55,12 +56,6 @@ def _handler(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
 def recording_proxy() -> Iterator[RecordingProxy]:
     """A running `RecordingProxy`, stopped on exit."""
     proxy = RecordingProxy(url="")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(proxy))
-    proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), _handler(proxy))) as port:
+        proxy.url = f"http://127.0.0.1:{port}"
         yield proxy
-    finally:
-        server.shutdown()
-        server.server_close()

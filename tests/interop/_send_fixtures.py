@@ -16,7 +16,6 @@ import gzip
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from _serving import serving
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -211,13 +211,6 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def running_receiver(receiver: OtlpReceiver) -> Iterator[OtlpReceiver]:
     """`receiver` listening on a free port of 127.0.0.1 until the block ends."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
-    receiver.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))) as port:
+        receiver.port = port
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)

@@ -528,12 +528,7 @@ def test_a_dead_budget_ledger_ends_the_requests_with_a_budget_error(
         scoring = subprocess.Popen(
             cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cluster.temp
         )
-        try:
-            _kill_when_asked(cluster, "ray::RunLedger", server, before, scoring)
-            _, err = scoring.communicate(timeout=600)
-        finally:
-            if scoring.poll() is None:
-                scoring.kill()
+        _, err = _while_running(scoring, lambda: _kill_when_asked(cluster, "ray::RunLedger", server, before, scoring))
     finally:
         server.responder = _answer
     assert scoring.returncode == 1 and "Traceback" not in err, err

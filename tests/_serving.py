@@ -1,0 +1,21 @@
+"""A test HTTP server answering on a thread of its own for the length of a block."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
+
+
+@contextmanager
+def serving(server: ThreadingHTTPServer) -> Iterator[int]:
+    """`server` serving until the block ends (then shut down and closed); yields its port."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
