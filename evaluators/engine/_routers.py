@@ -22,10 +22,11 @@ from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, score_conversation, score_trace
 from evaltrace.evaluators.report.model import EntryResult, EntryStatus, SampleResult, SampleStatus, UnmatchedTrace
 from evaltrace.evaluators.report.terminal import FailureDigest
-from evaltrace.evaluators.report.writer import EntrySink, ReportEntry
+from evaltrace.evaluators.report.writer import EntrySink, ReportEntry, park
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.spec.loader import LoadedSpec
-from evaltrace.evaluators.spec.model import Case
+from evaltrace.evaluators.spec.model import Case, RepeatPolicy
+from evaltrace.evaluators.store.sides import pack_side
 
 _UNMATCHED_INPUT_CHARS = 200
 _SAMPLE_STATUSES: tuple[SampleStatus, ...] = get_args(SampleStatus)
@@ -140,6 +141,7 @@ class SpecRouter:
             if key is not None:
                 self._by_input.setdefault(key, []).append(case)
         self._has_multi_turn = any(case.turns is not None for case in spec.cases)
+        self._policies: dict[str, RepeatPolicy] = {}
         self.state = RouterState()
 
     @property
@@ -198,26 +200,33 @@ class SpecRouter:
     def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
         if case_id is not None:
             self.state.scorer_tally.add(sample.scores)
-            spill.add(case_id, sample.start_time, sample.trace_id, sample.model_dump_json().encode())
+            # Parked with the values the score store needs, so it never parses the JSON back.
+            record = park(sample.model_dump_json().encode(), pack_side(sample))
+            spill.add(case_id, sample.start_time, sample.trace_id, record)
             tally = self.state.tallies.get(case_id)
             if tally is None:
-                policy = self.spec.spec.repeat_for(self._by_id[case_id])
-                tally = self.state.tallies[case_id] = CaseTally.for_policy(policy)
+                tally = self.state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
             tally.add(sample)
+
+    def _policy(self, case: Case) -> RepeatPolicy:
+        policy = self._policies.get(case.id)
+        if policy is None:
+            policy = self._policies[case.id] = self.spec.spec.repeat_for(case)
+        return policy
 
     def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
         for case in self.selected:
             # Decided from the tally kept as samples were scored; their JSON is only copied to the sink.
-            policy = self.spec.spec.repeat_for(case)
+            policy = self._policy(case)
             entry = decide_case(case, policy, self.state.tallies.get(case.id) or CaseTally.for_policy(policy))
             totals.add(entry.status, entry.pass_rate)
             totals.digest.add(entry, spill.count(case.id))
             if sink is not None:
-                sink.add(ReportEntry.with_samples(entry, partial(_payloads, spill, case.id)))
+                sink.add(ReportEntry.parked(entry, partial(_payloads, spill, case.id)))
 
 
 def _payloads(spill: Spill, group: str) -> Iterator[bytes]:
-    """`group`'s samples as their stored JSON, in report order."""
+    """`group`'s samples as their parked records (see `report.writer.park`), in report order."""
     for _, payload in spill.ordered(group):
         yield payload
 

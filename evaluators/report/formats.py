@@ -118,6 +118,12 @@ class FanOut:
 
     def add(self, entry: ReportEntry) -> None:
         """Give the entry to every writer, its samples read from disk and parsed once for all of them."""
+        if entry.sides() is not None:
+            # A parked entry reads its records once and parses them only if a writer asks
+            # (the JSON report and the score store never do).
+            for writer in self.writers:
+                writer.add(entry)
+            return
         payload = b"".join(entry.json_chunks())
         shared = ReportEntry(EntryResult.model_validate_json(payload), payload, None)
         for writer in self.writers:

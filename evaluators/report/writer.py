@@ -5,27 +5,52 @@ with the number of traces. A `ReportEntry` is typed (`result()` gives the `Entry
 the waiting JSON only then) and keeps that JSON beside it (`json_chunks()`), so the JSON
 writer copies it without parsing. A new format is a module with a class satisfying
 `ReportFormat` and one line in `formats.FORMATS` (which also feeds several formats at once).
+
+The engine parks each sample as a *record* (`park`): its JSON plus a side part for writers that
+want the sample's values without parsing that JSON (the score store's rows). An entry made with
+`parked` reads its records once, on first use, and shares them (and its parsed view) among all
+the writers it is given to.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from evaltrace.evaluators.report.model import EntryResult, Report
 
+_LENGTH = struct.Struct("<I")
+
+
+def park(json: bytes, side: bytes) -> bytes:
+    """One sample's record: its compact JSON and a side part, as `unpark` splits them again."""
+    return _LENGTH.pack(len(json)) + json + side
+
+
+def unpark(record: bytes) -> tuple[bytes, bytes]:
+    """A record's JSON and side part."""
+    end = _LENGTH.size + _LENGTH.unpack_from(record)[0]
+    return record[_LENGTH.size : end], record[end:]
+
 
 class ReportEntry:
     """One entry of the report as the engine hands it to the writers."""
 
-    __slots__ = ("_entry", "_json", "_samples")
+    __slots__ = ("_entry", "_json", "_samples", "_records", "_result")
 
     def __init__(
-        self, entry: EntryResult | None, json: bytes | None, samples: Callable[[], Iterable[bytes]] | None
+        self,
+        entry: EntryResult | None,
+        json: bytes | None,
+        samples: Callable[[], Iterable[bytes]] | None,
+        records: Callable[[], Iterable[bytes]] | None = None,
     ) -> None:
         self._entry = entry
         self._json = json
         self._samples = samples
+        self._records: Callable[[], Iterable[bytes]] | list[tuple[bytes, bytes]] | None = records
+        self._result: EntryResult | None = None
 
     @classmethod
     def of(cls, entry: EntryResult) -> ReportEntry:
@@ -42,10 +67,30 @@ class ReportEntry:
         """`entry` (its `samples` left empty) with its samples' JSON objects, read from disk on each call."""
         return cls(entry, None, samples)
 
+    @classmethod
+    def parked(cls, entry: EntryResult, records: Callable[[], Iterable[bytes]]) -> ReportEntry:
+        """`entry` (its `samples` left empty) with its samples' records (see `park`), read once on first use."""
+        return cls(entry, None, None, records)
+
+    @property
+    def head(self) -> EntryResult | None:
+        """The entry without its samples when it was given so (`with_samples`, `parked`), else `None`."""
+        return self._entry if self._samples is not None or self._records is not None else None
+
+    def sides(self) -> list[bytes] | None:
+        """The side parts of the samples' records, in order; `None` unless the entry was made `parked`."""
+        records = self._parked()
+        return None if records is None else [side for _, side in records]
+
     def result(self) -> EntryResult:
         """The entry, samples included: parsed from its JSON, as a reader of the JSON report sees it."""
-        if self._entry is not None and self._samples is None:
+        if self._entry is not None and self._samples is None and self._records is None:
             return self._entry
+        if self._records is not None:
+            # Shared by the writers of one entry (`formats.FanOut`): parsed once for all of them.
+            if self._result is None:
+                self._result = EntryResult.model_validate_json(b"".join(self.json_chunks()))
+            return self._result
         return EntryResult.model_validate_json(b"".join(self.json_chunks()))
 
     def json_chunks(self) -> Iterator[bytes]:
@@ -54,14 +99,26 @@ class ReportEntry:
             yield self._json
             return
         assert self._entry is not None
-        if self._samples is None:
+        records = self._parked()
+        if self._samples is None and records is None:
             yield self._entry.model_dump_json().encode()
             return
         head = self._entry.model_dump_json(exclude={"samples"}).encode()
         yield head[:-1] + b',"samples":['
-        for index, payload in enumerate(self._samples()):
+        payloads = (json for json, _ in records) if records is not None else self._samples_json()
+        for index, payload in enumerate(payloads):
             yield b"," + payload if index else payload
         yield b"]}"
+
+    def _samples_json(self) -> Iterable[bytes]:
+        assert self._samples is not None
+        return self._samples()
+
+    def _parked(self) -> list[tuple[bytes, bytes]] | None:
+        if self._records is None or isinstance(self._records, list):
+            return self._records
+        self._records = [unpark(record) for record in self._records()]
+        return self._records
 
 
 class EntrySink(Protocol):

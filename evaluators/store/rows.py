@@ -9,18 +9,30 @@ neither.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import pyarrow as pa
 
-from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult
+from evaltrace.evaluators.report.model import EntryResult
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.spec.loader import LoadedSpec
 from evaltrace.evaluators.store.schema import SCORES_SCHEMA
+from evaltrace.evaluators.store.sides import SampleSide, SideScore, micros, sample_side
+
+
+class Scored(Protocol):
+    """A scorer result, as far as pairing it with its scorer goes."""
+
+    @property
+    def turn(self) -> int | None:
+        """The turn (from 1) in a conversation, else `None`."""
+
+    @property
+    def scorer(self) -> str:
+        """The scorer's name."""
 
 
 class ScorerIdentity(NamedTuple):
@@ -58,7 +70,7 @@ class ScorerIndex:
         """The case's `min_samples` (`None` without a spec)."""
         return CaseRules(self._min_samples.get(case_id or ""))
 
-    def identities(self, case_id: str | None, scores: Sequence[ScoreResult]) -> list[ScorerIdentity | None]:
+    def identities(self, case_id: str | None, scores: Sequence[Scored]) -> list[ScorerIdentity | None]:
         """The scorer behind each of a sample's results, in order (`None` where no scorer made it)."""
         turns = self.turns(case_id)
         position: dict[int | None, int] = {}
@@ -114,6 +126,7 @@ _SCORE_COLUMNS = ("trace_id", "turn", "scorer", "scorer_version", "config_hash",
 _ROW_ORDER = (*_ENTRY_COLUMNS, *_SAMPLE_COLUMNS, *_SCORE_COLUMNS, "details")
 """The order rows are gathered in: an entry's values, then a sample's, then a result's (not the schema's)."""
 _NO_SAMPLE = (None,) * len(_SAMPLE_COLUMNS)
+_NO_RESULT = (None,) * (len(_SCORE_COLUMNS) + 1)
 
 Values = tuple[Any, ...]
 
@@ -128,6 +141,7 @@ class ScoreRows:
     def __init__(self, run: RunContext, index: ScorerIndex, batch_rows: int = 8192) -> None:
         assert sorted(_ROW_ORDER) == sorted(SCORES_SCHEMA.names)
         self._run = run
+        self._started = micros(run.started_at)
         self._index = index
         self._batch_rows = batch_rows
         self._columns: list[list[Any]] = [[] for _ in _ROW_ORDER]
@@ -138,25 +152,41 @@ class ScoreRows:
 
     def add_entry(self, entry_index: int, entry: EntryResult) -> Iterator[pa.RecordBatch]:
         """Add the entry's rows; yields a batch each time `batch_rows` rows are waiting."""
-        for row in self._rows_of(entry_index, entry):
-            for values, value in zip(self._columns, row, strict=True):
+        return self.add_sides(entry_index, entry, [sample_side(sample) for sample in entry.samples])
+
+    def add_sides(self, entry_index: int, head: EntryResult, samples: Sequence[SampleSide]) -> Iterator[pa.RecordBatch]:
+        """`add_entry` from the entry without its samples (`head`) and its samples' values, in order."""
+        columns = self._columns
+        for row in self._rows_of(entry_index, head, samples):
+            for values, value in zip(columns, row, strict=True):
                 values.append(value)
             self.total += 1
-            if len(self._columns[0]) >= self._batch_rows:
+            if len(columns[0]) >= self._batch_rows:
                 yield self._batch()
 
-    def _rows_of(self, entry_index: int, entry: EntryResult) -> Iterator[Values]:
+    def _rows_of(self, entry_index: int, entry: EntryResult, samples: Sequence[SampleSide]) -> Iterator[Values]:
         head = self._entry_values(entry_index, entry)
-        if not entry.samples:
-            yield head + _NO_SAMPLE + _result_values(None, None, None)
-        for sample_index, sample in enumerate(entry.samples):
-            start = head + _sample_values(sample_index, sample)
+        if not samples:
+            yield head + _NO_SAMPLE + _NO_RESULT
+        for sample_index, sample in enumerate(samples):
+            start = (
+                *head,
+                *(sample_index, sample.conversation_id, sample.start_time, sample.duration_seconds),
+                *(sample.input_tokens, sample.output_tokens, sample.cost_usd),
+            )
             if not sample.scores:
-                yield start + _result_values(sample.trace_id, None, None)
+                yield start + (sample.trace_id,) + _NO_RESULT[1:]
             identities = self._index.identities(entry.case_id, sample.scores)
             for score, identity in zip(sample.scores, identities, strict=True):
                 self.errors += score.error is not None
-                yield start + _result_values(_trace_of(sample, score), score, identity)
+                version, config_hash = (
+                    (identity.version, identity.config_hash) if identity is not None else (None, None)
+                )
+                yield (
+                    *start,
+                    *(_trace_of(sample, score), score.turn, score.scorer, version, config_hash, score.passed),
+                    *(score.value, score.reason, score.error, score.details),
+                )
 
     def flush(self) -> pa.RecordBatch | None:
         """The rows still waiting, as one batch (`None` when there are none)."""
@@ -173,33 +203,13 @@ class ScoreRows:
 
     def _entry_values(self, entry_index: int, entry: EntryResult) -> Values:
         min_samples = self._index.rules(entry.case_id).min_samples if entry.rule is not None else None
-        run = self._run
         return (
-            *(run.run_id, run.started_at, entry_index, entry.case_id, entry.tier, list(entry.tags), entry.rule),
+            *(self._run.run_id, self._started, entry_index, entry.case_id, entry.tier, list(entry.tags), entry.rule),
             *(min_samples, entry.status, entry.passed, entry.pass_rate),
         )
 
 
-def _sample_values(sample_index: int, sample: SampleResult) -> Values:
-    usage = sample.usage
-    return (
-        *(sample_index, sample.conversation_id, sample.start_time, sample.duration_seconds),
-        *(usage.input_tokens, usage.output_tokens, sample.cost_usd),
-    )
-
-
-def _result_values(trace_id: str | None, score: ScoreResult | None, scorer: ScorerIdentity | None) -> Values:
-    if score is None:
-        return (trace_id,) + (None,) * (len(_SCORE_COLUMNS) - 1) + (None,)
-    version, config_hash = (scorer.version, scorer.config_hash) if scorer is not None else (None, None)
-    details = json.dumps(score.details, ensure_ascii=False, default=str) if score.details is not None else None
-    return (
-        *(trace_id, score.turn, score.scorer, version, config_hash, score.passed, score.value, score.reason),
-        *(score.error, details),
-    )
-
-
-def _trace_of(sample: SampleResult, score: ScoreResult) -> str | None:
+def _trace_of(sample: SampleSide, score: SideScore) -> str | None:
     """The trace a result was computed on: a turn's own trace in a conversation, else the sample's."""
     if score.turn is None or not sample.trace_ids:
         return sample.trace_id

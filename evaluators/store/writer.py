@@ -29,6 +29,7 @@ from evaltrace.evaluators.spec.loader import LoadedSpec
 from evaltrace.evaluators.store.location import new_run_id, store_error
 from evaltrace.evaluators.store.rows import RunContext, ScorerIndex, ScoreRows
 from evaltrace.evaluators.store.schema import RUNS_FOLDER, RUNS_SCHEMA, SCORES_FOLDER, SCORES_SCHEMA
+from evaltrace.evaluators.store.sides import unpack_side
 
 _COMPRESSION = "zstd"
 
@@ -111,7 +112,13 @@ class StoreWriter:
 
     def add(self, entry: ReportEntry) -> None:
         """Turn the entry into rows; write a row group whenever a batch is full."""
-        for batch in self._rows.add_entry(self._entries, entry.result()):
+        head, sides = entry.head, entry.sides()
+        if head is not None and sides is not None and all(sides):
+            # The samples' values were packed when they were scored: no JSON is parsed.
+            batches = self._rows.add_sides(self._entries, head, [unpack_side(side) for side in sides])
+        else:
+            batches = self._rows.add_entry(self._entries, entry.result())
+        for batch in batches:
             self._write(batch)
         self._entries += 1
 
