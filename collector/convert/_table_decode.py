@@ -101,7 +101,9 @@ def _values(column: pa.Array) -> list[Any]:
     """
     if pa.types.is_timestamp(column.type):
         micros = column.cast(pa.int64()).to_pylist()
-        return [None if us is None else _EPOCH + timedelta(microseconds=us) for us in micros]
+        if column.null_count:
+            return [None if us is None else _EPOCH + timedelta(0, 0, us) for us in micros]
+        return [_EPOCH + timedelta(0, 0, us) for us in micros]  # positional: ~1/3 faster than by keyword
     return column.to_pylist()  # type: ignore[no-any-return]
 
 
@@ -124,9 +126,19 @@ def _json_leaf(struct: pa.StructArray, name: str) -> list[Any]:
     return values
 
 
-def _split(lists: pa.ListArray, items: Sequence[Any]) -> list[Any]:
-    """Per row of `lists`, its slice of `items` (built from `lists.values`); a null list stays `None`."""
+def _flat(lists: pa.ListArray) -> tuple[pa.Array, list[int]]:
+    """The values of the rows of `lists` (of a slice, its own only) and each row's offsets into them."""
     offsets = lists.offsets.to_pylist()
+    values = lists.values  # the whole child array, even under a slice
+    start, end = offsets[0], offsets[-1]
+    if start or end != len(values):
+        values = values.slice(start, end - start)
+        offsets = [offset - start for offset in offsets]
+    return values, offsets
+
+
+def _split(lists: pa.ListArray, offsets: list[int], items: Sequence[Any]) -> list[Any]:
+    """Per row of `lists`, its slice of `items` (built from its values); a null list stays `None`."""
     rows: list[Any] = [items[offsets[i] : offsets[i + 1]] for i in range(len(lists))]
     if lists.null_count:
         rows = [row if valid else None for row, valid in zip(rows, lists.is_valid().to_pylist(), strict=True)]
@@ -134,7 +146,8 @@ def _split(lists: pa.ListArray, items: Sequence[Any]) -> list[Any]:
 
 
 def _nested(lists: pa.ListArray, build: Callable[[Any], Sequence[Any]]) -> list[Any]:
-    return _split(lists, build(lists.values))
+    values, offsets = _flat(lists)
+    return _split(lists, offsets, build(values))
 
 
 def _usages(struct: pa.StructArray) -> list[Usage]:
@@ -167,14 +180,23 @@ def _calls(struct: pa.StructArray, pending: _Pending) -> list[ToolCall]:
     return calls
 
 
-def _iterations(struct: pa.StructArray, pending: _Pending) -> list[Iteration]:
+def _iterations(struct: pa.StructArray, listed: Sequence[list[ToolCall]], pending: _Pending) -> list[Iteration]:
+    """The iterations; `listed[i]` is the tool calls of iteration `i`'s trace (see `table.py`)."""
     columns = _leaves(struct, ("index", "span_id", "model", "provider", "start_time", "end_time", "error"))
     columns["input_messages"] = _nested(struct.field("input_messages"), _messages)
     columns["output_messages"] = _nested(struct.field("output_messages"), _messages)
-    columns["tool_calls"] = _nested(struct.field("tool_calls"), lambda values: _calls(values, pending))
+    others = _nested(struct.field("other_tool_calls"), lambda values: _calls(values, pending))
+    positions = _nested(struct.field("tool_call_positions"), pa.Array.to_pylist)
+    columns["tool_calls"] = list(map(_listed_calls, listed, others, positions))
     columns["finish_reasons"] = _nested(struct.field("finish_reasons"), pa.Array.to_pylist)
     columns["usage"] = _usages(struct.field("usage"))
     return _ITERATION.build_all(columns)
+
+
+def _listed_calls(listed: list[ToolCall], others: list[ToolCall], positions: list[int]) -> list[ToolCall]:
+    """An iteration's calls: the very records its trace lists, then its others, by position."""
+    calls = listed + others if others else listed
+    return [calls[position] for position in positions]
 
 
 def _tool_schemas(struct: pa.StructArray) -> list[ToolSchema]:
@@ -209,8 +231,11 @@ def _make_traces(batch: pa.RecordBatch, pending: _Pending) -> list[Trace]:
     for name in _STRING_LISTS:
         columns[name] = _nested(batch.column(name), pa.Array.to_pylist)
     columns["usage"] = _usages(batch.column("usage"))
-    columns["tool_calls"] = _nested(batch.column("tool_calls"), lambda values: _calls(values, pending))
-    columns["iterations"] = _nested(batch.column("iterations"), lambda values: _iterations(values, pending))
+    calls = columns["tool_calls"] = _nested(batch.column("tool_calls"), lambda values: _calls(values, pending))
+    iterations = batch.column("iterations")
+    values, offsets = _flat(iterations)
+    listed = [row_calls for row, row_calls in enumerate(calls) for _ in range(offsets[row + 1] - offsets[row])]
+    columns["iterations"] = _split(iterations, offsets, _iterations(values, listed, pending))
     columns["tool_schemas"] = _nested(batch.column("tool_schemas"), _tool_schemas)
     columns["attributes"] = [_loads(text) for text in batch.column("attributes_json").to_pylist()]
     return _TRACE.build_all(columns)

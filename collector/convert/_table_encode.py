@@ -3,6 +3,7 @@
 Rows are plain dicts shaped like the Arrow schema, so `pa.RecordBatch.from_pylist` converts a
 batch of them in C. A nested agent's trace becomes a row of its own, numbered when first met
 (a call listed both in `Trace.tool_calls` and in its iteration's `tool_calls` refers to one row).
+An iteration refers to the calls its trace lists by their positions (see `table.py`).
 """
 
 from __future__ import annotations
@@ -66,16 +67,10 @@ class RowBuilder:
 
 def _trace_row(trace: Trace, row: int, top: int, parent: int | None, child_row: ChildRow) -> Row:
     values = trace.__dict__
+    calls = [_call(call, child_row) for call in trace.tool_calls]
     # The converter lists each call twice, in the trace and in its iteration (the same object):
-    # encoded once, its row dict serves both.
-    encoded: dict[int, Row] = {}
-
-    def call_row(call: ToolCall) -> Row:
-        found = encoded.get(id(call))
-        if found is None:
-            found = encoded[id(call)] = _call(call, child_row)
-        return found
-
+    # the iteration refers to it by its position in the trace's calls.
+    positions = {id(call): position for position, call in reversed(list(enumerate(trace.tool_calls)))}
     return {
         "row": row,
         "top_row": top,
@@ -83,8 +78,8 @@ def _trace_row(trace: Trace, row: int, top: int, parent: int | None, child_row: 
         **{name: values[name] for name in _TRACE_SCALARS},
         "usage": _usage(trace.usage),
         "models": trace.models,
-        "tool_calls": [call_row(call) for call in trace.tool_calls],
-        "iterations": [_iteration(iteration, call_row) for iteration in trace.iterations],
+        "tool_calls": calls,
+        "iterations": [_iteration(iteration, positions, len(calls), child_row) for iteration in trace.iterations],
         "tool_schemas": [_tool_schema(schema) for schema in trace.tool_schemas],
         "handoffs": trace.handoffs,
         "warnings": trace.warnings,
@@ -133,7 +128,16 @@ def _call(call: ToolCall, child_row: ChildRow) -> Row:
     }
 
 
-def _iteration(iteration: Iteration, call_row: Callable[[ToolCall], Row]) -> Row:
+def _iteration(iteration: Iteration, positions: dict[int, int], listed_by_trace: int, child_row: ChildRow) -> Row:
+    """An iteration's row; `positions` are those of its trace's `listed_by_trace` calls, by `id`."""
+    listed: list[int] = []
+    others: list[Row] = []
+    for call in iteration.tool_calls:
+        position = positions.get(id(call))
+        if position is None:  # a call its trace does not list: stored here, after the trace's
+            position = listed_by_trace + len(others)
+            others.append(_call(call, child_row))
+        listed.append(position)
     return {
         "index": iteration.index,
         "span_id": iteration.span_id,
@@ -141,7 +145,8 @@ def _iteration(iteration: Iteration, call_row: Callable[[ToolCall], Row]) -> Row
         "provider": iteration.provider,
         "input_messages": _messages(iteration.input_messages),
         "output_messages": _messages(iteration.output_messages),
-        "tool_calls": [call_row(call) for call in iteration.tool_calls],
+        "tool_call_positions": listed,
+        "other_tool_calls": others,
         "finish_reasons": iteration.finish_reasons,
         "usage": _usage(iteration.usage),
         "start_time": iteration.start_time,

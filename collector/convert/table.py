@@ -14,6 +14,13 @@ for a top-level trace) and `parent_row` (null for a top-level trace, else the ro
 whose tool call started it); each tool-call struct has `child_row`. A top-level trace's rows are
 contiguous and come first: `WHERE parent_row IS NULL` lists the runs `read_traces` yields, in order.
 
+An iteration's tool calls. The converter lists each call twice, in `Trace.tool_calls` and in its
+iteration's `tool_calls`, as the same object: a table row stores it once, in the trace's
+`tool_calls`. An iteration has `tool_call_positions`, its calls in order as positions (from 0) in
+the trace's `tool_calls` followed by the iteration's `other_tool_calls` (calls its trace does not
+list, such as the call that gave the run's answer); a call is decoded once and listed in both
+places again, as the converter listed it.
+
 Version. `TABLE_VERSION` is stored in the schema's metadata under `evaltrace.traces_table_version`
 and bumped whenever a column is added, removed or changes meaning; a reader refuses other versions
 (the cache then rebuilds).
@@ -43,7 +50,7 @@ __all__ = [
     "to_table",
 ]
 
-TABLE_VERSION: Final = "1"
+TABLE_VERSION: Final = "2"
 """The traces table's schema version (see the module docstring)."""
 METADATA_VERSION_KEY: Final = b"evaltrace.traces_table_version"
 
@@ -94,7 +101,8 @@ ITERATION_TYPE = pa.struct(
         ("provider", _STR),
         ("input_messages", pa.list_(MESSAGE_TYPE)),
         ("output_messages", pa.list_(MESSAGE_TYPE)),
-        ("tool_calls", pa.list_(CALL_TYPE)),
+        ("tool_call_positions", pa.list_(_INT)),
+        ("other_tool_calls", pa.list_(CALL_TYPE)),
         ("finish_reasons", pa.list_(_STR)),
         ("usage", USAGE_TYPE),
         ("start_time", _TS),

@@ -167,10 +167,34 @@ def test_nested_agent_rows_reference_their_parent() -> None:
     assert table["parent_row"] == [None, 0, None]
     assert table["top_row"] == [0, 0, 2]
     assert table["tool_calls"][0][0]["child_row"] == 1
-    assert table["iterations"][0][0]["tool_calls"][0]["child_row"] == 1  # the same call, the same row
+    assert table["iterations"][0][0]["tool_call_positions"] == [0]  # the same call, stored once
+    assert table["iterations"][0][0]["other_tool_calls"] == []
     back = from_table(to_table([outer]))
     assert back == [outer]
-    assert back[0].tool_calls[0].child is back[0].iterations[0].tool_calls[0].child
+    assert back[0].tool_calls[0] is back[0].iterations[0].tool_calls[0]
+
+
+def test_an_iteration_keeps_calls_its_trace_does_not_list_in_order() -> None:
+    # As the converter leaves the call that gave the run's answer: in its iteration, not in the trace.
+    listed = [ToolCall(name="search", arguments={"q": 1}), ToolCall(name="fetch")]
+    answer = ToolCall(name="final_answer", arguments={"answer": "42"}, child=Trace(trace_id="t", output="x"))
+    iterations = [
+        Iteration(index=0, tool_calls=[listed[1], answer, listed[0]]),
+        Iteration(index=1, tool_calls=[ToolCall(name="fetch")]),  # equal to a listed call, not the same
+    ]
+    trace = Trace(trace_id="t", tool_calls=listed, iterations=iterations)
+    table = to_table([trace]).to_pydict()
+    assert [it["tool_call_positions"] for it in table["iterations"][0]] == [[1, 2, 0], [2]]
+    assert [[c["name"] for c in it["other_tool_calls"]] for it in table["iterations"][0]] == [
+        ["final_answer"],
+        ["fetch"],
+    ]
+    (back,) = from_table(to_table([trace]))
+    assert back == trace
+    first, second = back.iterations
+    assert first.tool_calls[0] is back.tool_calls[1] and first.tool_calls[2] is back.tool_calls[0]
+    assert first.tool_calls[1].child == answer.child
+    assert second.tool_calls[0] is not back.tool_calls[1]
 
 
 def test_values_the_table_cannot_hold_raise() -> None:
