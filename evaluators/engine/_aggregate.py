@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from evaltrace.evaluators.engine._numbers import ExactSum
 from evaltrace.evaluators.report.model import EntryResult, SampleResult, SampleStatus, ScorerCount, ScoreResult
@@ -125,15 +125,15 @@ def decide_case(case: Case, policy: RepeatPolicy, tally: CaseTally) -> EntryResu
         The entry without its `samples` (the caller attaches or streams them).
     """
     scored, passed_count, first_failure = tally.verdicts()
-    base = _entry_base(case, tally, policy)
+    fields = _entry_fields(case, tally, policy)
     if tally.samples < policy.min_samples:
-        return _missing(base, tally.samples, policy.min_samples)
-    if not scored:
-        return base.model_copy(update={"status": "not_applicable", "passed": None, "pass_rate": None})
-    passed, rate = _apply_rule(policy, passed_count, scored)
-    reason = None if passed_count == scored else _failure_reason(first_failure, passed_count, scored, policy)
-    status = "passed" if passed else "failed"
-    return base.model_copy(update={"status": status, "passed": passed, "pass_rate": rate, "reason": reason})
+        fields.update(_missing(tally.samples, policy.min_samples))
+    elif scored:
+        passed, rate = _apply_rule(policy, passed_count, scored)
+        reason = None if passed_count == scored else _failure_reason(first_failure, passed_count, scored, policy)
+        fields.update(status="passed" if passed else "failed", passed=passed, pass_rate=rate, reason=reason)
+    # Validated once (pydantic's validation is faster than `model_construct` for these models).
+    return EntryResult(**fields)
 
 
 _Keyed = tuple[SampleKey, _T]
@@ -230,30 +230,33 @@ def _apply_rule(policy: RepeatPolicy, n_pass: int, n: int) -> tuple[bool, float]
     return passed, 1.0 if passed else 0.0
 
 
-def _entry_base(case: Case, tally: CaseTally, policy: RepeatPolicy) -> EntryResult:
+def _entry_fields(case: Case, tally: CaseTally, policy: RepeatPolicy) -> dict[str, Any]:
+    """Every field of the case's entry, as when nothing applied to it."""
     trace_id, output = tally.first[1] if tally.first else (None, None)
     rule = f"pass@{policy.k}" if policy.rule == "pass@k" else policy.rule
-    return EntryResult(
-        case_id=case.id,
-        trace_id=trace_id,
-        passed=None,
-        status="not_applicable",
-        pass_rate=None,
-        rule=rule,
-        scores=tally.scores.result(),
-        input=case.input if case.turns is None else case.turns[0].input,
-        output=output,
-        tier=case.tier,
-        tags=list(case.tags),
-    )
+    return {
+        "case_id": case.id,
+        "trace_id": trace_id,
+        "passed": None,
+        "status": "not_applicable",
+        "pass_rate": None,
+        "rule": rule,
+        "reason": None,
+        "scores": tally.scores.result(),
+        "samples": [],
+        "input": case.input if case.turns is None else case.turns[0].input,
+        "output": output,
+        "tier": case.tier,
+        "tags": list(case.tags),
+    }
 
 
-def _missing(base: EntryResult, found: int, needed: int) -> EntryResult:
+def _missing(found: int, needed: int) -> dict[str, Any]:
     if found == 0:
         status, reason = "missing", "no trace matched this case (by evaltrace.case_id or by input)"
     else:
         status, reason = "failed", f"{found} matching sample(s), the case needs at least {needed} (repeat.min_samples)"
-    return base.model_copy(update={"status": status, "passed": False, "pass_rate": 0.0, "reason": reason})
+    return {"status": status, "passed": False, "pass_rate": 0.0, "reason": reason}
 
 
 def _failure_reason(first_failure: str | None, passed: int, scored: int, policy: RepeatPolicy) -> str:
@@ -275,11 +278,24 @@ class ScoreMerger:
         self._samples = 0
         self._first: tuple[SampleKey, list[ScoreResult]] | None = None
         self._groups: dict[tuple[str, int | None, int], _Merged] = {}
+        self._waiting: list[tuple[SampleKey, Sequence[ScoreResult]]] = []
+        """Samples not yet in `_groups`: a lone sample's scores are the entry's, so they are grouped
+        only once a second sample comes (most cases have one)."""
 
     def add(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
         """Count the scores of the sample at `key` (its `sample_order`)."""
         self._samples += 1
         self._first = _earlier(self._first, (key, list(scores)))
+        self._waiting.append((key, scores))
+        if self._samples > 1:
+            self._group_waiting()
+
+    def _group_waiting(self) -> None:
+        for key, scores in self._waiting:
+            self._group(key, scores)
+        self._waiting.clear()
+
+    def _group(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
         occurrence: dict[tuple[str, int | None], int] = {}
         for position, score in enumerate(scores):
             group = (score.scorer, score.turn)
@@ -299,6 +315,9 @@ class ScoreMerger:
                 self._groups[group] = theirs
             else:
                 ours.merge(theirs)
+        self._waiting.extend(other._waiting)
+        if self._samples > 1:
+            self._group_waiting()
 
     def result(self) -> list[ScoreResult]:
         """The entry-level scores."""
