@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evaltrace.collector.convert import _attributes as A
+from evaltrace.collector.convert import _trusted as trusted
 from evaltrace.collector.convert._calls import prompt_of, tool_calls, tool_schemas
 from evaltrace.collector.convert._lenient_json import within_depth
 from evaltrace.collector.convert._match import ToolSpan
@@ -273,7 +274,7 @@ def _iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Itera
     llm = normalized.llm
     assert llm is not None
     span = normalized.span
-    return Iteration(
+    return trusted.iteration(
         index=index,
         span_id=span.span_id,
         model=llm.model,

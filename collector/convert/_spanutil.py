@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evaltrace.collector.convert import _attributes as A
+from evaltrace.collector.convert import _trusted as trusted
 from evaltrace.collector.convert._lenient_json import parse_json
 from evaltrace.collector.convert.records import Usage
 from evaltrace.collector.store.spans import Span
@@ -56,11 +57,11 @@ def as_str(value: Any) -> str | None:
 
 def genai_usage(attributes: Mapping[str, Any]) -> Usage:
     """Usage from the GenAI `gen_ai.usage.*` keys (current and deprecated spellings)."""
-    return Usage(
-        input_tokens=as_int(first_attr(attributes, A.INPUT_TOKENS)),
-        output_tokens=as_int(first_attr(attributes, A.OUTPUT_TOKENS)),
-        cache_read_tokens=as_int(first_attr(attributes, A.CACHE_READ_TOKENS)),
-        reasoning_tokens=as_int(first_attr(attributes, A.REASONING_TOKENS)),
+    return trusted.usage(
+        as_int(first_attr(attributes, A.INPUT_TOKENS)),
+        as_int(first_attr(attributes, A.OUTPUT_TOKENS)),
+        as_int(first_attr(attributes, A.CACHE_READ_TOKENS)),
+        as_int(first_attr(attributes, A.REASONING_TOKENS)),
     )
 
 
