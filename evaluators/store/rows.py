@@ -19,6 +19,7 @@ import pyarrow as pa
 from evaltrace.evaluators.report.model import EntryResult
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.spec.loader import LoadedSpec
+from evaltrace.evaluators.store.arrays import column
 from evaltrace.evaluators.store.schema import SCORES_SCHEMA
 from evaltrace.evaluators.store.sides import SampleSide, SideScore, micros, sample_side
 
@@ -193,8 +194,9 @@ class ScoreRows:
         return self._batch() if self._columns[0] else None
 
     def _batch(self) -> pa.RecordBatch:
+        # Not `pa.array`: see `arrays.py` (it would import pandas for the first batch).
         arrays = {
-            name: pa.array(values, type=SCORES_SCHEMA.field(name).type)
+            name: column(values, SCORES_SCHEMA.field(name).type)
             for name, values in zip(_ROW_ORDER, self._columns, strict=True)
         }
         for values in self._columns:

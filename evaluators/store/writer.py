@@ -26,6 +26,7 @@ from evaltrace.evaluators.engine.scoring import default_scorers
 from evaltrace.evaluators.report.model import REPORT_SCHEMA_VERSION, Report
 from evaltrace.evaluators.report.writer import ReportEntry
 from evaltrace.evaluators.spec.loader import LoadedSpec
+from evaltrace.evaluators.store.arrays import column
 from evaltrace.evaluators.store.location import new_run_id, store_error
 from evaltrace.evaluators.store.rows import RunContext, ScorerIndex, ScoreRows
 from evaltrace.evaluators.store.schema import RUNS_FOLDER, RUNS_SCHEMA, SCORES_FOLDER, SCORES_SCHEMA
@@ -132,7 +133,9 @@ class StoreWriter:
             raise store_error(self.folder, exc) from None
         self._parquet = None
         self._scores.publish()
-        table = pa.Table.from_pylist([self._run_row(report)], schema=RUNS_SCHEMA)
+        row = self._run_row(report)
+        columns = [column([row[field.name]], field.type) for field in RUNS_SCHEMA]
+        table = pa.Table.from_arrays(columns, schema=RUNS_SCHEMA)
         self._write_file(table, self._run)
         self._run.publish()
         self.published = True

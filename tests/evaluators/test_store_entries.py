@@ -1,0 +1,189 @@
+"""The score store's fast paths: rows from parked samples, and Arrow arrays built without `pa.array`.
+
+The engine parks each sample's values beside its JSON and the store makes its rows from those;
+these tests hold that path to the one from typed entries (the JSON report read back), and the
+store's own Arrow arrays to what `pa.array` makes of the same values.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from report_runs import PLUGIN
+from test_score_store import prepare, score_into
+
+from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult
+from evaltrace.evaluators.report.writer import ReportEntry, park
+from evaltrace.evaluators.scorers.registry import load_plugins
+from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.store.arrays import bitmap, column
+from evaltrace.evaluators.store.schema import RUNS_SCHEMA, SCORES_SCHEMA
+from evaltrace.evaluators.store.sides import pack_side, sample_side, unpack_side
+from evaltrace.evaluators.store.writer import open_store
+
+VOLATILE = ("run_id", "run_started_at")
+UTC_ZONE: tzinfo = UTC
+
+
+@pytest.fixture
+def plugin_scorers(isolated_registry: None) -> Iterator[None]:
+    load_plugins([str(PLUGIN)])
+    yield
+
+
+def stored_rows(store: Path, run_id: str) -> pa.Table:
+    return pq.read_table(store / "scores" / f"{run_id}.parquet").drop_columns(list(VOLATILE))
+
+
+@pytest.mark.parametrize("case", ["samples", "samples-defaults", "report-runs", "repeats", "multi-turn"])
+def test_rows_from_parked_samples_equal_rows_from_the_typed_entries(
+    case: str, tmp_path: Path, plugin_scorers: None
+) -> None:
+    runs, spec_file = prepare(case, tmp_path)
+    report, run_id = score_into(tmp_path / "fast", runs, spec_file, tmp_path / "report.json")
+    # The same entries given whole (read back from the JSON report): the store parses nothing else.
+    writer = open_store(tmp_path / "typed", load_spec(spec_file) if spec_file is not None else None)
+    for entry in report.entries:
+        writer.add(ReportEntry.of(entry))
+    writer.finish(report)
+    fast, typed = stored_rows(tmp_path / "fast", run_id), stored_rows(tmp_path / "typed", writer.run_id)
+    assert fast.num_rows == typed.num_rows > 0
+    assert fast.equals(typed)
+
+
+def conversation_sample() -> SampleResult:
+    scores = [
+        ScoreResult(scorer="output", passed=True, value=1.0, reason="caf\u00e9 \u202e", turn=1, details={"n": [1, 2]}),
+        ScoreResult(scorer="turns", passed=False, reason="no trace for turn 3", turn=3),
+        ScoreResult(scorer="boom", passed=False, reason="scorer failed", error="ValueError", turn=2),
+    ]
+    return SampleResult(
+        trace_id="t1",
+        trace_ids=["t1", "t2"],
+        root_span_ids=["r1", None],
+        conversation_id="c",
+        status="failed",
+        passed=False,
+        scores=scores,
+        start_time=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(microseconds=7),
+        duration_seconds=2.5,
+        cost_usd=None,
+    )
+
+
+def test_a_packed_side_is_the_samples_values() -> None:
+    sample = conversation_sample()
+    assert unpack_side(pack_side(sample)) == sample_side(sample)
+    side = sample_side(sample)
+    assert side.start_time == 1_767_225_600_000_007 and side.trace_ids == ("t1", "t2")
+    assert [s.details for s in side.scores] == ['{"n": [1, 2]}', None, None]
+    no_time = sample.model_copy(update={"start_time": None, "scores": []})
+    assert unpack_side(pack_side(no_time)) == sample_side(no_time)
+
+
+def test_a_parked_entry_reads_its_records_once_and_gives_the_json_and_the_sides() -> None:
+    sample = conversation_sample()
+    reads: list[int] = []
+
+    def records() -> list[bytes]:
+        reads.append(1)
+        return [park(sample.model_dump_json().encode(), pack_side(sample))] * 2
+
+    head = EntryResult(case_id="c", trace_id="t1", passed=False, status="failed", pass_rate=0.0, rule="mean")
+    entry = ReportEntry.parked(head, records)
+    whole = head.model_copy(update={"samples": [sample, sample]})
+    assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
+    assert entry.result() == whole and entry.result() is entry.result()
+    assert entry.head is head and [unpack_side(side) for side in entry.sides() or []] == [sample_side(sample)] * 2
+    assert len(reads) == 1
+    assert ReportEntry.of(head).sides() is None and ReportEntry.of(head).head is None
+
+
+def test_the_store_writes_its_arrays_without_importing_pandas(tmp_path: Path) -> None:
+    runs, spec_file = prepare("samples", tmp_path)
+    score_into(tmp_path / "first", runs, spec_file, tmp_path / "report.json")
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from evaltrace.evaluators.report.model import load_report
+        from evaltrace.evaluators.report.writer import ReportEntry
+        from evaltrace.evaluators.spec.loader import load_spec
+        from evaltrace.evaluators.store.writer import open_store
+
+        report = load_report({str(tmp_path / "report.json")!r})
+        writer = open_store(Path({str(tmp_path / "second")!r}), load_spec({str(spec_file)!r}))
+        for entry in report.entries:
+            writer.add(ReportEntry.of(entry))
+        writer.finish(report)
+        print(writer.run_id, "pandas" in sys.modules)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    run_id, pandas = done.stdout.split()
+    assert pandas == "False"
+    assert stored_rows(tmp_path / "second", run_id).num_rows > 0
+
+
+_TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=12)
+_TIMES = st.datetimes(
+    timezones=st.sampled_from([None, UTC_ZONE]), min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)
+)
+_INT32 = st.integers(-(2**31), 2**31 - 1)
+_INT64 = st.integers(-(2**63), 2**63 - 1)
+_FLOATS = st.floats(allow_nan=False) | st.integers(-(2**52), 2**52)
+
+
+def values_of(kind: pa.DataType) -> st.SearchStrategy[object]:
+    """Values `pa.array` takes for a column of type `kind`, and nulls."""
+    if pa.types.is_list(kind):
+        return st.none() | st.lists(values_of(kind.value_type).filter(lambda v: v is not None), max_size=3)
+    if pa.types.is_struct(kind):
+        return st.none() | st.fixed_dictionaries({field.name: values_of(field.type) for field in kind})
+    plain = {
+        pa.string(): _TEXT,
+        pa.int32(): _INT32,
+        pa.int64(): _INT64,
+        pa.float64(): _FLOATS,
+        pa.bool_(): st.booleans(),
+    }
+    return st.none() | (plain[kind] if kind in plain else _TIMES)
+
+
+COLUMN_TYPES = sorted({str(f.type): f.type for f in [*SCORES_SCHEMA, *RUNS_SCHEMA]}.items())
+
+
+@pytest.mark.parametrize("kind", [kind for _, kind in COLUMN_TYPES], ids=[name for name, _ in COLUMN_TYPES])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_every_column_type_is_built_as_pa_array_builds_it(kind: pa.DataType, data: st.DataObject) -> None:
+    values = data.draw(st.lists(values_of(kind), max_size=20))
+    built = column(values, kind)
+    built.validate(full=True)
+    assert built.equals(pa.array(values, type=kind))
+
+
+@given(st.lists(st.booleans(), max_size=70))
+def test_a_bitmap_sets_bit_i_for_flag_i(flags: list[bool]) -> None:
+    packed = bitmap(flags)
+    assert len(packed) == (len(flags) + 7) // 8
+    assert [bool(packed[i // 8] >> (i % 8) & 1) for i in range(len(flags))] == flags
+
+
+def test_values_that_do_not_fit_a_column_raise() -> None:
+    with pytest.raises(OverflowError):
+        column([2**31], pa.int32())
+    with pytest.raises(TypeError):
+        column(["yes"], pa.bool_())
+    with pytest.raises(TypeError):
+        column([1], pa.list_(pa.int8()))
