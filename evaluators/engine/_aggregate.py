@@ -274,26 +274,23 @@ class ScoreMerger:
     `sample_order`; rows in the order they first appear in that order.
     """
 
+    __slots__ = ("_samples", "_first", "_groups")
+
     def __init__(self) -> None:
         self._samples = 0
-        self._first: tuple[SampleKey, list[ScoreResult]] | None = None
+        self._first: tuple[SampleKey, Sequence[ScoreResult]] | None = None
         self._groups: dict[tuple[str, int | None, int], _Merged] = {}
-        self._waiting: list[tuple[SampleKey, Sequence[ScoreResult]]] = []
-        """Samples not yet in `_groups`: a lone sample's scores are the entry's, so they are grouped
-        only once a second sample comes (most cases have one)."""
+        """Every sample's scores once there are two or more; a lone sample's scores are the entry's
+        (most cases have one), so it is grouped only when a second one comes."""
 
     def add(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
         """Count the scores of the sample at `key` (its `sample_order`)."""
         self._samples += 1
-        self._first = _earlier(self._first, (key, list(scores)))
-        self._waiting.append((key, scores))
-        if self._samples > 1:
-            self._group_waiting()
-
-    def _group_waiting(self) -> None:
-        for key, scores in self._waiting:
+        if self._samples == 2 and self._first is not None:
+            self._group(*self._first)
+        if self._samples >= 2:
             self._group(key, scores)
-        self._waiting.clear()
+        self._first = _earlier(self._first, (key, scores))
 
     def _group(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
         occurrence: dict[tuple[str, int | None], int] = {}
@@ -307,17 +304,20 @@ class ScoreMerger:
 
     def merge(self, other: ScoreMerger) -> None:
         """Add the samples `other` counted."""
+        if self._samples + other._samples >= 2:
+            for side in (self, other):
+                if side._samples == 1 and side._first is not None:
+                    self._group(*side._first)  # a lone sample, not grouped yet
         self._samples += other._samples
         self._first = _earlier(self._first, other._first)
+        if other._samples < 2:
+            return
         for group, theirs in other._groups.items():
             ours = self._groups.get(group)
             if ours is None:
                 self._groups[group] = theirs
             else:
                 ours.merge(theirs)
-        self._waiting.extend(other._waiting)
-        if self._samples > 1:
-            self._group_waiting()
 
     def result(self) -> list[ScoreResult]:
         """The entry-level scores."""

@@ -64,9 +64,8 @@ class ReportWriter:
     def add(self, entry: ReportEntry) -> None:
         """Write one entry: its compact JSON, the samples copied as they were stored."""
         # The opening is written with the first entry, so an error before any entry leaves stdout empty.
-        self._put(b"," if self._entries else b'{"entries":[')
-        for chunk in entry.json_chunks():
-            self._put(chunk)
+        opening = b"," if self._entries else b'{"entries":['
+        self._put(b"".join((opening, *entry.json_chunks())))  # one write per entry
         self._entries += 1
 
     def finish(self, report: Report) -> None:

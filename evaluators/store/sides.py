@@ -57,9 +57,13 @@ def micros(moment: datetime | None) -> int | None:
     return (moment - _EPOCH) // _MICROSECOND
 
 
+_DETAILS = json.JSONEncoder(ensure_ascii=False, default=str)
+"""What `json.dumps(details, ensure_ascii=False, default=str)` gives, without making an encoder per call."""
+
+
 def details_text(details: dict[str, Any] | None) -> str | None:
     """The scorer's details as the store keeps them (JSON text; objects JSON lacks as their `str`)."""
-    return None if details is None else json.dumps(details, ensure_ascii=False, default=str)
+    return None if details is None else _DETAILS.encode(details)
 
 
 def pack_side(sample: SampleResult) -> bytes:
