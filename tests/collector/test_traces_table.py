@@ -146,7 +146,8 @@ def _traces(depth: int) -> st.SearchStrategy[Trace]:
     return _trace(depth)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Nested agents two deep make large examples: hypothesis sometimes finds too many of them too big.
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(_traces(2), max_size=4), st.integers(1, 4))
 def test_generated_traces_round_trip_exactly(traces: list[Trace], rows_per_batch: int) -> None:
     table = to_table(traces)
