@@ -23,32 +23,33 @@ import pyarrow.compute as pc
 class RowCalls:
     """One top-level row of a batch: its tool calls (`Trace.tool_calls`) and its columns, read lazily."""
 
-    __slots__ = ("_batch", "_index", "_start", "_end")
+    __slots__ = ("_batch", "_index", "_start", "_end", "names")
 
     def __init__(self, batch: BatchCalls, index: int) -> None:
         self._batch = batch
         self._index = index
-        self._start, self._end = batch.bounds(index)
+        self._start = start = batch.offsets[index]
+        self._end = end = batch.offsets[index + 1]
+        self.names: list[str] = batch.names[start:end]
+        """Tool names, in call order (every lookup reads them: `RunCalls.row` checks them)."""
 
-    @property
-    def names(self) -> list[str]:
-        """Tool names, in call order."""
-        return cast("list[str]", self.call_values("name"))
-
+    # The properties the trajectory form reads on every row index the batch's lists directly: a
+    # lookup through `call_values` costs two more Python calls each, on ~10,000 rows a scoring.
     @property
     def arguments(self) -> list[str | None]:
         """Each call's arguments as the table's JSON text (`None`: not recorded)."""
-        return cast("list[str | None]", self.call_values("arguments_json"))
+        return self._batch.arguments[self._start : self._end]
 
     @property
     def truncated(self) -> bool:
         """Whether any call's arguments were cut when recorded."""
-        return any(self.call_values("arguments_truncated"))
+        return any(self._batch.truncated[self._start : self._end])
 
     @property
     def nested(self) -> bool:
         """Whether any call started a nested agent run (`child_row` set)."""
-        return any(child is not None for child in self.call_values("child_row"))
+        children = self.call_values("child_row")
+        return children.count(None) != len(children)
 
     @property
     def failed(self) -> bool:
@@ -103,7 +104,8 @@ class BatchCalls:
     def __init__(self, batch: pa.RecordBatch) -> None:
         calls = batch.column("tool_calls")
         self._values = calls.values  # `offsets` index into the unsliced child array
-        self._offsets: list[int] = calls.offsets.to_pylist()
+        self.offsets: list[int] = calls.offsets.to_pylist()
+        """Where each row's calls start in the flat call lists (row `i`: `offsets[i]` to `offsets[i + 1]`)."""
         self._batch = batch
         self._columns: dict[str, list[object]] = {}
         self._call_fields: dict[str, list[object]] = {}
@@ -114,6 +116,10 @@ class BatchCalls:
         """The trace ids this batch answers for."""
         return list(self._rows)
 
+    def rows(self) -> list[tuple[str, int]]:
+        """The trace ids this batch answers for, each with its row's position in the batch."""
+        return list(self._rows.items())
+
     def forget(self, trace_id: str) -> None:
         """Stop answering for `trace_id` (another batch holds it too)."""
         self._rows.pop(trace_id, None)
@@ -122,10 +128,6 @@ class BatchCalls:
         """The top-level row of `trace_id`, or `None` when this batch has no such single row."""
         index = self._rows.get(trace_id)
         return None if index is None else RowCalls(self, index)
-
-    def bounds(self, index: int) -> tuple[int, int]:
-        """Where row `index`'s calls start and end in the flat call lists."""
-        return self._offsets[index], self._offsets[index + 1]
 
     def column(self, name: str) -> list[object]:
         """A top-level column of the batch as Python values (converted once, on first use)."""
@@ -153,6 +155,21 @@ class BatchCalls:
             values = self._batch.column("iterations").values  # offsets index into the unsliced array
             found = self._call_fields[key] = pc.struct_field(values, name).to_pylist()
         return found
+
+    @functools.cached_property
+    def names(self) -> list[str]:
+        """Every call's tool name, flat."""
+        return cast("list[str]", self.call_field("name"))
+
+    @functools.cached_property
+    def arguments(self) -> list[str | None]:
+        """Every call's arguments as JSON text, flat (`None`: not recorded)."""
+        return cast("list[str | None]", self.call_field("arguments_json"))
+
+    @functools.cached_property
+    def truncated(self) -> list[bool | None]:
+        """Per call, flat: whether its arguments were cut when recorded."""
+        return cast("list[bool | None]", self.call_field("arguments_truncated"))
 
     @functools.cached_property
     def _iteration_offsets(self) -> list[int]:

@@ -13,14 +13,17 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from operator import attrgetter
 from typing import Final
 
 import pyarrow as pa
 
 from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.columnar.calls import BatchCalls, RowCalls
-from evaltrace.evaluators.columnar.forms import form_of
+from evaltrace.evaluators.columnar.forms import FORMS
 from evaltrace.evaluators.scorers.base import Score, Scorer
+
+_NAME = attrgetter("name")
 
 KEPT_BATCHES: Final = 3
 """Batches kept: the decoder yields a trace once the next top-level row is read, maybe a batch later."""
@@ -30,40 +33,41 @@ class RunCalls:
     """The tool-call columns of a run's recent batches, looked up by trace id."""
 
     def __init__(self) -> None:
-        self._batches: deque[BatchCalls] = deque(maxlen=KEPT_BATCHES)
+        self._batches: deque[BatchCalls] = deque()
+        self._rows: dict[str, tuple[BatchCalls, int]] = {}
+        """Each kept batch's rows by trace id, in one dict: a lookup is one probe, not one a batch."""
         self._seen: set[str] = set()
-        self._twice: set[str] = set()
         self.hits = 0
         """Scores given by the columnar path (the benchmark and the tests read it)."""
 
     def add_batch(self, batch: pa.RecordBatch) -> None:
         """Index a traces-table batch (called by the cache before its traces are decoded)."""
+        if len(self._batches) == KEPT_BATCHES:
+            for trace_id in self._batches.popleft().trace_ids:
+                self._rows.pop(trace_id, None)
         calls = BatchCalls(batch)
-        for trace_id in calls.trace_ids:
-            if trace_id in self._seen:
-                self._twice.add(trace_id)
+        rows, seen = self._rows, self._seen
+        for trace_id, index in calls.rows():
+            if trace_id in seen:  # a second top-level row with this id: never answered for again
+                rows.pop(trace_id, None)
                 calls.forget(trace_id)
-            self._seen.add(trace_id)
+            else:
+                seen.add(trace_id)
+                rows[trace_id] = (calls, index)
         self._batches.append(calls)
 
     def row(self, trace: Trace) -> RowCalls | None:
         """The columns of `trace`'s row, when a kept batch holds it and no other row shares its id."""
-        if trace.trace_id in self._twice:
+        found = self._rows.get(trace.trace_id)
+        if found is None:
             return None
-        for calls in reversed(self._batches):
-            row = calls.row(trace.trace_id)
-            if row is not None:
-                # The row must describe this very trace: a cheap check on the calls' names.
-                if len(row.names) == len(trace.tool_calls) and all(
-                    name == call.name for name, call in zip(row.names, trace.tool_calls, strict=True)
-                ):
-                    return row
-                return None
-        return None
+        row = RowCalls(*found)
+        # The row must describe this very trace: a cheap check on the calls' names.
+        return row if row.names == list(map(_NAME, trace.tool_calls)) else None
 
     def score(self, scorer: Scorer, trace: Trace) -> Score | None:
         """The columnar verdict of `scorer` on `trace`, or `None` when the reference must score it."""
-        form = form_of(scorer)
+        form = FORMS.get(type(scorer))  # `form_of`, minus a call on every scorer of every trace
         if form is None:
             return None
         row = self.row(trace)

@@ -1,0 +1,290 @@
+"""The columnar form of `trajectory`: the passing `Score` read from a row's columns, or `None`.
+
+Where extra calls are allowed (in_order, superset, recall): every expected call made, in order, by
+a call of the same name and equal arguments, no tool name twice; the matching and ordered pairs are
+those pairs, and the reason lists the extras. Otherwise the row's calls equal the expected calls
+position by position (names equal; the arguments' JSON text equal to the expected arguments
+encoded as the table encodes them, or not compared). Then, in every mode, the value is 1, nothing
+is missing, late or extra and the ordered pairs are the identity, so the reference's reason and
+details follow from the names alone but for the maximum matching: with no tool name twice it is
+the identity too; with a repeated name it is what the reference's matching
+(`max_bipartite_matching`) makes of the same compatibility.
+
+Equal JSON text means equal values, which the argument matcher accepts under every setting;
+different text may still match (`1` and `1.0`, another key order, `trim`), so the position check
+leaves such rows to the reference. Not-a-number values, truncated arguments and calls that start
+nested agents (with `nested`) are left to the reference too.
+
+The matching reads the row's own columns, not the decoded `Trace`: a pair of calls of one name
+whose texts are equal matches (call `i`'s text is expected call `i`'s, by the position check);
+other pairs are asked of the collector's argument matcher (`arguments_match`, the reference's
+own) on the row's arguments, parsed once per row and only if a pair needs them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
+
+from evaltrace.collector.convert.arguments import arguments_match
+from evaltrace.collector.convert.records import Trace
+from evaltrace.evaluators.columnar.calls import RowCalls
+from evaltrace.evaluators.scorers.arguments import ArgumentMatch, ExpectedCall
+from evaltrace.evaluators.scorers.base import Score
+from evaltrace.evaluators.scorers.trajectory import Trajectory
+
+_EXTRAS_ALLOWED = ("in_order", "superset", "recall")
+"""The modes in which calls beyond the expected ones do not lower the value (`trajectory.py`)."""
+
+# The traces table's encoder (`_table_encode.py`), minus not-a-number values: the same value
+# gives the same text, and a NaN (never equal to itself) must not pass on equal text.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_decode = json.JSONDecoder().raw_decode
+_NAME = attrgetter("name")
+_ARGUMENTS = attrgetter("arguments")
+Arguments = dict[str, Any] | None
+"""An expected call's arguments (`None`: not compared)."""
+
+# Nothing here is kept per scorer: a spec's scorers each score one trace, so a cache would only
+# add objects for the garbage collector to walk. Per row the work is a few C-level list operations.
+
+
+def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `trajectory` when the calls are exactly the expected ones, else `None`."""
+    expected = scorer.expected
+    if expected is None or row.truncated or (scorer.nested and row.nested):
+        return None
+    names, texts = row.names, row.arguments
+    wanted = list(map(_NAME, expected))
+    if len(wanted) != len(names):
+        return _with_extras(scorer, expected, wanted, names, texts)
+    if names != wanted:
+        return None
+    arguments = list(map(_ARGUMENTS, expected))
+    compared = _compared(scorer.arguments, wanted, arguments)
+    if not _same_texts(arguments, compared, texts):
+        return None
+    matched = _matching(scorer.arguments, arguments, compared, names, texts)
+    if matched is None:
+        return None
+    count = len(names)
+    why = f"all {count} expected calls matched" if count else "no calls expected or made"
+    return scorer.result(
+        True,
+        1.0,
+        f"Passed ({scorer.mode}, score 1.00): {why}.",
+        expected=wanted,
+        actual=list(names),
+        matched=matched,
+        in_order=_identity(count),
+    )
+
+
+def _with_extras(
+    scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], names: list[str], texts: list[str | None]
+) -> Score | None:
+    """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
+    if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
+        return None
+    if len(set(names)) != len(names):
+        return None
+    position = {name: j for j, name in enumerate(names)}
+    pairs: list[list[int]] = []
+    for i, name in enumerate(wanted):
+        j = position.get(name)
+        if j is None or (pairs and j <= pairs[-1][1]):
+            return None
+        pairs.append([i, j])
+    arguments = list(map(_ARGUMENTS, expected))
+    if not _same_texts(arguments, _compared(scorer.arguments, wanted, arguments), [texts[j] for _, j in pairs]):
+        return None
+    # Only same-name pairs can match and no name is made twice: the matching and the ordered pairs
+    # are both these pairs, nothing is missing or late, and every other call is an allowed extra.
+    used = {j for _, j in pairs}
+    extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
+    return scorer.result(
+        True,
+        1.0,
+        f"Passed ({scorer.mode}, score 1.00): extra {extra} (allowed in this mode).",
+        expected=wanted,
+        actual=list(names),
+        matched=pairs,
+        in_order=[list(pair) for pair in pairs],
+    )
+
+
+def _compared(match: ArgumentMatch, names: list[str], arguments: list[Arguments]) -> list[bool]:
+    """Per expected call, whether its arguments are compared (given, and its tool's mode not `ignore`)."""
+    if match.per_tool:
+        return [
+            a is not None and match.for_tool(name).mode != "ignore" for name, a in zip(names, arguments, strict=True)
+        ]
+    if match.mode == "ignore":
+        return [False] * len(arguments)
+    return [True] * len(arguments) if None not in arguments else [a is not None for a in arguments]
+
+
+def _same_texts(arguments: list[Arguments], compared: list[bool], texts: list[str | None]) -> bool:
+    """Whether each compared expected call's arguments encode to the text of the call paired with it.
+
+    One encoding and one string comparison: the encoder writes an array as its items' texts joined
+    by commas, so the arrays' texts are equal exactly when the items' texts are.
+    """
+    every = all(compared)
+    try:
+        text = _encode(arguments if every else [a if c else None for a, c in zip(arguments, compared, strict=True)])
+    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
+        return False
+    parts = texts if every else ["null" if not c else t for c, t in zip(compared, texts, strict=True)]
+    return None not in parts and "[" + ",".join(parts) + "]" == text  # type: ignore[arg-type]
+
+
+def _matching(
+    match: ArgumentMatch, arguments: list[Arguments], compared: list[bool], names: list[str], texts: list[str | None]
+) -> list[list[int]] | None:
+    """The reference's maximum matching when call `i` is known to match expected call `i` (`None`: unsure).
+
+    Kuhn's matching takes, for each expected call in turn, the first free compatible call. With
+    every diagonal pair compatible and none below it, expected call i finds calls 0..i-1
+    incompatible and call i free: the identity. So the pairs below the diagonal are asked first,
+    and only if one is compatible is the whole search run (`kuhn_matching`).
+    """
+    count = len(names)
+    if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
+        return _identity(count)
+    pairs = _Pairs(match, names, arguments, compared, texts)
+    if not pairs.crossed():
+        return None if pairs.unsure else _identity(count)
+    found = kuhn_matching(names, pairs.compatible)
+    return None if pairs.unsure else [[i, j] for i, j in sorted(found.items())]
+
+
+def _identity(count: int) -> list[list[int]]:
+    """`[[0, 0], [1, 1], ...]`, each pair a list of its own (made in C: ~20,000 times a scoring)."""
+    return list(map(list, zip(range(count), range(count), strict=True)))
+
+
+class _Pairs:
+    """Whether expected call `i` matches call `j` of the same name, each pair asked at most once."""
+
+    def __init__(
+        self,
+        match: ArgumentMatch,
+        names: list[str],
+        arguments: list[Arguments],
+        compared: list[bool],
+        texts: list[str | None],
+    ) -> None:
+        self._match, self._names, self._arguments, self._compared, self._texts = (
+            match,
+            names,
+            arguments,
+            compared,
+            texts,
+        )
+        # With the same keys required at every depth and strings compared as they are, the matcher
+        # accepts only values Python finds equal (it is stricter: `True` is not `1`), so unequal
+        # values need no asking: one comparison in C, where the matcher walks the values in Python.
+        self._plain_exact = not match.per_tool and match.mode == "exact" and not match.trim and not match.casefold
+        self._known: dict[tuple[int, int], bool] = {}
+        self._values: list[Any] | None = None
+        self.unsure = False
+        """Set when the row's texts did not parse as one JSON value each (not a table evaltrace wrote)."""
+
+    def crossed(self) -> bool:
+        """Whether some expected call `i` matches an earlier call `j` of its name (a pair below the diagonal)."""
+        compared, texts, known, arguments = self._compared, self._texts, self._known, self._arguments
+        earlier: dict[str, list[int]] = {}
+        for i, name in enumerate(self._names):
+            before = earlier.setdefault(name, [])
+            for j in before:  # `compatible` and `_ask`'s first test, inline: most rows need no more
+                if not compared[i] or texts[j] == texts[i]:
+                    return True
+                values = self._values if self._values is not None else self._parse()
+                if values is not None and self._plain_exact and arguments[i] != values[j]:
+                    known[(i, j)] = False
+                    continue
+                found = known[(i, j)] = self._ask(i, j)
+                if found:
+                    return True
+            before.append(i)
+        return False
+
+    def compatible(self, i: int, j: int) -> bool:
+        """Whether expected call `i` matches call `j` (the two of one name)."""
+        texts = self._texts
+        if i == j or not self._compared[i] or texts[j] == texts[i]:
+            return True  # text i is expected call i's (the position check), so text j is too
+        found = self._known.get((i, j))
+        if found is None:
+            found = self._known[(i, j)] = self._ask(i, j)
+        return found
+
+    def _ask(self, i: int, j: int) -> bool:
+        values = self._values if self._values is not None else self._parse()
+        if values is None:
+            self.unsure = True
+            return False
+        wanted, actual, match = self._arguments[i], values[j], self._match
+        assert wanted is not None  # compared
+        if self._plain_exact:
+            return wanted == actual and arguments_match(wanted, actual, False, match)
+        return arguments_match(wanted, actual, False, match.for_tool(self._names[i]))
+
+    def _parse(self) -> list[Any] | None:
+        """The row's arguments as the decoder parses them (one `json.loads` of them all), once per row.
+
+        `None` if the texts are not one JSON value each: the decoder refuses such a table.
+        """
+        texts = self._texts
+        joined = ",".join(["null" if text is None else text for text in texts] if None in texts else texts)  # type: ignore[arg-type]
+        text = f"[{joined}]"
+        try:
+            values, end = _decode(text)  # `json.loads` minus its checks for whitespace and bytes
+        except ValueError:
+            return None
+        if end != len(text) or not isinstance(values, list) or len(values) != len(texts):
+            return None
+        self._values = values
+        return values
+
+
+def kuhn_matching(names: list[str], compatible: Callable[[int, int], bool]) -> dict[int, int]:
+    """`max_bipartite_matching(len(names), len(names), compatible)`, asking only the pairs it visits.
+
+    The same augmenting-path search in the same order (left items in turn, each trying right items
+    in ascending order), so the same matching; pairs of different names are never compatible, so
+    only a name's own positions are tried, and a pair is asked only when the search reaches it.
+    """
+    search = _Search(names, compatible)
+    for i in range(len(names)):
+        search.augment(i, set())
+    return {i: j for j, i in search.owner.items()}
+
+
+class _Search:
+    """Kuhn's augmenting paths, from one expected call at a time.
+
+    A class, not a recursive closure: a closure that calls itself is a reference cycle per row,
+    left for the garbage collector (which then ran ~6x as often).
+    """
+
+    def __init__(self, names: list[str], compatible: Callable[[int, int], bool]) -> None:
+        self.names, self.compatible = names, compatible
+        self.positions: dict[str, list[int]] = {}
+        for j, name in enumerate(names):
+            self.positions.setdefault(name, []).append(j)
+        self.owner: dict[int, int] = {}
+
+    def augment(self, i: int, seen: set[int]) -> bool:
+        owner = self.owner
+        for j in self.positions[self.names[i]]:
+            if j in seen or not self.compatible(i, j):
+                continue
+            seen.add(j)
+            if j not in owner or self.augment(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
