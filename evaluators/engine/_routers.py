@@ -8,11 +8,9 @@ Matching rules: see `evaluators/engine/scoring.py`.
 
 from __future__ import annotations
 
-import gc
 from array import array
 from collections import Counter
 from collections.abc import Coroutine, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -39,24 +37,6 @@ Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
 def normalize_input(text: str | None) -> str | None:
     """Whitespace-normalised input: runs of whitespace become one space, ends trimmed."""
     return None if text is None else " ".join(text.split())
-
-
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block; restored after it.
-
-    Writing the entries makes no reference cycles (reference counting frees each entry's objects),
-    but what it keeps (the store's pending rows, each scorer's hash) makes the collector run full
-    passes over everything the run holds (the spec's models, the tallies): a third of the entries'
-    time for 10,000 cases.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class SampleSpill(Protocol):
@@ -136,10 +116,6 @@ class TraceRouter:
         spill.add("", sample.start_time, sample.trace_id, payload, tag=_SAMPLE_STATUSES.index(sample.status))
 
     def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
-        with cyclic_gc_paused():
-            self._emit(spill, totals, sink)
-
-    def _emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
         for tag, payload in spill.ordered(""):
             status = _SAMPLE_STATUSES[tag]
             totals.add(status, None if status == "not_applicable" else float(status == "passed"))
@@ -239,10 +215,6 @@ class SpecRouter:
         return policy
 
     def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
-        with cyclic_gc_paused():
-            self._emit(spill, totals, sink)
-
-    def _emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
         for case in self.selected:
             # Decided from the tally kept as samples were scored; their JSON is only copied to the sink.
             policy = self._policy(case)
