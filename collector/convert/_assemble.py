@@ -37,9 +37,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from evaltrace.collector.convert import _attributes as A
-from evaltrace.collector.convert import _trusted as trusted
 from evaltrace.collector.convert._calls import prompt_of, tool_calls, tool_schemas
 from evaltrace.collector.convert._lenient_json import within_depth
 from evaltrace.collector.convert._match import ToolSpan
@@ -72,6 +72,17 @@ class Assembler:
         self.histories = histories
         """Whether iterations carry their prompts (`input_messages`); see `convert.convert_trace`."""
         self._scopes: dict[str, _Scope] = {}
+        self._contexts: dict[str, list[tuple[str, Any]]] = {}
+
+    def _context(self, span: Span) -> list[tuple[str, Any]]:
+        """The `evaltrace.*` attributes of `span` a trace takes (every root's trace and nested one reads them)."""
+        found = self._contexts.get(span.span_id)
+        if found is None:
+            attributes = span.attributes
+            keys = filter(_EVALTRACE_KEY, attributes)
+            # A hostile file's deep value would break JSON output: such a value is left out.
+            found = self._contexts[span.span_id] = [(k, attributes[k]) for k in keys if within_depth(attributes[k])]
+        return found
 
     def traces(self) -> list[Trace]:
         """One trace per root of the tree (normally one), except roots that only define an agent."""
@@ -101,7 +112,7 @@ class Assembler:
             trace = self._build_run(runs[0]) if alone else self._assemble([root])
         # Context attributes may sit anywhere in the OTel tree (a harness's wrapper span).
         walked = list(self.tree.walk(root))
-        _apply_context(trace, [self.classified[s.span_id] for s in walked])
+        _apply_context(trace, [self.classified[s.span_id] for s in walked], self._context)
         trace.span_count = len([s for s in walked if s.span_id not in self.tree.placeholders])
         return trace
 
@@ -258,7 +269,7 @@ class Assembler:
         _fill_outcome(trace, heads, iterations, llms)
         if answer is not None and (trace.output is None or iterations[-1].output_text == trace.output):
             trace.output = answer  # the framework's answer tool, not the last reply's text, ended the run
-        _apply_context(trace, members)
+        _apply_context(trace, members, self._context)
         for member in members:
             trace.warnings.extend(member.warnings)  # in place: no pydantic attribute assignment per span
         trace.convention = "+".join(sorted({m.convention for m in members if m.role != "other"})) or None
@@ -274,7 +285,7 @@ def _iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Itera
     llm = normalized.llm
     assert llm is not None
     span = normalized.span
-    return trusted.iteration(
+    return Iteration(
         index=index,
         span_id=span.span_id,
         model=llm.model,
@@ -326,15 +337,16 @@ def _status(head: NormalizedSpan) -> TraceStatus:
     return "timeout" if "timeout" in kind.lower() or "timedout" in kind.lower() else "error"
 
 
-def _apply_context(trace: Trace, members: list[NormalizedSpan]) -> None:
-    """Conversation id, case id and `evaltrace.*` attributes; the outermost span wins on conflicts."""
+def _apply_context(
+    trace: Trace, members: list[NormalizedSpan], context: Callable[[Span], list[tuple[str, Any]]]
+) -> None:
+    """Conversation id, case id and `evaltrace.*` attributes (`context` gives a span's); the outermost span wins."""
+    found = trace.attributes
     for normalized in members:
         if trace.conversation_id is None and normalized.conversation_id:
             trace.conversation_id = normalized.conversation_id
-        attributes = normalized.span.attributes
-        for key in filter(_EVALTRACE_KEY, attributes):
-            if within_depth(attributes[key]):  # a hostile file's deep value would break JSON output
-                trace.attributes.setdefault(key, attributes[key])
+        for key, value in context(normalized.span):
+            found.setdefault(key, value)
     if trace.conversation_id is None:
         # Wrapper spans (a test harness's or `evaltrace run`'s root) are not read by any extractor,
         # but a conversation id set on them still groups the run's turns.

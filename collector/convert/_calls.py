@@ -59,8 +59,11 @@ def tool_calls(
             if call.span_id in scopes:
                 call.result = unwrap_result(call.result, scopes[call.span_id])
     _normalise_arguments(calls, schemas, warnings)
+    by_iteration: dict[int | None, list[ToolCall]] = {}
+    for call in calls:
+        by_iteration.setdefault(call.iteration, []).append(call)
     for iteration in iterations:
-        iteration.tool_calls = [c for c in calls if c.iteration == iteration.index]
+        iteration.tool_calls = by_iteration.get(iteration.index, [])
     return calls
 
 

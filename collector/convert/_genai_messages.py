@@ -14,7 +14,6 @@ from pydantic import TypeAdapter, ValidationError
 
 from evaltrace.collector.convert._lenient_json import json_list, json_object, parse_json
 from evaltrace.collector.convert._spanutil import is_redacted, read_arguments
-from evaltrace.collector.convert._trusted import requested_call
 from evaltrace.collector.convert.records import Message, MessagePart, ToolCall
 
 _ROLE_SYNONYMS = {"model": "assistant", "human": "user", "ai": "assistant", "function": "tool"}
@@ -243,7 +242,7 @@ def tool_calls_of(messages: list[Message] | None) -> list[ToolCall]:
     for message in messages or []:
         for part in message.parts:
             if part.type == "tool_call":
-                calls.append(requested_call(part.call_id, part.name or "", part.arguments))
+                calls.append(ToolCall(call_id=part.call_id, name=part.name or "", arguments=part.arguments))
     return calls
 
 

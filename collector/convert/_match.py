@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaltrace.collector.convert import _attributes as A
-from evaltrace.collector.convert import _trusted as trusted
 from evaltrace.collector.convert._normalized import NormalizedSpan, ToolExec
 from evaltrace.collector.convert._spanutil import ns_to_datetime
 from evaltrace.collector.convert.conventions.envelopes import unwrap_arguments, unwrap_result
@@ -139,7 +138,7 @@ def merge(req: Requested | None, tool: ToolSpan | None) -> ToolCall:
     assert execution is not None
     span = tool.span
     arguments, truncated = merged_arguments(execution, call)
-    return trusted.tool_call(
+    return ToolCall(
         call_id=usable_id(execution.call_id) or (call.call_id if call is not None else None) or execution.call_id,
         name=execution.name or (call.name if call is not None else ""),
         arguments=arguments,

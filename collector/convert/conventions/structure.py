@@ -21,6 +21,7 @@ from evaltrace.collector.convert._spanutil import as_str, first_attr, genai_usag
 from evaltrace.collector.store.spans import Span
 
 CONVENTION = "structure"
+_CONVERSATION_KEYS = frozenset(A.CONVERSATION_KEYS)
 
 
 def genai_role(span: Span) -> SpanRole | None:
@@ -99,6 +100,8 @@ def _name_suffix(span_name: str, prefix: str) -> str | None:
 
 
 def _conversation_id(attrs: dict[str, Any]) -> str | None:
+    if _CONVERSATION_KEYS.isdisjoint(attrs.keys()):  # most spans: one C-level test instead of a get per key
+        return None
     value = first_attr(attrs, A.CONVERSATION_KEYS)
     return str(value) if value is not None and value != "" else None
 
