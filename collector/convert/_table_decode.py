@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel
 
 from evaltrace.collector.convert.records import (
@@ -199,11 +200,19 @@ def _iterations(struct: pa.StructArray, listed: Sequence[list[ToolCall]], pendin
     columns["input_messages"] = _nested(struct.field("input_messages"), _messages)
     columns["output_messages"] = _nested(struct.field("output_messages"), _messages)
     others = _nested(struct.field("other_tool_calls"), lambda values: _calls(values, pending))
-    positions = _nested(struct.field("tool_call_positions"), pa.Array.to_pylist)
+    positions = _nested(struct.field("tool_call_positions"), _positions)
     columns["tool_calls"] = list(map(_listed_calls, listed, others, positions))
     columns["finish_reasons"] = _nested(struct.field("finish_reasons"), pa.Array.to_pylist)
     columns["usage"] = _usages(struct.field("usage"))
     return _ITERATION.build_all(columns)
+
+
+def _positions(values: pa.Array) -> list[int]:
+    """The positions of iterations' calls; one past the end raises `IndexError` when it is used."""
+    if values.null_count or (len(values) and pc.min(values).as_py() < 0):  # a list index would take them
+        raise ValueError("tool_call_positions: a null or negative position")
+    found: list[int] = values.to_pylist()
+    return found
 
 
 def _listed_calls(listed: list[ToolCall], others: list[ToolCall], positions: list[int]) -> list[ToolCall]:

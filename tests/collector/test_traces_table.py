@@ -502,3 +502,25 @@ def test_a_json_text_that_is_not_one_value_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="arguments_json"):
         from_table(bad)
+
+
+@pytest.mark.parametrize("position", [-1, 1, None])
+def test_an_iteration_call_position_out_of_range_is_refused(position: int | None) -> None:
+    call = ToolCall(name="x")
+    table = to_table([Trace(trace_id="t", tool_calls=[call], iterations=[Iteration(index=0, tool_calls=[call])])])
+    iterations = table.column("iterations").combine_chunks()
+    values = iterations.values
+    forged = pa.StructArray.from_arrays(
+        [
+            pa.array([[position]], pa.list_(pa.int64())) if name == "tool_call_positions" else values.field(name)
+            for name in values.type.names
+        ],
+        fields=list(values.type),
+    )
+    bad = table.set_column(
+        table.schema.get_field_index("iterations"),
+        table.schema.field("iterations"),
+        pa.ListArray.from_arrays(iterations.offsets, forged),
+    )
+    with pytest.raises((ValueError, IndexError)):  # the cache then rebuilds the traces
+        from_table(bad)
