@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -222,13 +222,7 @@ class SpecRouter:
             totals.add(entry.status, entry.pass_rate)
             totals.digest.add(entry, spill.count(case.id))
             if sink is not None:
-                sink.add(ReportEntry.parked(entry, partial(_payloads, spill, case.id)))
-
-
-def _payloads(spill: Spill, group: str) -> Iterator[bytes]:
-    """`group`'s samples as their parked records (see `report.writer.park`), in report order."""
-    for _, payload in spill.ordered(group):
-        yield payload
+                sink.add(ReportEntry.parked(entry, partial(spill.records, case.id)))
 
 
 async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:

@@ -118,7 +118,7 @@ class FanOut:
 
     def add(self, entry: ReportEntry) -> None:
         """Give the entry to every writer, its samples read from disk and parsed once for all of them."""
-        if entry.sides() is not None:
+        if entry.is_parked:
             # A parked entry reads its records once and parses them only if a writer asks
             # (the JSON report and the score store never do).
             for writer in self.writers:

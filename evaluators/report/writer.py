@@ -73,6 +73,11 @@ class ReportEntry:
         return cls(entry, None, None, records)
 
     @property
+    def is_parked(self) -> bool:
+        """Whether the entry was made `parked` (its samples' side parts are there to be read)."""
+        return self._records is not None
+
+    @property
     def head(self) -> EntryResult | None:
         """The entry without its samples when it was given so (`with_samples`, `parked`), else `None`."""
         return self._entry if self._samples is not None or self._records is not None else None
@@ -92,6 +97,14 @@ class ReportEntry:
                 self._result = EntryResult.model_validate_json(b"".join(self.json_chunks()))
             return self._result
         return EntryResult.model_validate_json(b"".join(self.json_chunks()))
+
+    def json_bytes(self) -> bytes:
+        """The entry's compact JSON object in one piece (what `json_chunks` gives, joined)."""
+        records = self._parked()
+        if records is None or self._entry is None:
+            return b"".join(self.json_chunks())
+        head = self._entry.model_dump_json(exclude={"samples"}).encode()
+        return b"".join((head[:-1], b',"samples":[', b",".join([json for json, _ in records]), b"]}"))
 
     def json_chunks(self) -> Iterator[bytes]:
         """The entry as the pieces of its compact JSON object: the samples' JSON copied as stored."""

@@ -103,10 +103,12 @@ def test_a_parked_entry_reads_its_records_once_and_gives_the_json_and_the_sides(
     entry = ReportEntry.parked(head, records)
     whole = head.model_copy(update={"samples": [sample, sample]})
     assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
+    assert entry.json_bytes() == b"".join(entry.json_chunks()) and entry.is_parked
     assert entry.result() == whole and entry.result() is entry.result()
     assert entry.head is head and [unpack_side(side) for side in entry.sides() or []] == [sample_side(sample)] * 2
     assert len(reads) == 1
     assert ReportEntry.of(head).sides() is None and ReportEntry.of(head).head is None
+    assert not ReportEntry.of(head).is_parked
 
 
 def test_the_store_writes_its_arrays_without_importing_pandas(tmp_path: Path) -> None:
