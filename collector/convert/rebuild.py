@@ -29,6 +29,7 @@ from evaltrace.collector.convert._spanutil import span_error, span_label
 from evaltrace.collector.convert._tree import SpanTree, build_tree
 from evaltrace.collector.convert.conventions import adk, genai, openinference, openllmetry, structure
 from evaltrace.collector.convert.records import Conversation, Trace
+from evaltrace.collector.convert.version import CONVERTER_VERSION as CONVERTER_VERSION  # defined there, bumped there
 from evaltrace.collector.store.spans import Span
 
 if TYPE_CHECKING:
@@ -55,14 +56,6 @@ OpenInference, OpenLLMetry, GenAI v1.37+, GenAI per-message events, pydantic-ai'
 attributes, Google ADK's vendor content attributes, then bare `gen_ai.operation.name`
 structure. The first that returns a result wins. A new convention is one module in
 `conventions/` and one entry here."""
-
-
-CONVERTER_VERSION: Final = "1"
-"""The version of what the converter makes of spans. Bump it in any change that alters the
-`Trace` records rebuilt from the same spans (a new rule, a fixed field, a new convention): the
-traces cache (`cache.py`) keys its tables by it, so a bump makes every cached table stale. (As a
-safety net the cache also keys by the converter's source files, which catches an edited checkout,
-but an installed release is only told apart by this constant and the package version.)"""
 
 
 def _label(extract: Extractor) -> str:
