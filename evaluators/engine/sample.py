@@ -49,11 +49,13 @@ class RunStats:
 
     def add(self, trace: Trace) -> float | None:
         """Count a scored trace; returns its estimated cost (`None` when it cannot be priced)."""
-        if trace.duration_seconds is not None:
-            self.durations.append(trace.duration_seconds)
+        duration = trace.duration_seconds  # a property: computed once
+        if duration is not None:
+            self.durations.append(duration)
+        usage = trace.usage
         self.usage = TokenUsage(
-            input_tokens=self.usage.input_tokens + (trace.usage.input_tokens or 0),
-            output_tokens=self.usage.output_tokens + (trace.usage.output_tokens or 0),
+            input_tokens=self.usage.input_tokens + (usage.input_tokens or 0),
+            output_tokens=self.usage.output_tokens + (usage.output_tokens or 0),
         )
         cost = self._trace_cost(trace)
         if cost is not None:
@@ -73,8 +75,10 @@ class RunStats:
 
     def _trace_cost(self, trace: Trace) -> float | None:
         total, complete = 0.0, True
+        known = self._price_of
         for iteration in trace.iterations:
-            price = self._price(iteration.model) if iteration.model else None
+            model = iteration.model
+            price = (known[model] if model in known else self._price(model)) if model else None
             if price is None:
                 complete = False
                 self.unpriced_models.add(iteration.model or "(unknown model)")
@@ -165,6 +169,7 @@ async def score_trace(trace: Trace, case: Case | None, scorers: Sequence[Scorer]
     """Score one trace with `scorers` (the case passed to each as context)."""
     scores = [score_result(s) for s in await _run_scorers(trace, case, scorers)]
     status = sample_status(scores)
+    usage = trace.usage
     return SampleResult(
         trace_id=trace.trace_id,
         trace_ids=[trace.trace_id],
@@ -178,7 +183,7 @@ async def score_trace(trace: Trace, case: Case | None, scorers: Sequence[Scorer]
         error=trace.error,
         start_time=trace.start_time,
         duration_seconds=trace.duration_seconds,
-        usage=TokenUsage(input_tokens=trace.usage.input_tokens or 0, output_tokens=trace.usage.output_tokens or 0),
+        usage=TokenUsage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0),
         cost_usd=stats.add(trace),
     )
 
