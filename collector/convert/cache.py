@@ -5,7 +5,7 @@ traces and writes their traces table (`table.py`) as it goes; afterwards it read
 which skips reading spans and rebuilding traces altogether.
 
 Key. A table is named by a SHA-256 of: each input file's resolved path, size, mtime (ns) and
-inode, in order; `CONVERTER_VERSION` (`rebuild.py`), the table version, the evaltrace version and
+inode, in order; `CONVERTER_VERSION` (`version.py`), the table version, the evaltrace version and
 the size and mtime of the converter's and reader's source files (an edited checkout rebuilds
 without anyone bumping a version); `histories`; and the shard, for a sharded run's workers (each
 caches its own shard, so a re-scoring with the same number of workers is warm too). Touching or
@@ -43,10 +43,10 @@ from typing import Final
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evaltrace.collector.convert.rebuild import CONVERTER_VERSION, read_traces
 from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.convert.table import METADATA_VERSION_KEY, SCHEMA, TABLE_VERSION, TableEncoder
 from evaltrace.collector.convert.table import iter_table_traces as iter_table_traces
+from evaltrace.collector.convert.version import CONVERTER_VERSION
 from evaltrace.collector.store.cachedir import CACHE_DIR_ENV as CACHE_DIR_ENV
 from evaltrace.collector.store.cachedir import cache_root as cache_root
 from evaltrace.collector.store.shard import Shard
@@ -64,6 +64,13 @@ _KEY_METADATA: Final = b"evaltrace.cache_key"
 BatchHook = Callable[[pa.RecordBatch], None]
 """Called with each traces-table batch read back (see `cached_traces`)."""
 _TEMP_SUFFIX: Final = ".tmp"
+
+
+def read_traces(files: Sequence[Path], shard: Shard | None = None, *, histories: bool = True) -> Iterator[Trace]:
+    """The converter's `read_traces`, imported when traces are rebuilt: a warm scoring never imports the converter."""
+    from evaltrace.collector.convert.rebuild import read_traces as rebuild
+
+    return rebuild(files, shard, histories=histories)
 
 
 def traces_folder(root: Path | None = None) -> Path:

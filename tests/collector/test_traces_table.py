@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -277,6 +279,22 @@ def test_the_second_read_uses_the_table(runs: list[Path], tmp_path: Path, spy: C
     assert list(cache.cached_traces(runs, root=root)) == expected
     assert spy.calls == 1  # read from the table, not rebuilt
     assert not [p for p in (root / "traces").iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_a_warm_read_does_not_import_the_converter(runs: list[Path], tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    expected = [t.trace_id for t in cache.cached_traces(runs, root=root)]  # builds the table
+    files = [str(r) for r in runs]
+    script = (
+        "import sys; from pathlib import Path; from evaltrace.collector.convert import cache\n"
+        f"traces = cache.cached_traces([Path(p) for p in {files!r}], root=Path({str(root)!r}))\n"
+        "print([t.trace_id for t in traces])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('evaltrace.collector.convert.')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    ids, modules = result.stdout.splitlines()
+    assert ids == repr(expected)
+    assert "rebuild" not in modules and "_assemble" not in modules and "_table_decode" in modules
 
 
 def test_histories_and_shards_have_tables_of_their_own(runs: list[Path], tmp_path: Path, spy: ConverterSpy) -> None:
