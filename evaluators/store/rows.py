@@ -133,10 +133,11 @@ Values = tuple[Any, ...]
 
 
 class ScoreRows:
-    """Rows of the scores table, gathered by column and handed out as Arrow batches of at most `batch_rows`.
+    """Rows of the scores table, gathered as tuples and handed out as Arrow batches of `batch_rows` rows.
 
-    A row is built as a tuple (an entry's values, its sample's, the result's) and appended column by
-    column; Arrow arrays are made once per batch. That keeps the store to a small share of scoring time.
+    A row is built as one tuple (an entry's values, its sample's, the result's); a batch's rows are
+    turned into columns at once (`zip`) and Arrow arrays are made once per batch. That keeps the
+    store to a small share of scoring time.
     """
 
     def __init__(self, run: RunContext, index: ScorerIndex, batch_rows: int = 8192) -> None:
@@ -145,7 +146,7 @@ class ScoreRows:
         self._started = micros(run.started_at)
         self._index = index
         self._batch_rows = batch_rows
-        self._columns: list[list[Any]] = [[] for _ in _ROW_ORDER]
+        self._rows: list[Values] = []
         self.total = 0
         """Rows added so far."""
         self.errors = 0
@@ -157,13 +158,12 @@ class ScoreRows:
 
     def add_sides(self, entry_index: int, head: EntryResult, samples: Sequence[SampleSide]) -> Iterator[pa.RecordBatch]:
         """`add_entry` from the entry without its samples (`head`) and its samples' values, in order."""
-        columns = self._columns
-        for row in self._rows_of(entry_index, head, samples):
-            for values, value in zip(columns, row, strict=True):
-                values.append(value)
-            self.total += 1
-            if len(columns[0]) >= self._batch_rows:
-                yield self._batch()
+        rows = self._rows
+        before = len(rows)
+        rows.extend(self._rows_of(entry_index, head, samples))
+        self.total += len(rows) - before
+        while len(rows) >= self._batch_rows:
+            yield self._batch(self._batch_rows)
 
     def _rows_of(self, entry_index: int, entry: EntryResult, samples: Sequence[SampleSide]) -> Iterator[Values]:
         head = self._entry_values(entry_index, entry)
@@ -191,16 +191,17 @@ class ScoreRows:
 
     def flush(self) -> pa.RecordBatch | None:
         """The rows still waiting, as one batch (`None` when there are none)."""
-        return self._batch() if self._columns[0] else None
+        return self._batch(len(self._rows)) if self._rows else None
 
-    def _batch(self) -> pa.RecordBatch:
+    def _batch(self, size: int) -> pa.RecordBatch:
+        """The first `size` waiting rows as a batch (they stop waiting)."""
+        columns = zip(*self._rows[:size], strict=True)
+        del self._rows[:size]
         # Not `pa.array`: see `arrays.py` (it would import pandas for the first batch).
         arrays = {
             name: column(values, SCORES_SCHEMA.field(name).type)
-            for name, values in zip(_ROW_ORDER, self._columns, strict=True)
+            for name, values in zip(_ROW_ORDER, columns, strict=True)
         }
-        for values in self._columns:
-            values.clear()
         return pa.RecordBatch.from_arrays([arrays[name] for name in SCORES_SCHEMA.names], schema=SCORES_SCHEMA)
 
     def _entry_values(self, entry_index: int, entry: EntryResult) -> Values:
