@@ -66,10 +66,15 @@ def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | 
     compared = _compared(scorer.arguments, wanted, arguments)
     if not _same_texts(arguments, compared, texts):
         return None
-    matched = _matching(scorer.arguments, arguments, compared, names, texts)
-    if matched is None:
-        return None
     count = len(names)
+    steps = range(count)
+    # The identity pairs are built inline (as `_identity` builds them): a call more on every row.
+    if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
+        matched: list[list[int]] | None = list(map(list, zip(steps, steps, strict=True)))
+    else:
+        matched = _matching(scorer.arguments, arguments, compared, names, texts)
+        if matched is None:
+            return None
     why = f"all {count} expected calls matched" if count else "no calls expected or made"
     return scorer.result(
         True,
@@ -78,7 +83,7 @@ def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | 
         expected=wanted,
         actual=list(names),
         matched=matched,
-        in_order=_identity(count),
+        in_order=list(map(list, zip(steps, steps, strict=True))),
     )
 
 
@@ -144,26 +149,23 @@ def _same_texts(arguments: list[Arguments], compared: list[bool], texts: list[st
 def _matching(
     match: ArgumentMatch, arguments: list[Arguments], compared: list[bool], names: list[str], texts: list[str | None]
 ) -> list[list[int]] | None:
-    """The reference's maximum matching when call `i` is known to match expected call `i` (`None`: unsure).
+    """The reference's maximum matching when call `i` is known to match expected call `i` and a name repeats.
 
     Kuhn's matching takes, for each expected call in turn, the first free compatible call. With
     every diagonal pair compatible and none below it, expected call i finds calls 0..i-1
     incompatible and call i free: the identity. So the pairs below the diagonal are asked first,
-    and only if one is compatible is the whole search run (`kuhn_matching`).
+    and only if one is compatible is the whole search run (`kuhn_matching`). `None`: unsure.
     """
-    count = len(names)
-    if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
-        return _identity(count)
     pairs = _Pairs(match, names, arguments, compared, texts)
     if not pairs.crossed():
-        return None if pairs.unsure else _identity(count)
+        return None if pairs.unsure else _identity(range(len(names)))
     found = kuhn_matching(names, pairs.compatible)
     return None if pairs.unsure else [[i, j] for i, j in sorted(found.items())]
 
 
-def _identity(count: int) -> list[list[int]]:
+def _identity(steps: range) -> list[list[int]]:
     """`[[0, 0], [1, 1], ...]`, each pair a list of its own (made in C: ~20,000 times a scoring)."""
-    return list(map(list, zip(range(count), range(count), strict=True)))
+    return list(map(list, zip(steps, steps, strict=True)))
 
 
 class _Pairs:
@@ -239,8 +241,8 @@ class _Pairs:
         `None` if the texts are not one JSON value each: the decoder refuses such a table.
         """
         texts = self._texts
-        joined = ",".join(["null" if text is None else text for text in texts] if None in texts else texts)  # type: ignore[arg-type]
-        text = f"[{joined}]"
+        present = ["null" if text is None else text for text in texts] if None in texts else texts
+        text = "[" + ",".join(present) + "]"  # type: ignore[arg-type]
         try:
             values, end = _decode(text)  # `json.loads` minus its checks for whitespace and bytes
         except ValueError:
