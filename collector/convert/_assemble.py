@@ -45,7 +45,7 @@ from evaltrace.collector.convert._lenient_json import within_depth
 from evaltrace.collector.convert._match import ToolSpan
 from evaltrace.collector.convert._model_calls import one_per_model_call
 from evaltrace.collector.convert._normalized import NormalizedSpan, ToolExec
-from evaltrace.collector.convert._spanutil import error_type, ns_to_datetime
+from evaltrace.collector.convert._spanutil import error_type, keys_may_contain, ns_to_datetime
 from evaltrace.collector.convert._tree import SpanTree
 from evaltrace.collector.convert.conventions.answer_tool import take_answer_call
 from evaltrace.collector.convert.records import Iteration, Trace, TraceStatus, Usage
@@ -79,7 +79,7 @@ class Assembler:
         found = self._contexts.get(span.span_id)
         if found is None:
             attributes = span.attributes
-            keys = filter(_EVALTRACE_KEY, attributes)
+            keys = filter(_EVALTRACE_KEY, attributes) if keys_may_contain(attributes, A.EVALTRACE_PREFIX) else ()
             # A hostile file's deep value would break JSON output: such a value is left out.
             found = self._contexts[span.span_id] = [(k, attributes[k]) for k in keys if within_depth(attributes[k])]
         return found

@@ -27,6 +27,21 @@ def first_attr(attributes: Mapping[str, Any], keys: Iterable[str]) -> Any:
     return None
 
 
+def keys_may_contain(attributes: Mapping[str, Any], *fragments: str) -> bool:
+    """Whether any key might hold one of `fragments`; `False` means none does (an exact negative).
+
+    Every span goes through a few per-key scans (flattened message keys, `evaltrace.*` keys) that
+    find nothing on most spans: one substring search of the joined keys rules them out at a third
+    of a per-key regex scan's cost. Keys that are not text cannot be joined: `True`, so the exact
+    scan that follows decides (and fails) as it would have.
+    """
+    try:
+        joined = "\n".join(attributes)
+    except TypeError:
+        return True
+    return any(fragment in joined for fragment in fragments)
+
+
 def as_int(value: Any) -> int | None:
     """An integer token count from an attribute value (ints, integral floats, digit strings).
 

@@ -29,7 +29,7 @@ from typing import Any
 from evaltrace.collector.convert._flatten import content, dropped_warning, nest_list, text
 from evaltrace.collector.convert._lenient_json import json_list, parse_json
 from evaltrace.collector.convert._normalized import AgentRun, LlmCall, NormalizedSpan, ToolExec
-from evaltrace.collector.convert._spanutil import as_int, first_attr, span_error
+from evaltrace.collector.convert._spanutil import as_int, first_attr, keys_may_contain, span_error
 from evaltrace.collector.convert.conventions.openinference_messages import tool_calls_of
 from evaltrace.collector.convert.conventions.payload import (
     arguments_value,
@@ -91,7 +91,7 @@ _FLATTENED_KEY = re.compile(r"gen_ai\.(?:prompt|completion)\.").match
 
 
 def _is_llm_span(attrs: dict[str, Any]) -> bool:
-    if any(map(_FLATTENED_KEY, attrs)):
+    if keys_may_contain(attrs, "gen_ai.prompt.", "gen_ai.completion.") and any(map(_FLATTENED_KEY, attrs)):
         return True
     new_shape = "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs
     return "llm.request.type" in attrs and not new_shape
