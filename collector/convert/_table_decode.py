@@ -2,7 +2,9 @@
 
 Decoding is columnar: each leaf column of a record batch becomes a Python list in one C call
 (`Array.to_pylist` on a flat array is ~50x faster than on a nested one), nested lists are cut out
-of their flat values by their offsets, and records are built from the lists by position.
+of their flat values by their offsets, and records are built from the lists by position. An
+iteration's tool calls are the very records its trace's `tool_calls` holds, picked by position
+(`table.py`), as the converter shares them.
 
 Records are built without validation (`_Factory`, what `model_construct` does minus its per-field
 default lookup): evaltrace wrote the table and the reader checked its version, and validating every
@@ -116,7 +118,7 @@ def _values(column: pa.Array) -> list[Any]:
         micros = column.cast(pa.int64()).to_pylist()
         if column.null_count:
             return [None if us is None else _EPOCH + timedelta(0, 0, us) for us in micros]
-        return [_EPOCH + timedelta(0, 0, us) for us in micros]  # positional: ~1/3 faster than by keyword
+        return [_EPOCH + timedelta(0, 0, us) for us in micros]
     return column.to_pylist()  # type: ignore[no-any-return]
 
 
