@@ -270,7 +270,7 @@ class _Search:
     """Kuhn's augmenting paths, from one expected call at a time.
 
     A class, not a recursive closure: a closure that calls itself is a reference cycle per row,
-    left for the garbage collector (which then ran ~6x as often).
+    left for the garbage collector, which then ran many times as often over a scoring's heap.
     """
 
     def __init__(self, names: list[str], compatible: Callable[[int, int], bool]) -> None:
