@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from pydantic import TypeAdapter
+
 from evaltrace.evaluators.engine._numbers import ExactSum
 from evaltrace.evaluators.report.model import EntryResult, SampleResult, SampleStatus, ScorerCount, ScoreResult
 from evaltrace.evaluators.scorers.base import Score
@@ -266,6 +268,9 @@ def _failure_reason(first_failure: str | None, passed: int, scored: int, policy:
     return f"{passed} of {scored} samples passed (rule {policy.rule}); first failure: {why}"
 
 
+_SCORES = TypeAdapter(list[ScoreResult])
+
+
 class ScoreMerger:
     """Entry-level scores over samples, added in any order and mergeable, without keeping the samples.
 
@@ -278,7 +283,9 @@ class ScoreMerger:
 
     def __init__(self) -> None:
         self._samples = 0
-        self._first: tuple[SampleKey, Sequence[ScoreResult]] | None = None
+        self._first: tuple[SampleKey, bytes] | None = None
+        """The earliest sample's scores as JSON: a case keeps them until the end of the run, and as
+        models (details and all) they were a quarter of the objects the cyclic GC scanned."""
         self._groups: dict[tuple[str, int | None, int], _Merged] = {}
         """Every sample's scores once there are two or more; a lone sample's scores are the entry's
         (most cases have one), so it is grouped only when a second one comes."""
@@ -287,10 +294,11 @@ class ScoreMerger:
         """Count the scores of the sample at `key` (its `sample_order`)."""
         self._samples += 1
         if self._samples == 2 and self._first is not None:
-            self._group(*self._first)
+            self._group(self._first[0], _SCORES.validate_json(self._first[1]))
         if self._samples >= 2:
             self._group(key, scores)
-        self._first = _earlier(self._first, (key, scores))
+        if self._first is None or key < self._first[0]:
+            self._first = (key, _SCORES.dump_json(list(scores)))
 
     def _group(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
         occurrence: dict[tuple[str, int | None], int] = {}
@@ -306,8 +314,8 @@ class ScoreMerger:
         """Add the samples `other` counted."""
         if self._samples + other._samples >= 2:
             for side in (self, other):
-                if side._samples == 1 and side._first is not None:
-                    self._group(*side._first)  # a lone sample, not grouped yet
+                if side._samples == 1 and side._first is not None:  # a lone sample, not grouped yet
+                    self._group(side._first[0], _SCORES.validate_json(side._first[1]))
         self._samples += other._samples
         self._first = _earlier(self._first, other._first)
         if other._samples < 2:
@@ -322,7 +330,7 @@ class ScoreMerger:
     def result(self) -> list[ScoreResult]:
         """The entry-level scores."""
         if self._samples == 1 and self._first is not None:
-            return list(self._first[1])
+            return _SCORES.validate_json(self._first[1])
         ordered = sorted(self._groups.values(), key=lambda merged: merged.seen)
         return [merged.result(self._samples) for merged in ordered]
 
