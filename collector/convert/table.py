@@ -193,7 +193,7 @@ def to_table(traces: Iterable[Trace]) -> pa.Table:
 def iter_table_traces(batches: Iterable[pa.RecordBatch]) -> Iterator[Trace]:
     """The top-level traces of traces-table batches, in row order, their nested agents attached.
 
-    Records are built with `model_construct` (no validation): the table is trusted, since
+    Records are built without validation (`_table_decode.py`): the table is trusted, since
     evaltrace wrote it and the reader checked its version.
     """
     return _decode(batches)
