@@ -103,6 +103,23 @@ def _loads(text: str) -> Any:
     return value if end == len(text) else json.loads(text)
 
 
+def whole_value(text: str) -> tuple[bool, Any]:
+    """`(True, value)` when `text` is exactly one JSON value within `MAX_DEPTH` levels, else `(False, None)`.
+
+    The value is `parse_json(text).value`. The quick path of the extractors (tool arguments and
+    results are nearly always such text): only the scan runs, no `ParsedJson` is built, and a
+    failed scan is not repeated by `json.loads`. On `False`, `parse_json` says what the text is.
+    A JSON value neither starts nor ends with whitespace, so `text` is what `parse_json` would scan.
+    """
+    try:
+        value, end = _scan_once(text, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return False, None
+    if end != len(text) or (_may_be_deep(text) and not within_depth(value)):
+        return False, None
+    return True, value
+
+
 def _may_be_deep(text: str) -> bool:
     # C-speed pre-check: nesting deeper than MAX_DEPTH needs more than MAX_DEPTH openers (so
     # more characters: most arguments and results are shorter, and skip the counting).

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evaltrace.collector.convert import _attributes as A
+from evaltrace.collector.convert import _lenient_json
 from evaltrace.collector.convert._lenient_json import parse_json
 from evaltrace.collector.convert.records import Usage
 from evaltrace.collector.store.spans import Span
@@ -148,6 +149,9 @@ def read_arguments(raw: Any, where: str) -> Arguments:
         return Arguments(raw)  # a structured value (or `None`) is kept as recorded
     if is_redacted(raw):
         return Arguments(None, warning=f"{where}: arguments were redacted ({raw.strip()})")
+    whole, value = _lenient_json.whole_value(raw)
+    if whole:
+        return Arguments(value)
     parsed = parse_json(raw)
     if parsed.truncated:
         return Arguments(raw, truncated=True, warning=f"{where}: arguments are truncated JSON; raw text kept")
@@ -168,6 +172,9 @@ def read_content(raw: Any, where: str, warnings: list[str]) -> Any:
         warnings.append(f"{where}: content was redacted ({raw.strip()})")
         return None
     if isinstance(raw, str) and raw.lstrip().startswith(("{", "[")):
+        whole, value = _lenient_json.whole_value(raw)
+        if whole:
+            return value
         parsed = parse_json(raw)
         if parsed.truncated:
             warnings.append(f"{where}: content is truncated JSON; raw text kept")

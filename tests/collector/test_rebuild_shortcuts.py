@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import evaltrace.collector.convert._lenient_json as lenient
+import evaltrace.collector.convert._spanutil as spanutil
 from evaltrace.collector.convert._lenient_json import _loads, parse_json
 from evaltrace.collector.convert._spanutil import keys_may_contain
 from evaltrace.collector.convert.conventions import openllmetry
@@ -40,6 +41,8 @@ TEXTS = [
     "",
     "tru",
     "[" * 5000 + "]" * 5000,
+    "[" * 150 + "]" * 150,
+    '{"a": "b"}\x0c',
 ]
 
 
@@ -70,6 +73,43 @@ def test_loads_matches_json_loads_on_any_text(text: str) -> None:
     assert _outcome(_loads, text) == _outcome(json.loads, text)
     # The parse the extractors see: truncation flags and raw text included.
     assert repr(parse_json(text)) == repr(_reference_parse(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.sampled_from(TEXTS),
+        st.text(max_size=30),
+        st.recursive(st.none() | st.integers() | st.text(max_size=5), lambda c: st.lists(c), max_leaves=8).map(
+            lambda v: json.dumps(v) + " "
+        ),
+        st.recursive(st.integers(), lambda c: st.lists(c, max_size=2), max_leaves=150).map(json.dumps),
+    )
+)
+def test_arguments_and_results_read_as_without_the_quick_path(text: str) -> None:
+    warnings: list[str] = []
+    quick = (
+        spanutil.read_arguments(text, "here"),
+        _outcome(lambda t: spanutil.read_content(t, "here", warnings), text),
+    )
+    saved = lenient.whole_value
+    lenient.whole_value = _never_whole
+    try:
+        slow_warnings: list[str] = []
+        slow = (
+            spanutil.read_arguments(text, "here"),
+            _outcome(lambda t: spanutil.read_content(t, "here", slow_warnings), text),
+        )
+    finally:
+        lenient.whole_value = saved
+    assert repr(quick) == repr(slow) and warnings == slow_warnings
+    whole, value = lenient.whole_value(text)
+    if whole:
+        assert parse_json(text).parsed and repr(parse_json(text).value) == repr(value)
+
+
+def _never_whole(text: str) -> tuple[bool, Any]:
+    return False, None
 
 
 def _reference_parse(text: str) -> Any:
