@@ -207,7 +207,7 @@ class ScoreRows:
     def _entry_values(self, entry_index: int, entry: EntryResult) -> Values:
         min_samples = self._index.rules(entry.case_id).min_samples if entry.rule is not None else None
         return (
-            *(self._run.run_id, self._started, entry_index, entry.case_id, entry.tier, list(entry.tags), entry.rule),
+            *(self._run.run_id, self._started, entry_index, entry.case_id, entry.tier, tuple(entry.tags), entry.rule),
             *(min_samples, entry.status, entry.passed, entry.pass_rate),
         )
 
