@@ -33,7 +33,7 @@ class RunCalls:
     """The tool-call columns of a run's recent batches, looked up by trace id."""
 
     def __init__(self) -> None:
-        self._batches: deque[BatchCalls] = deque()
+        self._batches: deque[BatchCalls] = deque(maxlen=KEPT_BATCHES)
         self._rows: dict[str, tuple[BatchCalls, int]] = {}
         """Each kept batch's rows by trace id, in one dict: a lookup is one probe, not one a batch."""
         self._seen: set[str] = set()
@@ -42,8 +42,9 @@ class RunCalls:
 
     def add_batch(self, batch: pa.RecordBatch) -> None:
         """Index a traces-table batch (called by the cache before its traces are decoded)."""
-        if len(self._batches) == KEPT_BATCHES:
-            for trace_id in self._batches.popleft().trace_ids:
+        batches = self._batches
+        if len(batches) == batches.maxlen:  # the oldest batch goes: its rows with it
+            for trace_id in batches.popleft().trace_ids:
                 self._rows.pop(trace_id, None)
         calls = BatchCalls(batch)
         rows, seen = self._rows, self._seen
