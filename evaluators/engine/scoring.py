@@ -250,6 +250,7 @@ def score_paths_to(
             there was no trace to score without a spec.
     """
     from evaltrace.collector.convert.cache import traces_of
+    from evaltrace.collector.gc_policy import bulk_collections
     from evaltrace.collector.store.reader import recording_losses, resolve_paths
     from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run
     from evaltrace.evaluators.engine import shards
@@ -263,10 +264,10 @@ def score_paths_to(
     count = shards.plan_workers(workers, files, router)
     histories = reads_histories(router.scorers())
     if count == 1:
-        with columnar_run(RunCalls()) as calls:
+        with columnar_run(RunCalls()) as calls, bulk_collections():
             traces = traces_of(files, histories=histories, cache=options.cache, on_batch=calls.add_batch)
             return _run_sync(_ascore(traces, router, stats, spec, options, sink))
-    with Spill() as spill:
+    with Spill() as spill, bulk_collections():
         shards.score_sharded(files, router, stats, spill, options, count, histories=histories)
         with scorer_time_limit(options.scorer_timeout):  # each worker set its own: threads do not survive a fork
             asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network

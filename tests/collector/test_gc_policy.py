@@ -1,0 +1,70 @@
+"""The scoring run's garbage-collection policy: raised inside the block, restored after it."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.gc_policy import BULK_YOUNG_THRESHOLD, bulk_collections
+from evaltrace.evaluators.scorers.base import Score, Scorer
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "runs"
+
+
+@pytest.fixture
+def default_threshold() -> Iterator[tuple[int, int, int]]:
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield gc.get_threshold()
+    gc.set_threshold(*before)
+
+
+def test_young_threshold_raised_in_the_block_and_restored(default_threshold: tuple[int, int, int]) -> None:
+    with bulk_collections():
+        assert gc.get_threshold() == (BULK_YOUNG_THRESHOLD, 10, 10)
+    assert gc.get_threshold() == default_threshold
+
+
+def test_restored_when_the_block_raises(default_threshold: tuple[int, int, int]) -> None:
+    with pytest.raises(RuntimeError), bulk_collections():
+        raise RuntimeError("boom")
+    assert gc.get_threshold() == default_threshold
+
+
+@pytest.mark.parametrize("setting", [(0, 10, 10), (200_000, 5, 5)])
+def test_a_programs_own_rarer_setting_is_kept(setting: tuple[int, int, int]) -> None:
+    before = gc.get_threshold()
+    gc.set_threshold(*setting)
+    try:
+        with bulk_collections():
+            assert gc.get_threshold() == setting
+        assert gc.get_threshold() == setting
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_a_scoring_run_scores_under_the_policy(
+    default_threshold: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scorer running inside `score_paths_to` sees the raised threshold; the caller's is back after."""
+    from evaltrace.evaluators.engine import scoring
+
+    seen: list[int] = []
+
+    class Probe(Scorer):
+        name: ClassVar[str] = "t_gc_probe"
+
+        def score(self, trace: Trace, case: Any | None = None) -> Score:
+            seen.append(gc.get_threshold()[0])
+            return self.result(True, 1.0, "probe")
+
+    monkeypatch.setattr(scoring, "default_scorers", lambda: (Probe(),))
+    run = scoring.score_paths_to([SAMPLES], None, scoring.ScoreOptions(cache=False), workers=1)
+    assert run.report.counts.traces > 0
+    assert seen and set(seen) == {BULK_YOUNG_THRESHOLD}
+    assert gc.get_threshold() == default_threshold
