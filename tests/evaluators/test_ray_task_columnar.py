@@ -22,6 +22,7 @@ from evaltrace.collector.store.shard import Shard
 from evaltrace.evaluators.engine.ray_data import ShardResult
 from evaltrace.evaluators.engine.ray_engine import score_shard
 from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run
+from evaltrace.evaluators.report.writer import unpark
 from evaltrace.evaluators.scorers.output import Output
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 from evaltrace.evaluators.spec.loader import load_spec
@@ -79,7 +80,8 @@ def test_a_warm_task_takes_the_forms_and_scores_the_same(
     warm = _task(runs, spec)
     assert warm.input_error is None
     assert [row[3] for row in warm.rows] == [row[3] for row in cold.rows]  # each sample's scored JSON
-    samples = [json.loads(row[3]) for row in warm.rows]  # one scored sample each (SampleResult JSON)
+    # One scored sample each: its SampleResult JSON, parked beside the score store's values.
+    samples = [json.loads(unpark(row[3])[0]) for row in warm.rows]
     passed = Counter(s["scorer"] for sample in samples for s in sample["scores"] if s["passed"] is True)
     assert answered["trajectory"] == passed["trajectory"] > 0
     assert answered["output"] == passed["output"] > 0
