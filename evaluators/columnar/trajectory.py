@@ -68,9 +68,8 @@ def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | 
         return None
     count = len(names)
     steps = range(count)
-    # The identity pairs are built inline (as `_identity` builds them): a call more on every row.
     if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
-        matched: list[list[int]] | None = list(map(list, zip(steps, steps, strict=True)))
+        matched: list[list[int]] | None = _identity(steps)
     else:
         matched = _matching(scorer.arguments, arguments, compared, names, texts)
         if matched is None:
@@ -83,7 +82,7 @@ def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | 
         expected=wanted,
         actual=list(names),
         matched=matched,
-        in_order=list(map(list, zip(steps, steps, strict=True))),
+        in_order=_identity(steps),
     )
 
 
@@ -197,20 +196,11 @@ class _Pairs:
 
     def crossed(self) -> bool:
         """Whether some expected call `i` matches an earlier call `j` of its name (a pair below the diagonal)."""
-        compared, texts, known, arguments = self._compared, self._texts, self._known, self._arguments
         earlier: dict[str, list[int]] = {}
         for i, name in enumerate(self._names):
             before = earlier.setdefault(name, [])
-            for j in before:  # `compatible` and `_ask`'s first test, inline: most rows need no more
-                if not compared[i] or texts[j] == texts[i]:
-                    return True
-                values = self._values if self._values is not None else self._parse()
-                if values is not None and self._plain_exact and arguments[i] != values[j]:
-                    known[(i, j)] = False
-                    continue
-                found = known[(i, j)] = self._ask(i, j)
-                if found:
-                    return True
+            if any(self.compatible(i, j) for j in before):
+                return True
             before.append(i)
         return False
 

@@ -17,7 +17,7 @@ from evaltrace.evaluators.report.html_writer import HtmlWriter
 from evaltrace.evaluators.report.json_writer import ReportWriter
 from evaltrace.evaluators.report.junit_writer import JUnitWriter
 from evaltrace.evaluators.report.markdown_writer import MarkdownWriter
-from evaltrace.evaluators.report.model import EntryResult, Report
+from evaltrace.evaluators.report.model import Report
 from evaltrace.evaluators.report.writer import ReportEntry, ReportFormat
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -117,17 +117,9 @@ class FanOut:
         self.writers = list(writers)
 
     def add(self, entry: ReportEntry) -> None:
-        """Give the entry to every writer, its samples read from disk and parsed once for all of them."""
-        if entry.is_parked:
-            # A parked entry reads its records once and parses them only if a writer asks
-            # (the JSON report and the score store never do).
-            for writer in self.writers:
-                writer.add(entry)
-            return
-        payload = b"".join(entry.json_chunks())
-        shared = ReportEntry(EntryResult.model_validate_json(payload), payload, None)
+        """Give the entry to every writer (it reads its samples once and parses only if a writer asks)."""
         for writer in self.writers:
-            writer.add(shared)
+            writer.add(entry)
 
     def finish(self, report: Report) -> None:
         """Finish every writer; after a failure the ones not yet finished are aborted."""

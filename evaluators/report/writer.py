@@ -7,9 +7,7 @@ writer copies it without parsing. A new format is a module with a class satisfyi
 `ReportFormat` and one line in `formats.FORMATS` (which also feeds several formats at once).
 
 The engine parks each sample as a *record* (`park`): its JSON plus a side part for writers that
-want the sample's values without parsing that JSON (the score store's rows). An entry made with
-`parked` reads its records once, on first use, and shares them (and its parsed view) among all
-the writers it is given to.
+want the sample's values without parsing that JSON (the score store's rows).
 """
 
 from __future__ import annotations
@@ -35,76 +33,76 @@ def unpark(record: bytes) -> tuple[bytes, bytes]:
 
 
 class ReportEntry:
-    """One entry of the report as the engine hands it to the writers."""
+    """One entry of the report as the engine hands it to the writers.
 
-    __slots__ = ("_entry", "_json", "_samples", "_records", "_result")
+    `result()` parses the entry at most once, and a `parked` entry reads its samples from disk
+    once, on first use, so an entry given to several writers (`formats.FanOut`) is read and parsed
+    once for all of them.
+    """
+
+    __slots__ = ("_entry", "_json", "_records", "_keep", "_result")
 
     def __init__(
         self,
         entry: EntryResult | None,
         json: bytes | None,
-        samples: Callable[[], Iterable[bytes]] | None,
-        records: Callable[[], Iterable[bytes]] | None = None,
+        records: Callable[[], list[tuple[bytes, bytes]]] | None = None,
+        *,
+        keep: bool = False,
     ) -> None:
         self._entry = entry
         self._json = json
-        self._samples = samples
-        self._records: Callable[[], Iterable[bytes]] | list[tuple[bytes, bytes]] | None = records
-        self._result: EntryResult | None = None
+        self._records: Callable[[], list[tuple[bytes, bytes]]] | list[tuple[bytes, bytes]] | None = records
+        """The samples as (JSON, side part) pairs: their reader, or (`keep`) the pairs once read."""
+        self._keep = keep
+        self._result: EntryResult | None = entry if records is None else None
 
     @classmethod
     def of(cls, entry: EntryResult) -> ReportEntry:
         """An entry held whole in memory."""
-        return cls(entry, None, None)
+        return cls(entry, None)
 
     @classmethod
     def from_json(cls, payload: bytes) -> ReportEntry:
         """An entry given as its compact JSON object (parsed only if `result()` is asked)."""
-        return cls(None, payload, None)
+        return cls(None, payload)
 
     @classmethod
     def with_samples(cls, entry: EntryResult, samples: Callable[[], Iterable[bytes]]) -> ReportEntry:
-        """`entry` (its `samples` left empty) with its samples' JSON objects, read from disk on each call."""
-        return cls(entry, None, samples)
+        """`entry` (its `samples` left empty) with its samples' JSON objects, read from disk on each use."""
+        return cls(entry, None, lambda: [(payload, b"") for payload in samples()])
 
     @classmethod
     def parked(cls, entry: EntryResult, records: Callable[[], Iterable[bytes]]) -> ReportEntry:
-        """`entry` (its `samples` left empty) with its samples' records (see `park`), read once on first use."""
-        return cls(entry, None, None, records)
+        """`entry` (its `samples` left empty) with its samples' records (see `park`), read on first use."""
+        return cls(entry, None, lambda: [unpark(record) for record in records()], keep=True)
 
     @property
     def is_parked(self) -> bool:
-        """Whether the entry was made `parked` (its samples' side parts are there to be read)."""
-        return self._records is not None
+        """Whether the entry's samples carry side parts (it was made `parked`)."""
+        return self.sides() is not None
 
     @property
     def head(self) -> EntryResult | None:
         """The entry without its samples when it was given so (`with_samples`, `parked`), else `None`."""
-        return self._entry if self._samples is not None or self._records is not None else None
+        return self._entry if self._records is not None else None
 
     def sides(self) -> list[bytes] | None:
         """The side parts of the samples' records, in order; `None` unless the entry was made `parked`."""
-        records = self._parked()
-        return None if records is None else [side for _, side in records]
+        records = self._samples()
+        if records is None or any(not side for _, side in records):
+            return None
+        return [side for _, side in records]
 
     def result(self) -> EntryResult:
-        """The entry, samples included: parsed from its JSON, as a reader of the JSON report sees it."""
-        if self._entry is not None and self._samples is None and self._records is None:
-            return self._entry
-        if self._records is not None:
-            # Shared by the writers of one entry (`formats.FanOut`): parsed once for all of them.
-            if self._result is None:
-                self._result = EntryResult.model_validate_json(b"".join(self.json_chunks()))
-            return self._result
-        return EntryResult.model_validate_json(b"".join(self.json_chunks()))
+        """The entry, samples included: parsed from its JSON (once), as a reader of the JSON report sees it."""
+        if self._result is None:
+            self._result = EntryResult.model_validate_json(self.json_bytes())
+        return self._result
 
     def json_bytes(self) -> bytes:
         """The entry's compact JSON object in one piece (what `json_chunks` gives, joined)."""
-        records = self._parked()
-        if records is None or self._entry is None:
-            return b"".join(self.json_chunks())
-        head = self._entry.model_dump_json(exclude={"samples"}).encode()
-        return b"".join((head[:-1], b',"samples":[', b",".join([json for json, _ in records]), b"]}"))
+        return b"".join(self.json_chunks())
 
     def json_chunks(self) -> Iterator[bytes]:
         """The entry as the pieces of its compact JSON object: the samples' JSON copied as stored."""
@@ -112,26 +110,23 @@ class ReportEntry:
             yield self._json
             return
         assert self._entry is not None
-        records = self._parked()
-        if self._samples is None and records is None:
+        records = self._samples()
+        if records is None:
             yield self._entry.model_dump_json().encode()
             return
         head = self._entry.model_dump_json(exclude={"samples"}).encode()
         yield head[:-1] + b',"samples":['
-        payloads = (json for json, _ in records) if records is not None else self._samples_json()
-        for index, payload in enumerate(payloads):
+        for index, (payload, _) in enumerate(records):
             yield b"," + payload if index else payload
         yield b"]}"
 
-    def _samples_json(self) -> Iterable[bytes]:
-        assert self._samples is not None
-        return self._samples()
-
-    def _parked(self) -> list[tuple[bytes, bytes]] | None:
-        if self._records is None or isinstance(self._records, list):
+    def _samples(self) -> list[tuple[bytes, bytes]] | None:
+        if not callable(self._records):
             return self._records
-        self._records = [unpark(record) for record in self._records()]
-        return self._records
+        records = self._records()
+        if self._keep:
+            self._records = records
+        return records
 
 
 class EntrySink(Protocol):
