@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.network import is_loopback
 
 DEFAULT_HTTP = "127.0.0.1:4318"
 DEFAULT_GRPC = "127.0.0.1:4317"
@@ -28,12 +28,7 @@ class Address(NamedTuple):
     @property
     def is_loopback(self) -> bool:
         """Whether only this machine can connect."""
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
+        return is_loopback(self.host)
 
 
 def parse_address(text: str, option: str) -> Address | None:
