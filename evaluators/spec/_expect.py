@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from evaltrace.evaluators.errors import SpecError, UnknownScorerError, did_you_mean
+from evaltrace.evaluators.scorers.arguments import ArgumentMatch
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.scorers.registry import scorer_class, scorer_names
 from evaltrace.evaluators.spec.model import Expect, ScorerRef, TrajectoryOptions
@@ -68,13 +69,18 @@ def _tool_requests(expect: Expect, prefix: str) -> list[ScorerRequest]:
             if getattr(expect, key) is not None:
                 raise ValueError(f"{prefix}.{key}: needs {prefix}.tool_calls (the expected calls)")
         return []
-    # `call.model_dump()` and `TrajectoryOptions(mode=...).model_dump(exclude_none=True)`, written
-    # out: the serializer's per-call cost was a tenth of loading a 10,000-case spec. The scorer's
-    # validation copies the arguments mapping; nested values are shared, as in every other key's config.
-    expected = [{"name": call.name, "arguments": call.arguments} for call in expect.tool_calls]
+    # The calls themselves: an `ExpectedToolCall` is an `ExpectedCall`, which the scorers' validation
+    # takes as it is (no copy of each call and its arguments per scorer).
+    expected = list(expect.tool_calls)
     options = expect.trajectory
     if isinstance(options, TrajectoryOptions):
-        config = {"expected": expected, **options.model_dump(exclude_none=True)}
+        # `options.model_dump(exclude_none=True)` written out: the serializer's per-call cost was a
+        # tenth of loading a 10,000-case spec.
+        config: dict[str, Any] = {"expected": expected, "mode": options.mode}
+        if options.threshold is not None:
+            config["threshold"] = options.threshold
+        if options.arguments is not None:
+            config["arguments"] = options.arguments
     else:
         config = {"expected": expected, "mode": options or "in_order"}
     requests = [ScorerRequest("trajectory", config, f"{prefix}.tool_calls")]
@@ -116,16 +122,36 @@ class ScorerBuilder:
 
     def __init__(self) -> None:
         self._built: dict[tuple[str, str], Scorer] = {}
+        self._matchers: dict[str, ArgumentMatch] = {}
 
     def build(self, request: ScorerRequest, where: str) -> Scorer:
         """`build_scorer(request, where)`, or the instance built before for the same name and config."""
         if request.name in self._UNSHARED:
-            return build_scorer(request, where)
+            return build_scorer(self._with_shared_matcher(request), where)
         key = (request.name, repr(request.config))
         scorer = self._built.get(key)
         if scorer is None:
             scorer = self._built[key] = build_scorer(request, where)
         return scorer
+
+    def _with_shared_matcher(self, request: ScorerRequest) -> ScorerRequest:
+        """`request` with its trajectory `arguments` settings as one `ArgumentMatch` shared by equal configs.
+
+        The settings seldom differ between cases (`{mode: exact}`): validated once, not once a case.
+        Settings that do not validate are left as written, for the scorer's validation to report
+        them as it reports any other key.
+        """
+        arguments = request.config.get("arguments")
+        if request.name != "trajectory" or not isinstance(arguments, dict):
+            return request
+        key = repr(arguments)
+        match = self._matchers.get(key)
+        if match is None:
+            try:
+                match = self._matchers[key] = ArgumentMatch.model_validate(arguments)
+            except ValidationError:
+                return request
+        return request._replace(config={**request.config, "arguments": match})
 
 
 def build_scorer(request: ScorerRequest, where: str) -> Scorer:
@@ -154,7 +180,8 @@ def build_scorer(request: ScorerRequest, where: str) -> Scorer:
     if problem is not None:
         raise SpecError(f"{where}: {request.key}: scorer {request.name!r}: {problem}")
     # Written in a spec, so a check: it fails, never "does not apply", when its evidence is missing.
-    return scorer.as_spec_check()
+    # The scorer was built here and is not shared yet: marked as it is, not copied.
+    return scorer.mark_spec_check()
 
 
 def _render(exc: ValidationError) -> str:

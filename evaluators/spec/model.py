@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evaltrace.evaluators.scorers.arguments import ExpectedCall
 from evaltrace.evaluators.scorers.prices import ModelPrice
 
 TrajectoryMode = Literal["strict", "in_order", "any_order", "superset", "subset", "precision", "recall"]
@@ -47,8 +48,13 @@ class _SpecModel(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
-class ExpectedToolCall(_SpecModel):
+class ExpectedToolCall(ExpectedCall):
     """A tool call the agent is expected to make."""
+
+    # A subclass of the scorers' `ExpectedCall`: pydantic takes an instance of a field's model class
+    # (or of a subclass) as it is, so the trajectory checks of a case hold these very objects instead
+    # of a validated copy of each call and its arguments (a third of a 10,000-case spec's memory).
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
     name: str = Field(min_length=1)
     """Tool name."""

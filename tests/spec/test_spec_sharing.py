@@ -1,0 +1,131 @@
+"""What a compiled spec shares between its cases and their scorers, and the errors that stay as they were."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evaltrace.evaluators.errors import SpecError
+from evaltrace.evaluators.scorers.base import Scorer
+from evaltrace.evaluators.scorers.tools import ToolCorrectness
+from evaltrace.evaluators.scorers.trajectory import Trajectory
+from evaltrace.evaluators.spec.loader import load_spec
+
+_TWO_CASES = """\
+cases:
+  - id: one
+    input: weather in Paris
+    expect:
+      tool_calls:
+        - {name: get_weather, arguments: {city: Paris}}
+        - {name: search}
+      trajectory: {mode: strict, arguments: {mode: exact}}
+      tool_correctness: {mode: names}
+  - id: two
+    input: weather in Oslo
+    expect:
+      tool_calls: [{name: get_weather, arguments: {city: Oslo}}]
+      trajectory: {mode: strict, arguments: {mode: exact}}
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def _by_name(scorers: tuple[Scorer, ...]) -> dict[str, Scorer]:
+    return {scorer.name: scorer for scorer in scorers}
+
+
+def _trajectory(scorers: tuple[Scorer, ...]) -> Trajectory:
+    found = _by_name(scorers)["trajectory"]
+    assert isinstance(found, Trajectory)
+    return found
+
+
+def test_trajectory_checks_hold_the_cases_own_expected_calls(tmp_path: Path) -> None:
+    loaded = load_spec(_write(tmp_path, _TWO_CASES))
+    case = loaded.cases[0]
+    assert case.expect is not None and case.expect.tool_calls is not None
+    scorers = _by_name(loaded.case_scorers["one"][0])
+    for scorer in (scorers["trajectory"], scorers["tool_correctness"]):
+        assert isinstance(scorer, Trajectory | ToolCorrectness) and scorer.expected is not None
+        held = scorer.expected
+        assert len(held) == 2
+        assert all(a is b for a, b in zip(held, case.expect.tool_calls, strict=True))
+
+
+def test_equal_argument_settings_are_one_object(tmp_path: Path) -> None:
+    loaded = load_spec(_write(tmp_path, _TWO_CASES))
+    first = _trajectory(loaded.case_scorers["one"][0])
+    second = _trajectory(loaded.case_scorers["two"][0])
+    assert first is not second
+    assert first.arguments is second.arguments
+    assert first.arguments.mode == "exact"
+
+
+def test_shared_pieces_leave_the_configuration_and_its_digest_as_written(tmp_path: Path) -> None:
+    loaded = load_spec(_write(tmp_path, _TWO_CASES))
+    trajectory = _trajectory(loaded.case_scorers["one"][0])
+    assert trajectory.model_dump(mode="json") == {
+        "expected": [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "search", "arguments": None}],
+        "mode": "strict",
+        "threshold": 1.0,
+        "arguments": {"mode": "exact", "trim": False, "casefold": False, "per_tool": {}},
+        "nested": False,
+    }
+    # The same scorer built from plain values, marked by a copy: the same digest.
+    rebuilt = type(trajectory).model_validate(trajectory.model_dump()).as_spec_check()
+    assert rebuilt.config_hash() == trajectory.config_hash()
+    assert type(trajectory).model_validate(trajectory.model_dump()).config_hash() != trajectory.config_hash()
+
+
+def test_every_built_scorer_is_a_spec_check(tmp_path: Path) -> None:
+    loaded = load_spec(_write(tmp_path, _TWO_CASES))
+    for turns in loaded.case_scorers.values():
+        for scorers in turns:
+            assert scorers and all(scorer.spec_check for scorer in scorers)
+
+
+def test_marking_in_place_drops_a_digest_computed_before(tmp_path: Path) -> None:
+    loaded = load_spec(_write(tmp_path, _TWO_CASES))
+    trajectory = _trajectory(loaded.case_scorers["one"][0])
+    fresh = type(trajectory).model_validate(trajectory.model_dump())
+    unmarked = fresh.config_hash()
+    assert fresh.mark_spec_check() is fresh
+    assert fresh.config_hash() == trajectory.config_hash() != unmarked
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (
+            "{mode: bogus, trim: 3}",
+            "expect.tool_calls: scorer 'trajectory': arguments.mode: Input should be 'exact', 'subset', "
+            "'superset' or 'ignore'; arguments.trim: Input should be a valid boolean, unable to interpret input",
+        ),
+        (
+            "{per_tool: {f: {mode: x}}, extra: 1}",
+            "expect.tool_calls: scorer 'trajectory': arguments.per_tool.f.mode: Input should be 'exact', 'subset', "
+            "'superset' or 'ignore'; arguments.extra: Extra inputs are not permitted",
+        ),
+    ],
+)
+def test_invalid_argument_settings_are_reported_by_the_scorer_as_before(
+    tmp_path: Path, arguments: str, expected: str
+) -> None:
+    # A valid setting shared by an earlier case must not hide a later case's invalid one.
+    tool_calls = "tool_calls: [{name: f}]"
+    text = (
+        "cases:\n"
+        f"  - {{id: ok, input: x, expect: {{{tool_calls}, trajectory: {{arguments: {{mode: exact}}}}}}}}\n"
+        f"  - {{id: a, input: y, expect: {{{tool_calls}, trajectory: {{mode: strict, arguments: {arguments}}}}}}}\n"
+    )
+    path = _write(tmp_path, text)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert str(caught.value) == f"{path}: case 'a': {expected}"
