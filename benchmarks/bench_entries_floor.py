@@ -50,7 +50,9 @@ def _spec_columns(spec_path: Path) -> dict[str, Any]:
     """Phase 1: the cases' expected names and argument texts as columns, by case id."""
     cases = json.loads(spec_path.read_text(encoding="utf-8"))["cases"]
     ids, names, texts, arguments, rules, meta = [], [], [], [], [], []
+    expects = {}
     for case in cases:
+        expects[case["id"]] = case["expect"]
         calls = case["expect"]["tool_calls"]
         ids.append(case["id"])
         names.append([call["name"] for call in calls])
@@ -58,7 +60,15 @@ def _spec_columns(spec_path: Path) -> dict[str, Any]:
         texts.append([_ENCODE(call["arguments"]) for call in calls])
         rules.append(_ENCODE(case["expect"]["trajectory"].get("arguments", {})))
         meta.append((case.get("input"), case.get("tier"), case.get("tags", [])))
-    return {"ids": ids, "names": names, "texts": texts, "arguments": arguments, "rules": rules, "meta": meta}
+    return {
+        "ids": ids,
+        "names": names,
+        "texts": texts,
+        "arguments": arguments,
+        "rules": rules,
+        "meta": meta,
+        "expects": expects,
+    }
 
 
 def _read(table_path: Path) -> Any:
@@ -224,7 +234,7 @@ class _Usage:
         self.cache_read_tokens = fields["cache_read_tokens"]
 
 
-def _reference(table: Any, spec_path: Path, undecided_ids: set[str]) -> int:
+def _reference(table: Any, spec: dict[str, Any], undecided_ids: set[str]) -> int:
     """Phase 5: the undecided rows decoded by the real decoder and scored by the real reference."""
     import pyarrow.compute as pc
 
@@ -232,10 +242,9 @@ def _reference(table: Any, spec_path: Path, undecided_ids: set[str]) -> int:
     from evaltrace.evaluators.scorers.trajectory import Trajectory
 
     rows = table.filter(pc.is_in(table.column("trace_id"), value_set=_string_array(undecided_ids)))
-    cases = {c["id"]: c for c in json.loads(spec_path.read_text(encoding="utf-8"))["cases"]}
     failed = 0
     for trace in from_table(rows):
-        expect = cases[trace.case_id]["expect"]
+        expect = spec["expects"][trace.case_id]
         scorer = Trajectory(expected=expect["tool_calls"], mode="strict", arguments=expect["trajectory"]["arguments"])
         failed += not scorer.score(trace).passed
     return failed
@@ -292,7 +301,7 @@ def child(table_path: Path, spec_path: Path, out: Path) -> None:
     entries = _render(table, spec, decided, cases)
     lap("render")
     undecided = {t for t, m in zip(table.column("trace_id").to_pylist(), decided, strict=True) if m is None}
-    failed = _reference(table, spec_path, undecided)
+    failed = _reference(table, spec, undecided)
     lap("reference")
     _store(table, spec, decided, cases, out.parent)
     lap("store")
