@@ -26,6 +26,7 @@ from evaltrace.evaluators.report.writer import EntrySink, ReportEntry, park
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.spec.loader import LoadedSpec
 from evaltrace.evaluators.spec.model import Case, RepeatPolicy
+from evaltrace.evaluators.store.identities import ScorerPairing
 from evaltrace.evaluators.store.sides import pack_side
 
 _UNMATCHED_INPUT_CHARS = 200
@@ -142,6 +143,7 @@ class SpecRouter:
                 self._by_input.setdefault(key, []).append(case)
         self._has_multi_turn = any(case.turns is not None for case in spec.cases)
         self._policies: dict[str, RepeatPolicy] = {}
+        self._pairing = ScorerPairing(spec)
         self.state = RouterState()
 
     @property
@@ -201,7 +203,9 @@ class SpecRouter:
         if case_id is not None:
             self.state.scorer_tally.add(sample.scores)
             # Parked with the values the score store needs, so it never parses the JSON back.
-            record = park(sample.model_dump_json().encode(), pack_side(sample))
+            # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
+            side = pack_side(sample, self._pairing.identities(case_id, sample.scores))
+            record = park(sample.model_dump_json().encode(), side)
             spill.add(case_id, sample.start_time, sample.trace_id, record)
             tally = self.state.tallies.get(case_id)
             if tally is None:

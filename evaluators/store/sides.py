@@ -4,48 +4,41 @@ The engine parks each sample's JSON until the end of the run (`engine/_spill.py`
 this side part (`report.writer.park`), so the score store makes its rows from the values the
 sample had when it was scored, without parsing the JSON back into models. `marshal` packs plain
 values only (no code, no objects): times travel as microseconds since the epoch, the scorer's
-details as the JSON text the store keeps.
+details as the JSON text the store keeps. A result's columns are packed in the row's order, its
+scorer's version and configuration hash included (paired in the process that scored the sample,
+so a sharded run hashes the scorers in its workers), so the store only prefixes the entry's columns.
 """
 
 from __future__ import annotations
 
 import json
 import marshal
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from evaltrace.evaluators.report.model import SampleResult
+from evaltrace.evaluators.store.identities import ScorerIdentity
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-class SideScore(NamedTuple):
-    """One scorer result as the scores table stores it."""
-
-    turn: int | None
-    scorer: str
-    passed: bool | None
-    value: float | None
-    reason: str | None
-    error: str | None
-    details: str | None
-    """The details as JSON text."""
+RESULT_COLUMNS = ("trace_id", "turn", "scorer", "scorer_version", "config_hash", "passed", "value", "reason", "error")
+"""A result's columns of the scores table as `SampleSide.results` holds them, followed by `details`."""
+ERROR_AT = RESULT_COLUMNS.index("error")
 
 
 class SampleSide(NamedTuple):
-    """One sample's values for the scores table."""
+    """One sample's values for the scores table, as its rows hold them."""
 
-    start_time: int | None
-    """Microseconds since the epoch (UTC)."""
-    conversation_id: str | None
-    duration_seconds: float | None
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float | None
+    values: tuple[str | int | float | None, ...]
+    """The sample's columns after `sample_index`: conversation id, start time (microseconds since
+    the epoch, UTC), duration, input and output tokens, cost."""
     trace_id: str | None
-    trace_ids: tuple[str, ...]
-    scores: tuple[SideScore, ...]
+    """The sample's trace: the trace id of the one row of a sample without results."""
+    results: tuple[tuple[Any, ...], ...]
+    """Per scorer result, its columns (`RESULT_COLUMNS`, then the details as JSON text)."""
 
 
 def micros(moment: datetime | None) -> int | None:
@@ -66,43 +59,42 @@ def details_text(details: dict[str, Any] | None) -> str | None:
     return None if details is None else _DETAILS.encode(details)
 
 
-def pack_side(sample: SampleResult) -> bytes:
-    """A sample's values for its rows, packed; empty when one cannot be packed (the store then parses the JSON)."""
-    usage = sample.usage
-    scores = tuple(
-        (score.turn, score.scorer, score.passed, score.value, score.reason, score.error, details_text(score.details))
-        for score in sample.scores
-    )
-    values = (micros(sample.start_time), sample.conversation_id, sample.duration_seconds, usage.input_tokens)
+def pack_side(sample: SampleResult, identities: Sequence[ScorerIdentity | None]) -> bytes:
+    """A sample's values for its rows, packed; empty when one cannot be packed (the store then parses the JSON).
+
+    Args:
+        sample: the scored sample.
+        identities: the scorer of each of its results (`ScorerPairing.identities`).
+    """
     try:
-        return marshal.dumps(
-            (*values, usage.output_tokens, sample.cost_usd, sample.trace_id, tuple(sample.trace_ids), scores)
-        )
+        return marshal.dumps(tuple(sample_side(sample, identities)))  # marshal takes no tuple subclass
     except ValueError:  # a value of a type marshal does not take (a plugin's str subclass, say)
         return b""
 
 
 def unpack_side(data: bytes) -> SampleSide:
     """A side packed by `pack_side`."""
-    start, conversation, duration, tokens_in, tokens_out, cost, trace_id, trace_ids, scores = marshal.loads(data)
-    found = tuple(SideScore(*score) for score in scores)
-    return SampleSide(start, conversation, duration, tokens_in, tokens_out, cost, trace_id, trace_ids, found)
+    return SampleSide(*marshal.loads(data))
 
 
-def sample_side(sample: SampleResult) -> SampleSide:
-    """A sample's values for its rows (what `pack_side` packs)."""
+def sample_side(sample: SampleResult, identities: Sequence[ScorerIdentity | None]) -> SampleSide:
+    """A sample's values for its rows (what `pack_side` packs); `identities` as for `pack_side`."""
     usage = sample.usage
-    return SampleSide(
-        micros(sample.start_time),
-        sample.conversation_id,
-        sample.duration_seconds,
-        usage.input_tokens,
-        usage.output_tokens,
-        sample.cost_usd,
-        sample.trace_id,
-        tuple(sample.trace_ids),
-        tuple(
-            SideScore(s.turn, s.scorer, s.passed, s.value, s.reason, s.error, details_text(s.details))
-            for s in sample.scores
-        ),
+    values = (sample.conversation_id, micros(sample.start_time), sample.duration_seconds, usage.input_tokens)
+    trace_id, trace_ids = sample.trace_id, sample.trace_ids
+    results = tuple(
+        (
+            *(_trace_of(trace_id, trace_ids, score.turn), score.turn, score.scorer),
+            *((identity.version, identity.config_hash) if identity is not None else (None, None)),
+            *(score.passed, score.value, score.reason, score.error, details_text(score.details)),
+        )
+        for score, identity in zip(sample.scores, identities, strict=True)
     )
+    return SampleSide((*values, usage.output_tokens, sample.cost_usd), trace_id, results)
+
+
+def _trace_of(trace_id: str | None, trace_ids: Sequence[str], turn: int | None) -> str | None:
+    """The trace a result was computed on: a turn's own trace in a conversation, else the sample's."""
+    if turn is None or not trace_ids:
+        return trace_id
+    return trace_ids[turn - 1] if turn <= len(trace_ids) else None

@@ -27,6 +27,7 @@ from evaltrace.evaluators.report.writer import ReportEntry, park
 from evaltrace.evaluators.scorers.registry import load_plugins
 from evaltrace.evaluators.spec.loader import load_spec
 from evaltrace.evaluators.store.arrays import bitmap, column
+from evaltrace.evaluators.store.identities import ScorerIdentity
 from evaltrace.evaluators.store.schema import RUNS_SCHEMA, SCORES_SCHEMA
 from evaltrace.evaluators.store.sides import pack_side, sample_side, unpack_side
 from evaltrace.evaluators.store.writer import open_store
@@ -81,14 +82,26 @@ def conversation_sample() -> SampleResult:
     )
 
 
-def test_a_packed_side_is_the_samples_values() -> None:
+IDENTITIES = [ScorerIdentity("output", 1, "0123456789ab"), None, ScorerIdentity("boom", 3, "ba9876543210")]
+
+
+def test_a_packed_side_is_the_samples_values_in_row_order() -> None:
     sample = conversation_sample()
-    assert unpack_side(pack_side(sample)) == sample_side(sample)
-    side = sample_side(sample)
-    assert side.start_time == 1_767_225_600_000_007 and side.trace_ids == ("t1", "t2")
-    assert [s.details for s in side.scores] == ['{"n": [1, 2]}', None, None]
+    assert unpack_side(pack_side(sample, IDENTITIES)) == sample_side(sample, IDENTITIES)
+    side = sample_side(sample, IDENTITIES)
+    assert side.values == ("c", 1_767_225_600_000_007, 2.5, 0, 0, None) and side.trace_id == "t1"
+    # Each result: its turn's trace (none for a turn past the conversation), its scorer's identity.
+    assert [row[:5] for row in side.results] == [
+        ("t1", 1, "output", 1, "0123456789ab"),
+        (None, 3, "turns", None, None),
+        ("t2", 2, "boom", 3, "ba9876543210"),
+    ]
+    assert [row[-1] for row in side.results] == ['{"n": [1, 2]}', None, None]
+    assert [row[-2] for row in side.results] == [None, None, "ValueError"]
     no_time = sample.model_copy(update={"start_time": None, "scores": []})
-    assert unpack_side(pack_side(no_time)) == sample_side(no_time)
+    assert unpack_side(pack_side(no_time, [])) == sample_side(no_time, []) == (("c", None, 2.5, 0, 0, None), "t1", ())
+    with pytest.raises(ValueError):
+        sample_side(sample, IDENTITIES[:2])  # one identity per result
 
 
 def test_a_parked_entry_reads_its_records_once_and_gives_the_json_and_the_sides() -> None:
@@ -97,7 +110,7 @@ def test_a_parked_entry_reads_its_records_once_and_gives_the_json_and_the_sides(
 
     def records() -> list[bytes]:
         reads.append(1)
-        return [park(sample.model_dump_json().encode(), pack_side(sample))] * 2
+        return [park(sample.model_dump_json().encode(), pack_side(sample, IDENTITIES))] * 2
 
     head = EntryResult(case_id="c", trace_id="t1", passed=False, status="failed", pass_rate=0.0, rule="mean")
     entry = ReportEntry.parked(head, records)
@@ -105,7 +118,8 @@ def test_a_parked_entry_reads_its_records_once_and_gives_the_json_and_the_sides(
     assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
     assert entry.json_bytes() == b"".join(entry.json_chunks()) and entry.is_parked
     assert entry.result() == whole and entry.result() is entry.result()
-    assert entry.head is head and [unpack_side(side) for side in entry.sides() or []] == [sample_side(sample)] * 2
+    assert entry.head is head
+    assert [unpack_side(side) for side in entry.sides() or []] == [sample_side(sample, IDENTITIES)] * 2
     assert len(reads) == 1
     assert ReportEntry.of(head).sides() is None and ReportEntry.of(head).head is None
     assert not ReportEntry.of(head).is_parked
