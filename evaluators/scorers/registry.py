@@ -1,12 +1,15 @@
 """Scorers by name: `register` adds a class, `create_scorer` builds one from spec config.
 
-The built-in scorers and those of installed plugins (entry-point group `evaltrace.scorers`, see
-`plugins.py`) are loaded the first time the registry is consulted; `load_plugins` adds the
-`--plugin` modules of a run.
+Installed plugins (entry-point group `evaltrace.scorers`, see `plugins.py`) are loaded the first
+time the registry is consulted; `load_plugins` adds the `--plugin` modules of a run. A built-in
+scorer's module is imported when the scorer is first asked for by name (`_BUILTINS` says where each
+is): a run imports the modules of the scorers it uses, not the judge stack or jsonschema of the
+others (a tenth of a rule-only run's start-up). Its name is a valid choice all the same.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
@@ -19,6 +22,36 @@ from evaltrace.evaluators.scorers.base import Scorer
 
 _SCORERS: dict[str, type[Scorer]] = {}
 _loaded = False
+
+_BUILTINS: dict[str, tuple[str, str]] = {
+    "answer_match": ("judges", "AnswerMatch"),
+    "answer_quality": ("answer", "AnswerQuality"),
+    "argument_hallucination": ("judges", "ArgumentHallucination"),
+    "budget": ("calls", "Budget"),
+    "completeness": ("answer", "Completeness"),
+    "correctness": ("answer", "Correctness"),
+    "cost": ("limits", "Cost"),
+    "groundedness": ("answer", "Groundedness"),
+    "latency": ("limits", "Latency"),
+    "outcome": ("output", "Outcome"),
+    "output": ("output", "Output"),
+    "reasoning_quality": ("judges", "ReasoningQuality"),
+    "semantic_output": ("judges", "SemanticOutput"),
+    "semantic_steps": ("judges", "SemanticSteps"),
+    "steps": ("output", "Steps"),
+    "task_completion": ("judges", "TaskCompletion"),
+    "tool_call_validity": ("tools", "ToolCallValidity"),
+    "tool_correctness": ("tools", "ToolCorrectness"),
+    "tool_description_quality": ("judges", "ToolDescriptionQuality"),
+    "tool_description_reliability": ("reliability", "ToolDescriptionReliability"),
+    "tool_efficiency": ("calls", "ToolEfficiency"),
+    "tool_errors": ("calls", "ToolErrors"),
+    "tool_name_reliability": ("reliability", "ToolNameReliability"),
+    "trajectory": ("trajectory", "Trajectory"),
+    "usage": ("limits", "UsageLimits"),
+}
+"""The built-in scorers by name: their module (in `evaltrace.evaluators.scorers`) and class. The
+modules listed in `builtin.py` register exactly these (tests/evaluators/test_rules_registry.py)."""
 
 S = TypeVar("S", bound=type[Scorer])
 
@@ -36,12 +69,27 @@ def register(cls: S) -> S:
     if inspect.isabstract(cls):
         missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
         raise ValueError(f"scorer class {cls.__qualname__} does not implement {missing}")
-    if name in _SCORERS and _SCORERS[name] is not cls:
-        raise ValueError(
-            f"scorer name {name!r} is registered twice ({_SCORERS[name].__qualname__}, {cls.__qualname__})"
-        )
+    holder = _SCORERS.get(name) or (None if _is_the_builtin(name, cls) else _builtin(name))
+    if holder is not None and holder is not cls:
+        raise ValueError(f"scorer name {name!r} is registered twice ({holder.__qualname__}, {cls.__qualname__})")
     _SCORERS[name] = cls
     return cls
+
+
+def _is_the_builtin(name: str, cls: type[Scorer]) -> bool:
+    # Read from the class, not the module: its decorator runs before the module binds the name.
+    module, qualname = _BUILTINS.get(name, ("", ""))
+    return cls.__module__ == f"evaltrace.evaluators.scorers.{module}" and cls.__qualname__ == qualname
+
+
+def _builtin(name: str) -> type[Scorer] | None:
+    """The built-in scorer `name`, its module imported on the way; `None` when no built-in has that name."""
+    where = _BUILTINS.get(name)
+    if where is None:
+        return None
+    module = importlib.import_module(f"evaltrace.evaluators.scorers.{where[0]}")
+    cls: type[Scorer] = getattr(module, where[1])
+    return _SCORERS.setdefault(name, cls)
 
 
 def registered() -> dict[str, type[Scorer]]:
@@ -59,13 +107,16 @@ def load_plugins(refs: Iterable[str]) -> None:
 
     _ensure_loaded()
     for ref in refs:
-        before = len(_SCORERS)
+        before = set(_SCORERS)
         where, module, named = import_plugin(ref)
         if named is not None:
             _register_plugin(named, where)
         # A module imported before (twice on the command line, or by an entry point) registers
-        # nothing new, yet it is a plugin if scorers of its own are in the registry.
-        elif len(_SCORERS) == before and not any(c.__module__ == module.__name__ for c in _SCORERS.values()):
+        # nothing new, yet it is a plugin if scorers of its own are in the registry. Built-ins the
+        # module imported on its way (to subclass one, say) are not its scorers.
+        elif not (set(_SCORERS) - before - set(_BUILTINS)) and not any(
+            c.__module__ == module.__name__ for c in _SCORERS.values()
+        ):
             raise InputError(
                 f"{where}: the module registers no scorer (decorate a Scorer subclass with "
                 "@evaltrace.evaluators.register, or name the class as MODULE:CLASS)"
@@ -84,21 +135,22 @@ def _register_plugin(loaded: object, where: str) -> None:
 
 
 def scorer_names() -> list[str]:
-    """Every registered name, sorted."""
+    """Every registered name, the built-ins' included (whose modules are not imported for it), sorted."""
     _ensure_loaded()
-    return sorted(_SCORERS)
+    return sorted(_SCORERS.keys() | _BUILTINS.keys())
 
 
 def scorer_class(name: str) -> type[Scorer]:
     """The class registered as `name`; the error lists the valid choices."""
     _ensure_loaded()
-    try:
-        return _SCORERS[name]
-    except KeyError:
+    cls = _SCORERS.get(name) or _builtin(name)
+    if cls is None:
+        names = scorer_names()
         raise UnknownScorerError(
-            f"Unknown scorer {name!r}{did_you_mean(name, _SCORERS)}. Valid choices: {', '.join(sorted(_SCORERS))} "
+            f"Unknown scorer {name!r}{did_you_mean(name, names)}. Valid choices: {', '.join(names)} "
             "(custom scorers load with --plugin FILE.py or as installed evaltrace.scorers plugins)"
-        ) from None
+        )
+    return cls
 
 
 def create_scorer(name: str, config: Mapping[str, Any] | None = None, *, where: str = "") -> Scorer:
@@ -121,11 +173,10 @@ def render_validation_errors(exc: ValidationError) -> str:
 
 
 def _ensure_loaded() -> None:
-    # Importing the built-in modules runs their @register decorators; lazily, to keep import cheap.
+    # The installed plugins, the first time the registry is consulted (the built-ins come by name).
     global _loaded
     if _loaded:
         return
-    from evaltrace.evaluators.scorers import builtin  # noqa: F401
     from evaltrace.evaluators.scorers.plugins import entry_point_objects
 
     # Set first: a plugin module that looks the registry up while importing must not recurse.

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import ValidationError as SchemaError
-from jsonschema.exceptions import best_match
 from pydantic import ValidationError
 
 from evaltrace.evaluators.errors import did_you_mean
+
+if TYPE_CHECKING:  # jsonschema is imported only when an invalid spec's message is looked for
+    from jsonschema import ValidationError as SchemaError
 
 PathPart = str | int
 
@@ -62,6 +63,8 @@ def dotted_path(path: Iterable[PathPart]) -> str:
 
 def render_schema_error(file: str, data: Any, errors: Iterable[SchemaError]) -> str | None:
     """The message for the most relevant JSON Schema error, or `None` when there is none."""
+    from jsonschema.exceptions import best_match
+
     error = best_match(errors)
     if error is None:
         return None

@@ -26,15 +26,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from evaltrace.evaluators.errors import SpecError
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.spec._errors import locate, render_pydantic_error, render_schema_error
 from evaltrace.evaluators.spec._expect import ScorerBuilder, ScorerRequest, expect_requests, scorer_ref_request
-from evaltrace.evaluators.spec._yaml import load_yaml
 from evaltrace.evaluators.spec.model import Case, Expect, Spec
 
 
@@ -117,6 +114,15 @@ def parse_spec_text(text: str, label: str, *, json_syntax: bool = False) -> Any:
             raise SpecError(f"{label}: line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
         except _DuplicateKeyError as exc:
             raise SpecError(f"{label}: duplicate key {exc.key!r}") from None
+    return _parse_yaml(text, label)
+
+
+def _parse_yaml(text: str, label: str) -> Any:
+    # Imported here: a JSON spec (the large ones) needs no YAML parser.
+    import yaml
+
+    from evaltrace.evaluators.spec._yaml import load_yaml
+
     try:
         # Only PyYAML's safe constructors: no Python object is ever constructed from a spec.
         return load_yaml(text)
@@ -175,6 +181,9 @@ def validate_with_messages(data: dict[str, Any], label: str) -> Spec:
     Raises:
         SpecError: the first error, naming the file, the case and the key path.
     """
+    # Imported here: a valid spec is never walked by the JSON Schema validator (see the module docstring).
+    from jsonschema import Draft202012Validator
+
     message = render_schema_error(label, data, Draft202012Validator(shipped_schema()).iter_errors(data))
     if message is not None:
         raise SpecError(message)

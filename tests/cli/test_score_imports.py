@@ -1,0 +1,137 @@
+"""What `evaltrace score` imports before it scores: the modules of the scorers the spec names, no others.
+
+Each check runs in a fresh interpreter (a subprocess), where nothing was imported before.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_TRAJECTORY_SPEC = """\
+cases:
+  - id: paris-weather
+    input: What is the weather in Paris?
+    expect:
+      tool_calls: [{name: get_weather, arguments: {city: Paris}}]
+      trajectory: {mode: in_order}
+"""
+
+_SCORE_THEN_LIST = """
+import json, sys
+from evaltrace.cli.main import main
+code = main(sys.argv[1:])
+print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
+"""
+
+_NOT_FOR_TRAJECTORIES = (
+    "evaltrace.evaluators.scorers.judges",
+    "evaltrace.evaluators.judge.session",
+    "evaltrace.evaluators.scorers.output",
+    "evaltrace.evaluators.scorers.tools",
+    "evaltrace.evaluators.scorers.answer",
+    "evaltrace.evaluators.scorers.limits",
+    "evaltrace.evaluators.scorers.calls",
+    "evaltrace.evaluators.scorers.reliability",
+    "evaltrace.evaluators.columnar.output",
+    "evaltrace.evaluators.columnar.tools",
+    "evaltrace.evaluators.columnar.answer",
+    "jsonschema",
+    "yaml",
+)
+
+
+def _modules_after(*args: str | Path, cwd: Path) -> tuple[int, set[str], str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _SCORE_THEN_LIST, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return found["exit"], set(found["modules"]), done.stderr
+
+
+def test_a_trajectory_spec_imports_no_other_scorer_nor_the_judge_stack(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"cases": [{"id": "c", "input": "x", "expect": {"tool_calls": [{"name": "f"}]}}]}))
+    report = tmp_path / "report.json"
+    args = ("score", ROOT / "samples" / "runs", "--spec", spec, "--json", report, "--no-store")
+    code, modules, stderr = _modules_after(*args, cwd=tmp_path)
+    assert code in (0, 1), stderr
+    assert json.loads(report.read_text())["entries"], "the spec's case was scored"
+    assert "evaltrace.evaluators.scorers.trajectory" in modules
+    assert "evaltrace.evaluators.columnar.trajectory" in modules
+    assert sorted(modules & set(_NOT_FOR_TRAJECTORIES)) == []
+
+
+def test_a_yaml_spec_still_loads_and_names_its_scorers_modules_only(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(_TRAJECTORY_SPEC + "      output: {contains: Paris}\n", encoding="utf-8")
+    args = ("score", ROOT / "samples" / "runs", "--spec", spec, "--no-store")
+    code, modules, stderr = _modules_after(*args, cwd=tmp_path)
+    assert code in (0, 1), stderr
+    assert {"yaml", "evaltrace.evaluators.scorers.output"} <= modules
+    assert "evaltrace.evaluators.scorers.judges" not in modules
+
+
+def test_score_help_imports_no_scorer_module() -> None:
+    code, modules, _ = _modules_after("score", "--help", cwd=ROOT)
+    assert code == 0
+    assert not {m for m in modules if m.startswith(("evaltrace.evaluators.scorers.", "evaltrace.evaluators.judge"))} - {
+        "evaltrace.evaluators.scorers.base",
+        "evaltrace.evaluators.scorers.plugins",
+        "evaltrace.evaluators.scorers.registry",
+    }
+
+
+_REGISTRY_CHECK = """
+import json
+from evaltrace.evaluators.errors import UnknownScorerError
+from evaltrace.evaluators.scorers import registry
+try:
+    registry.scorer_class("trajectroy")
+except UnknownScorerError as exc:
+    message = str(exc)
+loaded_after_error = sorted(registry.registered())
+from evaltrace.evaluators.scorers import builtin
+table = {name: (cls.__module__.rsplit(".", 1)[1], cls.__qualname__) for name, cls in registry.registered().items()}
+print(json.dumps({"message": message, "loaded": loaded_after_error, "table": table,
+                  "declared": {k: list(v) for k, v in registry._BUILTINS.items()}}))
+"""
+
+
+def test_the_registry_lists_every_built_in_without_importing_them() -> None:
+    done = subprocess.run([sys.executable, "-c", _REGISTRY_CHECK], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["loaded"] == []  # the error named every choice, yet imported none of them
+    assert "(did you mean 'trajectory'?)" in found["message"]
+    table = {name: list(where) for name, where in found["table"].items()}
+    assert table == found["declared"]  # the lazy table is exactly what the modules register
+    assert f"Valid choices: {', '.join(sorted(table))} (custom scorers" in found["message"]
+
+
+_FORMS_CHECK = """
+import json
+from evaltrace.evaluators.columnar import answer, counts, limits, output, tools, forms
+from evaltrace.evaluators.scorers import registry
+eager = {**answer.FORMS, **output.FORMS, **tools.FORMS,
+         registry.scorer_class("trajectory"): forms.trajectory_form,
+         registry.scorer_class("tool_errors"): counts.tool_errors_form,
+         registry.scorer_class("budget"): counts.budget_form,
+         registry.scorer_class("usage"): limits.usage_form,
+         registry.scorer_class("latency"): limits.latency_form}
+print(json.dumps({"names": sorted(cls.name for cls in eager), "declared": sorted(forms._LOADERS),
+                  "same": all(forms.FORMS.get(cls) is form for cls, form in eager.items())}))
+"""
+
+
+def test_every_columnar_form_is_found_by_its_scorers_name() -> None:
+    done = subprocess.run([sys.executable, "-c", _FORMS_CHECK], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["names"] == found["declared"]
+    assert found["same"]
