@@ -41,6 +41,7 @@ from typing import Any
 
 from evaltrace.collector.convert import _attributes as A
 from evaltrace.collector.convert._calls import prompt_of, tool_calls, tool_schemas
+from evaltrace.collector.convert._construct import RecordFactory, texts_or_none
 from evaltrace.collector.convert._lenient_json import within_depth
 from evaltrace.collector.convert._match import ToolSpan
 from evaltrace.collector.convert._model_calls import one_per_model_call
@@ -52,6 +53,8 @@ from evaltrace.collector.convert.records import Iteration, Trace, TraceStatus, U
 from evaltrace.collector.store.spans import Span
 
 Classify = Callable[[Span], NormalizedSpan]
+_ITERATION = RecordFactory(Iteration)
+_TRACE = RecordFactory(Trace)
 
 
 @dataclass(slots=True)
@@ -248,18 +251,7 @@ class Assembler:
         llms = sorted((n for s in scopes for n in s.llms), key=lambda n: (n.span.start_time_ns, n.span.span_id))
         tools = sorted((t for s in scopes for t in s.tools), key=lambda t: (t.span.start_time_ns, t.span.span_id))
         members = [m for s in scopes for m in s.members]
-        first = tops[0]
-        trace = Trace(
-            trace_id=first.trace_id,
-            root_span_id=first.span_id if first.span_id not in self.tree.placeholders else None,
-            name=first.name,
-            agent_name=heads[0].agent.name if heads[0].agent else None,
-            start_time=ns_to_datetime(first.start_time_ns),
-            end_time=ns_to_datetime(max(top.end_time_ns for top in tops)),
-            run_id=first.run_id,
-            service_name=first.service_name,
-            handoffs=[_agent_name(head) for head in heads[1:]],
-        )
+        trace = _new_trace(tops, heads, self.tree.placeholders)
         iterations = [_iteration(i, n, self.histories) for i, n in enumerate(llms)]
         schemas = tool_schemas(heads, llms)
         trace.iterations = iterations
@@ -277,6 +269,29 @@ class Assembler:
         return trace
 
 
+def _new_trace(tops: list[Span], heads: list[NormalizedSpan], placeholders: set[str]) -> Trace:
+    """The trace of `tops` before assembly: what their spans say."""
+    first = tops[0]
+    agent_name = heads[0].agent.name if heads[0].agent else None
+    handoffs = [_agent_name(head) for head in heads[1:]]
+    values: dict[str, Any] = {
+        "trace_id": first.trace_id,
+        "root_span_id": first.span_id if first.span_id not in placeholders else None,
+        "name": first.name,
+        "agent_name": agent_name,
+        "start_time": ns_to_datetime(first.start_time_ns),
+        "end_time": ns_to_datetime(max(top.end_time_ns for top in tops)),
+        "run_id": first.run_id,
+        "service_name": first.service_name,
+        "handoffs": handoffs,
+    }
+    # As for iterations: names read from attributes go through validation unless they are text.
+    if type(first.trace_id) is str and texts_or_none(first.span_id, first.name, agent_name, first.run_id):
+        if texts_or_none(first.service_name, *handoffs):
+            return _TRACE.build(**values)
+    return Trace(**values)
+
+
 def _agent_name(normalized: NormalizedSpan) -> str:
     return (normalized.agent.name if normalized.agent else None) or normalized.span.name
 
@@ -285,21 +300,27 @@ def _iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Itera
     llm = normalized.llm
     assert llm is not None
     span = normalized.span
-    return Iteration(
-        index=index,
-        span_id=span.span_id,
-        model=llm.model,
-        provider=llm.provider,
-        input_messages=llm.inputs() if histories else None,
-        output_messages=llm.output_messages,
+    inputs, outputs = llm.inputs() if histories else None, llm.output_messages
+    values: dict[str, Any] = {
+        "index": index,
+        "span_id": span.span_id,
+        "model": llm.model,
+        "provider": llm.provider,
+        "input_messages": None if inputs is None else list(inputs),
+        "output_messages": None if outputs is None else list(outputs),
         # Placeholders: `_tool_calls` replaces them with the merged calls (copies, iteration set).
-        tool_calls=list(llm.tool_calls),
-        finish_reasons=list(llm.finish_reasons),
-        usage=llm.usage,
-        start_time=ns_to_datetime(span.start_time_ns),
-        end_time=ns_to_datetime(span.end_time_ns),
-        error=normalized.error,
-    )
+        "tool_calls": list(llm.tool_calls),
+        "finish_reasons": list(llm.finish_reasons),
+        "usage": llm.usage,
+        "start_time": ns_to_datetime(span.start_time_ns),
+        "end_time": ns_to_datetime(span.end_time_ns),
+        "error": normalized.error,
+    }
+    # The texts come from recorded attributes: one that is not text (a hostile file's) is left to
+    # validation, which converts or rejects it as it always did. The converter made the rest.
+    if texts_or_none(llm.model, llm.provider, normalized.error) and texts_or_none(*llm.finish_reasons):
+        return _ITERATION.build(**values)
+    return Iteration(**values)
 
 
 def _fill_outcome(

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from evaltrace.collector.convert._construct import RecordFactory, texts_or_none
 from evaltrace.collector.convert._lenient_json import json_list, json_object, parse_json
 from evaltrace.collector.convert._spanutil import is_redacted, read_arguments
 from evaltrace.collector.convert.records import Message, MessagePart, ToolCall
@@ -30,9 +31,12 @@ def parse_part(part: Any, where: str, warnings: list[str]) -> MessagePart:
     return MessagePart.model_validate(_part_fields(part, where, warnings))
 
 
-# Message lists are validated from plain dicts in one call: pydantic builds the nested records in
-# Rust, about a third faster than constructing each `MessagePart` and `Message` from Python.
+# Message lists are built without validation (`_built`); a list holding a value that needs it is
+# validated from its plain dicts in one call, pydantic building the nested records in Rust.
 _MESSAGE_LIST: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+_PART = RecordFactory(MessagePart)
+_MESSAGE = RecordFactory(Message)
+_TOOL_CALL = RecordFactory(ToolCall)
 
 
 def _part_fields(part: Any, where: str, warnings: list[str]) -> dict[str, Any]:
@@ -133,6 +137,9 @@ def _messages(items: list[Any], where: str, warnings: list[str]) -> list[Message
                     "name": name if isinstance(name, str) else None,
                 }
             )
+    built = _built(fields)
+    if built is not None:
+        return built
     try:
         return _MESSAGE_LIST.validate_python(fields)
     except ValidationError:
@@ -141,6 +148,25 @@ def _messages(items: list[Any], where: str, warnings: list[str]) -> list[Message
             part_fields: list[dict[str, Any]] = message["parts"]
             Message(role=message["role"], parts=[MessagePart(**p) for p in part_fields], name=message["name"])
         raise
+
+
+def _built(fields: list[dict[str, Any]]) -> list[Message] | None:
+    """The messages of `fields` built without validation; `None` when a value needs validation.
+
+    The fields hold exact types except the names and texts taken from the recorded JSON (and a
+    text-like value's own `str` subclass): those must be exactly text, else validation decides.
+    """
+    messages = []
+    for message in fields:
+        if not texts_or_none(message["name"]):
+            return None
+        parts = []
+        for part in message["parts"]:
+            if not texts_or_none(part.get("name"), part.get("text")):
+                return None
+            parts.append(_PART.build(**part))
+        messages.append(_MESSAGE.build(role=message["role"], parts=parts, name=message["name"]))
+    return messages
 
 
 # Each model call's input repeats the whole conversation so far: the text of call k+1 is that of
@@ -242,7 +268,8 @@ def tool_calls_of(messages: list[Message] | None) -> list[ToolCall]:
     for message in messages or []:
         for part in message.parts:
             if part.type == "tool_call":
-                calls.append(ToolCall(call_id=part.call_id, name=part.name or "", arguments=part.arguments))
+                # The part's fields were validated (or checked) when it was built: no validation again.
+                calls.append(_TOOL_CALL.build(call_id=part.call_id, name=part.name or "", arguments=part.arguments))
     return calls
 
 

@@ -27,11 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaltrace.collector.convert import _attributes as A
+from evaltrace.collector.convert._construct import RecordFactory, texts_or_none
 from evaltrace.collector.convert._normalized import NormalizedSpan, ToolExec
 from evaltrace.collector.convert._spanutil import ns_to_datetime
 from evaltrace.collector.convert.conventions.envelopes import unwrap_arguments, unwrap_result
 from evaltrace.collector.convert.records import Message, ToolCall
 from evaltrace.collector.store.spans import Span
+
+_TOOL_CALL = RecordFactory(ToolCall)
 
 
 @dataclass(slots=True)
@@ -138,20 +141,28 @@ def merge(req: Requested | None, tool: ToolSpan | None) -> ToolCall:
     assert execution is not None
     span = tool.span
     arguments, truncated = merged_arguments(execution, call)
-    return ToolCall(
-        call_id=usable_id(execution.call_id) or (call.call_id if call is not None else None) or execution.call_id,
-        name=execution.name or (call.name if call is not None else ""),
-        arguments=arguments,
-        result=unwrap_result(execution.result, span.scope_name),  # a framework's envelope holds the return value
-        error=tool.normalized.error,
-        iteration=req.iteration if req is not None else None,
-        span_id=span.span_id,
-        start_time=ns_to_datetime(span.start_time_ns),
-        end_time=ns_to_datetime(span.end_time_ns),
-        arguments_truncated=truncated,
-        child=tool.child,
-        handoff=tool.handoff,
-    )
+    values: dict[str, Any] = {
+        "call_id": usable_id(execution.call_id) or (call.call_id if call is not None else None) or execution.call_id,
+        "name": execution.name or (call.name if call is not None else ""),
+        "arguments": arguments,
+        "result": unwrap_result(execution.result, span.scope_name),  # a framework's envelope holds the return value
+        "error": tool.normalized.error,
+        "iteration": req.iteration if req is not None else None,
+        "span_id": span.span_id,
+        "start_time": ns_to_datetime(span.start_time_ns),
+        "end_time": ns_to_datetime(span.end_time_ns),
+        "arguments_truncated": truncated,
+        "child": tool.child,
+        "handoff": tool.handoff,
+    }
+    # Ids, names and errors read from attributes go through validation unless they are text (`_construct`).
+    if (
+        type(values["name"]) is str
+        and texts_or_none(values["call_id"], values["error"], span.span_id)
+        and (type(truncated) is bool)
+    ):
+        return _TOOL_CALL.build(**values)
+    return ToolCall(**values)
 
 
 def merged_arguments(execution: ToolExec, call: ToolCall | None) -> tuple[Any, bool]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from evaltrace.collector.convert import _attributes as A
 from evaltrace.collector.convert import _lenient_json
+from evaltrace.collector.convert._construct import RecordFactory, ints_or_none
 from evaltrace.collector.convert._lenient_json import parse_json
 from evaltrace.collector.convert.records import Usage
 from evaltrace.collector.store.spans import Span
@@ -75,12 +76,19 @@ def as_str(value: Any) -> str | None:
 
 def genai_usage(attributes: Mapping[str, Any]) -> Usage:
     """Usage from the GenAI `gen_ai.usage.*` keys (current and deprecated spellings)."""
-    return Usage(
-        input_tokens=as_int(first_attr(attributes, A.INPUT_TOKENS)),
-        output_tokens=as_int(first_attr(attributes, A.OUTPUT_TOKENS)),
-        cache_read_tokens=as_int(first_attr(attributes, A.CACHE_READ_TOKENS)),
-        reasoning_tokens=as_int(first_attr(attributes, A.REASONING_TOKENS)),
+    counts = (
+        as_int(first_attr(attributes, A.INPUT_TOKENS)),
+        as_int(first_attr(attributes, A.OUTPUT_TOKENS)),
+        as_int(first_attr(attributes, A.CACHE_READ_TOKENS)),
+        as_int(first_attr(attributes, A.REASONING_TOKENS)),
     )
+    if ints_or_none(*counts):  # `as_int` keeps an `int` subclass as recorded: validation converts it
+        return _USAGE.make(*counts)
+    return Usage(**dict(zip(_USAGE.names, counts, strict=True)))
+
+
+_USAGE = RecordFactory(Usage)
+assert _USAGE.names == ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")  # `make`'s order
 
 
 def is_redacted(value: Any) -> bool:

@@ -6,9 +6,9 @@ of their flat values by their offsets, and records are built from the lists by p
 iteration's tool calls are the very records its trace's `tool_calls` holds, picked by position
 (`table.py`), as the converter shares them.
 
-Records are built without validation (`_Factory`, what `model_construct` does minus its per-field
-default lookup): evaltrace wrote the table and the reader checked its version, and validating every
-nested record again would cost as much as rebuilding it.
+Records are built without validation (`_construct.RecordFactory`): evaltrace wrote the table and
+the reader checked its version, and validating every nested record again would cost as much as
+rebuilding it.
 
 A top-level trace's nested agents' rows follow it, possibly in the next record batch, so a trace
 is yielded once the next top-level row (or the end) shows its group is whole, and each call's
@@ -21,12 +21,12 @@ import gc
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel
 
+from evaltrace.collector.convert._construct import RecordFactory
 from evaltrace.collector.convert.records import (
     Iteration,
     Message,
@@ -37,74 +37,19 @@ from evaltrace.collector.convert.records import (
     Usage,
 )
 
-M = TypeVar("M", bound=BaseModel)
 # Calls whose `child` is still to be set: (the call, the row of its child trace).
 _Pending = list[tuple[ToolCall, int]]
 _loads = json.loads
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class _Factory(Generic[M]):
-    """Builds `model` records from trusted values given for every field, without validation.
-
-    What `model_construct` does, minus its per-field lookups of aliases and defaults: the record's
-    `__dict__` is a dict display of the values, in a function generated once per model (as
-    `dataclasses` generates `__init__`), mapped over the columns. About 4x `model_construct`'s speed.
-    """
-
-    def __init__(self, model: type[M]) -> None:
-        if model.__pydantic_post_init__ or model.__pydantic_root_model__:  # what a plain __dict__ cannot do
-            raise TypeError(f"{model.__name__} needs model_construct")
-        self.model = model
-        self.names = tuple(model.model_fields)
-        assert all(name.isidentifier() for name in self.names)
-        arguments = ", ".join(f"v{i}" for i in range(len(self.names)))
-        items = ", ".join(f"{name!r}: v{i}" for i, name in enumerate(self.names))
-        source = (
-            f"def make({arguments}):\n"
-            "    record = new(model)\n"
-            f"    set_dict(record, {{{items}}})\n"
-            "    set_fields_set(record, fields_set)\n"
-            "    set_extra(record, None)\n"
-            "    set_private(record, None)\n"
-            "    return record\n"
-        )
-        # Every field is set, so one shared set serves all records: pydantic only ever adds a
-        # field name to it (on assignment), and each is in it already.
-        scope: dict[str, Any] = {
-            "new": model.__new__,
-            "model": model,
-            "fields_set": set(self.names),
-            # `BaseModel`'s own slots, set through their descriptors: `object.__setattr__` would
-            # look each name up in the class's MRO first (~5% of decoding a trace).
-            "set_dict": _slot_setter("__dict__"),
-            "set_fields_set": _slot_setter("__pydantic_fields_set__"),
-            "set_extra": _slot_setter("__pydantic_extra__"),
-            "set_private": _slot_setter("__pydantic_private__"),
-        }
-        exec(source, scope)  # the source is built from the model's own field names, nothing else
-        self._make: Callable[..., M] = scope["make"]
-
-    def build_all(self, columns: dict[str, list[Any]]) -> list[M]:
-        """One record per position of `columns` (a list per field, all of one length)."""
-        lists = [columns[name] for name in self.names]
-        if len({len(values) for values in lists}) > 1:
-            raise ValueError(f"{self.model.__name__}: columns of different lengths")
-        return list(map(self._make, *lists))
-
-
-def _slot_setter(name: str) -> Callable[[Any, Any], None]:
-    setter: Callable[[Any, Any], None] = vars(BaseModel)[name].__set__
-    return setter
-
-
-_USAGE = _Factory(Usage)
-_PART = _Factory(MessagePart)
-_MESSAGE = _Factory(Message)
-_CALL = _Factory(ToolCall)
-_ITERATION = _Factory(Iteration)
-_SCHEMA = _Factory(ToolSchema)
-_TRACE = _Factory(Trace)
+_USAGE = RecordFactory(Usage)
+_PART = RecordFactory(MessagePart)
+_MESSAGE = RecordFactory(Message)
+_CALL = RecordFactory(ToolCall)
+_ITERATION = RecordFactory(Iteration)
+_SCHEMA = RecordFactory(ToolSchema)
+_TRACE = RecordFactory(Trace)
 
 
 def _values(column: pa.Array) -> list[Any]:
