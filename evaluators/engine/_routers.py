@@ -8,6 +8,7 @@ Matching rules: see `evaluators/engine/scoring.py`.
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections import Counter
 from collections.abc import Coroutine
@@ -20,7 +21,14 @@ from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.engine._aggregate import CaseTally, ScorerTally, decide_case, trace_entry
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, score_conversation, score_trace
-from evaltrace.evaluators.report.model import EntryResult, EntryStatus, SampleResult, SampleStatus, UnmatchedTrace
+from evaltrace.evaluators.report.model import (
+    EntryResult,
+    EntryStatus,
+    SampleResult,
+    SampleStatus,
+    ScorerInfo,
+    UnmatchedTrace,
+)
 from evaltrace.evaluators.report.terminal import FailureDigest
 from evaltrace.evaluators.report.writer import EntrySink, ReportEntry, park
 from evaltrace.evaluators.scorers.base import Scorer
@@ -33,6 +41,8 @@ _UNMATCHED_INPUT_CHARS = 200
 _SAMPLE_STATUSES: tuple[SampleStatus, ...] = get_args(SampleStatus)
 
 Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
+ScorerConfig = tuple[str, str | None]
+"""A scorer's configuration hash, and its configuration as JSON text (`None`: not JSON-encodable)."""
 
 
 def normalize_input(text: str | None) -> str | None:
@@ -58,6 +68,9 @@ class RouterState:
     """Per case, what deciding it needs from its parked samples (so they are not read back for it)."""
     scorer_tally: ScorerTally = field(default_factory=ScorerTally)
     """Per scorer, its verdicts so far (the summary's scorer table)."""
+    scorer_configs: dict[str, tuple[ScorerConfig, ...]] = field(default_factory=dict)
+    """Per case scored here, its scorers' (all turns') `scorer_config`: the report's scorer list
+    needs them, and in a sharded run the workers compute them in parallel rather than the parent."""
 
     def merge(self, other: RouterState) -> None:
         """Take over `other`'s conversations (joined by key), unmatched traces (after ours) and tallies."""
@@ -65,6 +78,7 @@ class RouterState:
             self.conversations.setdefault(key, []).extend(traces)
         self.unmatched.extend(other.unmatched)
         self.scorer_tally.merge(other.scorer_tally)
+        self.scorer_configs.update(other.scorer_configs)
         for case_id, tally in other.tallies.items():
             if case_id in self.tallies:
                 self.tallies[case_id].merge(tally)
@@ -90,6 +104,38 @@ class Totals:
             self.rates.append(pass_rate)
 
 
+def scorer_config(scorer: Scorer) -> ScorerConfig:
+    """`scorer`'s configuration hash and configuration JSON text (as the score store keeps it)."""
+    try:
+        text: str | None = json.dumps(scorer.model_dump(mode="json"))
+    except (TypeError, ValueError):  # left for the report to fail on, as it always has
+        text = None
+    return scorer.config_hash(), text
+
+
+class ScorerInfos:
+    """The report's scorer list: each (name, configuration hash) once, in the order first given."""
+
+    def __init__(self) -> None:
+        self._infos: dict[tuple[str, str], ScorerInfo] = {}
+
+    def add(self, scorer: Scorer, known: ScorerConfig | None = None) -> None:
+        """Note `scorer`, with its `scorer_config` when already known."""
+        digest = known[0] if known is not None else scorer.config_hash()
+        key = (scorer.name, digest)
+        if key in self._infos:
+            return
+        if known is not None and known[1] is not None:
+            info = ScorerInfo.from_config_json(scorer.name, scorer.version, digest, known[1])
+        else:
+            config = scorer.model_dump(mode="json")
+            info = ScorerInfo(name=scorer.name, version=scorer.version, config_hash=digest, config=config)
+        self._infos[key] = info
+
+    def infos(self) -> list[ScorerInfo]:
+        return list(self._infos.values())
+
+
 class TraceRouter:
     """Without a spec: every trace is scored by the defaults and is its own entry."""
 
@@ -103,6 +149,13 @@ class TraceRouter:
 
     def scorers(self) -> list[Scorer]:
         return list(self._scorers)
+
+    def scorer_infos(self) -> list[ScorerInfo]:
+        """The report's scorer list."""
+        infos = ScorerInfos()
+        for scorer in self._scorers:
+            infos.add(scorer)
+        return infos.infos()
 
     def route(self, trace: Trace, stats: RunStats) -> list[Job]:
         return [_keyed(trace.case_id, score_trace(trace, None, self._scorers, stats))]
@@ -152,6 +205,16 @@ class SpecRouter:
 
     def scorers(self) -> list[Scorer]:
         return [s for case in self.selected for turn in self.spec.case_scorers[case.id] for s in turn]
+
+    def scorer_infos(self) -> list[ScorerInfo]:
+        """The report's scorer list, from the configurations noted as samples were scored where they were."""
+        infos = ScorerInfos()
+        for case in self.selected:
+            scorers = [s for turn in self.spec.case_scorers[case.id] for s in turn]
+            known = self.state.scorer_configs.get(case.id)
+            for index, scorer in enumerate(scorers):
+                infos.add(scorer, known[index] if known is not None and len(known) == len(scorers) else None)
+        return infos.infos()
 
     def route(self, trace: Trace, stats: RunStats) -> list[Job]:
         cases = self._cases_for(trace)
@@ -210,6 +273,8 @@ class SpecRouter:
             tally = self.state.tallies.get(case_id)
             if tally is None:
                 tally = self.state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
+                turns = self.spec.case_scorers[case_id]
+                self.state.scorer_configs[case_id] = tuple(scorer_config(s) for turn in turns for s in turn)
             tally.add(sample)
 
     def _policy(self, case: Case) -> RepeatPolicy:

@@ -46,7 +46,6 @@ from evaltrace.evaluators.report.model import (
     Counts,
     Report,
     ReportInputs,
-    ScorerInfo,
     gate_from_rates,
 )
 from evaltrace.evaluators.report.terminal import FailureDigest
@@ -324,7 +323,7 @@ def _build_report(
         gate_reason=gate.reason,
         counts=_counts(totals, stats.traces, len(router.unmatched)),
         entries=[],
-        scorers=_scorer_infos(router.scorers()),
+        scorers=router.scorer_infos(),
         scorer_counts=router.state.scorer_tally.rows(),
         latency=stats.latency(),
         usage=stats.usage,
@@ -353,16 +352,3 @@ def _counts(totals: Totals, traces: int, unmatched: int) -> Counts:
         traces=traces,
         unmatched=unmatched,
     )
-
-
-def _scorer_infos(scorers: Iterable[Scorer]) -> list[ScorerInfo]:
-    infos: dict[tuple[str, str], ScorerInfo] = {}
-    for scorer in scorers:
-        digest = scorer.config_hash()
-        infos.setdefault(
-            (scorer.name, digest),
-            ScorerInfo(
-                name=scorer.name, version=scorer.version, config_hash=digest, config=scorer.model_dump(mode="json")
-            ),
-        )
-    return list(infos.values())

@@ -17,6 +17,7 @@ rate is at least the confidence threshold (default 1.0: every entry must pass).
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -126,6 +127,28 @@ class ScorerInfo(_ReportModel):
     version: int
     config_hash: str
     config: dict[str, Any]
+
+    @classmethod
+    def from_config_json(cls, name: str, version: int, config_hash: str, config_json: str) -> ScorerInfo:
+        """The scorer with its configuration given as JSON text (`config_json()` then gives that text)."""
+        info = cls(name=name, version=version, config_hash=config_hash, config=json.loads(config_json))
+        key = id(info)
+        _CONFIG_JSON[key] = (weakref.ref(info, lambda _: _CONFIG_JSON.pop(key, None)), info.config, config_json)
+        return info
+
+    def config_json(self) -> str:
+        """The configuration as JSON text: `json.dumps` of it, as the score store keeps it."""
+        known = _CONFIG_JSON.get(id(self))
+        if known is not None and known[0]() is self and known[1] is self.config:
+            return known[2]
+        return json.dumps(self.config)
+
+
+_CONFIG_JSON: dict[int, tuple[weakref.ref[ScorerInfo], dict[str, Any], str]] = {}
+"""The JSON text a `ScorerInfo` was made from (`from_config_json`), by object: a scoring worker made the
+text, and a 10,000-case spec's texts took the parent a tenth of a second to make again. Kept beside the
+model rather than in it, so it takes no part in comparing reports; dropped with the model, and not used
+once `config` was replaced."""
 
 
 class LatencyStats(_ReportModel):

@@ -11,7 +11,6 @@ write different files.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import secrets
 from datetime import UTC, datetime
@@ -193,7 +192,7 @@ class StoreWriter:
             "score_rows": self._rows.total,
             "scorer_errors": self._rows.errors,
             "scorers": [
-                {"name": s.name, "version": s.version, "config_hash": s.config_hash, "config": json.dumps(s.config)}
+                {"name": s.name, "version": s.version, "config_hash": s.config_hash, "config": s.config_json()}
                 for s in report.scorers
             ],
             "latency_p50_seconds": report.latency.p50_seconds,

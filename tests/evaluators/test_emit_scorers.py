@@ -1,0 +1,71 @@
+"""The report's scorer list and the score store's scorer texts when the scoring processes noted them.
+
+Each process that scores a case's samples notes its scorers' configuration hashes and JSON texts
+(a sharded run's workers, in parallel), and the parent builds the scorer list from those. These
+tests hold that list to the one made from the spec's scorers directly, for one and several processes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from test_engine_shards import SPEC, record_run
+
+from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.report.model import ScorerInfo
+from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
+from evaltrace.evaluators.store.writer import open_store
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("emit-scorers")
+    record_run(root / "runs")
+    spec = root / "spec.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    return root / "runs", spec
+
+
+def expected_scorers(spec: LoadedSpec) -> list[ScorerInfo]:
+    """The scorer list made from the spec's scorers themselves, each (name, hash) once."""
+    infos: dict[tuple[str, str], ScorerInfo] = {}
+    for case in spec.cases:
+        for turn in spec.case_scorers[case.id]:
+            for scorer in turn:
+                digest = scorer.config_hash()
+                config = scorer.model_dump(mode="json")
+                info = ScorerInfo(name=scorer.name, version=scorer.version, config_hash=digest, config=config)
+                infos.setdefault((scorer.name, digest), info)
+    return list(infos.values())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_scorer_list_and_stored_texts_are_the_spec_scorers(
+    run_dir: tuple[Path, Path], tmp_path: Path, workers: int
+) -> None:
+    runs, spec_file = run_dir
+    spec = load_spec(spec_file)
+    store = open_store(tmp_path / "store", spec)
+    run = score_paths_to([runs], spec, ScoreOptions(paths=(str(runs),)), store, workers=workers)
+    store.finish(run.report)
+    expected = expected_scorers(spec)
+    # The missing case's scorers come too: no process scored a sample of it.
+    assert len(expected) >= 4 and run.report.scorers == expected
+    assert run.report.model_dump_json(include={"scorers"}) == json.dumps(
+        {"scorers": [info.model_dump(mode="json") for info in expected]}, separators=(",", ":")
+    )
+    stored = pq.read_table(tmp_path / "store" / "runs" / f"{store.run_id}.parquet").to_pylist()[0]["scorers"]
+    assert [row["config"] for row in stored] == [json.dumps(info.config) for info in expected]
+    assert [row["config_hash"] for row in stored] == [info.config_hash for info in expected]
+
+
+def test_a_scorer_given_its_json_text_is_the_scorer_given_its_configuration() -> None:
+    config = {"expected": [{"name": "caf\u00e9", "arguments": {"n": 1.5, "k": [1, None]}}], "mode": "strict"}
+    text = json.dumps(config)
+    made = ScorerInfo.from_config_json("trajectory", 2, "0123456789ab", text)
+    plain = ScorerInfo(name="trajectory", version=2, config_hash="0123456789ab", config=config)
+    assert made == plain and made.model_dump_json() == plain.model_dump_json()
+    assert made.config_json() == plain.config_json() == text
