@@ -37,17 +37,27 @@ _MESSAGE_LIST: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 _PART = RecordFactory(MessagePart)
 _MESSAGE = RecordFactory(Message)
 _TOOL_CALL = RecordFactory(ToolCall)
+assert _MESSAGE.names == ("role", "parts", "name")
+assert _PART.names == ("type", "text", "call_id", "name", "arguments", "result")  # `_PartValues`' order
+
+
+# A part's field values in `MessagePart` order: type, text, call id, name, arguments, result.
+_PartValues = tuple[str, Any, Any, Any, Any, Any]
 
 
 def _part_fields(part: Any, where: str, warnings: list[str]) -> dict[str, Any]:
     """The `MessagePart` fields of one GenAI message part (see `parse_part`)."""
+    return dict(zip(_PART.names, _part_values(part, where, warnings), strict=True))
+
+
+def _part_values(part: Any, where: str, warnings: list[str]) -> _PartValues:
     if isinstance(part, str):
-        return _text_fields(part, where, warnings)
+        return "text", _text(part, where, warnings), None, None, None, None
     if not isinstance(part, dict):
-        return {"type": "other", "text": str(part)}
+        return "other", str(part), None, None, None, None
     kind = part.get("type")
     if kind == "text":
-        return _text_fields(part.get("content", part.get("text")), where, warnings)
+        return "text", _text(part.get("content", part.get("text")), where, warnings), None, None, None, None
     if kind == "tool_call":
         arguments = part.get("arguments")
         if isinstance(arguments, str):  # structured arguments need no parse (and no warning text)
@@ -55,28 +65,23 @@ def _part_fields(part: Any, where: str, warnings: list[str]) -> dict[str, Any]:
             if args.warning:
                 warnings.append(args.warning)
             arguments = args.value
-        return {"type": "tool_call", "call_id": _id(part.get("id")), "name": part.get("name"), "arguments": arguments}
+        return "tool_call", None, _id(part.get("id")), part.get("name"), arguments, None
     if kind == "tool_call_response":
         result = part.get("response", part.get("result"))
-        return {
-            "type": "tool_result",
-            "call_id": _id(part.get("id")),
-            "name": part.get("name"),
-            "result": _result(result),
-        }
-    return {"type": "other", "text": _render_other(part)}
+        return "tool_result", None, _id(part.get("id")), part.get("name"), None, _result(result)
+    return "other", _render_other(part), None, None, None, None
 
 
 def _text_part(value: Any, where: str, warnings: list[str]) -> MessagePart:
-    return MessagePart.model_validate(_text_fields(value, where, warnings))
+    return MessagePart(type="text", text=_text(value, where, warnings))
 
 
-def _text_fields(value: Any, where: str, warnings: list[str]) -> dict[str, Any]:
+def _text(value: Any, where: str, warnings: list[str]) -> str | None:
     if value is None or is_redacted(value):
         if value is not None:
             warnings.append(f"{where}: message text was redacted ({str(value).strip()})")
-        return {"type": "text", "text": None}
-    return {"type": "text", "text": value if isinstance(value, str) else str(value)}
+        return None
+    return value if isinstance(value, str) else str(value)
 
 
 def _id(value: Any) -> str | None:
@@ -124,22 +129,22 @@ def parse_messages(value: Any, where: str, warnings: list[str], *, history: bool
 
 
 def _messages(items: list[Any], where: str, warnings: list[str]) -> list[Message]:
+    before = len(warnings)
+    built = _built(items, where, warnings)
+    if built is not None:
+        return built
+    del warnings[before:]  # the validating build below reports them again
     fields: list[dict[str, Any]] = []
     for item in items:
         if isinstance(item, dict):
-            parts = item.get("parts")
-            parts = parts if isinstance(parts, list) else ([] if parts is None else [parts])
             name = item.get("name")
             fields.append(
                 {
                     "role": normalise_role(item.get("role")),
-                    "parts": [_part_fields(p, where, warnings) for p in parts],
+                    "parts": [_part_fields(p, where, warnings) for p in _parts(item)],
                     "name": name if isinstance(name, str) else None,
                 }
             )
-    built = _built(fields)
-    if built is not None:
-        return built
     try:
         return _MESSAGE_LIST.validate_python(fields)
     except ValidationError:
@@ -150,22 +155,34 @@ def _messages(items: list[Any], where: str, warnings: list[str]) -> list[Message
         raise
 
 
-def _built(fields: list[dict[str, Any]]) -> list[Message] | None:
-    """The messages of `fields` built without validation; `None` when a value needs validation.
+def _parts(item: dict[str, Any]) -> list[Any]:
+    parts = item.get("parts")
+    return parts if isinstance(parts, list) else ([] if parts is None else [parts])
 
-    The fields hold exact types except the names and texts taken from the recorded JSON (and a
-    text-like value's own `str` subclass): those must be exactly text, else validation decides.
+
+def _built(items: list[Any], where: str, warnings: list[str]) -> list[Message] | None:
+    """The messages of `items` built without validation; `None` when a value needs validation.
+
+    Every value has its field's type by construction except the names and texts taken from the
+    recorded JSON (a number where a name belongs, a text-like value of a `str` subclass): those
+    must be exactly text, else `None` leaves the whole list to validation, which decides.
     """
     messages = []
-    for message in fields:
-        if not texts_or_none(message["name"]):
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        name = item.get("name")
+        if not isinstance(name, str):
+            name = None
+        elif type(name) is not str:
             return None
         parts = []
-        for part in message["parts"]:
-            if not texts_or_none(part.get("name"), part.get("text")):
+        for part in _parts(item):
+            values = _part_values(part, where, warnings)
+            if not texts_or_none(values[1], values[3]):
                 return None
-            parts.append(_PART.build(**part))
-        messages.append(_MESSAGE.build(role=message["role"], parts=parts, name=message["name"]))
+            parts.append(_PART.make(*values))
+        messages.append(_MESSAGE.make(normalise_role(item.get("role")), parts, name))
     return messages
 
 
