@@ -151,7 +151,7 @@ class ScorerBuilder:
                 match = self._matchers[key] = ArgumentMatch.model_validate(arguments)
             except ValidationError:
                 return request
-        return request._replace(config={**request.config, "arguments": match})
+        return ScorerRequest(request.name, {**request.config, "arguments": match}, request.key)
 
 
 def build_scorer(request: ScorerRequest, where: str) -> Scorer:

@@ -12,6 +12,7 @@ from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.scorers.tools import ToolCorrectness
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.spec.model import RepeatPolicy, resolve_repeat
 
 _TWO_CASES = """\
 cases:
@@ -129,3 +130,13 @@ def test_invalid_argument_settings_are_reported_by_the_scorer_as_before(
     with pytest.raises(SpecError) as caught:
         load_spec(path)
     assert str(caught.value) == f"{path}: case 'a': {expected}"
+
+
+def test_cases_without_their_own_repeat_share_one_policy(tmp_path: Path) -> None:
+    text = "repeat: pass@3\ncases: [{id: a, input: x}, {id: b, input: y}, {id: c, input: z, repeat: all}]\n"
+    loaded = load_spec(_write(tmp_path, text))
+    a, b, c = (loaded.spec.repeat_for(case) for case in loaded.cases)
+    assert a is b and (a.rule, a.k) == ("pass@k", 3)
+    assert (c.rule, c.k) == ("all", None)
+    assert resolve_repeat(None) is resolve_repeat(None)
+    assert resolve_repeat(None) == RepeatPolicy(rule="mean")
