@@ -9,20 +9,15 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import TypeAdapter
-
-from evaltrace.evaluators.engine._numbers import ExactSum
+from evaltrace.evaluators.engine._numbers import ExactSum as ExactSum  # where tests and callers found it
+from evaltrace.evaluators.engine._score_merger import SCORES, SampleKey, ScoreMerger, earlier
 from evaltrace.evaluators.report.model import EntryResult, SampleResult, SampleStatus, ScorerCount, ScoreResult
 from evaltrace.evaluators.scorers.base import Score
 from evaltrace.evaluators.spec.model import Case, RepeatPolicy
 
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
-_T = TypeVar("_T")
-
-SampleKey = tuple[datetime, str]
-"""Where a sample goes in its entry (`sample_order`): start time, then trace id."""
 
 
 def score_result(score: Score, turn: int | None = None) -> ScoreResult:
@@ -126,6 +121,26 @@ def decide_case(case: Case, policy: RepeatPolicy, tally: CaseTally) -> EntryResu
     Returns:
         The entry without its `samples` (the caller attaches or streams them).
     """
+    # Validated once (pydantic's validation is faster than `model_construct` for these models).
+    return EntryResult(**_decided_fields(case, policy, tally), scores=tally.scores.result())
+
+
+def decide_case_json(case: Case, policy: RepeatPolicy, tally: CaseTally) -> tuple[EntryResult, bytes]:
+    """`decide_case`, its scores left as JSON: the entry with `scores` empty, and its scores' JSON list.
+
+    The JSON report copies that JSON (a lone sample's scores are its own, kept as JSON by the
+    tally); only a reader of the scores (`scores_from_json`) needs them parsed.
+    """
+    return EntryResult(**_decided_fields(case, policy, tally), scores=[]), tally.scores.result_json()
+
+
+def scores_from_json(data: bytes) -> list[ScoreResult]:
+    """Scores given as `decide_case_json` gives them."""
+    return SCORES.validate_json(data)
+
+
+def _decided_fields(case: Case, policy: RepeatPolicy, tally: CaseTally) -> dict[str, Any]:
+    """Every field of the decided entry but `scores`."""
     scored, passed_count, first_failure = tally.verdicts()
     fields = _entry_fields(case, tally, policy)
     if tally.samples < policy.min_samples:
@@ -134,18 +149,7 @@ def decide_case(case: Case, policy: RepeatPolicy, tally: CaseTally) -> EntryResu
         passed, rate = _apply_rule(policy, passed_count, scored)
         reason = None if passed_count == scored else _failure_reason(first_failure, passed_count, scored, policy)
         fields.update(status="passed" if passed else "failed", passed=passed, pass_rate=rate, reason=reason)
-    # Validated once (pydantic's validation is faster than `model_construct` for these models).
-    return EntryResult(**fields)
-
-
-_Keyed = tuple[SampleKey, _T]
-
-
-def _earlier(current: _Keyed[_T] | None, candidate: _Keyed[_T] | None) -> _Keyed[_T] | None:
-    """Of two keyed values, the one whose sample comes first (either may be missing)."""
-    if current is None or (candidate is not None and candidate[0] < current[0]):
-        return candidate
-    return current
+    return fields
 
 
 class CaseTally:
@@ -181,7 +185,7 @@ class CaseTally:
         """Count one sample."""
         key = sample_order(sample)
         self.samples += 1
-        self.first = _earlier(self.first, (key, (sample.trace_id, sample.output)))
+        self.first = earlier(self.first, (key, (sample.trace_id, sample.output)))
         self.scores.add(key, sample.scores)
         why = _failure_text(sample) if sample.status == "failed" else ""
         if self.considered is not None:
@@ -192,16 +196,16 @@ class CaseTally:
             if sample.status == "passed":
                 self.passed += 1
             else:
-                self.first_failure = _earlier(self.first_failure, (key, why))
+                self.first_failure = earlier(self.first_failure, (key, why))
 
     def merge(self, other: CaseTally) -> None:
         """Add the samples `other` counted."""
         self.samples += other.samples
-        self.first = _earlier(self.first, other.first)
+        self.first = earlier(self.first, other.first)
         self.scores.merge(other.scores)
         self.scored += other.scored
         self.passed += other.passed
-        self.first_failure = _earlier(self.first_failure, other.first_failure)
+        self.first_failure = earlier(self.first_failure, other.first_failure)
         if self.considered is not None:
             self.leading = sorted(self.leading + other.leading)[: self.considered]
 
@@ -233,7 +237,7 @@ def _apply_rule(policy: RepeatPolicy, n_pass: int, n: int) -> tuple[bool, float]
 
 
 def _entry_fields(case: Case, tally: CaseTally, policy: RepeatPolicy) -> dict[str, Any]:
-    """Every field of the case's entry, as when nothing applied to it."""
+    """Every field of the case's entry but `scores`, as when nothing applied to it."""
     trace_id, output = tally.first[1] if tally.first else (None, None)
     rule = f"pass@{policy.k}" if policy.rule == "pass@k" else policy.rule
     return {
@@ -244,7 +248,6 @@ def _entry_fields(case: Case, tally: CaseTally, policy: RepeatPolicy) -> dict[st
         "pass_rate": None,
         "rule": rule,
         "reason": None,
-        "scores": tally.scores.result(),
         "samples": [],
         "input": case.input if case.turns is None else case.turns[0].input,
         "output": output,
@@ -266,116 +269,6 @@ def _failure_reason(first_failure: str | None, passed: int, scored: int, policy:
     if scored == 1:
         return why
     return f"{passed} of {scored} samples passed (rule {policy.rule}); first failure: {why}"
-
-
-_SCORES = TypeAdapter(list[ScoreResult])
-
-
-class ScoreMerger:
-    """Entry-level scores over samples, added in any order and mergeable, without keeping the samples.
-
-    One sample: its own scores. Several: one row per (scorer, turn, occurrence) with the number of
-    passing samples, the first failure's reason, the first error and the mean value, "first" by
-    `sample_order`; rows in the order they first appear in that order.
-    """
-
-    __slots__ = ("_samples", "_first", "_groups")
-
-    def __init__(self) -> None:
-        self._samples = 0
-        self._first: tuple[SampleKey, bytes] | None = None
-        """The earliest sample's scores as JSON: a case keeps them until the end of the run, and as
-        models (details and all) they were a quarter of the objects the cyclic GC scanned."""
-        self._groups: dict[tuple[str, int | None, int], _Merged] = {}
-        """Every sample's scores once there are two or more; a lone sample's scores are the entry's
-        (most cases have one), so it is grouped only when a second one comes."""
-
-    def add(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
-        """Count the scores of the sample at `key` (its `sample_order`)."""
-        self._samples += 1
-        if self._samples == 2 and self._first is not None:
-            self._group(self._first[0], _SCORES.validate_json(self._first[1]))
-        if self._samples >= 2:
-            self._group(key, scores)
-        if self._first is None or key < self._first[0]:
-            self._first = (key, _SCORES.dump_json(list(scores)))
-
-    def _group(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
-        occurrence: dict[tuple[str, int | None], int] = {}
-        for position, score in enumerate(scores):
-            group = (score.scorer, score.turn)
-            occurrence[group] = occurrence.get(group, 0) + 1
-            merged = self._groups.get((*group, occurrence[group]))
-            if merged is None:
-                merged = self._groups[(*group, occurrence[group])] = _Merged(score.scorer, score.turn, (key, position))
-            merged.add(key, position, score)
-
-    def merge(self, other: ScoreMerger) -> None:
-        """Add the samples `other` counted."""
-        if self._samples + other._samples >= 2:
-            for side in (self, other):
-                if side._samples == 1 and side._first is not None:  # a lone sample, not grouped yet
-                    self._group(side._first[0], _SCORES.validate_json(side._first[1]))
-        self._samples += other._samples
-        self._first = _earlier(self._first, other._first)
-        if other._samples < 2:
-            return
-        for group, theirs in other._groups.items():
-            ours = self._groups.get(group)
-            if ours is None:
-                self._groups[group] = theirs
-            else:
-                ours.merge(theirs)
-
-    def result(self) -> list[ScoreResult]:
-        """The entry-level scores."""
-        if self._samples == 1 and self._first is not None:
-            return _SCORES.validate_json(self._first[1])
-        ordered = sorted(self._groups.values(), key=lambda merged: merged.seen)
-        return [merged.result(self._samples) for merged in ordered]
-
-
-class _Merged:
-    """One scorer's rows over samples (see `ScoreMerger`)."""
-
-    def __init__(self, scorer: str, turn: int | None, seen: tuple[SampleKey, int]) -> None:
-        self.scorer, self.turn = scorer, turn
-        self.seen = seen
-        """Where the row first appears: the earliest sample's key and the row's position in it."""
-        self.applicable = self.failed = 0
-        self.values = ExactSum()
-        self.first_failure: tuple[SampleKey, str] | None = None
-        self.error: tuple[SampleKey, str] | None = None
-
-    def add(self, key: SampleKey, position: int, row: ScoreResult) -> None:
-        self.seen = min(self.seen, (key, position))
-        if row.passed is not None:
-            self.applicable += 1
-        if row.passed is False:
-            # `str()`: as the report always formatted it, `None` included.
-            self.first_failure = _earlier(self.first_failure, (key, str(row.reason)))
-            self.failed += 1
-        if row.value is not None:
-            self.values.add(row.value)
-        if row.error is not None:
-            self.error = _earlier(self.error, (key, row.error))
-
-    def merge(self, other: _Merged) -> None:
-        self.seen = min(self.seen, other.seen)
-        self.applicable += other.applicable
-        self.failed += other.failed
-        self.values.merge(other.values)
-        self.first_failure = _earlier(self.first_failure, other.first_failure)
-        self.error = _earlier(self.error, other.error)
-
-    def result(self, n_samples: int) -> ScoreResult:
-        passed = None if not self.applicable else not self.failed
-        reason = f"passed in {self.applicable - self.failed} of {n_samples} samples"
-        if self.first_failure is not None:
-            reason += f"; first failure: {self.first_failure[1]}"
-        value = self.values.mean()
-        error = self.error[1] if self.error else None
-        return ScoreResult(scorer=self.scorer, passed=passed, value=value, reason=reason, error=error, turn=self.turn)
 
 
 def trace_entry(sample: SampleResult, case_id: str | None) -> EntryResult:

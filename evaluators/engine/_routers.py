@@ -18,7 +18,13 @@ from functools import partial
 from typing import Any, Protocol, get_args
 
 from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.engine._aggregate import CaseTally, ScorerTally, decide_case, trace_entry
+from evaltrace.evaluators.engine._aggregate import (
+    CaseTally,
+    ScorerTally,
+    decide_case_json,
+    scores_from_json,
+    trace_entry,
+)
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, score_conversation, score_trace
 from evaltrace.evaluators.report.model import (
@@ -39,6 +45,8 @@ from evaltrace.evaluators.store.sides import pack_side
 
 _UNMATCHED_INPUT_CHARS = 200
 _SAMPLE_STATUSES: tuple[SampleStatus, ...] = get_args(SampleStatus)
+_LISTED = frozenset({"failed", "missing"})
+"""The entries `FailureDigest` keeps."""
 
 Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
 ScorerConfig = tuple[str, str | None]
@@ -287,11 +295,14 @@ class SpecRouter:
         for case in self.selected:
             # Decided from the tally kept as samples were scored; their JSON is only copied to the sink.
             policy = self._policy(case)
-            entry = decide_case(case, policy, self.state.tallies.get(case.id) or CaseTally.for_policy(policy))
+            tally = self.state.tallies.get(case.id) or CaseTally.for_policy(policy)
+            entry, scores = decide_case_json(case, policy, tally)
             totals.add(entry.status, entry.pass_rate)
-            totals.digest.add(entry, spill.count(case.id))
+            if entry.status in _LISTED:  # the summary lists these with their failing scores
+                listed = entry.model_copy(update={"scores": scores_from_json(scores)})
+                totals.digest.add(listed, spill.count(case.id))
             if sink is not None:
-                sink.add(ReportEntry.parked(entry, partial(spill.records, case.id)))
+                sink.add(ReportEntry.parked(entry, partial(spill.records, case.id), scores))
 
 
 async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:

@@ -40,7 +40,7 @@ class ReportEntry:
     once for all of them.
     """
 
-    __slots__ = ("_entry", "_json", "_records", "_keep", "_result")
+    __slots__ = ("_entry", "_json", "_records", "_keep", "_result", "_scores")
 
     def __init__(
         self,
@@ -49,8 +49,11 @@ class ReportEntry:
         records: Callable[[], list[tuple[bytes, bytes]]] | None = None,
         *,
         keep: bool = False,
+        scores: bytes | None = None,
     ) -> None:
         self._entry = entry
+        self._scores = scores
+        """The entry's scores as a JSON list when they were given so (its `scores` are then empty)."""
         self._json = json
         self._records: Callable[[], list[tuple[bytes, bytes]]] | list[tuple[bytes, bytes]] | None = records
         """The samples as (JSON, side part) pairs: their reader, or (`keep`) the pairs once read."""
@@ -73,9 +76,17 @@ class ReportEntry:
         return cls(entry, None, lambda: [(payload, b"") for payload in samples()])
 
     @classmethod
-    def parked(cls, entry: EntryResult, records: Callable[[], Iterable[bytes]]) -> ReportEntry:
-        """`entry` (its `samples` left empty) with its samples' records (see `park`), read on first use."""
-        return cls(entry, None, lambda: [unpark(record) for record in records()], keep=True)
+    def parked(
+        cls, entry: EntryResult, records: Callable[[], Iterable[bytes]], scores: bytes | None = None
+    ) -> ReportEntry:
+        """`entry` (its `samples` left empty) with its samples' records (see `park`), read on first use.
+
+        `scores`: the entry's scores as a JSON list, `entry.scores` being left empty (so they are
+        parsed only if `result()` is asked).
+        """
+        if scores is not None and entry.scores:
+            raise ValueError("an entry given its scores as JSON must leave its own scores empty")
+        return cls(entry, None, lambda: [unpark(record) for record in records()], keep=True, scores=scores)
 
     @property
     def is_parked(self) -> bool:
@@ -84,7 +95,10 @@ class ReportEntry:
 
     @property
     def head(self) -> EntryResult | None:
-        """The entry without its samples when it was given so (`with_samples`, `parked`), else `None`."""
+        """The entry without its samples when it was given so (`with_samples`, `parked`), else `None`.
+
+        Its `scores` are empty when they were given as JSON (`parked`): `result()` has them.
+        """
         return self._entry if self._records is not None else None
 
     def sides(self) -> list[bytes] | None:
@@ -115,6 +129,8 @@ class ReportEntry:
             yield self._entry.model_dump_json().encode()
             return
         head = self._entry.model_dump_json(exclude={"samples"}).encode()
+        if self._scores is not None:
+            head = _with_scores(head, self._scores)
         yield head[:-1] + b',"samples":['
         for index, (payload, _) in enumerate(records):
             yield b"," + payload if index else payload
@@ -127,6 +143,19 @@ class ReportEntry:
         if self._keep:
             self._records = records
         return records
+
+
+_NO_SCORES = b',"scores":[],'
+
+
+def _with_scores(head: bytes, scores: bytes) -> bytes:
+    """An entry's JSON object (scores empty) with `scores` as its scores.
+
+    The first `,"scores":[],` is the key's: the fields before it are plain values, and inside a JSON
+    string every quote is escaped, so the text cannot appear within one.
+    """
+    at = head.index(_NO_SCORES)
+    return b"".join((head[:at], b',"scores":', scores, b",", head[at + len(_NO_SCORES) :]))
 
 
 class EntrySink(Protocol):

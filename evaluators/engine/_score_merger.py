@@ -1,0 +1,147 @@
+"""Entry-level scores over a case's samples, merged in any order (see `ScoreMerger`).
+
+`_aggregate.py` decides a case from its tally, of which these are the scores; both put samples in
+report order by `SampleKey`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TypeVar
+
+from pydantic import TypeAdapter
+
+from evaltrace.evaluators.engine._numbers import ExactSum
+from evaltrace.evaluators.report.model import ScoreResult
+
+_T = TypeVar("_T")
+
+SampleKey = tuple[datetime, str]
+"""Where a sample goes in its entry (`sample_order`): start time, then trace id."""
+
+Keyed = tuple[SampleKey, _T]
+
+
+def earlier(current: Keyed[_T] | None, candidate: Keyed[_T] | None) -> Keyed[_T] | None:
+    """Of two keyed values, the one whose sample comes first (either may be missing)."""
+    if current is None or (candidate is not None and candidate[0] < current[0]):
+        return candidate
+    return current
+
+
+SCORES = TypeAdapter(list[ScoreResult])
+"""A list of scores to and from JSON: kept as JSON while a case waits, and how an entry's scores are spliced."""
+
+
+class ScoreMerger:
+    """Entry-level scores over samples, added in any order and mergeable, without keeping the samples.
+
+    One sample: its own scores. Several: one row per (scorer, turn, occurrence) with the number of
+    passing samples, the first failure's reason, the first error and the mean value, "first" by
+    `sample_order`; rows in the order they first appear in that order.
+    """
+
+    __slots__ = ("_samples", "_first", "_groups")
+
+    def __init__(self) -> None:
+        self._samples = 0
+        self._first: tuple[SampleKey, bytes] | None = None
+        """The earliest sample's scores as JSON: a case keeps them until the end of the run, and as
+        models (details and all) they were a quarter of the objects the cyclic GC scanned."""
+        self._groups: dict[tuple[str, int | None, int], _Merged] = {}
+        """Every sample's scores once there are two or more; a lone sample's scores are the entry's
+        (most cases have one), so it is grouped only when a second one comes."""
+
+    def add(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
+        """Count the scores of the sample at `key` (its `sample_order`)."""
+        self._samples += 1
+        if self._samples == 2 and self._first is not None:
+            self._group(self._first[0], SCORES.validate_json(self._first[1]))
+        if self._samples >= 2:
+            self._group(key, scores)
+        if self._first is None or key < self._first[0]:
+            self._first = (key, SCORES.dump_json(list(scores)))
+
+    def _group(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
+        occurrence: dict[tuple[str, int | None], int] = {}
+        for position, score in enumerate(scores):
+            group = (score.scorer, score.turn)
+            occurrence[group] = occurrence.get(group, 0) + 1
+            merged = self._groups.get((*group, occurrence[group]))
+            if merged is None:
+                merged = self._groups[(*group, occurrence[group])] = _Merged(score.scorer, score.turn, (key, position))
+            merged.add(key, position, score)
+
+    def merge(self, other: ScoreMerger) -> None:
+        """Add the samples `other` counted."""
+        if self._samples + other._samples >= 2:
+            for side in (self, other):
+                if side._samples == 1 and side._first is not None:  # a lone sample, not grouped yet
+                    self._group(side._first[0], SCORES.validate_json(side._first[1]))
+        self._samples += other._samples
+        self._first = earlier(self._first, other._first)
+        if other._samples < 2:
+            return
+        for group, theirs in other._groups.items():
+            ours = self._groups.get(group)
+            if ours is None:
+                self._groups[group] = theirs
+            else:
+                ours.merge(theirs)
+
+    def result_json(self) -> bytes:
+        """The entry-level scores as a JSON list (what `result` gives, dumped)."""
+        if self._samples == 1 and self._first is not None:
+            return self._first[1]
+        return SCORES.dump_json(self.result())
+
+    def result(self) -> list[ScoreResult]:
+        """The entry-level scores."""
+        if self._samples == 1 and self._first is not None:
+            return SCORES.validate_json(self._first[1])
+        ordered = sorted(self._groups.values(), key=lambda merged: merged.seen)
+        return [merged.result(self._samples) for merged in ordered]
+
+
+class _Merged:
+    """One scorer's rows over samples (see `ScoreMerger`)."""
+
+    def __init__(self, scorer: str, turn: int | None, seen: tuple[SampleKey, int]) -> None:
+        self.scorer, self.turn = scorer, turn
+        self.seen = seen
+        """Where the row first appears: the earliest sample's key and the row's position in it."""
+        self.applicable = self.failed = 0
+        self.values = ExactSum()
+        self.first_failure: tuple[SampleKey, str] | None = None
+        self.error: tuple[SampleKey, str] | None = None
+
+    def add(self, key: SampleKey, position: int, row: ScoreResult) -> None:
+        self.seen = min(self.seen, (key, position))
+        if row.passed is not None:
+            self.applicable += 1
+        if row.passed is False:
+            # `str()`: as the report always formatted it, `None` included.
+            self.first_failure = earlier(self.first_failure, (key, str(row.reason)))
+            self.failed += 1
+        if row.value is not None:
+            self.values.add(row.value)
+        if row.error is not None:
+            self.error = earlier(self.error, (key, row.error))
+
+    def merge(self, other: _Merged) -> None:
+        self.seen = min(self.seen, other.seen)
+        self.applicable += other.applicable
+        self.failed += other.failed
+        self.values.merge(other.values)
+        self.first_failure = earlier(self.first_failure, other.first_failure)
+        self.error = earlier(self.error, other.error)
+
+    def result(self, n_samples: int) -> ScoreResult:
+        passed = None if not self.applicable else not self.failed
+        reason = f"passed in {self.applicable - self.failed} of {n_samples} samples"
+        if self.first_failure is not None:
+            reason += f"; first failure: {self.first_failure[1]}"
+        value = self.values.mean()
+        error = self.error[1] if self.error else None
+        return ScoreResult(scorer=self.scorer, passed=passed, value=value, reason=reason, error=error, turn=self.turn)

@@ -1,0 +1,66 @@
+"""Entries emitted with their scores left as JSON: the same report entry as the decided, typed one.
+
+The engine decides each case with its scores as the JSON the tally kept (`decide_case_json`) and the
+JSON report splices them in; these tests hold that entry, byte for byte and parsed, to the typed one.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_aggregate_tally import CASE, POLICIES, _rows, _sample
+
+from evaltrace.evaluators.engine._aggregate import (
+    CaseTally,
+    decide_case,
+    decide_case_json,
+    sample_order,
+    scores_from_json,
+)
+from evaltrace.evaluators.report.model import EntryResult, SampleResult
+from evaltrace.evaluators.report.writer import ReportEntry, park
+
+
+def _parked(samples: list[SampleResult]) -> list[bytes]:
+    return [park(sample.model_dump_json().encode(), b"") for sample in sorted(samples, key=sample_order)]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    samples=st.lists(st.tuples(_rows, st.booleans()), max_size=5).map(
+        lambda drawn: [_sample(i, rows, late) for i, (rows, late) in enumerate(drawn)]
+    )
+)
+def test_an_entry_with_its_scores_as_json_is_the_decided_entry(samples: list[SampleResult]) -> None:
+    for policy in POLICIES:
+        tally = CaseTally.for_policy(policy)
+        for sample in samples:
+            tally.add(sample)
+        typed = decide_case(CASE, policy, tally)
+        head, scores = decide_case_json(CASE, policy, tally)
+        assert head.scores == [] and head.model_copy(update={"scores": scores_from_json(scores)}) == typed
+        spliced = ReportEntry.parked(head, lambda: _parked(samples), scores)
+        plain = ReportEntry.parked(typed, lambda: _parked(samples))
+        assert spliced.json_bytes() == plain.json_bytes()
+        assert spliced.result() == typed.model_copy(update={"samples": sorted(samples, key=sample_order)})
+
+
+def test_scores_text_in_a_reason_does_not_move_the_splice() -> None:
+    # A reason quoting the key itself: inside a JSON string its quotes are escaped.
+    samples = [_sample(0, [("a", False, None, None)], late=False)]
+    tally = CaseTally.for_policy(POLICIES[0])
+    tally.add(samples[0])
+    head, scores = decide_case_json(CASE, POLICIES[0], tally)
+    tricky = head.model_copy(update={"reason": 'x,"scores":[],"y', "case_id": '"scores":[],'})
+    entry = ReportEntry.parked(tricky, lambda: _parked(samples), scores)
+    parsed = EntryResult.model_validate_json(entry.json_bytes())
+    assert parsed.reason == 'x,"scores":[],"y' and parsed.case_id == '"scores":[],'
+    assert parsed.scores == scores_from_json(scores) and len(parsed.scores) == 1
+
+
+def test_an_entry_given_scores_twice_is_refused() -> None:
+    scores = _sample(0, [("a", True, 1.0, None)], False).scores
+    typed = EntryResult(case_id="c", trace_id=None, status="passed", passed=True, pass_rate=1.0, scores=scores)
+    with pytest.raises(ValueError, match="scores empty"):
+        ReportEntry.parked(typed, list, b"[]")
