@@ -54,6 +54,10 @@ from evaltrace.collector.store.spans import Span
 
 Classify = Callable[[Span], NormalizedSpan]
 _ITERATION = RecordFactory(Iteration)
+assert _ITERATION.names == (
+    *("index", "span_id", "model", "provider", "input_messages", "output_messages", "tool_calls"),
+    *("finish_reasons", "usage", "start_time", "end_time", "error"),
+)  # `_iteration`'s order
 _TRACE = RecordFactory(Trace)
 
 
@@ -301,26 +305,26 @@ def _iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Itera
     assert llm is not None
     span = normalized.span
     inputs, outputs = llm.inputs() if histories else None, llm.output_messages
-    values: dict[str, Any] = {
-        "index": index,
-        "span_id": span.span_id,
-        "model": llm.model,
-        "provider": llm.provider,
-        "input_messages": None if inputs is None else list(inputs),
-        "output_messages": None if outputs is None else list(outputs),
+    values = (  # in `Iteration`'s field order
+        index,
+        span.span_id,
+        llm.model,
+        llm.provider,
+        None if inputs is None else list(inputs),
+        None if outputs is None else list(outputs),
         # Placeholders: `_tool_calls` replaces them with the merged calls (copies, iteration set).
-        "tool_calls": list(llm.tool_calls),
-        "finish_reasons": list(llm.finish_reasons),
-        "usage": llm.usage,
-        "start_time": ns_to_datetime(span.start_time_ns),
-        "end_time": ns_to_datetime(span.end_time_ns),
-        "error": normalized.error,
-    }
+        list(llm.tool_calls),
+        list(llm.finish_reasons),
+        llm.usage,
+        ns_to_datetime(span.start_time_ns),
+        ns_to_datetime(span.end_time_ns),
+        normalized.error,
+    )
     # The texts come from recorded attributes: one that is not text (a hostile file's) is left to
     # validation, which converts or rejects it as it always did. The converter made the rest.
     if texts_or_none(llm.model, llm.provider, normalized.error) and texts_or_none(*llm.finish_reasons):
-        return _ITERATION.build(**values)
-    return Iteration(**values)
+        return _ITERATION.make(*values)
+    return Iteration(**dict(zip(_ITERATION.names, values, strict=True)))
 
 
 def _fill_outcome(

@@ -35,6 +35,10 @@ from evaltrace.collector.convert.records import Message, ToolCall
 from evaltrace.collector.store.spans import Span
 
 _TOOL_CALL = RecordFactory(ToolCall)
+assert _TOOL_CALL.names == (
+    *("call_id", "name", "arguments", "result", "error", "iteration", "span_id"),
+    *("start_time", "end_time", "arguments_truncated", "child", "handoff"),
+)  # `merge`'s order
 
 
 @dataclass(slots=True)
@@ -141,28 +145,27 @@ def merge(req: Requested | None, tool: ToolSpan | None) -> ToolCall:
     assert execution is not None
     span = tool.span
     arguments, truncated = merged_arguments(execution, call)
-    values: dict[str, Any] = {
-        "call_id": usable_id(execution.call_id) or (call.call_id if call is not None else None) or execution.call_id,
-        "name": execution.name or (call.name if call is not None else ""),
-        "arguments": arguments,
-        "result": unwrap_result(execution.result, span.scope_name),  # a framework's envelope holds the return value
-        "error": tool.normalized.error,
-        "iteration": req.iteration if req is not None else None,
-        "span_id": span.span_id,
-        "start_time": ns_to_datetime(span.start_time_ns),
-        "end_time": ns_to_datetime(span.end_time_ns),
-        "arguments_truncated": truncated,
-        "child": tool.child,
-        "handoff": tool.handoff,
-    }
+    call_id = usable_id(execution.call_id) or (call.call_id if call is not None else None) or execution.call_id
+    name = execution.name or (call.name if call is not None else "")
+    error = tool.normalized.error
+    values = (  # in `ToolCall`'s field order
+        call_id,
+        name,
+        arguments,
+        unwrap_result(execution.result, span.scope_name),  # a framework's envelope holds the return value
+        error,
+        req.iteration if req is not None else None,
+        span.span_id,
+        ns_to_datetime(span.start_time_ns),
+        ns_to_datetime(span.end_time_ns),
+        truncated,
+        tool.child,
+        tool.handoff,
+    )
     # Ids, names and errors read from attributes go through validation unless they are text (`_construct`).
-    if (
-        type(values["name"]) is str
-        and texts_or_none(values["call_id"], values["error"], span.span_id)
-        and (type(truncated) is bool)
-    ):
-        return _TOOL_CALL.build(**values)
-    return ToolCall(**values)
+    if type(name) is str and texts_or_none(call_id, error, span.span_id) and type(truncated) is bool:
+        return _TOOL_CALL.make(*values)
+    return ToolCall(**dict(zip(_TOOL_CALL.names, values, strict=True)))
 
 
 def merged_arguments(execution: ToolExec, call: ToolCall | None) -> tuple[Any, bool]:

@@ -42,4 +42,7 @@ def records_reply(normalized: NormalizedSpan) -> bool:
     if llm is None:
         return False
     replied = any(message.parts for message in llm.output_messages or [])
-    return replied or bool(llm.tool_calls) or bool(llm.finish_reasons) or llm.usage != Usage()
+    return replied or bool(llm.tool_calls) or bool(llm.finish_reasons) or llm.usage != _NO_USAGE
+
+
+_NO_USAGE = Usage()  # compared with, never handed out

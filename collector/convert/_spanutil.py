@@ -76,18 +76,22 @@ def as_str(value: Any) -> str | None:
 
 def genai_usage(attributes: Mapping[str, Any]) -> Usage:
     """Usage from the GenAI `gen_ai.usage.*` keys (current and deprecated spellings)."""
-    counts = (
-        as_int(first_attr(attributes, A.INPUT_TOKENS)),
-        as_int(first_attr(attributes, A.OUTPUT_TOKENS)),
-        as_int(first_attr(attributes, A.CACHE_READ_TOKENS)),
-        as_int(first_attr(attributes, A.REASONING_TOKENS)),
-    )
+    counts = []
+    for keys in _USAGE_KEYS:  # `as_int(first_attr(attributes, keys))` for each count, inlined: every model call
+        value = None
+        for key in keys:
+            value = attributes.get(key)
+            if value is not None:
+                break
+        exact = type(value) is int and _INT64_MIN <= value <= _INT64_MAX  # `as_int`'s answer for an exact int
+        counts.append(value if exact or value is None else as_int(value))
     if ints_or_none(*counts):  # `as_int` keeps an `int` subclass as recorded: validation converts it
         return _USAGE.make(*counts)
     return Usage(**dict(zip(_USAGE.names, counts, strict=True)))
 
 
 _USAGE = RecordFactory(Usage)
+_USAGE_KEYS = (A.INPUT_TOKENS, A.OUTPUT_TOKENS, A.CACHE_READ_TOKENS, A.REASONING_TOKENS)  # in `_USAGE`'s order
 assert _USAGE.names == ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")  # `make`'s order
 
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaltrace.collector.convert._construct import RecordFactory
 from evaltrace.collector.convert.arguments import Rules, iter_argument_diffs
 
 TraceStatus = Literal["success", "error", "timeout", "unknown"]
@@ -61,6 +62,8 @@ class Usage(_Record):
                 value = getattr(usage, name)
                 if value is not None:
                     totals[name] = (totals[name] or 0) + value
+        if cls is Usage:  # sums of validated counts: no validation again (`_construct`)
+            return _USAGE.build(**totals)
         return cls(**totals)
 
 
@@ -312,3 +315,4 @@ class Conversation(_Record):
 
 
 ToolCall.model_rebuild()
+_USAGE = RecordFactory(Usage)
