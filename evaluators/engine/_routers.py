@@ -125,7 +125,9 @@ class ScorerInfos:
     """The report's scorer list: each (name, configuration hash) once, in the order first given."""
 
     def __init__(self) -> None:
-        self._infos: dict[tuple[str, str], ScorerInfo] = {}
+        self._infos: dict[tuple[str, str], ScorerInfo | None] = {}
+        self._texts: list[tuple[str, int, str, str]] = []
+        """Scorers whose configuration is known as text (name, version, hash, text): made at the end, at once."""
 
     def add(self, scorer: Scorer, known: ScorerConfig | None = None) -> None:
         """Note `scorer`, with its `scorer_config` when already known."""
@@ -134,14 +136,17 @@ class ScorerInfos:
         if key in self._infos:
             return
         if known is not None and known[1] is not None:
-            info = ScorerInfo.from_config_json(scorer.name, scorer.version, digest, known[1])
-        else:
-            config = scorer.model_dump(mode="json")
-            info = ScorerInfo(name=scorer.name, version=scorer.version, config_hash=digest, config=config)
-        self._infos[key] = info
+            self._infos[key] = None
+            self._texts.append((scorer.name, scorer.version, digest, known[1]))
+            return
+        config = scorer.model_dump(mode="json")
+        self._infos[key] = ScorerInfo(name=scorer.name, version=scorer.version, config_hash=digest, config=config)
 
     def infos(self) -> list[ScorerInfo]:
-        return list(self._infos.values())
+        for info in ScorerInfo.from_config_json(self._texts):
+            self._infos[(info.name, info.config_hash)] = info
+        self._texts = []
+        return [info for info in self._infos.values() if info is not None]
 
 
 class TraceRouter:

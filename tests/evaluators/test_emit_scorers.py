@@ -65,7 +65,19 @@ def test_the_scorer_list_and_stored_texts_are_the_spec_scorers(
 def test_a_scorer_given_its_json_text_is_the_scorer_given_its_configuration() -> None:
     config = {"expected": [{"name": "caf\u00e9", "arguments": {"n": 1.5, "k": [1, None]}}], "mode": "strict"}
     text = json.dumps(config)
-    made = ScorerInfo.from_config_json("trajectory", 2, "0123456789ab", text)
+    (made,) = ScorerInfo.from_config_json([("trajectory", 2, "0123456789ab", text)])
     plain = ScorerInfo(name="trajectory", version=2, config_hash="0123456789ab", config=config)
     assert made == plain and made.model_dump_json() == plain.model_dump_json()
     assert made.config_json() == plain.config_json() == text
+
+
+def test_scorers_made_from_texts_at_once_keep_their_order_and_texts() -> None:
+    configs = [{"b": 1, "a": "\u00e9"}, {"expected": []}, {}]
+    rows = [(f"s{i}", i, f"{i:012d}", json.dumps(config)) for i, config in enumerate(configs)]
+    made = ScorerInfo.from_config_json(rows)
+    assert [(m.name, m.version, m.config_hash, m.config) for m in made] == [
+        r[:3] + (c,) for r, c in zip(rows, configs, strict=True)
+    ]
+    assert [m.config_json() for m in made] == [r[3] for r in rows] and list(made[0].config) == ["b", "a"]
+    made[0].config = {"other": True}  # a replaced configuration is dumped anew
+    assert made[0].config_json() == '{"other": true}' and ScorerInfo.from_config_json([]) == []
