@@ -128,13 +128,19 @@ class ReportEntry:
         if records is None:
             yield self._entry.model_dump_json().encode()
             return
-        head = self._entry.model_dump_json(exclude={"samples"}).encode()
-        if self._scores is not None:
-            head = _with_scores(head, self._scores)
-        yield head[:-1] + b',"samples":['
+        yield self._head_json()
         for index, (payload, _) in enumerate(records):
             yield b"," + payload if index else payload
         yield b"]}"
+
+    def _head_json(self) -> bytes:
+        """The entry's JSON object up to its samples' (`...,"samples":[`): they come last."""
+        assert self._entry is not None
+        # The serializer's bytes, without `model_dump_json`'s round trip through `str`.
+        head = self._entry.__pydantic_serializer__.to_json(self._entry, exclude={"samples"})
+        if self._scores is not None:
+            head = _with_scores(head, self._scores)
+        return head[:-1] + b',"samples":['
 
     def _samples(self) -> list[tuple[bytes, bytes]] | None:
         if not callable(self._records):

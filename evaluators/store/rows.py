@@ -7,7 +7,7 @@ scorers when the store is given typed entries instead).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -100,31 +100,32 @@ class ScoreRows:
         self.total = 0
         """Rows added so far."""
         self.errors = 0
-        """Of those, results where a scorer could not run."""
+        """Of the rows handed out in batches, results where a scorer could not run."""
 
-    def add_entry(self, entry_index: int, entry: EntryResult) -> Iterator[pa.RecordBatch]:
-        """Add the entry's rows; yields a batch each time `batch_rows` rows are waiting."""
+    def add_entry(self, entry_index: int, entry: EntryResult) -> list[pa.RecordBatch]:
+        """Add the entry's rows; returns a batch for each `batch_rows` rows waiting."""
         pair = self._index.identities
         samples = [sample_side(sample, pair(entry.case_id, sample.scores)) for sample in entry.samples]
         return self.add_sides(entry_index, entry, samples)
 
-    def add_sides(self, entry_index: int, head: EntryResult, samples: Sequence[SampleSide]) -> Iterator[pa.RecordBatch]:
+    def add_sides(self, entry_index: int, head: EntryResult, samples: Sequence[SampleSide]) -> list[pa.RecordBatch]:
         """`add_entry` from the entry without its samples (`head`) and its samples' values, in order."""
         rows = self._rows
         before = len(rows)
         entry = self._entry_values(entry_index, head)
         if not samples:
             rows.append(entry + _NO_SAMPLE + _NO_RESULT)
-        for sample_index, sample in enumerate(samples):
-            start = (*entry, sample_index, *sample.values)
-            if sample.results:
-                rows.extend([start + result for result in sample.results])
+        for sample_index, (values, trace_id, results) in enumerate(samples):
+            start = (*entry, sample_index, *values)
+            if results:
+                rows.extend([start + result for result in results])
             else:
-                rows.append(start + (sample.trace_id,) + _NO_RESULT[1:])
-        self.errors += sum(row[_ERROR_AT] is not None for row in rows[before:])
+                rows.append(start + (trace_id,) + _NO_RESULT[1:])
         self.total += len(rows) - before
+        batches = []
         while len(rows) >= self._batch_rows:
-            yield self._batch(self._batch_rows)
+            batches.append(self._batch(self._batch_rows))
+        return batches
 
     def flush(self) -> pa.RecordBatch | None:
         """The rows still waiting, as one batch (`None` when there are none)."""
@@ -132,8 +133,10 @@ class ScoreRows:
 
     def _batch(self, size: int) -> pa.RecordBatch:
         """The first `size` waiting rows as a batch (they stop waiting)."""
-        columns = zip(*self._rows[:size], strict=True)
+        columns = list(zip(*self._rows[:size], strict=True))
         del self._rows[:size]
+        errors = columns[_ERROR_AT]
+        self.errors += len(errors) - errors.count(None)
         # Not `pa.array`: see `arrays.py` (it would import pandas for the first batch).
         arrays = {
             name: column(values, SCORES_SCHEMA.field(name).type)

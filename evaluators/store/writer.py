@@ -113,7 +113,7 @@ class StoreWriter:
     def add(self, entry: ReportEntry) -> None:
         """Turn the entry into rows; write a row group whenever a batch is full."""
         head, sides = entry.head, entry.sides()
-        if head is not None and sides is not None and all(sides):
+        if head is not None and sides is not None:
             # The samples' values were packed when they were scored: no JSON is parsed.
             batches = self._rows.add_sides(self._entries, head, [unpack_side(side) for side in sides])
         else:
