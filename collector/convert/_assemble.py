@@ -40,25 +40,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaltrace.collector.convert import _attributes as A
-from evaltrace.collector.convert._calls import prompt_of, tool_calls, tool_schemas
-from evaltrace.collector.convert._construct import RecordFactory, texts_or_none
+from evaltrace.collector.convert._calls import tool_calls, tool_schemas
+from evaltrace.collector.convert._fields import agent_name, iteration, new_trace, outcome, status
 from evaltrace.collector.convert._lenient_json import within_depth
 from evaltrace.collector.convert._match import ToolSpan
 from evaltrace.collector.convert._model_calls import one_per_model_call
 from evaltrace.collector.convert._normalized import NormalizedSpan, ToolExec
-from evaltrace.collector.convert._spanutil import error_type, keys_may_contain, ns_to_datetime
+from evaltrace.collector.convert._spanutil import keys_may_contain
 from evaltrace.collector.convert._tree import SpanTree
 from evaltrace.collector.convert.conventions.answer_tool import take_answer_call
-from evaltrace.collector.convert.records import Iteration, Trace, TraceStatus, Usage
+from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.store.spans import Span
 
 Classify = Callable[[Span], NormalizedSpan]
-_ITERATION = RecordFactory(Iteration)
-assert _ITERATION.names == (
-    *("index", "span_id", "model", "provider", "input_messages", "output_messages", "tool_calls"),
-    *("finish_reasons", "usage", "start_time", "end_time", "error"),
-)  # `_iteration`'s order
-_TRACE = RecordFactory(Trace)
 
 
 @dataclass(slots=True)
@@ -138,14 +132,14 @@ class Assembler:
         trace = self._build_run(run)
         outer = self.classified[container.span_id]
         first, last = self.classified[run[0].span_id].agent, self.classified[run[-1].span_id].agent
-        # The container's record beats a guess from the model calls (`_fill_outcome`'s fallbacks):
+        # The container's record beats a guess from the model calls (`_fields.outcome`'s fallbacks):
         # CrewAI's model prompt wraps the task in a template; the crew records the task itself.
         if outer.agent is not None and outer.agent.input is not None and (first is None or first.input is None):
             trace.input = outer.agent.input
         if outer.agent is not None and outer.agent.output is not None and (last is None or last.output is None):
             trace.output = outer.agent.output
         if trace.error is None and outer.error is not None:
-            trace.error, trace.status = outer.error, _status(outer)
+            trace.error, trace.status = outer.error, status(outer)
         return trace
 
     def _outermost_agents(self, span: Span) -> list[Span]:
@@ -174,7 +168,7 @@ class Assembler:
         """The tool span of `agent` that handed the run to its later sibling `target`, if any."""
         if agent.parent_span_id != target.parent_span_id or target.start_time_ns < agent.start_time_ns:
             return None
-        name = _agent_name(self.classified[target.span_id])
+        name = agent_name(self.classified[target.span_id])
         for tool in reversed(self._scope(agent).tools):
             result = tool.normalized.tool.result if tool.normalized.tool else None
             if (tool.child is None or tool.handoff) and isinstance(result, str) and result.strip() == name:
@@ -237,7 +231,7 @@ class Assembler:
             return
         # No tool span started it (workflow step, agent inside an agent): it gets a tool call of its own.
         head = self.classified[run[0].span_id]
-        execution = ToolExec(name=_agent_name(head), arguments=None, result=child.output)
+        execution = ToolExec(name=agent_name(head), arguments=None, result=child.output)
         stand_in = NormalizedSpan(span=head.span, role="tool", convention=head.convention, tool=execution)
         stand_in.error = child.error
         scope.tools.append(ToolSpan(stand_in, child=child))
@@ -255,130 +249,62 @@ class Assembler:
         llms = sorted((n for s in scopes for n in s.llms), key=lambda n: (n.span.start_time_ns, n.span.span_id))
         tools = sorted((t for s in scopes for t in s.tools), key=lambda t: (t.span.start_time_ns, t.span.span_id))
         members = [m for s in scopes for m in s.members]
-        trace = _new_trace(tops, heads, self.tree.placeholders)
-        iterations = [_iteration(i, n, self.histories) for i, n in enumerate(llms)]
+        iterations = [iteration(i, n, self.histories) for i, n in enumerate(llms)]
         schemas = tool_schemas(heads, llms)
-        trace.iterations = iterations
-        trace.tool_schemas = schemas
-        calls = tool_calls(iterations, llms, tools, schemas, trace.warnings)
-        trace.tool_calls, answer = take_answer_call(calls, iterations)
-        _fill_outcome(trace, heads, iterations, llms)
-        if answer is not None and (trace.output is None or iterations[-1].output_text == trace.output):
-            trace.output = answer  # the framework's answer tool, not the last reply's text, ended the run
-        _apply_context(trace, members, self._context)
+        warnings: list[str] = []
+        calls, answer = take_answer_call(tool_calls(iterations, llms, tools, schemas, warnings), iterations)
+        values = outcome(heads, iterations, llms)
+        if answer is not None and (values["output"] is None or iterations[-1].output_text == values["output"]):
+            values["output"] = answer  # the framework's answer tool, not the last reply's text, ended the run
+        attributes: dict[str, Any] = {}
+        values["conversation_id"], values["case_id"] = _context_of(members, self._context, attributes, None, None)
         for member in members:
-            trace.warnings.extend(member.warnings)  # in place: no pydantic attribute assignment per span
-        trace.convention = "+".join(sorted({m.convention for m in members if m.role != "other"})) or None
-        trace.span_count = len(members)
-        return trace
-
-
-def _new_trace(tops: list[Span], heads: list[NormalizedSpan], placeholders: set[str]) -> Trace:
-    """The trace of `tops` before assembly: what their spans say."""
-    first = tops[0]
-    agent_name = heads[0].agent.name if heads[0].agent else None
-    handoffs = [_agent_name(head) for head in heads[1:]]
-    values: dict[str, Any] = {
-        "trace_id": first.trace_id,
-        "root_span_id": first.span_id if first.span_id not in placeholders else None,
-        "name": first.name,
-        "agent_name": agent_name,
-        "start_time": ns_to_datetime(first.start_time_ns),
-        "end_time": ns_to_datetime(max(top.end_time_ns for top in tops)),
-        "run_id": first.run_id,
-        "service_name": first.service_name,
-        "handoffs": handoffs,
-    }
-    # As for iterations: names read from attributes go through validation unless they are text.
-    if type(first.trace_id) is str and texts_or_none(first.span_id, first.name, agent_name, first.run_id):
-        if texts_or_none(first.service_name, *handoffs):
-            return _TRACE.build(**values)
-    return Trace(**values)
-
-
-def _agent_name(normalized: NormalizedSpan) -> str:
-    return (normalized.agent.name if normalized.agent else None) or normalized.span.name
-
-
-def _iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Iteration:
-    llm = normalized.llm
-    assert llm is not None
-    span = normalized.span
-    inputs, outputs = llm.inputs() if histories else None, llm.output_messages
-    values = (  # in `Iteration`'s field order
-        index,
-        span.span_id,
-        llm.model,
-        llm.provider,
-        None if inputs is None else list(inputs),
-        None if outputs is None else list(outputs),
-        # Placeholders: `_tool_calls` replaces them with the merged calls (copies, iteration set).
-        list(llm.tool_calls),
-        list(llm.finish_reasons),
-        llm.usage,
-        ns_to_datetime(span.start_time_ns),
-        ns_to_datetime(span.end_time_ns),
-        normalized.error,
-    )
-    # The texts come from recorded attributes: one that is not text (a hostile file's) is left to
-    # validation, which converts or rejects it as it always did. The converter made the rest.
-    if texts_or_none(llm.model, llm.provider, normalized.error) and texts_or_none(*llm.finish_reasons):
-        return _ITERATION.make(*values)
-    return Iteration(**dict(zip(_ITERATION.names, values, strict=True)))
-
-
-def _fill_outcome(
-    trace: Trace, heads: list[NormalizedSpan], iterations: list[Iteration], llms: list[NormalizedSpan]
-) -> None:
-    """Input from the first agent, output from the last (a handoff chain), the error of the last that failed."""
-    first, last = heads[0].agent, heads[-1].agent
-    trace.input = first.input if first and first.input is not None else _first_user_text(llms)
-    reply = iterations[-1].output_text if iterations else None
-    trace.output = last.output if last and last.output is not None else reply
-    if reply is not None and trace.output is not None and trace.output.strip() == reply.strip():
-        # The agent span re-renders the last reply (Strands' `str(AgentResult)` ends each text block
-        # with a newline): the model's own words are the answer.
-        trace.output = reply
-    failed = [head for head in heads if head.error is not None]
-    outcome = failed[-1] if failed else heads[-1]
-    trace.error = outcome.error
-    trace.usage = Usage.combined(it.usage for it in iterations)
-    trace.models = list(dict.fromkeys(it.model for it in iterations if it.model))
-    trace.status = _status(outcome)
-
-
-def _first_user_text(llms: list[NormalizedSpan]) -> str | None:
-    for normalized in llms[:1]:
-        for message in reversed(prompt_of(normalized) or []):
-            if message.role == "user" and message.text is not None:
-                return message.text
-    return None
-
-
-def _status(head: NormalizedSpan) -> TraceStatus:
-    if head.error is None:
-        return "success"
-    kind = (error_type(head.span) or "") + " " + head.error
-    return "timeout" if "timeout" in kind.lower() or "timedout" in kind.lower() else "error"
+            warnings.extend(member.warnings)
+        values.update(
+            iterations=iterations,
+            tool_schemas=schemas,
+            tool_calls=calls,
+            attributes=attributes,
+            warnings=warnings,
+            convention="+".join(sorted({m.convention for m in members if m.role != "other"})) or None,
+            span_count=len(members),
+        )
+        return new_trace(tops, heads, self.tree.placeholders, values)
 
 
 def _apply_context(
     trace: Trace, members: list[NormalizedSpan], context: Callable[[Span], list[tuple[str, Any]]]
 ) -> None:
-    """Conversation id, case id and `evaltrace.*` attributes (`context` gives a span's); the outermost span wins."""
-    found = trace.attributes
+    """`_context_of` the members, into `trace` (its own values first)."""
+    found = _context_of(members, context, trace.attributes, trace.conversation_id, trace.case_id)
+    if found != (trace.conversation_id, trace.case_id):
+        trace.conversation_id, trace.case_id = found
+
+
+def _context_of(
+    members: list[NormalizedSpan],
+    context: Callable[[Span], list[tuple[str, Any]]],
+    attributes: dict[str, Any],
+    conversation_id: str | None,
+    case_id: str | None,
+) -> tuple[str | None, str | None]:
+    """Conversation id, case id and `evaltrace.*` attributes (`context` gives a span's); the outermost span wins.
+
+    `attributes` takes the attributes it lacks; the ids given are kept unless `None`.
+    """
     for normalized in members:
-        if trace.conversation_id is None and normalized.conversation_id:
-            trace.conversation_id = normalized.conversation_id
+        if conversation_id is None and normalized.conversation_id:
+            conversation_id = normalized.conversation_id
         for key, value in context(normalized.span):
-            found.setdefault(key, value)
-    if trace.conversation_id is None:
+            attributes.setdefault(key, value)
+    if conversation_id is None:
         # Wrapper spans (a test harness's or `evaltrace run`'s root) are not read by any extractor,
         # but a conversation id set on them still groups the run's turns.
-        trace.conversation_id = _raw_conversation_id(members)
-    case_id = trace.attributes.get(A.CASE_ID)
-    if trace.case_id is None and case_id is not None:
-        trace.case_id = str(case_id)
+        conversation_id = _raw_conversation_id(members)
+    found = attributes.get(A.CASE_ID)
+    if case_id is None and found is not None:
+        case_id = str(found)
+    return conversation_id, case_id
 
 
 # C-level key filter: every span's attributes are scanned for `evaltrace.*` keys on each assembly.

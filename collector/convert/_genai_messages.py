@@ -38,6 +38,11 @@ _PART = RecordFactory(MessagePart)
 _MESSAGE = RecordFactory(Message)
 _TOOL_CALL = RecordFactory(ToolCall)
 assert _MESSAGE.names == ("role", "parts", "name")
+assert _TOOL_CALL.names[:3] == ("call_id", "name", "arguments")
+# A requested call's other fields, defaults in `ToolCall`'s order: result, error, iteration, span id,
+# start and end time, arguments truncated, child, handoff.
+_UNSET_CALL_FIELDS = (None, None, None, None, None, None, False, None, False)
+assert _UNSET_CALL_FIELDS == tuple(ToolCall.model_fields[name].default for name in _TOOL_CALL.names[3:])
 assert _PART.names == ("type", "text", "call_id", "name", "arguments", "result")  # `_PartValues`' order
 
 
@@ -286,7 +291,7 @@ def tool_calls_of(messages: list[Message] | None) -> list[ToolCall]:
         for part in message.parts:
             if part.type == "tool_call":
                 # The part's fields were validated (or checked) when it was built: no validation again.
-                calls.append(_TOOL_CALL.build(call_id=part.call_id, name=part.name or "", arguments=part.arguments))
+                calls.append(_TOOL_CALL.make(part.call_id, part.name or "", part.arguments, *_UNSET_CALL_FIELDS))
     return calls
 
 

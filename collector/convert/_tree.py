@@ -34,9 +34,15 @@ class SpanTree:
 
     def walk(self, span: Span) -> Iterator[Span]:
         """`span` and its descendants, depth first, children in start order."""
-        yield span
-        for child in self.kids(span):
-            yield from self.walk(child)
+        # A stack, not nested generators: each span would resume every generator above it.
+        stack = [span]
+        children = self.children
+        while stack:
+            current = stack.pop()
+            yield current
+            kids = children.get(current.span_id)
+            if kids:
+                stack.extend(reversed(kids))
 
     def subtree_ids(self, span: Span) -> set[str]:
         """Ids of `span` and all its descendants."""

@@ -1,0 +1,121 @@
+"""The fields of the records assembly builds: a trace's, an iteration's, a run's outcome.
+
+Records are built without validation (`_construct`) from values the assembly computed; the texts
+among them come from recorded attributes and are checked to be text first, as `_construct` says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaltrace.collector.convert._calls import prompt_of
+from evaltrace.collector.convert._construct import RecordFactory, texts_or_none
+from evaltrace.collector.convert._normalized import NormalizedSpan
+from evaltrace.collector.convert._spanutil import error_type, ns_to_datetime
+from evaltrace.collector.convert.records import Iteration, Trace, TraceStatus, Usage
+from evaltrace.collector.store.spans import Span
+
+_ITERATION = RecordFactory(Iteration)
+assert _ITERATION.names == (
+    *("index", "span_id", "model", "provider", "input_messages", "output_messages", "tool_calls"),
+    *("finish_reasons", "usage", "start_time", "end_time", "error"),
+)  # `iteration`'s order
+_TRACE = RecordFactory(Trace)
+
+
+def new_trace(tops: list[Span], heads: list[NormalizedSpan], placeholders: set[str], values: dict[str, Any]) -> Trace:
+    """The trace of `tops`: what their spans say, and the assembled `values`.
+
+    Built once, every field at hand: each later attribute assignment would cost a pydantic
+    `__setattr__`. The containers in `values` are the assembly's own (none is shared).
+    """
+    first = tops[0]
+    first_agent = heads[0].agent.name if heads[0].agent else None
+    handoffs = [agent_name(head) for head in heads[1:]]
+    values.update(
+        trace_id=first.trace_id,
+        root_span_id=first.span_id if first.span_id not in placeholders else None,
+        name=first.name,
+        agent_name=first_agent,
+        start_time=ns_to_datetime(first.start_time_ns),
+        end_time=ns_to_datetime(max(top.end_time_ns for top in tops)),
+        run_id=first.run_id,
+        service_name=first.service_name,
+        handoffs=handoffs,
+    )
+    # As for iterations: texts read from attributes go through validation unless they are text.
+    texts = (values["input"], values["output"], values["error"], values["conversation_id"], values["convention"])
+    if type(first.trace_id) is str and texts_or_none(first.span_id, first.name, first_agent, first.run_id, *texts):
+        if texts_or_none(first.service_name, *handoffs):
+            return _TRACE.build(**values)
+    return Trace(**values)
+
+
+def agent_name(normalized: NormalizedSpan) -> str:
+    """The agent's name, else its span's."""
+    return (normalized.agent.name if normalized.agent else None) or normalized.span.name
+
+
+def iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Iteration:
+    """The iteration of a model-call span (its prompt only with `histories`)."""
+    llm = normalized.llm
+    assert llm is not None
+    span = normalized.span
+    inputs, outputs = llm.inputs() if histories else None, llm.output_messages
+    values = (  # in `Iteration`'s field order
+        index,
+        span.span_id,
+        llm.model,
+        llm.provider,
+        None if inputs is None else list(inputs),
+        None if outputs is None else list(outputs),
+        # Placeholders: `_tool_calls` replaces them with the merged calls (copies, iteration set).
+        list(llm.tool_calls),
+        list(llm.finish_reasons),
+        llm.usage,
+        ns_to_datetime(span.start_time_ns),
+        ns_to_datetime(span.end_time_ns),
+        normalized.error,
+    )
+    # The texts come from recorded attributes: one that is not text (a hostile file's) is left to
+    # validation, which converts or rejects it as it always did. The converter made the rest.
+    if texts_or_none(llm.model, llm.provider, normalized.error) and texts_or_none(*llm.finish_reasons):
+        return _ITERATION.make(*values)
+    return Iteration(**dict(zip(_ITERATION.names, values, strict=True)))
+
+
+def outcome(heads: list[NormalizedSpan], iterations: list[Iteration], llms: list[NormalizedSpan]) -> dict[str, Any]:
+    """Input from the first agent, output from the last (a handoff chain), the error of the last that failed."""
+    first, last = heads[0].agent, heads[-1].agent
+    reply = iterations[-1].output_text if iterations else None
+    output = last.output if last and last.output is not None else reply
+    if reply is not None and output is not None and output.strip() == reply.strip():
+        # The agent span re-renders the last reply (Strands' `str(AgentResult)` ends each text block
+        # with a newline): the model's own words are the answer.
+        output = reply
+    failed = [head for head in heads if head.error is not None]
+    outcome = failed[-1] if failed else heads[-1]
+    return {
+        "input": first.input if first and first.input is not None else _first_user_text(llms),
+        "output": output,
+        "error": outcome.error,
+        "usage": Usage.combined(it.usage for it in iterations),
+        "models": list(dict.fromkeys(it.model for it in iterations if it.model)),
+        "status": status(outcome),
+    }
+
+
+def _first_user_text(llms: list[NormalizedSpan]) -> str | None:
+    for normalized in llms[:1]:
+        for message in reversed(prompt_of(normalized) or []):
+            if message.role == "user" and message.text is not None:
+                return message.text
+    return None
+
+
+def status(head: NormalizedSpan) -> TraceStatus:
+    """`success`, or the kind of failure the span's error names (`timeout` or `error`)."""
+    if head.error is None:
+        return "success"
+    kind = (error_type(head.span) or "") + " " + head.error
+    return "timeout" if "timeout" in kind.lower() or "timedout" in kind.lower() else "error"
