@@ -45,6 +45,11 @@ class ScorerPairing:
         self._defaults = (tuple(defaults),)
         self._hashes: dict[int, ScorerIdentity] = {}
 
+    def __getstate__(self) -> dict[str, object]:
+        # The identities are kept by object id, which means nothing in another process (a Ray
+        # worker unpickling the router could meet an unrelated scorer at a kept id): dropped.
+        return {**self.__dict__, "_hashes": {}}
+
     def turns(self, case_id: str | None) -> tuple[tuple[Scorer, ...], ...]:
         """The scorers of each turn of the entry (one tuple for a single-turn case or a trace)."""
         if self._spec is None:

@@ -8,6 +8,7 @@ tests hold that list to the one made from the spec's scorers directly, for one a
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -17,6 +18,7 @@ from test_engine_shards import SPEC, record_run
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.report.model import ScorerInfo
 from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
+from evaltrace.evaluators.store.identities import ScorerPairing
 from evaltrace.evaluators.store.writer import open_store
 
 
@@ -81,3 +83,14 @@ def test_scorers_made_from_texts_at_once_keep_their_order_and_texts() -> None:
     assert [m.config_json() for m in made] == [r[3] for r in rows] and list(made[0].config) == ["b", "a"]
     made[0].config = {"other": True}  # a replaced configuration is dumped anew
     assert made[0].config_json() == '{"other": true}' and ScorerInfo.from_config_json([]) == []
+
+
+def test_a_pickled_pairing_keeps_no_identity_by_object_id(run_dir: tuple[Path, Path]) -> None:
+    spec = load_spec(run_dir[1])
+    pairing = ScorerPairing(spec)
+    scorer = spec.case_scorers["weather"][0][0]
+    first = pairing.identity(scorer)
+    assert first == (scorer.name, scorer.version, scorer.config_hash())
+    # Another process meets other objects at those ids: what it unpickles must be empty.
+    copy = pickle.loads(pickle.dumps(pairing))
+    assert vars(copy)["_hashes"] == {} and copy.identity(scorer) == first
