@@ -303,7 +303,9 @@ class SpecRouter:
             tally = self.state.tallies.get(case.id) or CaseTally.for_policy(policy)
             entry, scores = decide_case_json(case, policy, tally)
             totals.add(entry.status, entry.pass_rate)
-            if entry.status in _LISTED:  # the summary lists these with their failing scores
+            if entry.status in _LISTED and totals.digest.full:
+                totals.digest.add_omitted()
+            elif entry.status in _LISTED:  # the summary lists these with their failing scores
                 listed = entry.model_copy(update={"scores": scores_from_json(scores)})
                 totals.digest.add(listed, spill.count(case.id))
             if sink is not None:
