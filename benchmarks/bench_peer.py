@@ -76,8 +76,14 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _clean_env() -> dict[str, str]:
-    """This environment without the variables that would tie a child to our venv or an OTLP endpoint."""
-    drop = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    """This environment without the variables that would tie a child to our venv or an OTLP endpoint.
+
+    `PYTHONDONTWRITEBYTECODE` goes too: an installed tool runs from bytecode caches (pip writes the
+    peer's at install; evaltrace's editable install writes its own on the first run), and with the
+    variable set every evaltrace run recompiled its own ~130 modules, ~0.2-0.3 s a run that no
+    user pays, while the peer ran from the caches pip had written.
+    """
+    drop = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
     return {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("OTEL_")}
 
 
