@@ -73,17 +73,8 @@ class Assembler:
         self.histories = histories
         """Whether iterations carry their prompts (`input_messages`); see `convert.convert_trace`."""
         self._scopes: dict[str, _Scope] = {}
-        self._contexts: dict[str, list[tuple[str, Any]]] = {}
-
-    def _context(self, span: Span) -> list[tuple[str, Any]]:
-        """The `evaltrace.*` attributes of `span` a trace takes (every root's trace and nested one reads them)."""
-        found = self._contexts.get(span.span_id)
-        if found is None:
-            attributes = span.attributes
-            keys = filter(_EVALTRACE_KEY, attributes) if keys_may_contain(attributes, A.EVALTRACE_PREFIX) else ()
-            # A hostile file's deep value would break JSON output: such a value is left out.
-            found = self._contexts[span.span_id] = [(k, attributes[k]) for k in keys if within_depth(attributes[k])]
-        return found
+        # Each span's `evaltrace.*` attributes, found once (every root's trace and nested one reads them).
+        self._contexts = {span_id: found for span_id, span in tree.spans.items() if (found := _context(span))}
 
     def traces(self) -> list[Trace]:
         """One trace per root of the tree (normally one), except roots that only define an agent."""
@@ -113,7 +104,7 @@ class Assembler:
             trace = self._build_run(runs[0]) if alone else self._assemble([root])
         # Context attributes may sit anywhere in the OTel tree (a harness's wrapper span).
         walked = list(self.tree.walk(root))
-        _apply_context(trace, [self.classified[s.span_id] for s in walked], self._context)
+        _apply_context(trace, [self.classified[s.span_id] for s in walked], self._contexts)
         trace.span_count = len([s for s in walked if s.span_id not in self.tree.placeholders])
         return trace
 
@@ -257,7 +248,7 @@ class Assembler:
         if answer is not None and (values["output"] is None or iterations[-1].output_text == values["output"]):
             values["output"] = answer  # the framework's answer tool, not the last reply's text, ended the run
         attributes: dict[str, Any] = {}
-        values["conversation_id"], values["case_id"] = _context_of(members, self._context, attributes, None, None)
+        values["conversation_id"], values["case_id"] = _context_of(members, self._contexts, attributes, None, None)
         for member in members:
             warnings.extend(member.warnings)
         values.update(
@@ -272,38 +263,46 @@ class Assembler:
         return new_trace(tops, heads, self.tree.placeholders, values)
 
 
-def _apply_context(
-    trace: Trace, members: list[NormalizedSpan], context: Callable[[Span], list[tuple[str, Any]]]
-) -> None:
+def _context(span: Span) -> list[tuple[str, Any]]:
+    """The `evaltrace.*` attributes of `span` a trace takes."""
+    attributes = span.attributes
+    keys = filter(_EVALTRACE_KEY, attributes) if keys_may_contain(attributes, A.EVALTRACE_PREFIX) else ()
+    # A hostile file's deep value would break JSON output: such a value is left out.
+    return [(k, attributes[k]) for k in keys if within_depth(attributes[k])]
+
+
+def _apply_context(trace: Trace, members: list[NormalizedSpan], contexts: dict[str, list[tuple[str, Any]]]) -> None:
     """`_context_of` the members, into `trace` (its own values first)."""
-    found = _context_of(members, context, trace.attributes, trace.conversation_id, trace.case_id)
+    found = _context_of(members, contexts, trace.attributes, trace.conversation_id, trace.case_id)
     if found != (trace.conversation_id, trace.case_id):
         trace.conversation_id, trace.case_id = found
 
 
 def _context_of(
     members: list[NormalizedSpan],
-    context: Callable[[Span], list[tuple[str, Any]]],
+    contexts: dict[str, list[tuple[str, Any]]],
     attributes: dict[str, Any],
     conversation_id: str | None,
     case_id: str | None,
 ) -> tuple[str | None, str | None]:
-    """Conversation id, case id and `evaltrace.*` attributes (`context` gives a span's); the outermost span wins.
+    """Conversation id, case id and `evaltrace.*` attributes (`contexts` holds a span's); the outermost span wins.
 
     `attributes` takes the attributes it lacks; the ids given are kept unless `None`.
     """
     for normalized in members:
         if conversation_id is None and normalized.conversation_id:
             conversation_id = normalized.conversation_id
-        for key, value in context(normalized.span):
-            attributes.setdefault(key, value)
+        found = contexts.get(normalized.span.span_id)
+        if found:
+            for key, value in found:
+                attributes.setdefault(key, value)
     if conversation_id is None:
         # Wrapper spans (a test harness's or `evaltrace run`'s root) are not read by any extractor,
         # but a conversation id set on them still groups the run's turns.
         conversation_id = _raw_conversation_id(members)
-    found = attributes.get(A.CASE_ID)
-    if case_id is None and found is not None:
-        case_id = str(found)
+    recorded = attributes.get(A.CASE_ID)
+    if case_id is None and recorded is not None:
+        case_id = str(recorded)
     return conversation_id, case_id
 
 

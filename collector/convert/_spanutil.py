@@ -107,6 +107,8 @@ def span_error(span: Span) -> str | None:
     `exception` event without an OK status (the SDK's `record_exception` usually sets ERROR too,
     but not every emitter does). The text prefers `Type: message` from the exception event.
     """
+    if not span.events and span.status_code != "ERROR" and A.ERROR_TYPE not in span.attributes:
+        return None  # most spans: what the lines below conclude, without their calls
     exception = _exception_text(span)
     error_type = as_str(span.attributes.get(A.ERROR_TYPE))
     failed = span.status_code == "ERROR" or error_type is not None
