@@ -237,8 +237,11 @@ class Assembler:
         """The trace of `tops`: one span, or the agents of a handoff chain in order."""
         heads = [self.classified[top.span_id] for top in tops]
         scopes = [self._scope(top) for top in tops]
-        llms = sorted((n for s in scopes for n in s.llms), key=lambda n: (n.span.start_time_ns, n.span.span_id))
-        tools = sorted((t for s in scopes for t in s.tools), key=lambda t: (t.span.start_time_ns, t.span.span_id))
+        if len(scopes) == 1:  # `_scope` sorted them already (the sort below is stable: the same order)
+            llms, tools = list(scopes[0].llms), list(scopes[0].tools)
+        else:
+            llms = sorted((n for s in scopes for n in s.llms), key=lambda n: (n.span.start_time_ns, n.span.span_id))
+            tools = sorted((t for s in scopes for t in s.tools), key=lambda t: (t.span.start_time_ns, t.span.span_id))
         members = [m for s in scopes for m in s.members]
         iterations = [iteration(i, n, self.histories) for i, n in enumerate(llms)]
         schemas = tool_schemas(heads, llms)

@@ -85,6 +85,17 @@ def genai_usage(attributes: Mapping[str, Any]) -> Usage:
                 break
         exact = type(value) is int and _INT64_MIN <= value <= _INT64_MAX  # `as_int`'s answer for an exact int
         counts.append(value if exact or value is None else as_int(value))
+    return usage(*counts)
+
+
+def usage(
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    cache_read_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
+) -> Usage:
+    """`Usage(...)` of counts from `as_int`, built without validation when every count is exactly an int."""
+    counts = (input_tokens, output_tokens, cache_read_tokens, reasoning_tokens)
     if ints_or_none(*counts):  # `as_int` keeps an `int` subclass as recorded: validation converts it
         return _USAGE.make(*counts)
     return Usage(**dict(zip(_USAGE.names, counts, strict=True)))

@@ -29,7 +29,15 @@ from evaltrace.collector.convert._genai_messages import (
 )
 from evaltrace.collector.convert._lenient_json import json_list
 from evaltrace.collector.convert._normalized import NormalizedSpan, SpanRole
-from evaltrace.collector.convert._spanutil import as_int, as_str, read_arguments, read_content, span_label, text_or_none
+from evaltrace.collector.convert._spanutil import (
+    as_int,
+    as_str,
+    read_arguments,
+    read_content,
+    span_label,
+    text_or_none,
+    usage,
+)
 from evaltrace.collector.convert.conventions.structure import base, genai_role
 from evaltrace.collector.convert.records import Message, ToolSchema, Usage
 from evaltrace.collector.store.spans import Span
@@ -151,11 +159,11 @@ def _input_messages(attrs: dict[str, Any], where: str, warnings: list[str]) -> l
 
 
 def _aggregated_usage(attrs: dict[str, Any]) -> Usage | None:
-    usage = Usage(
+    aggregated = usage(
         input_tokens=as_int(attrs.get(A.AGGREGATED_INPUT_TOKENS) or attrs.get(A.INPUT_TOKENS[0])),
         output_tokens=as_int(attrs.get(A.AGGREGATED_OUTPUT_TOKENS) or attrs.get(A.OUTPUT_TOKENS[0])),
     )
-    return usage if usage.total_tokens is not None else None
+    return aggregated if aggregated.total_tokens is not None else None
 
 
 # --- v1.36 and earlier: per-message events ----------------------------------------------------

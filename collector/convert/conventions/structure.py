@@ -12,6 +12,7 @@ A span counts as an inference call when `gen_ai.operation.name` is `chat`, `gene
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from evaltrace.collector.convert import _attributes as A
@@ -21,6 +22,13 @@ from evaltrace.collector.convert._spanutil import as_str, first_attr, genai_usag
 from evaltrace.collector.store.spans import Span
 
 CONVENTION = "structure"
+# `base` and `llm_structure` build these positionally: fail loudly if their fields move.
+assert [f.name for f in fields(NormalizedSpan)][:8] == [
+    *("span", "role", "convention", "llm", "tool", "agent", "conversation_id", "error"),
+]
+assert [f.name for f in fields(LlmCall)][:7] == [
+    *("model", "provider", "input_messages", "output_messages", "tool_calls", "usage", "finish_reasons"),
+]
 _CONVERSATION_KEYS = frozenset(A.CONVERSATION_KEYS)
 
 
@@ -44,34 +52,28 @@ def genai_role(span: Span) -> SpanRole | None:
 def base(span: Span, role: SpanRole, convention: str = CONVENTION) -> NormalizedSpan:
     """A `NormalizedSpan` with the structural fields of `role` filled in, content left `None`."""
     attrs = span.attributes
-    normalized = NormalizedSpan(
-        span=span,
-        role=role,
-        convention=convention,
-        conversation_id=_conversation_id(attrs),
-        error=span_error(span),
-    )
+    llm, tool, agent = None, None, None
     if role == "llm":
-        normalized.llm = llm_structure(attrs)
+        llm = llm_structure(attrs)
     elif role == "tool":
-        normalized.tool = ToolExec(
+        tool = ToolExec(
             name=as_str(attrs.get(A.TOOL_NAME)) or _name_suffix(span.name, A.TOOL_OPERATION) or span.name,
             call_id=as_str(attrs.get(A.TOOL_CALL_ID)),
             description=as_str(attrs.get(A.TOOL_DESCRIPTION)),
         )
     elif role == "agent":
-        normalized.agent = AgentRun(name=agent_name(span))
-    return normalized
+        agent = AgentRun(name=agent_name(span))
+    # Positional (every span of every convention comes through here): span, role, convention, the
+    # role's part, conversation id, error; `warnings` keeps its default.
+    return NormalizedSpan(span, role, convention, llm, tool, agent, _conversation_id(attrs), span_error(span))
 
 
 def llm_structure(attrs: dict[str, Any]) -> LlmCall:
     """Model, provider, usage and finish reasons of an inference span."""
-    return LlmCall(
-        model=as_str(attrs.get(A.RESPONSE_MODEL)) or as_str(attrs.get(A.REQUEST_MODEL)),
-        provider=as_str(first_attr(attrs, (A.PROVIDER_NAME, A.SYSTEM))),
-        usage=genai_usage(attrs),
-        finish_reasons=finish_reasons(attrs.get(A.FINISH_REASONS)),
-    )
+    model = as_str(attrs.get(A.RESPONSE_MODEL)) or as_str(attrs.get(A.REQUEST_MODEL))
+    provider = as_str(first_attr(attrs, (A.PROVIDER_NAME, A.SYSTEM)))
+    # Positional, for every model call: model, provider, no messages yet, no tool calls, usage, finish reasons.
+    return LlmCall(model, provider, None, None, [], genai_usage(attrs), finish_reasons(attrs.get(A.FINISH_REASONS)))
 
 
 def finish_reasons(value: Any) -> list[str]:
