@@ -134,9 +134,16 @@ class Assembler:
         return trace
 
     def _outermost_agents(self, span: Span) -> list[Span]:
+        """The agent spans under `span` with no agent between, depth first (children in start order)."""
         found = []
-        for child in self.tree.kids(span):
-            found += [child] if self._role(child) == "agent" else self._outermost_agents(child)
+        children, classified = self.tree.children, self.classified
+        stack = list(reversed(children.get(span.span_id, ())))
+        while stack:  # a stack, not a recursion per span: this runs over every span of every root
+            child = stack.pop()
+            if classified[child.span_id].role == "agent":
+                found.append(child)
+            else:
+                stack.extend(reversed(children.get(child.span_id, ())))
         return found
 
     def _has_llm_outside(self, root: Span, run: list[Span]) -> bool:

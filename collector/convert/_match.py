@@ -117,8 +117,13 @@ def tool_results(messages_per_iteration: list[list[Message] | None]) -> tuple[di
     by_id: dict[str, Any] = {}
     by_name: dict[str, list[Any]] = {}
     seen: set[tuple[str | None, str | None, str]] = set()
+    # Histories share the earlier calls' `Message` objects: one read already gave every key of theirs.
+    read: set[int] = set()
     for messages in messages_per_iteration:
         for message in messages or []:
+            if id(message) in read:
+                continue
+            read.add(id(message))
             for part in message.parts:
                 if part.type != "tool_result":
                     continue

@@ -168,9 +168,10 @@ def _merge_large(attributes: list[dict[str, Any]], column: pa.MapArray) -> None:
     # `keys`/`items` are the whole child arrays; the offsets index into them.
     keys = column.keys.slice(first, last - first).to_pylist()
     items = column.items.slice(first, last - first).to_pylist()
+    pairs = list(zip(keys, items, strict=True))  # one slice a row, not two and a zip (~1% of a cold scoring)
     for attrs, start, end in zip(attributes, offsets, offsets[1:], strict=False):
         if end > start:
-            attrs.update(zip(keys[start - first : end - first], items[start - first : end - first], strict=True))
+            attrs.update(pairs[start - first : end - first])
 
 
 def _nested(
