@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
-from evaltrace.evaluators.report.model import EntryResult, Report
+from evaltrace.evaluators.report.model import EntryResult, EntryStatus, Report
 
 _LENGTH = struct.Struct("<I")
 
@@ -32,6 +32,37 @@ def unpark(record: bytes) -> tuple[bytes, bytes]:
     return record[_LENGTH.size : end], record[end:]
 
 
+class EntryFields(NamedTuple):
+    """An entry's own values, without its scores and samples: what the score store's rows repeat."""
+
+    case_id: str | None
+    tier: str | None
+    tags: tuple[str, ...]
+    rule: str | None
+    status: EntryStatus
+    passed: bool | None
+    pass_rate: float | None
+
+    @classmethod
+    def of(cls, entry: EntryResult) -> EntryFields:
+        """`entry`'s fields."""
+        return cls(
+            entry.case_id, entry.tier, tuple(entry.tags), entry.rule, entry.status, entry.passed, entry.pass_rate
+        )
+
+
+def head_json(entry: EntryResult, scores: bytes | None = None) -> bytes:
+    """`entry`'s compact JSON object up to its samples' (`...,"samples":[`): they come last.
+
+    `scores`: its scores as a JSON list, `entry.scores` being empty (see `ReportEntry.parked`).
+    """
+    # The serializer's bytes, without `model_dump_json`'s round trip through `str`.
+    head = entry.__pydantic_serializer__.to_json(entry, exclude={"samples"})
+    if scores is not None:
+        head = _with_scores(head, scores)
+    return head[:-1] + b',"samples":['
+
+
 class ReportEntry:
     """One entry of the report as the engine hands it to the writers.
 
@@ -40,7 +71,7 @@ class ReportEntry:
     once for all of them.
     """
 
-    __slots__ = ("_entry", "_json", "_records", "_keep", "_result", "_scores")
+    __slots__ = ("_entry", "_json", "_records", "_keep", "_result", "_scores", "_head", "_fields")
 
     def __init__(
         self,
@@ -50,10 +81,14 @@ class ReportEntry:
         *,
         keep: bool = False,
         scores: bytes | None = None,
+        head: tuple[bytes, EntryFields] | None = None,
     ) -> None:
         self._entry = entry
         self._scores = scores
         """The entry's scores as a JSON list when they were given so (its `scores` are then empty)."""
+        self._head: bytes | None = head[0] if head is not None else None
+        """A `decided` entry's JSON up to its samples (it has no `EntryResult` then)."""
+        self._fields: EntryFields | None = head[1] if head is not None else None
         self._json = json
         self._records: Callable[[], list[tuple[bytes, bytes]]] | list[tuple[bytes, bytes]] | None = records
         """The samples as (JSON, side part) pairs: their reader, or (`keep`) the pairs once read."""
@@ -88,6 +123,15 @@ class ReportEntry:
             raise ValueError("an entry given its scores as JSON must leave its own scores empty")
         return cls(entry, None, lambda: [unpark(record) for record in records()], keep=True, scores=scores)
 
+    @classmethod
+    def decided(cls, head: bytes, fields: EntryFields, records: Callable[[], Iterable[bytes]]) -> ReportEntry:
+        """An entry given as its JSON up to its samples (`head_json`) and its fields, with its records.
+
+        The samples' records (see `park`) are read on first use. A scoring worker decided the entry:
+        nothing is parsed unless `result()` is asked.
+        """
+        return cls(None, None, lambda: [unpark(record) for record in records()], keep=True, head=(head, fields))
+
     @property
     def is_parked(self) -> bool:
         """Whether the entry's samples carry side parts (it was made `parked`)."""
@@ -100,6 +144,13 @@ class ReportEntry:
         Its `scores` are empty when they were given as JSON (`parked`): `result()` has them.
         """
         return self._entry if self._records is not None else None
+
+    def fields(self) -> EntryFields | None:
+        """The entry's fields when it was given without its samples (`with_samples`, `parked`, `decided`)."""
+        if self._fields is not None:
+            return self._fields
+        head = self.head
+        return EntryFields.of(head) if head is not None else None
 
     def sides(self) -> list[bytes] | None:
         """The side parts of the samples' records, in order; `None` unless the entry was made `parked`."""
@@ -123,24 +174,19 @@ class ReportEntry:
         if self._json is not None:
             yield self._json
             return
-        assert self._entry is not None
         records = self._samples()
         if records is None:
+            assert self._entry is not None
             yield self._entry.model_dump_json().encode()
             return
-        yield self._head_json()
+        if self._head is not None:
+            yield self._head
+        else:
+            assert self._entry is not None
+            yield head_json(self._entry, self._scores)
         for index, (payload, _) in enumerate(records):
             yield b"," + payload if index else payload
         yield b"]}"
-
-    def _head_json(self) -> bytes:
-        """The entry's JSON object up to its samples' (`...,"samples":[`): they come last."""
-        assert self._entry is not None
-        # The serializer's bytes, without `model_dump_json`'s round trip through `str`.
-        head = self._entry.__pydantic_serializer__.to_json(self._entry, exclude={"samples"})
-        if self._scores is not None:
-            head = _with_scores(head, self._scores)
-        return head[:-1] + b',"samples":['
 
     def _samples(self) -> list[tuple[bytes, bytes]] | None:
         if not callable(self._records):

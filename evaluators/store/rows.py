@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from evaltrace.evaluators.report.model import EntryResult
+from evaltrace.evaluators.report.writer import EntryFields
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.spec.loader import LoadedSpec
 from evaltrace.evaluators.store.arrays import column
@@ -106,13 +107,13 @@ class ScoreRows:
         """Add the entry's rows; returns a batch for each `batch_rows` rows waiting."""
         pair = self._index.identities
         samples = [sample_side(sample, pair(entry.case_id, sample.scores)) for sample in entry.samples]
-        return self.add_sides(entry_index, entry, samples)
+        return self.add_sides(entry_index, EntryFields.of(entry), samples)
 
-    def add_sides(self, entry_index: int, head: EntryResult, samples: Sequence[SampleSide]) -> list[pa.RecordBatch]:
-        """`add_entry` from the entry without its samples (`head`) and its samples' values, in order."""
+    def add_sides(self, entry_index: int, fields: EntryFields, samples: Sequence[SampleSide]) -> list[pa.RecordBatch]:
+        """`add_entry` from the entry's own fields and its samples' values, in order."""
         rows = self._rows
         before = len(rows)
-        entry = self._entry_values(entry_index, head)
+        entry = self._entry_values(entry_index, fields)
         if not samples:
             rows.append(entry + _NO_SAMPLE + _NO_RESULT)
         for sample_index, (values, trace_id, results) in enumerate(samples):
@@ -144,9 +145,9 @@ class ScoreRows:
         }
         return pa.RecordBatch.from_arrays([arrays[name] for name in SCORES_SCHEMA.names], schema=SCORES_SCHEMA)
 
-    def _entry_values(self, entry_index: int, entry: EntryResult) -> Values:
+    def _entry_values(self, entry_index: int, entry: EntryFields) -> Values:
         min_samples = self._index.rules(entry.case_id).min_samples if entry.rule is not None else None
         return (
-            *(self._run.run_id, self._started, entry_index, entry.case_id, entry.tier, tuple(entry.tags), entry.rule),
+            *(self._run.run_id, self._started, entry_index, entry.case_id, entry.tier, entry.tags, entry.rule),
             *(min_samples, entry.status, entry.passed, entry.pass_rate),
         )

@@ -112,10 +112,10 @@ class StoreWriter:
 
     def add(self, entry: ReportEntry) -> None:
         """Turn the entry into rows; write a row group whenever a batch is full."""
-        head, sides = entry.head, entry.sides()
-        if head is not None and sides is not None:
+        fields, sides = entry.fields(), entry.sides()
+        if fields is not None and sides is not None:
             # The samples' values were packed when they were scored: no JSON is parsed.
-            batches = self._rows.add_sides(self._entries, head, [unpack_side(side) for side in sides])
+            batches = self._rows.add_sides(self._entries, fields, [unpack_side(side) for side in sides])
         else:
             batches = self._rows.add_entry(self._entries, entry.result())
         for batch in batches:

@@ -6,6 +6,9 @@ JSON report splices them in; these tests hold that entry, byte for byte and pars
 
 from __future__ import annotations
 
+import pickle
+from weakref import WeakMethod
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,8 +21,9 @@ from evaltrace.evaluators.engine._aggregate import (
     sample_order,
     scores_from_json,
 )
+from evaltrace.evaluators.engine._routers import Decided, RouterState
 from evaltrace.evaluators.report.model import EntryResult, SampleResult
-from evaltrace.evaluators.report.writer import ReportEntry, park
+from evaltrace.evaluators.report.writer import EntryFields, ReportEntry, head_json, park
 
 
 def _parked(samples: list[SampleResult]) -> list[bytes]:
@@ -42,7 +46,10 @@ def test_an_entry_with_its_scores_as_json_is_the_decided_entry(samples: list[Sam
         assert head.scores == [] and head.model_copy(update={"scores": scores_from_json(scores)}) == typed
         spliced = ReportEntry.parked(head, lambda: _parked(samples), scores)
         plain = ReportEntry.parked(typed, lambda: _parked(samples))
-        assert spliced.json_bytes() == plain.json_bytes()
+        decided = ReportEntry.decided(head_json(head, scores), EntryFields.of(head), lambda: _parked(samples))
+        assert spliced.json_bytes() == plain.json_bytes() == decided.json_bytes()
+        assert decided.fields() == plain.fields() == EntryFields.of(typed) and decided.head is None
+        assert decided.result() == plain.result()
         assert spliced.result() == typed.model_copy(update={"samples": sorted(samples, key=sample_order)})
 
 
@@ -64,3 +71,33 @@ def test_an_entry_given_scores_twice_is_refused() -> None:
     typed = EntryResult(case_id="c", trace_id=None, status="passed", passed=True, pass_rate=1.0, scores=scores)
     with pytest.raises(ValueError, match="scores empty"):
         ReportEntry.parked(typed, list, b"[]")
+
+
+class _Decider:
+    """Stands in for a router: decides a case as its id and its tally's sample count."""
+
+    def decide(self, case_id: str, tally: CaseTally) -> Decided:
+        fields = EntryFields(case_id, None, (), "mean", "passed", True, 1.0)
+        return fields, f"{case_id}:{tally.samples}".encode()
+
+
+def _tally(samples: int) -> CaseTally:
+    tally = CaseTally.for_policy(POLICIES[0])
+    for index in range(samples):
+        tally.add(_sample(index, [("a", True, 1.0, None)], late=False))
+    return tally
+
+
+def test_a_handed_over_state_carries_its_cases_decided_and_a_merge_keeps_only_whole_ones() -> None:
+    decider = _Decider()
+    first = RouterState(tallies={"x": _tally(1), "y": _tally(2)}, decider=WeakMethod(decider.decide))
+    second = RouterState(tallies={"x": _tally(3), "z": _tally(1)}, decider=WeakMethod(decider.decide))
+    # Pickled, as a worker hands its state over: decided there, the decider left behind.
+    first, second = pickle.loads(pickle.dumps(first)), pickle.loads(pickle.dumps(second))
+    assert {case: head for case, (_, head) in first.decided.items()} == {"x": b"x:1", "y": b"y:2"}
+    assert first.decider is None and pickle.loads(pickle.dumps(RouterState())).decided == {}
+    parent = RouterState()
+    parent.merge(first)
+    parent.merge(second)
+    # "x" has samples in both: decided on a part of them, it is decided again by the parent.
+    assert sorted(parent.decided) == ["y", "z"] and parent.tallies["x"].samples == 4
