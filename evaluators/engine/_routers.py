@@ -91,6 +91,7 @@ class RouterState:
     at exit, took 0.3 s for a 10,000-case run) rather than freed at once."""
 
     def __getstate__(self) -> dict[str, Any]:
+        """The state as handed over (pickled, by a worker to its parent): its cases decided, no decider."""
         state = dict(self.__dict__)
         reference = state.pop("decider", None)
         decider = reference() if reference is not None else None

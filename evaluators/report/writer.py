@@ -7,7 +7,9 @@ writer copies it without parsing. A new format is a module with a class satisfyi
 `ReportFormat` and one line in `formats.FORMATS` (which also feeds several formats at once).
 
 The engine parks each sample as a *record* (`park`): its JSON plus a side part for writers that
-want the sample's values without parsing that JSON (the score store's rows).
+want the sample's values without parsing that JSON (the score store's rows). An entry a scoring
+worker decided comes as its JSON up to its samples and the fields the store's rows repeat
+(`ReportEntry.decided`, `EntryFields`): the parent makes no model of it unless a writer asks.
 """
 
 from __future__ import annotations
