@@ -25,8 +25,13 @@ from pydantic import BaseModel
 import evaltrace.collector.convert as convert_package
 from evaltrace.collector.convert import _genai_messages
 from evaltrace.collector.convert._construct import RecordFactory
+from evaltrace.collector.convert._fields import iteration
+from evaltrace.collector.convert._match import ToolSpan, merge
+from evaltrace.collector.convert._normalized import LlmCall, NormalizedSpan, ToolExec
+from evaltrace.collector.convert._spanutil import usage
 from evaltrace.collector.convert.rebuild import read_traces
 from evaltrace.collector.convert.records import Iteration, Message, ToolCall, Trace, Usage
+from evaltrace.collector.store.spans import Span
 
 SCENARIOS: dict[str, Callable[[Recorder], None]] = {
     "sequential": sequential,
@@ -188,3 +193,43 @@ def test_factory_defaults_are_fresh_and_equal_validation() -> None:
     assert call == ToolCall(name="f", start_time=when) and call.model_fields_set == set(ToolCall.model_fields)
     with pytest.raises(TypeError):
         RecordFactory(Iteration).build()  # `index` has no default, as for the model  # type: ignore[call-arg]
+
+
+class _Name(str):
+    """A text of a `str` subclass: validation gives a plain `str` (`_construct` must leave it to validation)."""
+
+
+class _Count(int):
+    """A count of an `int` subclass, as an SDK attribute may hold one."""
+
+
+def test_values_of_subclasses_are_converted_as_validation_converts_them() -> None:
+    span = Span(
+        trace_id="t1",
+        span_id="s1",
+        parent_span_id=None,
+        name="chat m",
+        kind="CLIENT",
+        status_code="UNSET",
+        status_message=None,
+        start_time_ns=1_767_225_600_000_000_000,
+        end_time_ns=1_767_225_601_000_000_000,
+    )
+    llm = LlmCall(model=_Name("m"), provider="p", finish_reasons=[_Name("stop")], usage=usage(_Count(3), 4))
+    built = iteration(0, NormalizedSpan(span=span, role="llm", convention="genai", llm=llm), False)
+    times = {"start_time": built.start_time, "end_time": built.end_time}
+    assert built.start_time is not None and built.end_time is not None
+    assert built == Iteration(
+        index=0, span_id="s1", model="m", provider="p", finish_reasons=["stop"], usage=llm.usage, **times
+    )
+    assert type(built.model) is str and type(built.finish_reasons[0]) is str
+    assert llm.usage == Usage(input_tokens=3, output_tokens=4) and type(llm.usage.input_tokens) is int
+    tool = NormalizedSpan(
+        span=span, role="tool", convention="genai", tool=ToolExec(name=_Name("f"), call_id=_Name("c"))
+    )
+    call = merge(None, ToolSpan(tool))
+    assert (
+        type(call.name) is str
+        and type(call.call_id) is str
+        and call == ToolCall(call_id="c", name="f", span_id="s1", start_time=call.start_time, end_time=call.end_time)
+    )
