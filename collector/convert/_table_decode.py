@@ -17,7 +17,6 @@ is yielded once the next top-level row (or the end) shows its group is whole, an
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -36,6 +35,7 @@ from evaltrace.collector.convert.records import (
     Trace,
     Usage,
 )
+from evaltrace.collector.gc_policy import collections_paused
 
 # Calls whose `child` is still to be set: (the call, the row of its child trace).
 _Pending = list[tuple[ToolCall, int]]
@@ -183,27 +183,11 @@ _TRACE_LEAVES = tuple(name for name in _TRACE.names if name not in _TRACE_NESTED
 def _batch_traces(batch: pa.RecordBatch, pending: _Pending) -> list[Trace]:
     """One `Trace` per row of `batch`; calls with a nested agent are added to `pending`.
 
-    The cyclic garbage collector is paused meanwhile: records make no cycles, and its passes over
-    the ~30 objects a trace gets made of took more time than making them (3-5x on 2,000 traces).
-    Then the batch's records are moved to the oldest generation unscanned (`freeze` then
-    `unfreeze`: two list splices), as the spec loader does with the spec. Left young, the first
-    allocation after the pause would scan them all, a collection of the middle generation again,
-    and, having survived both, they counted towards full collections, each a scan of every
-    long-lived object (the 10,000-case spec's ~800,000): 4 of them took 1.9 s of a warm 10,000-trace
-    scoring. In the oldest generation they are freed by their reference counts as before; a cycle
-    made meanwhile by other code waits for the next full collection. Skipped when the program
-    froze objects itself, which `unfreeze` would release.
+    The cyclic garbage collector is paused meanwhile and the batch's records settled in the oldest
+    generation after (`collections_paused`): records make no cycles, and they outlive the batch.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collections_paused(settle=True):
         return _make_traces(batch, pending)
-    finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        if enabled:
-            gc.enable()
 
 
 def _make_traces(batch: pa.RecordBatch, pending: _Pending) -> list[Trace]:

@@ -16,7 +16,6 @@ Typical use::
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,6 +29,7 @@ from evaltrace.collector.convert._tree import SpanTree, build_tree
 from evaltrace.collector.convert.conventions import adk, genai, openinference, openllmetry, structure
 from evaltrace.collector.convert.records import Conversation, Trace
 from evaltrace.collector.convert.version import CONVERTER_VERSION as CONVERTER_VERSION  # defined there, bumped there
+from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.collector.store.spans import Span
 
 if TYPE_CHECKING:
@@ -96,13 +96,8 @@ def convert_trace(spans: list[Span], *, histories: bool = True) -> list[Trace]:
     # Rebuilding allocates many small objects and no garbage cycles (temporaries go with their
     # last reference): the cyclic GC's collections during it free nothing. Paused per trace, it
     # cost ~10% of a cold rebuild; what the trace keeps is scanned by the next collection after.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collections_paused():
         return _convert_tree(build_tree(spans), histories)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _convert_tree(tree: SpanTree, histories: bool) -> list[Trace]:

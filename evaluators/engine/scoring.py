@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import gc
 import os
-from collections.abc import Callable, Coroutine, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version as dist_version
@@ -38,6 +36,7 @@ from typing import Any
 
 from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.gc_policy import bulk_collections, collections_paused
 from evaltrace.evaluators.engine._loop import Router, score_held, score_stream
 from evaltrace.evaluators.engine._routers import SpecRouter, Totals, TraceRouter
 from evaltrace.evaluators.engine._routers import normalize_input as normalize_input  # public, kept importable here
@@ -251,7 +250,6 @@ def score_paths_to(
             there was no trace to score without a spec.
     """
     from evaltrace.collector.convert.cache import traces_of
-    from evaltrace.collector.gc_policy import bulk_collections
     from evaltrace.collector.store.reader import recording_losses, resolve_paths
     from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run
     from evaltrace.evaluators.engine import shards
@@ -291,32 +289,12 @@ def _finish(
     judge: dict[str, Any] | None,
 ) -> ScoredRun:
     totals = Totals()
-    with _collections_paused():
+    # Writing 10,000 entries allocates ~850,000 acyclic containers (Arrow row tuples waiting for
+    # their batch, the report's scorer list); the report is kept to the end of the run.
+    with collections_paused(settle=True):
         router.emit(spill, totals, sink)
         report = _build_report(router, totals, stats, spec, options, judge)
     return ScoredRun(report=report, digest=totals.digest)
-
-
-@contextmanager
-def _collections_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the entries are written; restored after.
-
-    Writing 10,000 entries allocates ~850,000 containers that outlive a young collection (Arrow row
-    tuples waiting for their batch, the report's scorer list) and that reference counting frees,
-    cycles being none: the young and middle collections they set off found nothing and took ~0.15 s
-    of the run's last second. What the block kept (the report) is then moved to the oldest
-    generation unscanned, as `spec.loader` does with the spec, unless the program froze objects itself.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 def _build_report(

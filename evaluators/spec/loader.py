@@ -16,10 +16,7 @@ as it grows cost more than the rest of a large spec's validation.
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -28,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.evaluators.errors import SpecError
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.spec._errors import locate, render_pydantic_error, render_schema_error
@@ -67,33 +65,11 @@ def load_spec(path: str | Path) -> LoadedSpec:
     """
     label = str(path)
     text = _read(Path(path), label)
-    with _gc_paused():
+    with collections_paused(settle=True):  # the spec lives as long as the run
         # The parsed data is freed as soon as it is validated: the collector, once back, has only
         # the spec's models and scorers left to look at.
         spec = validate_spec_data(parse_spec_text(text, label, json_syntax=str(path).endswith(".json")), label)
         return compile_spec(spec, label)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block (see the module docstring); restored after it.
-
-    What the block allocated and kept (the spec's models and scorers, ~30 objects a case) is then
-    moved to the oldest generation unscanned: left in the youngest, the first allocation after
-    the block would scan all of it at once (0.4 s for 10,000 cases), although it lives as long as
-    the run. `freeze` then `unfreeze` is that move (two list splices); it is skipped when the
-    program froze objects itself, which `unfreeze` would release.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 def _read(path: Path, label: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 
 from evaltrace.collector.convert.records import Trace
-from evaltrace.collector.gc_policy import BULK_YOUNG_THRESHOLD, bulk_collections
+from evaltrace.collector.gc_policy import BULK_YOUNG_THRESHOLD, bulk_collections, collections_paused
 from evaltrace.evaluators.scorers.base import Score, Scorer
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "runs"
@@ -46,6 +46,61 @@ def test_a_programs_own_rarer_setting_is_kept(setting: tuple[int, int, int]) -> 
         assert gc.get_threshold() == setting
     finally:
         gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_collections_paused_in_the_block_and_the_callers_state_restored(enabled: bool) -> None:
+    before = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with pytest.raises(RuntimeError), collections_paused():
+            assert not gc.isenabled()
+            raise RuntimeError("boom")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if before else gc.disable)()
+
+
+class _Kept:
+    """A container the tests look for among each generation's objects."""
+
+
+def _generation_of(item: object) -> int | None:
+    return next((g for g in range(3) if any(o is item for o in gc.get_objects(generation=g))), None)
+
+
+@pytest.fixture
+def no_collections() -> Iterator[None]:
+    """No automatic collection while a test looks at generations (one would move objects itself)."""
+    before = gc.isenabled()
+    gc.disable()
+    yield
+    (gc.enable if before else gc.disable)()
+
+
+@pytest.mark.usefixtures("no_collections")
+def test_settled_objects_move_to_the_oldest_generation_unscanned() -> None:
+    with collections_paused():
+        young = _Kept()
+    assert _generation_of(young) == 0  # plain pause: left where it was made
+    with collections_paused(settle=True):
+        kept = _Kept()
+    assert _generation_of(kept) == 2
+    assert gc.get_freeze_count() == 0  # moved, not left frozen
+
+
+@pytest.mark.usefixtures("no_collections")
+def test_settling_leaves_a_programs_own_frozen_objects_frozen() -> None:
+    frozen = _Kept()
+    gc.freeze()
+    try:
+        count = gc.get_freeze_count()
+        with collections_paused(settle=True):
+            kept = _Kept()
+        assert gc.get_freeze_count() == count  # unfreeze would have released the program's objects
+        assert _generation_of(frozen) is None and _generation_of(kept) == 0
+    finally:
+        gc.unfreeze()
 
 
 def test_a_scoring_run_scores_under_the_policy(
