@@ -35,6 +35,38 @@ def to_json(value: Any) -> str | None:
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+class _Shared:
+    """The rows of one top-level trace's (and its nested agents') values, each value object encoded once.
+
+    The converter shares objects: an iteration's input messages are the earlier iterations'
+    messages again (the same `Message` objects), and a call's arguments are its message part's.
+    Most of what a trace holds was met before while encoding it. Objects are remembered by `id`,
+    which is sound while the trace is being encoded: it holds every value, so no id is reused
+    meanwhile, and a trace is not changed once the converter made it. A remembered message row is
+    the same dict in each place: Arrow reads it again for each.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[int, str | None] = {}
+        self._messages: dict[int, Row] = {}
+
+    def json(self, value: Any) -> str | None:
+        """`to_json(value)`."""
+        key = id(value)
+        texts = self._texts
+        if key in texts:
+            return texts[key]
+        text = texts[key] = to_json(value)
+        return text
+
+    def message(self, message: Message) -> Row:
+        """The row of `message` (a struct of `MESSAGE_TYPE`)."""
+        row = self._messages.get(id(message))
+        if row is None:
+            row = self._messages[id(message)] = _message(message, self)
+        return row
+
+
 class RowBuilder:
     """Rows of the traces table, numbered from 0 across every `add`."""
 
@@ -48,6 +80,7 @@ class RowBuilder:
         numbered: dict[int, int] = {id(trace): top}
         queue: list[tuple[Trace, int | None]] = [(trace, None)]
         self._next += 1
+        shared = _Shared()
         position = 0
         while position < len(queue):
             current, parent = queue[position]
@@ -62,12 +95,12 @@ class RowBuilder:
                     queue.append((child, parent_row))
                 return found
 
-            self.rows.append(_trace_row(current, row, top, parent, child_row))
+            self.rows.append(_trace_row(current, row, top, parent, child_row, shared))
 
 
-def _trace_row(trace: Trace, row: int, top: int, parent: int | None, child_row: ChildRow) -> Row:
+def _trace_row(trace: Trace, row: int, top: int, parent: int | None, child_row: ChildRow, shared: _Shared) -> Row:
     values = trace.__dict__
-    calls = [_call(call, child_row) for call in trace.tool_calls]
+    calls = [_call(call, child_row, shared) for call in trace.tool_calls]
     # The converter lists each call twice, in the trace and in its iteration (the same object):
     # the iteration refers to it by its position in the trace's calls.
     positions = {id(call): position for position, call in reversed(list(enumerate(trace.tool_calls)))}
@@ -79,8 +112,10 @@ def _trace_row(trace: Trace, row: int, top: int, parent: int | None, child_row: 
         "usage": _usage(trace.usage),
         "models": trace.models,
         "tool_calls": calls,
-        "iterations": [_iteration(iteration, positions, len(calls), child_row) for iteration in trace.iterations],
-        "tool_schemas": [_tool_schema(schema) for schema in trace.tool_schemas],
+        "iterations": [
+            _iteration(iteration, positions, len(calls), child_row, shared) for iteration in trace.iterations
+        ],
+        "tool_schemas": [_tool_schema(schema, shared) for schema in trace.tool_schemas],
         "handoffs": trace.handoffs,
         "warnings": trace.warnings,
         "attributes_json": _encode(trace.attributes),
@@ -111,13 +146,13 @@ def _usage(usage: Usage) -> Row:
     return usage.__dict__
 
 
-def _call(call: ToolCall, child_row: ChildRow) -> Row:
+def _call(call: ToolCall, child_row: ChildRow, shared: _Shared) -> Row:
     return {
         "call_id": call.call_id,
         "name": call.name,
-        "arguments_json": to_json(call.arguments),
+        "arguments_json": shared.json(call.arguments),
         "arguments_truncated": call.arguments_truncated,
-        "result_json": to_json(call.result),
+        "result_json": shared.json(call.result),
         "error": call.error,
         "iteration": call.iteration,
         "span_id": call.span_id,
@@ -128,7 +163,9 @@ def _call(call: ToolCall, child_row: ChildRow) -> Row:
     }
 
 
-def _iteration(iteration: Iteration, positions: dict[int, int], listed_by_trace: int, child_row: ChildRow) -> Row:
+def _iteration(
+    iteration: Iteration, positions: dict[int, int], listed_by_trace: int, child_row: ChildRow, shared: _Shared
+) -> Row:
     """An iteration's row; `positions` are those of its trace's `listed_by_trace` calls, by `id`."""
     listed: list[int] = []
     others: list[Row] = []
@@ -136,15 +173,15 @@ def _iteration(iteration: Iteration, positions: dict[int, int], listed_by_trace:
         position = positions.get(id(call))
         if position is None:  # a call its trace does not list: stored here, after the trace's
             position = listed_by_trace + len(others)
-            others.append(_call(call, child_row))
+            others.append(_call(call, child_row, shared))
         listed.append(position)
     return {
         "index": iteration.index,
         "span_id": iteration.span_id,
         "model": iteration.model,
         "provider": iteration.provider,
-        "input_messages": _messages(iteration.input_messages),
-        "output_messages": _messages(iteration.output_messages),
+        "input_messages": _messages(iteration.input_messages, shared),
+        "output_messages": _messages(iteration.output_messages, shared),
         "tool_call_positions": listed,
         "other_tool_calls": others,
         "finish_reasons": iteration.finish_reasons,
@@ -155,28 +192,29 @@ def _iteration(iteration: Iteration, positions: dict[int, int], listed_by_trace:
     }
 
 
-def _messages(messages: list[Message] | None) -> list[Row] | None:
+def _messages(messages: list[Message] | None, shared: _Shared) -> list[Row] | None:
     if messages is None:
         return None
-    return [
-        {
-            "role": message.role,
-            "name": message.name,
-            "parts": [
-                {
-                    "type": part.type,
-                    "text": part.text,
-                    "call_id": part.call_id,
-                    "name": part.name,
-                    "arguments_json": to_json(part.arguments),
-                    "result_json": to_json(part.result),
-                }
-                for part in message.parts
-            ],
-        }
-        for message in messages
-    ]
+    return [shared.message(message) for message in messages]
 
 
-def _tool_schema(schema: ToolSchema) -> Row:
-    return {"name": schema.name, "description": schema.description, "parameters_json": to_json(schema.parameters)}
+def _message(message: Message, shared: _Shared) -> Row:
+    return {
+        "role": message.role,
+        "name": message.name,
+        "parts": [
+            {
+                "type": part.type,
+                "text": part.text,
+                "call_id": part.call_id,
+                "name": part.name,
+                "arguments_json": shared.json(part.arguments),
+                "result_json": shared.json(part.result),
+            }
+            for part in message.parts
+        ],
+    }
+
+
+def _tool_schema(schema: ToolSchema, shared: _Shared) -> Row:
+    return {"name": schema.name, "description": schema.description, "parameters_json": shared.json(schema.parameters)}
