@@ -36,8 +36,8 @@ from typing import Final
 
 import pyarrow as pa
 
+from evaltrace.collector.convert._table_columns import ColumnBuilder
 from evaltrace.collector.convert._table_decode import iter_traces as _decode
-from evaltrace.collector.convert._table_encode import RowBuilder
 from evaltrace.collector.convert.records import Trace
 
 __all__ = [
@@ -155,7 +155,7 @@ class TableEncoder:
     """
 
     def __init__(self) -> None:
-        self._rows = RowBuilder()
+        self._rows = ColumnBuilder(SCHEMA)
 
     def add(self, trace: Trace) -> None:
         """Add one top-level trace and its nested agents' traces as rows.
@@ -168,7 +168,7 @@ class TableEncoder:
     @property
     def pending(self) -> int:
         """Rows added since the last `take`."""
-        return len(self._rows.rows)
+        return self._rows.rows
 
     def take(self) -> pa.RecordBatch:
         """The rows added since the last call, as one record batch of `SCHEMA`.
@@ -177,9 +177,7 @@ class TableEncoder:
             pa.ArrowException, OverflowError: a value that does not fit its column (a 65-bit
                 integer, a string with a lone surrogate).
         """
-        batch = pa.RecordBatch.from_pylist(self._rows.rows, schema=SCHEMA)
-        self._rows.rows = []
-        return batch
+        return self._rows.take()
 
 
 def to_table(traces: Iterable[Trace]) -> pa.Table:
