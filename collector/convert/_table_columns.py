@@ -99,6 +99,7 @@ class ColumnBuilder:
     def _fresh(self) -> None:
         self.rows = 0
         self.columns = Structs(pa.struct(list(self.schema)))
+        self._shared = _Shared()
 
     def add(self, trace: Trace) -> None:
         """Append `trace`'s row, then one per nested agent run (breadth first)."""
@@ -106,7 +107,7 @@ class ColumnBuilder:
         numbered: dict[int, int] = {id(trace): top}
         queue: list[tuple[Trace, int | None]] = [(trace, None)]
         self._next += 1
-        shared = _Shared()
+        shared = self._shared
         position = 0
         while position < len(queue):
             current, parent = queue[position]

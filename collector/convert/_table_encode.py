@@ -66,27 +66,27 @@ _iterencode: Final[_Chunks] = _c_iterencode()
 
 
 class _Shared:
-    """`to_json` for one top-level trace (and its nested agents), each value object encoded once.
+    """`to_json` for the traces of one batch, each value object encoded once.
 
-    The converter shares objects: an iteration's input messages are the earlier iterations'
-    messages again (the same parts and argument dicts), and a call's arguments are its message
-    part's. Objects are remembered by `id`, which is sound while the trace is being encoded: it
-    holds every value, so no id is reused meanwhile, and a trace is not changed once the converter
-    made it.
+    The converter shares objects: the tool schemas' parameters are the same objects in every trace
+    that declares the same tools, and with histories an iteration's input messages are the earlier
+    iterations' messages again. Objects are remembered by `id` with a reference to each, so no id
+    is reused while remembered; a trace is not changed once the converter made it. Cleared with each
+    batch taken, so memory holds one batch's values.
     """
 
     def __init__(self) -> None:
-        self._texts: dict[int, str | None] = {}
+        self._texts: dict[int, tuple[Any, str]] = {}
 
     def json(self, value: Any) -> str | None:
         """`to_json(value)`."""
         if value is None:
             return None
-        key = id(value)
-        texts = self._texts
-        if key in texts:
-            return texts[key]
-        text = texts[key] = _encode(value)
+        known = self._texts.get(id(value))
+        if known is not None:
+            return known[1]
+        text = _encode(value)
+        self._texts[id(value)] = (value, text)
         return text
 
 
