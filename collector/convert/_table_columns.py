@@ -89,7 +89,7 @@ class Lists:
 
 
 class ColumnBuilder:
-    """The traces table's rows as columns, numbered from 0 across every `add` (as `RowBuilder` numbers them)."""
+    """The traces table's rows as columns, numbered from 0 across every `add`."""
 
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
