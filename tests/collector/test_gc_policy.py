@@ -94,10 +94,11 @@ def test_settling_leaves_a_programs_own_frozen_objects_frozen() -> None:
     frozen = _Kept()
     gc.freeze()
     try:
-        count = gc.get_freeze_count()
         with collections_paused(settle=True):
             kept = _Kept()
-        assert gc.get_freeze_count() == count  # unfreeze would have released the program's objects
+        # `unfreeze` would have released every frozen object (the count would be 0); the count
+        # itself may drop meanwhile, as frozen objects are still freed by their reference counts.
+        assert gc.get_freeze_count() > 0
         assert _generation_of(frozen) is None and _generation_of(kept) == 0
     finally:
         gc.unfreeze()
