@@ -77,7 +77,12 @@ def post(
     host, port = str(collector.http).rsplit(":", 1)
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
     try:
-        connection.request(method, path, body=body, headers=headers)
+        try:
+            connection.request(method, path, body=body, headers=headers)
+        except (BrokenPipeError, ConnectionResetError):
+            # The receiver answers an over-large body before reading all of it and closes: the
+            # rest of the send fails, and the answer already sent is read below.
+            pass
         response = connection.getresponse()
         return response.status, dict(response.getheaders()), response.read()
     finally:
