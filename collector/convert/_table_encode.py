@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Final
 
 from evaltrace.collector.convert.records import Trace
@@ -28,41 +28,7 @@ def to_json(value: Any) -> str | None:
 
 # One encoder for every value: `json.dumps` with options builds a new `JSONEncoder` on each call,
 # a third of its cost on the small values a trace holds.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_Chunks = Callable[[Any, int], Iterable[str]]
-
-
-def _encode(value: Any) -> str:
-    """`_ENCODER.encode(value)`, with the C encoder made once rather than on each call (a third of its cost)."""
-    if isinstance(value, str):
-        return json.encoder.encode_basestring(value)
-    return "".join(_iterencode(value, 0))
-
-
-def _c_iterencode() -> _Chunks:
-    """What `_ENCODER.iterencode(value, _one_shot=True)` makes (the C encoder, if this Python has it).
-
-    Without cycle markers: a shared markers dict would be state between calls (and threads), and a
-    cyclic value, which JSON text cannot make, still fails (`RecursionError`, not `ValueError`).
-    """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # no C accelerator: the encoder's own method
-        return lambda value, _level: _ENCODER.iterencode(value, _one_shot=True)
-    encoder = _ENCODER
-    return make(  # type: ignore[no-any-return]
-        None,
-        encoder.default,
-        json.encoder.encode_basestring,
-        encoder.indent,
-        encoder.key_separator,
-        encoder.item_separator,
-        encoder.sort_keys,
-        encoder.skipkeys,
-        encoder.allow_nan,
-    )
-
-
-_iterencode: Final[_Chunks] = _c_iterencode()
+_encode: Final[Callable[[Any], str]] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class _Shared:
