@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 from array import array
 from collections import Counter
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol, get_args
-from weakref import WeakMethod
 
 from evaltrace.collector.convert.records import Trace
 from evaltrace.evaluators.engine._aggregate import (
@@ -82,26 +81,9 @@ class RouterState:
     """Per case scored here, its scorers' (all turns') `scorer_config`: the report's scorer list
     needs them, and in a sharded run the workers compute them in parallel rather than the parent."""
     decided: dict[str, Decided] = field(default_factory=dict)
-    """Cases decided from their tally as it stood when this state was handed over (pickled) by a
-    worker, which does it in parallel with the others; kept only while no other part of the run
-    adds to the case (`merge` with another worker's samples of it, or a conversation scored later)."""
-    decider: WeakMethod[Callable[[str, CaseTally], Decided]] | None = field(default=None, compare=False, repr=False)
-    """How the router decides a case (set by a `SpecRouter`; not handed over). Weak: a router
-    holding its state holding the router would be a cycle, left to the cyclic collector (which,
-    at exit, took 0.3 s for a 10,000-case run) rather than freed at once."""
-
-    def __getstate__(self) -> dict[str, Any]:
-        """The state as handed over (pickled, by a worker to its parent): its cases decided, no decider."""
-        state = dict(self.__dict__)
-        reference = state.pop("decider", None)
-        decider = reference() if reference is not None else None
-        if decider is not None:
-            state["decided"] = {case_id: decider(case_id, tally) for case_id, tally in self.tallies.items()}
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.decider = None
+    """Cases decided from their tally by a worker when it handed this state over (`hand_over`), in
+    parallel with the other workers; kept only while no other part of the run adds to the case
+    (`merge` with another worker's samples of it, or a conversation scored later)."""
 
     def merge(self, other: RouterState) -> None:
         """Take over `other`'s conversations (joined by key), unmatched traces (after ours) and tallies."""
@@ -199,6 +181,10 @@ class TraceRouter:
     def route(self, trace: Trace, stats: RunStats) -> list[Job]:
         return [_keyed(trace.case_id, score_trace(trace, None, self._scorers, stats))]
 
+    def hand_over(self) -> RouterState:
+        """What a worker gives its parent when its input has ended: every entry is already built."""
+        return self.state
+
     def finish(self, stats: RunStats) -> list[Job]:
         return []
 
@@ -236,7 +222,7 @@ class SpecRouter:
         self._has_multi_turn = any(case.turns is not None for case in spec.cases)
         self._policies: dict[str, RepeatPolicy] = {}
         self._pairing = ScorerPairing(spec)
-        self.state = RouterState(decider=WeakMethod(self._decide))
+        self.state = RouterState()
 
     @property
     def unmatched(self) -> list[UnmatchedTrace]:
@@ -345,10 +331,15 @@ class SpecRouter:
         entry, scores = decide_case_json(case, self._policy(case), tally)
         return EntryFields.of(entry), head_json(entry, scores)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # Unpickled where it scores (a Ray worker): it decides its cases when handing its state over.
-        self.__dict__.update(state)
-        self.state.decider = WeakMethod(self._decide)
+    def hand_over(self) -> RouterState:
+        """What a worker gives its parent when its input has ended: the state, its cases decided.
+
+        Deciding here spreads the work over the workers; the parent keeps a decision only while no
+        other part of the run adds samples to its case (see `RouterState.decided`).
+        """
+        state = self.state
+        state.decided = {case_id: self._decide(case_id, tally) for case_id, tally in state.tallies.items()}
+        return state
 
 
 async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:

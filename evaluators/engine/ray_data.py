@@ -164,7 +164,7 @@ def _score_rows(rows: pa.Table, key: int, parts: RunParts) -> ShardResult:
             score_in_task(_traces(rows, key, parts), parts.router, parts.stats, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
-    return ShardResult(rows=spill.rows, router=parts.router.state, stats=parts.stats)
+    return ShardResult(rows=spill.rows, router=parts.router.hand_over(), stats=parts.stats)
 
 
 def _traces(rows: pa.Table, key: int, parts: RunParts) -> Iterator[Trace]:

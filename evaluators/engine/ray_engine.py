@@ -78,7 +78,7 @@ def score_shard(
             score_in_task(traces, router, stats, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
-    return ShardResult(rows=spill.rows, router=router.state, stats=stats)
+    return ShardResult(rows=spill.rows, router=router.hand_over(), stats=stats)
 
 
 def run_shard(shard: Shard, shared: tuple[Sequence[Path], bool, Router, RunStats, ScoreOptions]) -> ShardResult:

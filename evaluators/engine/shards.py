@@ -304,7 +304,7 @@ def _work(
         with shard_traces(files, shard, histories, options) as traces:
             score_stream_now(traces, router, stats, spill, local)
         spill.flush()
-        message = ("done", _Handover(router=router.state, stats=stats))
+        message = ("done", _Handover(router=router.hand_over(), stats=stats))
     except InputError as exc:
         message = ("input", str(exc))
     except BaseException:  # reported to the parent, which raises it: nothing may die silently here

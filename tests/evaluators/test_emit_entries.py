@@ -7,7 +7,6 @@ JSON report splices them in; these tests hold that entry, byte for byte and pars
 from __future__ import annotations
 
 import pickle
-from weakref import WeakMethod
 
 import pytest
 from hypothesis import given, settings
@@ -21,9 +20,10 @@ from evaltrace.evaluators.engine._aggregate import (
     sample_order,
     scores_from_json,
 )
-from evaltrace.evaluators.engine._routers import Decided, RouterState
+from evaltrace.evaluators.engine._routers import Decided, RouterState, SpecRouter
 from evaltrace.evaluators.report.model import EntryResult, SampleResult
 from evaltrace.evaluators.report.writer import EntryFields, ReportEntry, head_json, park
+from evaltrace.evaluators.spec.loader import compile_spec, validate_strictly
 
 
 def _parked(samples: list[SampleResult]) -> list[bytes]:
@@ -73,14 +73,6 @@ def test_an_entry_given_scores_twice_is_refused() -> None:
         ReportEntry.parked(typed, list, b"[]")
 
 
-class _Decider:
-    """Stands in for a router: decides a case as its id and its tally's sample count."""
-
-    def decide(self, case_id: str, tally: CaseTally) -> Decided:
-        fields = EntryFields(case_id, None, (), "mean", "passed", True, 1.0)
-        return fields, f"{case_id}:{tally.samples}".encode()
-
-
 def _tally(samples: int) -> CaseTally:
     tally = CaseTally.for_policy(POLICIES[0])
     for index in range(samples):
@@ -88,14 +80,33 @@ def _tally(samples: int) -> CaseTally:
     return tally
 
 
-def test_a_handed_over_state_carries_its_cases_decided_and_a_merge_keeps_only_whole_ones() -> None:
-    decider = _Decider()
-    first = RouterState(tallies={"x": _tally(1), "y": _tally(2)}, decider=WeakMethod(decider.decide))
-    second = RouterState(tallies={"x": _tally(3), "z": _tally(1)}, decider=WeakMethod(decider.decide))
-    # Pickled, as a worker hands its state over: decided there, the decider left behind.
-    first, second = pickle.loads(pickle.dumps(first)), pickle.loads(pickle.dumps(second))
-    assert {case: head for case, (_, head) in first.decided.items()} == {"x": b"x:1", "y": b"y:2"}
-    assert first.decider is None and pickle.loads(pickle.dumps(RouterState())).decided == {}
+def _spec_router() -> SpecRouter:
+    spec = compile_spec(validate_strictly({"cases": [{"id": "x", "input": "q"}, {"id": "y", "input": "r"}]}), "spec")
+    return SpecRouter(spec, spec.cases)
+
+
+def test_a_router_hands_over_its_cases_decided_as_the_parent_would_decide_them() -> None:
+    router = _spec_router()
+    router.state.tallies = {"x": _tally(1), "y": _tally(2)}
+    state = router.hand_over()
+    assert sorted(state.decided) == ["x", "y"]
+    for case_id in ("x", "y"):
+        # The parent deciding the same tally itself gives the same entry, byte for byte.
+        assert state.decided[case_id] == _spec_router()._decide(case_id, state.tallies[case_id])
+    # Handed over by pickling (to the parent process): the decisions travel with the state.
+    assert pickle.loads(pickle.dumps(state)).decided == state.decided
+
+
+def _decided(case_id: str, tally: CaseTally) -> Decided:
+    fields = EntryFields(case_id, None, (), "mean", "passed", True, 1.0)
+    return fields, f"{case_id}:{tally.samples}".encode()
+
+
+def test_a_merge_keeps_only_the_cases_decided_on_all_their_samples() -> None:
+    first = RouterState(tallies={"x": _tally(1), "y": _tally(2)})
+    second = RouterState(tallies={"x": _tally(3), "z": _tally(1)})
+    for state in (first, second):
+        state.decided = {case_id: _decided(case_id, tally) for case_id, tally in state.tallies.items()}
     parent = RouterState()
     parent.merge(first)
     parent.merge(second)
