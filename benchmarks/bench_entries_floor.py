@@ -41,13 +41,14 @@ from typing import Any, cast
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CHILD_FLAG = "--child"
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _DUMP = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 PHASES = ("imports", "spec", "read", "verdicts", "render", "reference", "store")
 
 
 def _spec_columns(spec_path: Path) -> dict[str, Any]:
     """Phase 1: the cases' expected names and argument texts as columns, by case id."""
+    from evaltrace.collector.convert.table import comparable_text as encode  # loaded by the imports phase
+
     cases = json.loads(spec_path.read_text(encoding="utf-8"))["cases"]
     ids, names, texts, arguments, rules, meta = [], [], [], [], [], []
     expects = {}
@@ -57,8 +58,8 @@ def _spec_columns(spec_path: Path) -> dict[str, Any]:
         ids.append(case["id"])
         names.append([call["name"] for call in calls])
         arguments.append([call["arguments"] for call in calls])
-        texts.append([_ENCODE(call["arguments"]) for call in calls])
-        rules.append(_ENCODE(case["expect"]["trajectory"].get("arguments", {})))
+        texts.append([encode(call["arguments"]) for call in calls])
+        rules.append(encode(case["expect"]["trajectory"].get("arguments", {})))
         meta.append((case.get("input"), case.get("tier"), case.get("tags", [])))
     return {
         "ids": ids,

@@ -26,9 +26,18 @@ def to_json(value: Any) -> str | None:
     return _encode(value)
 
 
+def _table_encoder(*, allow_nan: bool) -> json.JSONEncoder:
+    """How the traces table writes JSON values: compact, text as it is (the columnar forms compare it)."""
+    return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=allow_nan)
+
+
 # One encoder for every value: `json.dumps` with options builds a new `JSONEncoder` on each call,
 # a third of its cost on the small values a trace holds.
-_encode: Final[Callable[[Any], str]] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode: Final[Callable[[Any], str]] = _table_encoder(allow_nan=True).encode
+comparable_text: Final[Callable[[Any], str]] = _table_encoder(allow_nan=False).encode
+"""The text the traces table holds for a JSON value, to compare values by their text: equal text is an
+equal value. Raises ValueError on not-a-number values (never equal to themselves, so their equal
+texts must not pass) and TypeError on what is not a JSON value."""
 
 
 class _Shared:

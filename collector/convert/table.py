@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from evaltrace.collector.convert._table_columns import ColumnBuilder
 from evaltrace.collector.convert._table_decode import iter_traces as _decode
+from evaltrace.collector.convert._table_encode import comparable_text
 from evaltrace.collector.convert.records import Trace
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "SCHEMA",
     "TABLE_VERSION",
     "TableEncoder",
+    "comparable_text",
     "from_table",
     "iter_table_traces",
     "to_table",

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from evaltrace.collector.convert.records import ToolSchema, Trace
+from evaltrace.collector.convert.table import comparable_text
 from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.scorers.arguments import (
     ExpectedCall,
@@ -61,8 +62,6 @@ from evaltrace.evaluators.scorers.tools import (
 # per row and lets the validator cache (keyed first by the schema object) find it at once.
 _PARAMETERS: dict[str, Any] = {}
 _PARAMETERS_MAX = 512
-# The traces table's encoder, minus not-a-number values (never equal to themselves).
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 _Verdict = Literal["valid", "skipped"]
 
@@ -205,7 +204,7 @@ def _expected_text(scorer: ToolCorrectness, want: ExpectedCall) -> str | Literal
     if want.arguments is None or scorer.arguments.for_tool(want.name).mode == "ignore":
         return True
     try:  # equal JSON text is an equal value, which matches under every setting
-        return _encode(want.arguments)
+        return comparable_text(want.arguments)
     except (TypeError, ValueError):  # NaN, or not a JSON value: the reference decides
         return None
 

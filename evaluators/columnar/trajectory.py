@@ -30,6 +30,7 @@ from typing import Any
 
 from evaltrace.collector.convert.arguments import arguments_match
 from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.convert.table import comparable_text
 from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.scorers.arguments import ArgumentMatch, ExpectedCall
 from evaltrace.evaluators.scorers.base import Score
@@ -38,9 +39,6 @@ from evaltrace.evaluators.scorers.trajectory import Trajectory
 _EXTRAS_ALLOWED = ("in_order", "superset", "recall")
 """The modes in which calls beyond the expected ones do not lower the value (`trajectory.py`)."""
 
-# The traces table's encoder (`_table_encode.py`), minus not-a-number values: the same value
-# gives the same text, and a NaN (never equal to itself) must not pass on equal text.
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _decode = json.JSONDecoder().raw_decode
 _NAME = attrgetter("name")
 _ARGUMENTS = attrgetter("arguments")
@@ -138,7 +136,9 @@ def _same_texts(arguments: list[Arguments], compared: list[bool], texts: list[st
     """
     every = all(compared)
     try:
-        text = _encode(arguments if every else [a if c else None for a, c in zip(arguments, compared, strict=True)])
+        text = comparable_text(
+            arguments if every else [a if c else None for a, c in zip(arguments, compared, strict=True)]
+        )
     except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
         return False
     parts = texts if every else ["null" if not c else t for c, t in zip(compared, texts, strict=True)]
