@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from test_engine_shards import SPEC, record_run
+from test_engine_shards import record_spec_run
 
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.report.model import ScorerInfo
@@ -24,11 +24,7 @@ from evaltrace.evaluators.store.writer import open_store
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("emit-scorers")
-    record_run(root / "runs")
-    spec = root / "spec.yaml"
-    spec.write_text(SPEC, encoding="utf-8")
-    return root / "runs", spec
+    return record_spec_run(tmp_path_factory.mktemp("emit-scorers"))
 
 
 def expected_scorers(spec: LoadedSpec) -> list[ScorerInfo]:

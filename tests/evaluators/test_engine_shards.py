@@ -75,13 +75,17 @@ def record_run(directory: Path) -> None:
     rec.close()
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("sharded")
+def record_spec_run(root: Path) -> tuple[Path, Path]:
+    """The recorded run's folder and the spec file that scores it, written under `root`."""
     record_run(root / "runs")
     spec = root / "spec.yaml"
     spec.write_text(SPEC, encoding="utf-8")
     return root / "runs", spec
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return record_spec_run(tmp_path_factory.mktemp("sharded"))
 
 
 def _score(runs: Path, spec: Path | None, workers: int, out: Path) -> dict[str, Any]:
