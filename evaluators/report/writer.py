@@ -56,8 +56,13 @@ class EntryFields(NamedTuple):
 def head_json(entry: EntryResult, scores: bytes | None = None) -> bytes:
     """`entry`'s compact JSON object up to its samples' (`...,"samples":[`): they come last.
 
-    `scores`: its scores as a JSON list, `entry.scores` being empty (see `ReportEntry.parked`).
+    `scores`: its scores as a JSON list (as `decide_case_json` keeps them), `entry.scores` being empty.
+
+    Raises:
+        ValueError: `scores` given for an entry that has its own.
     """
+    if scores is not None and entry.scores:
+        raise ValueError("an entry given its scores as JSON must leave its own scores empty")
     # The serializer's bytes, without `model_dump_json`'s round trip through `str`.
     head = entry.__pydantic_serializer__.to_json(entry, exclude={"samples"})
     if scores is not None:
@@ -68,34 +73,27 @@ def head_json(entry: EntryResult, scores: bytes | None = None) -> bytes:
 class ReportEntry:
     """One entry of the report as the engine hands it to the writers.
 
-    `result()` parses the entry at most once, and a `parked` entry reads its samples from disk
-    once, on first use, so an entry given to several writers (`formats.FanOut`) is read and parsed
-    once for all of them.
+    An entry comes whole (`of`), as its JSON (`from_json`), or as a scoring worker `decided` it: its
+    JSON up to its samples, its fields, and its samples' records, read from disk on first use.
+    `result()` parses the entry at most once and the records are read once, so an entry given to
+    several writers (`formats.FanOut`) is read and parsed once for all of them.
     """
 
-    __slots__ = ("_entry", "_json", "_records", "_keep", "_result", "_scores", "_head", "_fields")
+    __slots__ = ("_entry", "_json", "_records", "_result", "_head")
 
     def __init__(
         self,
         entry: EntryResult | None,
         json: bytes | None,
-        records: Callable[[], list[tuple[bytes, bytes]]] | None = None,
-        *,
-        keep: bool = False,
-        scores: bytes | None = None,
-        head: tuple[bytes, EntryFields] | None = None,
+        head: tuple[bytes, EntryFields, Callable[[], Iterable[bytes]]] | None = None,
     ) -> None:
         self._entry = entry
-        self._scores = scores
-        """The entry's scores as a JSON list when they were given so (its `scores` are then empty)."""
-        self._head: bytes | None = head[0] if head is not None else None
-        """A `decided` entry's JSON up to its samples (it has no `EntryResult` then)."""
-        self._fields: EntryFields | None = head[1] if head is not None else None
         self._json = json
-        self._records: Callable[[], list[tuple[bytes, bytes]]] | list[tuple[bytes, bytes]] | None = records
-        """The samples as (JSON, side part) pairs: their reader, or (`keep`) the pairs once read."""
-        self._keep = keep
-        self._result: EntryResult | None = entry if records is None else None
+        self._head = head
+        """A `decided` entry's JSON up to its samples, its fields and its records' reader."""
+        self._records: list[tuple[bytes, bytes]] | None = None
+        """The samples as (JSON, side part) pairs, once read."""
+        self._result: EntryResult | None = entry
 
     @classmethod
     def of(cls, entry: EntryResult) -> ReportEntry:
@@ -108,54 +106,20 @@ class ReportEntry:
         return cls(None, payload)
 
     @classmethod
-    def with_samples(cls, entry: EntryResult, samples: Callable[[], Iterable[bytes]]) -> ReportEntry:
-        """`entry` (its `samples` left empty) with its samples' JSON objects, read from disk on each use."""
-        return cls(entry, None, lambda: [(payload, b"") for payload in samples()])
-
-    @classmethod
-    def parked(
-        cls, entry: EntryResult, records: Callable[[], Iterable[bytes]], scores: bytes | None = None
-    ) -> ReportEntry:
-        """`entry` (its `samples` left empty) with its samples' records (see `park`), read on first use.
-
-        `scores`: the entry's scores as a JSON list, `entry.scores` being left empty (so they are
-        parsed only if `result()` is asked).
-        """
-        if scores is not None and entry.scores:
-            raise ValueError("an entry given its scores as JSON must leave its own scores empty")
-        return cls(entry, None, lambda: [unpark(record) for record in records()], keep=True, scores=scores)
-
-    @classmethod
     def decided(cls, head: bytes, fields: EntryFields, records: Callable[[], Iterable[bytes]]) -> ReportEntry:
         """An entry given as its JSON up to its samples (`head_json`) and its fields, with its records.
 
         The samples' records (see `park`) are read on first use. A scoring worker decided the entry:
         nothing is parsed unless `result()` is asked.
         """
-        return cls(None, None, lambda: [unpark(record) for record in records()], keep=True, head=(head, fields))
-
-    @property
-    def is_parked(self) -> bool:
-        """Whether the entry's samples carry side parts (it was made `parked`)."""
-        return self.sides() is not None
-
-    @property
-    def head(self) -> EntryResult | None:
-        """The entry without its samples when it was given so (`with_samples`, `parked`), else `None`.
-
-        Its `scores` are empty when they were given as JSON (`parked`): `result()` has them.
-        """
-        return self._entry if self._records is not None else None
+        return cls(None, None, (head, fields, records))
 
     def fields(self) -> EntryFields | None:
-        """The entry's fields when it was given without its samples (`with_samples`, `parked`, `decided`)."""
-        if self._fields is not None:
-            return self._fields
-        head = self.head
-        return EntryFields.of(head) if head is not None else None
+        """The entry's fields when it was `decided`, else `None`."""
+        return self._head[1] if self._head is not None else None
 
     def sides(self) -> list[bytes] | None:
-        """The side parts of the samples' records, in order; `None` unless the entry was made `parked`."""
+        """The side parts of the samples' records, in order; `None` unless every record has one."""
         records = self._samples()
         if records is None or any(not side for _, side in records):
             return None
@@ -177,26 +141,19 @@ class ReportEntry:
             yield self._json
             return
         records = self._samples()
-        if records is None:
+        if records is None or self._head is None:
             assert self._entry is not None
             yield self._entry.model_dump_json().encode()
             return
-        if self._head is not None:
-            yield self._head
-        else:
-            assert self._entry is not None
-            yield head_json(self._entry, self._scores)
+        yield self._head[0]
         for index, (payload, _) in enumerate(records):
             yield b"," + payload if index else payload
         yield b"]}"
 
     def _samples(self) -> list[tuple[bytes, bytes]] | None:
-        if not callable(self._records):
-            return self._records
-        records = self._records()
-        if self._keep:
-            self._records = records
-        return records
+        if self._records is None and self._head is not None:
+            self._records = [unpark(record) for record in self._head[2]()]
+        return self._records
 
 
 _NO_SCORES = b',"scores":[],'

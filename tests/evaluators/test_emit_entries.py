@@ -6,6 +6,7 @@ JSON report splices them in; these tests hold that entry, byte for byte and pars
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
@@ -44,13 +45,14 @@ def test_an_entry_with_its_scores_as_json_is_the_decided_entry(samples: list[Sam
         typed = decide_case(CASE, policy, tally)
         head, scores = decide_case_json(CASE, policy, tally)
         assert head.scores == [] and head.model_copy(update={"scores": scores_from_json(scores)}) == typed
-        spliced = ReportEntry.parked(head, lambda: _parked(samples), scores)
-        plain = ReportEntry.parked(typed, lambda: _parked(samples))
-        decided = ReportEntry.decided(head_json(head, scores), EntryFields.of(head), lambda: _parked(samples))
-        assert spliced.json_bytes() == plain.json_bytes() == decided.json_bytes()
-        assert decided.fields() == plain.fields() == EntryFields.of(typed) and decided.head is None
-        assert decided.result() == plain.result()
-        assert spliced.result() == typed.model_copy(update={"samples": sorted(samples, key=sample_order)})
+        spliced = ReportEntry.decided(head_json(head, scores), EntryFields.of(head), lambda: _parked(samples))
+        plain = ReportEntry.decided(head_json(typed), EntryFields.of(typed), lambda: _parked(samples))
+        whole = typed.model_copy(update={"samples": sorted(samples, key=sample_order)})
+        # Spliced scores or typed ones: the same bytes, and the typed entry's JSON (samples placed last).
+        assert spliced.json_bytes() == plain.json_bytes()
+        assert json.loads(spliced.json_bytes()) == json.loads(whole.model_dump_json())
+        assert spliced.fields() == plain.fields() == EntryFields.of(typed)
+        assert spliced.result() == plain.result() == whole
 
 
 def test_scores_text_in_a_reason_does_not_move_the_splice() -> None:
@@ -60,7 +62,7 @@ def test_scores_text_in_a_reason_does_not_move_the_splice() -> None:
     tally.add(samples[0])
     head, scores = decide_case_json(CASE, POLICIES[0], tally)
     tricky = head.model_copy(update={"reason": 'x,"scores":[],"y', "case_id": '"scores":[],'})
-    entry = ReportEntry.parked(tricky, lambda: _parked(samples), scores)
+    entry = ReportEntry.decided(head_json(tricky, scores), EntryFields.of(tricky), lambda: _parked(samples))
     parsed = EntryResult.model_validate_json(entry.json_bytes())
     assert parsed.reason == 'x,"scores":[],"y' and parsed.case_id == '"scores":[],'
     assert parsed.scores == scores_from_json(scores) and len(parsed.scores) == 1
@@ -70,7 +72,7 @@ def test_an_entry_given_scores_twice_is_refused() -> None:
     scores = _sample(0, [("a", True, 1.0, None)], False).scores
     typed = EntryResult(case_id="c", trace_id=None, status="passed", passed=True, pass_rate=1.0, scores=scores)
     with pytest.raises(ValueError, match="scores empty"):
-        ReportEntry.parked(typed, list, b"[]")
+        head_json(typed, b"[]")
 
 
 def _tally(samples: int) -> CaseTally:

@@ -10,7 +10,7 @@ from test_report import make_report
 
 from evaltrace.evaluators.report.json_writer import ReportWriter
 from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult, load_report
-from evaltrace.evaluators.report.writer import EntryList, ReportEntry, ReportFormat
+from evaltrace.evaluators.report.writer import EntryFields, EntryList, ReportEntry, ReportFormat, head_json, park
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -31,31 +31,36 @@ def case_entry() -> EntryResult:
 
 
 class StoredSamples:
-    """Samples as the engine keeps them: compact JSON on disk, read again on every call."""
+    """Samples as the engine parks them (`park`), counting the reads."""
 
-    def __init__(self, tmp_path: Path, samples: list[SampleResult]) -> None:
-        self.path = tmp_path / "samples.jsonl"
-        self.path.write_bytes(b"\n".join(s.model_dump_json().encode() for s in samples))
+    def __init__(self, samples: list[SampleResult]) -> None:
+        self.records = [park(s.model_dump_json().encode(), b"") for s in samples]
         self.reads = 0
 
     def __call__(self) -> list[bytes]:
         self.reads += 1
-        return [line for line in self.path.read_bytes().split(b"\n") if line]
+        return list(self.records)
 
 
-def test_an_entry_with_stored_samples_is_the_same_typed_or_as_json(tmp_path: Path) -> None:
+def decided(entry: EntryResult, stored: StoredSamples) -> ReportEntry:
+    """`entry` (its samples left out) as a scoring worker hands it over, with `stored`'s samples."""
+    return ReportEntry.decided(head_json(entry), EntryFields.of(entry), stored)
+
+
+def test_an_entry_with_stored_samples_is_the_same_typed_or_as_json() -> None:
     samples = [sample(0, True), sample(1, False)]
-    stored = StoredSamples(tmp_path, samples)
-    entry = ReportEntry.with_samples(case_entry(), stored)
+    stored = StoredSamples(samples)
+    entry = decided(case_entry(), stored)
     whole = case_entry().model_copy(update={"samples": samples})
     assert entry.result() == whole
     assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
     assert json.loads(b"".join(entry.json_chunks()))["samples"][1]["scores"][0]["reason"] == "sample 1 said no"
-    assert stored.reads == 3  # nothing is kept in memory between two uses
+    assert entry.fields() == EntryFields.of(case_entry())
+    assert stored.reads == 1  # read on first use, then kept for the entry's other writers
 
 
-def test_an_entry_without_samples_keeps_an_empty_list(tmp_path: Path) -> None:
-    entry = ReportEntry.with_samples(case_entry(), StoredSamples(tmp_path, []))
+def test_an_entry_without_samples_keeps_an_empty_list() -> None:
+    entry = decided(case_entry(), StoredSamples([]))
     assert b"".join(entry.json_chunks()).endswith(b'"samples":[]}')
     assert entry.result() == case_entry()
 
@@ -70,8 +75,8 @@ def test_an_entry_given_as_json_is_parsed_only_for_the_typed_view() -> None:
 
 
 def test_every_writer_gets_the_same_entries(tmp_path: Path) -> None:
-    stored = StoredSamples(tmp_path, [sample(0, True), sample(1, False)])
-    entries = [ReportEntry.with_samples(case_entry(), stored), ReportEntry.of(case_entry())]
+    stored = StoredSamples([sample(0, True), sample(1, False)])
+    entries = [decided(case_entry(), stored), ReportEntry.of(case_entry())]
     in_memory = EntryList()
     target = tmp_path / "report.json"
     with ReportWriter(str(target)) as json_writer:

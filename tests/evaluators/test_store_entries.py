@@ -23,7 +23,7 @@ from report_runs import PLUGIN
 from test_score_store import prepare, score_into
 
 from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult
-from evaltrace.evaluators.report.writer import ReportEntry, park
+from evaltrace.evaluators.report.writer import EntryFields, ReportEntry, head_json, park
 from evaltrace.evaluators.scorers.registry import load_plugins
 from evaltrace.evaluators.spec.loader import load_spec
 from evaltrace.evaluators.store.arrays import bitmap, column
@@ -104,7 +104,7 @@ def test_a_packed_side_is_the_samples_values_in_row_order() -> None:
         sample_side(sample, IDENTITIES[:2])  # one identity per result
 
 
-def test_a_parked_entry_reads_its_records_once_and_gives_the_json_and_the_sides() -> None:
+def test_a_decided_entry_reads_its_records_once_and_gives_the_json_and_the_sides() -> None:
     sample = conversation_sample()
     reads: list[int] = []
 
@@ -113,16 +113,15 @@ def test_a_parked_entry_reads_its_records_once_and_gives_the_json_and_the_sides(
         return [park(sample.model_dump_json().encode(), pack_side(sample, IDENTITIES))] * 2
 
     head = EntryResult(case_id="c", trace_id="t1", passed=False, status="failed", pass_rate=0.0, rule="mean")
-    entry = ReportEntry.parked(head, records)
+    entry = ReportEntry.decided(head_json(head), EntryFields.of(head), records)
     whole = head.model_copy(update={"samples": [sample, sample]})
     assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
-    assert entry.json_bytes() == b"".join(entry.json_chunks()) and entry.is_parked
+    assert entry.json_bytes() == b"".join(entry.json_chunks())
     assert entry.result() == whole and entry.result() is entry.result()
-    assert entry.head is head
+    assert entry.fields() == EntryFields.of(head)
     assert [unpack_side(side) for side in entry.sides() or []] == [sample_side(sample, IDENTITIES)] * 2
     assert len(reads) == 1
-    assert ReportEntry.of(head).sides() is None and ReportEntry.of(head).head is None
-    assert not ReportEntry.of(head).is_parked
+    assert ReportEntry.of(head).sides() is None and ReportEntry.of(head).fields() is None
 
 
 def test_the_store_writes_its_arrays_without_importing_pandas(tmp_path: Path) -> None:
