@@ -7,6 +7,15 @@ stopping; 401 without the configured bearer token; 404, 405, 411, 413 (checked o
 length, on the bytes read and on the decompressed size, so a gzip bomb never grows past the
 limit) and 415 for what is not an OTLP request. A request whose body was not read closes its
 connection, so the unread bytes are never taken for the next request.
+
+Refusals are answered as soon as the headers show them (a 413 on the declared length, 401, 404,
+415, 503), often while the client is still sending the body. Closing a socket with unread bytes
+makes the kernel reset the connection: the client's send fails and it may never read the answer
+(and a 503's Retry-After). So a connection closed after an error answer closes gracefully
+("lingering close"): the answer is sent, the sending side shut (the client sees its end), and what
+the client still sends is read and discarded until it closes, for at most `_LINGER_SECONDS` (and
+`_LINGER_READ_SECONDS` per read) and `_LINGER_BYTES` (or the request limit, if larger), then the
+socket is closed. 200 answers and kept-alive connections never linger.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import json
 import logging
 import socket
 import threading
+import time
 import zlib
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +47,16 @@ _PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
 _IDLE_SECONDS = 30.0
 """A connection silent this long (between requests, or in the middle of a body) is closed."""
+_LINGER_SECONDS = 2.0
+"""At most this long reading what a refused client still sends: on a working link the rest of a
+body a little over the default 16 MB limit takes ~1.3 s at 100 Mbit/s, on loopback milliseconds.
+A client still sending then is cut off (reset): a refused request must not hold a thread long."""
+_LINGER_READ_SECONDS = 1.0
+"""A refused client silent this long (neither sending nor closing) is not waited for further."""
+_LINGER_BYTES = 8 * 1024 * 1024
+"""At most this much (or the request limit, if larger) is read and discarded after a refusal, so a
+batch a little over the limit can be sent to its end, but nobody makes the receiver read gigabytes
+(discarded 64 KB at a time: no memory is held)."""
 
 
 class HttpError(Exception):
@@ -74,8 +94,17 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = _IDLE_SECONDS
     server: _Server
 
+    linger = False
+    """Set when an error answer closes the connection, its body possibly unread."""
+
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("evaltrace collect: %s " + format, self.client_address[0], *args)
+
+    def finish(self) -> None:
+        """After the last answer is flushed: a lingering close if a refusal left a body unread."""
+        super().finish()
+        if self.linger:
+            linger_close(self.connection, max(_LINGER_BYTES, self.server.context.config.max_body_bytes))
 
     def do_POST(self) -> None:
         """One export request."""
@@ -202,7 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_error(self, error: HttpError, is_json: bool) -> None:
         if error.close:
-            self.close_connection = True
+            self.close_connection = self.linger = True
         status = status_pb2.Status(code=_RPC_CODES.get(error.status, code_pb2.UNKNOWN), message=str(error))
         headers = {**error.headers, **({"Connection": "close"} if error.close else {})}
         if is_json:
@@ -242,6 +271,25 @@ def _busy(config: ReceiverConfig, why: str) -> HttpError:
     # connection closes: the body may be unread (refused before reading), and a client that is
     # told to wait has no use for it.
     return HttpError(503, why, close=True, headers={"Retry-After": str(config.retry_after_seconds)})
+
+
+def linger_close(connection: socket.socket, max_bytes: int) -> None:
+    """Shut the sending side, then discard what the peer still sends until it closes, within bounds.
+
+    Closing with unread bytes would reset the connection and could destroy the answer just sent;
+    once the peer has closed (or the bounds are reached) the caller closes the socket.
+    """
+    deadline = time.monotonic() + _LINGER_SECONDS
+    try:
+        connection.shutdown(socket.SHUT_WR)
+        while max_bytes > 0 and (left := deadline - time.monotonic()) > 0:
+            connection.settimeout(min(_LINGER_READ_SECONDS, left))
+            data = connection.recv(min(65536, max_bytes))
+            if not data:
+                return
+            max_bytes -= len(data)
+    except OSError:  # a timeout, or the peer reset: nothing more to wait for
+        return
 
 
 def gunzip(data: bytes, limit: int) -> bytes:
