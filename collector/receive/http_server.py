@@ -100,6 +100,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("evaltrace collect: %s " + format, self.client_address[0], *args)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own error answers (malformed request, unknown method) linger too."""
+        super().send_error(code, message, explain)
+        self.linger = True
+
     def finish(self) -> None:
         """After the last answer is flushed: a lingering close if a refusal left a body unread."""
         super().finish()

@@ -1,17 +1,19 @@
 """A refused request's answer reaches the client although it was answered before its body was read.
 
-The receiver answers 413 (declared length over the limit), 404, 415 and the like as soon as it
-has the headers, and closes. Closing a socket with unread bytes makes the kernel reset the
-connection, and the client then loses the answer; so the receiver shuts its sending side and
-reads and discards what the client still sends ("lingering close"), within a time and a byte
-bound. One receiver (a subprocess, 1 MB request limit) takes:
+The receiver answers 413 (declared length over the limit), 404, 405, 415, 501 and the like as
+soon as it has the headers, and closes. Closing a socket with unread bytes makes the kernel reset
+the connection: the client's send fails, and it may lose the answer; so the receiver shuts its
+sending side and reads and discards what the client still sends ("lingering close"), within a
+time and a byte bound. One receiver (a subprocess, 1 MB request limit) takes:
 
 - raw-socket clients that send a whole body of several MB without reading first, then read:
   each gets the complete answer, never a reset (20 times each, the race depends on timing);
 - the same for a 401 (no bearer token) and a 503 with Retry-After (the receiver stopping), on an
   in-process receiver;
 - the OTel SDK's OTLP/HTTP span exporter exporting a batch over the limit: its export fails
-  with the 413 (logged as such, the answer names the limit), not with a connection error;
+  with the 413 (logged as such, the answer names the limit), not with a connection error. (On
+  Linux over loopback urllib3 read the 413 even before the lingering close: it ignores the failed
+  send and the kernel keeps the answer readable ahead of the reset; this is the end-to-end check.)
 - clients that never stop sending, send slowly or go silent (in-process, to see the server's
   threads): each is cut off within the bound, the receiver answers other requests meanwhile, and
   the connection threads end.
@@ -61,8 +63,8 @@ def _address(collector: Collector) -> tuple[str, int]:
     return host, int(port)
 
 
-def _head(path: str, content_type: str, length: int) -> bytes:
-    lines = [f"POST {path} HTTP/1.1", "Host: test", f"Content-Type: {content_type}", f"Content-Length: {length}"]
+def _head(path: str, content_type: str, length: int, method: str = "POST") -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: test", f"Content-Type: {content_type}", f"Content-Length: {length}"]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
@@ -96,21 +98,26 @@ def _send_body_then_read(address: tuple[str, int], head: bytes) -> tuple[int, di
 
 
 @pytest.mark.parametrize(
-    ("path", "content_type", "code", "message"),
+    ("method", "path", "content_type", "code", "message"),
     [
-        ("/v1/traces", "application/x-protobuf", 413, f"the body of {BODY} bytes is over the limit of {LIMIT}"),
-        ("/v1/metrics", "application/x-protobuf", 404, "no such path"),
-        ("/v1/traces", "text/plain", 415, "content type 'text/plain'"),
+        ("POST", "/v1/traces", "application/x-protobuf", 413, f"the body of {BODY} bytes is over the limit of {LIMIT}"),
+        ("POST", "/v1/metrics", "application/x-protobuf", 404, "no such path"),
+        ("POST", "/v1/traces", "text/plain", 415, "content type 'text/plain'"),
+        ("PUT", "/v1/traces", "application/x-protobuf", 405, "use POST"),
+        ("TRACE", "/v1/traces", "application/x-protobuf", 501, "Unsupported method ('TRACE')"),  # the stdlib's
     ],
 )
 def test_a_body_sent_before_reading_gets_the_complete_answer(
-    collector: Collector, path: str, content_type: str, code: int, message: str
+    collector: Collector, method: str, path: str, content_type: str, code: int, message: str
 ) -> None:
-    head = _head(path, content_type, BODY)
+    head = _head(path, content_type, BODY, method)
     for _ in range(20):
         status, headers, body = _send_body_then_read(_address(collector), head)
         assert (status, headers["connection"]) == (code, "close")
-        assert message in status_pb2.Status.FromString(body).message
+        if headers["content-type"] == "application/x-protobuf":
+            assert message in status_pb2.Status.FromString(body).message
+        else:
+            assert message in body.decode()
 
 
 @contextmanager
