@@ -33,8 +33,7 @@ import hashlib
 import json
 import logging
 import os
-import secrets
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version as dist_version
 from pathlib import Path
@@ -43,8 +42,9 @@ from typing import Final
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evaltrace.collector.convert._cache_write import KEY_METADATA, TEMP_SUFFIX, BatchHook, TableWriter, written
 from evaltrace.collector.convert.records import Trace
-from evaltrace.collector.convert.table import METADATA_VERSION_KEY, SCHEMA, TABLE_VERSION, TableEncoder
+from evaltrace.collector.convert.table import METADATA_VERSION_KEY, SCHEMA, TABLE_VERSION
 from evaltrace.collector.convert.table import iter_table_traces as iter_table_traces
 from evaltrace.collector.convert.version import CONVERTER_VERSION
 from evaltrace.collector.store.cachedir import CACHE_DIR_ENV as CACHE_DIR_ENV
@@ -60,14 +60,6 @@ ROWS_PER_GROUP: Final = 512
 """Rows per Parquet row group written: what the writer holds in memory."""
 ROWS_PER_READ: Final = 1024
 """Rows per record batch read back: what the reader holds in memory (with their traces)."""
-_KEY_METADATA: Final = b"evaltrace.cache_key"
-BatchHook = Callable[[pa.RecordBatch], None]
-"""Called with each traces-table batch read back (see `cached_traces`)."""
-_TEMP_SUFFIX: Final = ".tmp"
-_ENCODING: Final = {"compression": "lz4", "use_dictionary": False}
-"""How tables are written: read back in half the time zstd with dictionaries took (0.07 s against
-0.15 s for 10,000 traces) and written in 0.17 s against 0.31 s, for 8.2 MB against 5.0 MB. Most
-strings are ids and texts, which a dictionary does not shorten."""
 
 
 def read_traces(files: Sequence[Path], shard: Shard | None = None, *, histories: bool = True) -> Iterator[Trace]:
@@ -97,8 +89,9 @@ def cached_traces(
         histories: fill in the iterations' prompts (see `convert_trace`); part of the key.
         shard: only this shard's traces; part of the key.
         root: the cache folder; `cache_root()` when `None`.
-        on_batch: called with each traces-table batch read back, before its traces are yielded
-            (the columnar scorers read the table's columns there); not called when rebuilding.
+        on_batch: called with each traces-table batch, read back or just written, before its
+            traces are yielded (the columnar scorers read the table's columns there); not called
+            when the table cannot be written.
 
     Raises:
         InputError: as `read_traces` does, when the traces have to be rebuilt.
@@ -121,7 +114,7 @@ def cached_traces(
                 break
             yield trace
             done += 1
-    yield from _build(files, shard, histories, table, skip=done)
+    yield from _build(files, shard, histories, table, skip=done, on_batch=on_batch)
 
 
 def traces_of(
@@ -148,18 +141,9 @@ def cache_rebuilt(
     """
     key = cache_key(files, histories=histories, shard=shard)
     table = traces_folder() / f"{key}.parquet"
-    writer = _TableWriter.start(table) if key is not None and not table.exists() else None
-    try:
-        for trace in traces:
-            if writer is not None and not writer.add(trace):
-                writer = None
-            yield trace
-        if writer is not None and cache_key(files, histories=histories, shard=shard) == key:
-            writer.publish()
-            _prune(table.parent, keep=table)
-    finally:
-        if writer is not None:
-            writer.abandon()
+    writer = TableWriter.start(table, ROWS_PER_GROUP) if key is not None and not table.exists() else None
+    if (yield from written(traces, writer, lambda: cache_key(files, histories=histories, shard=shard) == key)):
+        _prune(table.parent, keep=table)
 
 
 def is_cached(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> bool:
@@ -227,7 +211,7 @@ def _check(schema: pa.Schema, key: str) -> None:
     metadata = schema.metadata or {}
     if metadata.get(METADATA_VERSION_KEY) != TABLE_VERSION.encode():
         raise ValueError(f"traces table version {metadata.get(METADATA_VERSION_KEY)!r}, expected {TABLE_VERSION}")
-    if metadata.get(_KEY_METADATA) != key.encode():
+    if metadata.get(KEY_METADATA) != key.encode():
         raise ValueError("the table was written for other files")
     if not schema.remove_metadata().equals(SCHEMA.remove_metadata()):
         raise ValueError("the table's columns are not the traces table's")
@@ -249,80 +233,23 @@ def _discard(path: Path, exc: BaseException) -> None:
         pass
 
 
-def _build(files: Sequence[Path], shard: Shard | None, histories: bool, table: Path, *, skip: int) -> Iterator[Trace]:
-    """Rebuild the traces, writing their table to `table` on the way; yield all but the first `skip`."""
-    writer = _TableWriter.start(table)
-    try:
-        for position, trace in enumerate(read_traces(files, shard, histories=histories)):
-            if writer is not None and not writer.add(trace):
-                writer = None
-            if position >= skip:
-                yield trace
-        if writer is not None and cache_key(files, histories=histories, shard=shard) == table.stem:
-            writer.publish()
-            _prune(table.parent, keep=table)
-    finally:
-        if writer is not None:
-            writer.abandon()
+def _build(
+    files: Sequence[Path], shard: Shard | None, histories: bool, table: Path, *, skip: int, on_batch: BatchHook | None
+) -> Iterator[Trace]:
+    """Rebuild the traces, writing their table to `table` on the way; yield all but the first `skip`.
+
+    With `on_batch`, each batch written is handed to it before its traces are yielded (`written`).
+    """
+    traces = read_traces(files, shard, histories=histories)
+    writer = TableWriter.start(table, ROWS_PER_GROUP)
+    unchanged = functools.partial(_same_key, files, histories, shard, table.stem)
+    if (yield from written(traces, writer, unchanged, skip=skip, on_batch=on_batch)):
+        _prune(table.parent, keep=table)
 
 
-class _TableWriter:
-    """A traces table being written under a temporary name, renamed to `target` when complete."""
-
-    def __init__(self, target: Path, temp: Path, writer: pq.ParquetWriter) -> None:
-        self.target, self.temp, self._writer = target, temp, writer
-        self._encoder = TableEncoder()
-        self._published = False
-
-    @classmethod
-    def start(cls, target: Path) -> _TableWriter | None:
-        """A writer for `target`, or `None` (logged) when the cache folder cannot be written."""
-        temp = target.parent / f".{target.stem}.{os.getpid()}.{secrets.token_hex(4)}{_TEMP_SUFFIX}"
-        schema = SCHEMA.with_metadata({**(SCHEMA.metadata or {}), _KEY_METADATA: target.stem.encode()})
-        try:
-            # Private to the user: the tables are read back without validation (see SECURITY.md).
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            writer = pq.ParquetWriter(temp, schema, write_page_checksum=True, **_ENCODING)
-        except (OSError, pa.ArrowException) as exc:
-            logger.info("traces cache: cannot write in %s (%s); scoring without it", target.parent, exc)
-            return None
-        return cls(target, temp, writer)
-
-    def add(self, trace: Trace) -> bool:
-        """Add one trace; `False` (the table abandoned, logged) when it cannot be written."""
-        try:
-            self._encoder.add(trace)
-            if self._encoder.pending >= ROWS_PER_GROUP:
-                self._writer.write_batch(self._encoder.take())
-        except Exception as exc:  # a value the table cannot hold, a full disk: go on without the cache
-            logger.info(
-                "traces cache: cannot write %s (%s: %s); scoring without it", self.temp, type(exc).__name__, exc
-            )
-            self.abandon()
-            return False
-        return True
-
-    def publish(self) -> None:
-        """Write the last rows, close the file and rename it into place."""
-        try:
-            if self._encoder.pending:
-                self._writer.write_batch(self._encoder.take())
-            self._writer.close()
-            os.replace(self.temp, self.target)
-            self._published = True
-        except Exception as exc:
-            logger.info("traces cache: cannot write %s (%s: %s)", self.target, type(exc).__name__, exc)
-
-    def abandon(self) -> None:
-        """Close and delete the temporary file, unless it was published."""
-        if self._published:
-            return
-        try:
-            self._writer.close()
-        except Exception:  # closing a writer that failed: only the file's removal matters
-            pass
-        self.temp.unlink(missing_ok=True)
-        self._published = True  # nothing left to do
+def _same_key(files: Sequence[Path], histories: bool, shard: Shard | None, key: str) -> bool:
+    """Whether `files` still have `key` (none was touched while their traces were rebuilt)."""
+    return cache_key(files, histories=histories, shard=shard) == key
 
 
 def _prune(folder: Path, *, keep: Path) -> None:
@@ -354,7 +281,7 @@ def clear_cache(root: Path | None = None) -> Removed:
     if not folder.is_dir():
         return Removed(0, 0)
     for path in folder.iterdir():
-        if path.suffix == ".parquet" or (path.name.startswith(".") and path.name.endswith(_TEMP_SUFFIX)):
+        if path.suffix == ".parquet" or (path.name.startswith(".") and path.name.endswith(TEMP_SUFFIX)):
             try:
                 size = path.stat().st_size
                 path.unlink()

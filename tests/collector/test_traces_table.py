@@ -377,6 +377,60 @@ def test_a_table_failing_midway_resumes_from_a_rebuild(
     assert list(cache.cached_traces(runs, root=root)) == expected  # the first from the table, the rest rebuilt
 
 
+def test_a_first_read_hands_each_written_batch_over_before_its_traces(
+    runs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The columnar scorers read a batch's rows when its traces come: on a first scoring too.
+    monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)
+    root, events = tmp_path / "cache", []
+
+    def hand(batch: pa.RecordBatch) -> None:
+        events.append(("batch", batch))
+
+    for trace in cache.cached_traces(runs, root=root, on_batch=hand):
+        events.append(("trace", trace))
+    batches = [item for kind, item in events if kind == "batch"]
+    traces = [item for kind, item in events if kind == "trace"]
+    assert traces == list(read_traces(runs)) and len(batches) > 2
+    handed: set[str] = set()
+    for kind, item in events:
+        if kind == "batch":
+            handed.update(top_ids(item))
+        else:
+            assert item.trace_id in handed  # its row was handed over before it
+    (table,) = _tables(root)
+    assert pa.Table.from_batches(batches).equals(pq.read_table(table).replace_schema_metadata(SCHEMA.metadata))
+    # A re-scoring hands over the same rows, read back.
+    again: list[pa.RecordBatch] = []
+    assert list(cache.cached_traces(runs, root=root, on_batch=again.append)) == traces
+    assert pa.Table.from_batches(again).equals(pa.Table.from_batches(batches))
+
+
+def test_a_first_read_whose_table_fails_yields_every_trace(
+    runs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = cache.read_traces
+    expected = list(real(runs))
+
+    def odd(*args: Any, **kwargs: Any) -> Iterator[Trace]:  # the third trace does not fit the table
+        for index, trace in enumerate(real(*args, **kwargs)):
+            yield trace.model_copy(update={"span_count": 2**70}) if index == 2 else trace
+
+    monkeypatch.setattr(cache, "read_traces", odd)
+    monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)
+    handed: list[pa.RecordBatch] = []
+    got = list(cache.cached_traces(runs, root=tmp_path / "cache", on_batch=handed.append))
+    assert [t.trace_id for t in got] == [t.trace_id for t in expected] and got[2].span_count == 2**70
+    assert sum(batch.num_rows for batch in handed) <= 2  # only the batch written before the failure
+    assert list((tmp_path / "cache" / "traces").iterdir()) == []
+
+
+def top_ids(batch: pa.RecordBatch) -> list[str]:
+    """The trace ids of a batch's top-level rows (nested agents' rows point at their parent)."""
+    parents = batch.column("parent_row").to_pylist()
+    return [tid for tid, parent in zip(batch.column("trace_id").to_pylist(), parents, strict=True) if parent is None]
+
+
 def test_a_table_for_other_files_is_not_used(runs: list[Path], tmp_path: Path) -> None:
     root = tmp_path / "cache"
     list(cache.cached_traces(runs, root=root))

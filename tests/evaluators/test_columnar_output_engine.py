@@ -80,10 +80,11 @@ def test_warm_scoring_answers_the_passing_checks_with_the_reference_report(
     spec.write_text(SPEC, encoding="utf-8")
     reference = _score(runs, spec, tmp_path / "none.json", cache=False)
     cold = _score(runs, spec, tmp_path / "cold.json", cache=True)
-    assert sum(answered.values()) == 0  # no table read yet: the reference scored everything
+    first = dict(answered)  # the table written as the traces are rebuilt, a batch before its traces
+    answered.clear()
     warm = _score(runs, spec, tmp_path / "warm.json", cache=True)
     assert warm == cold == reference
     # the 12 good and 12 unpriced runs pass output, steps, outcome; 6 cut runs ask for Paris (steps); cost: good and cut
-    assert answered == {"output": 24, "steps": 24 + 6, "outcome": 24, "cost": 24}
+    assert answered == first == {"output": 24, "steps": 24 + 6, "outcome": 24, "cost": 24}
     verdicts = Counter((s["scorer"], s["passed"]) for e in warm["entries"] for x in e["samples"] for s in x["scores"])
     assert {name: verdicts[(name, True)] for name in answered} == dict(answered)
