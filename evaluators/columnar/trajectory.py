@@ -1,30 +1,31 @@
 """The columnar form of `trajectory`: the passing `Score` read from a row's columns, or `None`.
 
 Where extra calls are allowed (in_order, superset, recall): every expected call made, in order, by
-a call of the same name and equal arguments, no tool name twice; the matching and ordered pairs are
-those pairs, and the reason lists the extras. Otherwise the row's calls equal the expected calls
-position by position (names equal; the arguments' JSON text equal to the expected arguments
-encoded as the table encodes them, or not compared). Then, in every mode, the value is 1, nothing
-is missing, late or extra and the ordered pairs are the identity, so the reference's reason and
-details follow from the names alone but for the maximum matching: with no tool name twice it is
-the identity too; with a repeated name it is what the reference's matching
-(`max_bipartite_matching`) makes of the same compatibility.
+a call of the same name and matching arguments, no tool name twice; the matching and ordered pairs
+are those pairs, and the reason lists the extras. Otherwise the row's calls match the expected
+calls position by position (names equal; arguments matching, or not compared). Then, in every
+mode, the value is 1, nothing is missing, late or extra and the ordered pairs are the identity, so
+the reference's reason and details follow from the names alone but for the maximum matching: with
+no tool name twice it is the identity too; with a repeated name it is what the reference's
+matching (`max_bipartite_matching`) makes of the same compatibility.
 
-Equal JSON text means equal values, which the argument matcher accepts under every setting;
-different text may still match (`1` and `1.0`, another key order, `trim`), so the position check
-leaves such rows to the reference. Not-a-number values, truncated arguments and calls that start
-nested agents (with `nested`) are left to the reference too.
+Arguments match when their JSON text equals the expected arguments encoded as the table encodes
+them (equal values, which the argument matcher accepts under every setting: one encoding and one
+string comparison for the whole row). Otherwise they may still match (a subset of the keys, the
+default; `1` and `1.0`; `trim`): the pair is then asked of the collector's argument matcher
+(`arguments_match`, the reference's own) on the row's arguments, parsed once per row and only if a
+pair needs them. Not-a-number values, truncated arguments and calls that start nested agents (with
+`nested`) are left to the reference.
 
 The matching reads the row's own columns, not the decoded `Trace`: a pair of calls of one name
-whose texts are equal matches (call `i`'s text is expected call `i`'s, by the position check);
-other pairs are asked of the collector's argument matcher (`arguments_match`, the reference's
-own) on the row's arguments, parsed once per row and only if a pair needs them.
+whose texts are equal matches (call `i` matches expected call `i`, by the position check, and call
+`j` holds the same value); other pairs are asked of the matcher as above.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import Any
 
@@ -62,14 +63,17 @@ def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | 
         return None
     arguments = list(map(_ARGUMENTS, expected))
     compared = _compared(scorer.arguments, wanted, arguments)
-    if not _same_texts(arguments, compared, texts):
-        return None
     count = len(names)
     steps = range(count)
+    pairs = None
+    if not _same_texts(arguments, compared, texts):  # equal values may differ in text: ask the matcher
+        pairs = _Pairs(scorer.arguments, names, arguments, compared, texts)
+        if not pairs.all_match(zip(steps, steps, strict=True)):
+            return None
     if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
         matched: list[list[int]] | None = _identity(steps)
     else:
-        matched = _matching(scorer.arguments, arguments, compared, names, texts)
+        matched = _matching(pairs or _Pairs(scorer.arguments, names, arguments, compared, texts))
         if matched is None:
             return None
     why = f"all {count} expected calls matched" if count else "no calls expected or made"
@@ -100,8 +104,11 @@ def _with_extras(
             return None
         pairs.append([i, j])
     arguments = list(map(_ARGUMENTS, expected))
-    if not _same_texts(arguments, _compared(scorer.arguments, wanted, arguments), [texts[j] for _, j in pairs]):
-        return None
+    compared = _compared(scorer.arguments, wanted, arguments)
+    if not _same_texts(arguments, compared, [texts[j] for _, j in pairs]):
+        asked = _Pairs(scorer.arguments, wanted, arguments, compared, texts)  # `names` by expected call
+        if not asked.all_match((i, j) for i, j in pairs):
+            return None
     # Only same-name pairs can match and no name is made twice: the matching and the ordered pairs
     # are both these pairs, nothing is missing or late, and every other call is an allowed extra.
     used = {j for _, j in pairs}
@@ -145,9 +152,7 @@ def _same_texts(arguments: list[Arguments], compared: list[bool], texts: list[st
     return None not in parts and "[" + ",".join(parts) + "]" == text  # type: ignore[arg-type]
 
 
-def _matching(
-    match: ArgumentMatch, arguments: list[Arguments], compared: list[bool], names: list[str], texts: list[str | None]
-) -> list[list[int]] | None:
+def _matching(pairs: _Pairs) -> list[list[int]] | None:
     """The reference's maximum matching when call `i` is known to match expected call `i` and a name repeats.
 
     Kuhn's matching takes, for each expected call in turn, the first free compatible call. With
@@ -155,10 +160,9 @@ def _matching(
     incompatible and call i free: the identity. So the pairs below the diagonal are asked first,
     and only if one is compatible is the whole search run (`kuhn_matching`). `None`: unsure.
     """
-    pairs = _Pairs(match, names, arguments, compared, texts)
     if not pairs.crossed():
-        return None if pairs.unsure else _identity(range(len(names)))
-    found = kuhn_matching(names, pairs.compatible)
+        return None if pairs.unsure else _identity(range(len(pairs.names)))
+    found = kuhn_matching(pairs.names, pairs.compatible)
     return None if pairs.unsure else [[i, j] for i, j in sorted(found.items())]
 
 
@@ -178,7 +182,7 @@ class _Pairs:
         compared: list[bool],
         texts: list[str | None],
     ) -> None:
-        self._match, self._names, self._arguments, self._compared, self._texts = (
+        self._match, self.names, self._arguments, self._compared, self._texts = (
             match,
             names,
             arguments,
@@ -194,10 +198,18 @@ class _Pairs:
         self.unsure = False
         """Set when the row's texts did not parse as one JSON value each (not a table evaltrace wrote)."""
 
+    def all_match(self, pairs: Iterable[tuple[int, int]]) -> bool:
+        """Whether expected call `i` matches call `j` for every pair whose arguments are compared.
+
+        Asked of the matcher (on the row's parsed arguments) where the texts were not all equal:
+        a subset of the keys, `trim`, numbers by value. The answer is the reference's `call_matches`.
+        """
+        return all(not self._compared[i] or self._ask(i, j) for i, j in pairs) and not self.unsure
+
     def crossed(self) -> bool:
         """Whether some expected call `i` matches an earlier call `j` of its name (a pair below the diagonal)."""
         earlier: dict[str, list[int]] = {}
-        for i, name in enumerate(self._names):
+        for i, name in enumerate(self.names):
             before = earlier.setdefault(name, [])
             if any(self.compatible(i, j) for j in before):
                 return True
@@ -223,7 +235,7 @@ class _Pairs:
         assert wanted is not None  # compared
         if self._plain_exact:
             return wanted == actual and arguments_match(wanted, actual, False, match)
-        return arguments_match(wanted, actual, False, match.for_tool(self._names[i]))
+        return arguments_match(wanted, actual, False, match.for_tool(self.names[i]))
 
     def _parse(self) -> list[Any] | None:
         """The row's arguments as the decoder parses them (one `json.loads` of them all), once per row.

@@ -44,7 +44,8 @@ def _expected_from(calls: list[ToolCall], draw: st.DrawFn) -> list[dict[str, Any
     wanted: list[dict[str, Any]] = []
     for call in calls:
         arguments = call.arguments if isinstance(call.arguments, dict) else draw(_ARGS)
-        wanted.append({"name": call.name, "arguments": draw(st.sampled_from([arguments, arguments, None]))})
+        part = {key: value for key, value in arguments.items() if draw(st.booleans())}  # a subset of the keys
+        wanted.append({"name": call.name, "arguments": draw(st.sampled_from([arguments, arguments, part, None]))})
     change = draw(st.integers(0, 7))
     if change == 1 and wanted:
         wanted.pop(draw(st.integers(0, len(wanted) - 1)))
@@ -99,12 +100,23 @@ def _extras_case(draw: st.DrawFn) -> tuple[Trace, Scorer]:
     calls = [ToolCall(name=name, arguments=draw(_ARGS)) for name in names]
     kept = [c for c in calls if draw(st.booleans())]
     order = kept if draw(st.integers(0, 3)) else kept[::-1]
-    expected = [{"name": c.name, "arguments": c.arguments if draw(st.integers(0, 5)) else draw(_ARGS)} for c in order]
+    expected = [{"name": c.name, "arguments": _expected_arguments(c, draw)} for c in order]
     mode = draw(st.sampled_from(["in_order", "superset", "recall", "strict", "subset"]))
     scorer = Trajectory.model_validate(
         {"expected": expected, "mode": mode, "threshold": draw(st.sampled_from([0.0, 0.5, 1.0]))}
     )
     return Trace(trace_id="x" * 32, status="success", tool_calls=calls), scorer
+
+
+def _expected_arguments(call: ToolCall, draw: st.DrawFn) -> dict[str, Any]:
+    """The call's own arguments, a subset of their keys, or other arguments."""
+    assert isinstance(call.arguments, dict)
+    choice = draw(st.integers(0, 5))
+    if choice == 0:
+        return draw(_ARGS)
+    if choice == 1:
+        return {key: value for key, value in call.arguments.items() if draw(st.booleans())}
+    return call.arguments
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -150,13 +162,36 @@ def test_no_calls_expected_or_made_takes_the_columnar_path() -> None:
     assert found is not None and found == run_scorer(scorer, decoded)
 
 
-def test_failures_and_doubts_are_left_to_the_reference() -> None:
+def test_failures_are_left_to_the_reference() -> None:
     trace = _plain("search", "fetch")
     swapped = [{"name": "fetch", "arguments": None}, {"name": "search", "arguments": None}]
-    one_as_float = [{"name": "search", "arguments": {"city": "Paris", "n": 0.0}}, {"name": "fetch"}]
-    for expected in (swapped, one_as_float):
-        found, _ = columnar(trace, Trajectory.model_validate({"expected": expected, "mode": "strict"}))
-        assert found is None
+    other_city = [{"name": "search", "arguments": {"city": "Rome"}}, {"name": "fetch"}]
+    other_case = [{"name": "search", "arguments": {"city": "paris"}}, {"name": "fetch"}]  # no casefold
+    fewer_keys = [{"name": "search", "arguments": {"city": "Paris"}}, {"name": "fetch"}]
+    for expected, arguments in ((swapped, {}), (other_city, {}), (other_case, {}), (fewer_keys, {"mode": "exact"})):
+        scorer = Trajectory.model_validate({"expected": expected, "mode": "strict", "arguments": arguments})
+        found, decoded = columnar(trace, scorer)
+        assert found is None, expected
+        assert not run_scorer(scorer, decoded).passed
+
+
+def test_arguments_that_match_with_other_text_take_the_columnar_path() -> None:
+    # The default settings: the expected keys a subset of the made ones; numbers by value; trimmed text.
+    trace = _plain("search", "fetch")
+    cases = [
+        ([{"name": "search", "arguments": {"city": "Paris"}}, {"name": "fetch", "arguments": {"n": 1}}], {}),
+        ([{"name": "search", "arguments": {"city": "Paris", "n": 0.0}}, {"name": "fetch"}], {}),
+        ([{"name": "search", "arguments": {"city": " Paris "}}, {"name": "fetch"}], {"trim": True}),
+    ]
+    for expected, arguments in cases:
+        for mode in ("strict", "in_order"):
+            scorer = Trajectory.model_validate({"expected": expected, "mode": mode, "arguments": arguments})
+            found, decoded = columnar(trace, scorer)
+            assert found is not None, (expected, mode)
+            assert found == run_scorer(scorer, decoded)
+    extras = Trajectory.model_validate({"expected": [{"name": "fetch", "arguments": {"n": 1.0}}], "mode": "in_order"})
+    found, decoded = columnar(trace, extras)
+    assert found is not None and found == run_scorer(extras, decoded)
 
 
 def test_a_repeated_tool_name_is_paired_as_the_reference_pairs_it() -> None:
