@@ -14,9 +14,10 @@ a call that cannot be checked (no schema, arguments not recorded) passes only as
 schema the reference would skip or only partly check (broken, or with patterns the linear-time
 engine cannot run) is left to it.
 `tool_correctness`: names and order modes are exact from the names. In arguments mode, a call
-surely matches an expected one of its name when the expected arguments are not compared or equal
-the call's JSON text as the table encodes it (as in `trajectory`); the form answers when such
-pairs account for every call of the shorter side, so the reference's matching count is known.
+surely matches an expected one of its name when the expected arguments are not compared, equal
+the call's JSON text as the table encodes it, or else are accepted by the collector's argument
+matcher on the call's parsed arguments (as in `trajectory`); the form answers when such pairs
+account for every call of the shorter side, so the reference's matching count is known.
 `tool_efficiency`: calls compared by name and canonical arguments, as the reference does, from the
 decoded JSON; a call whose arguments were not recorded, sharing its tool with another, is left to it.
 `tool_name_reliability`, `tool_description_reliability`: the offered tools and called names, graded
@@ -32,6 +33,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
+from evaltrace.collector.convert.arguments import arguments_match
 from evaltrace.collector.convert.records import ToolSchema, Trace
 from evaltrace.collector.convert.table import comparable_text
 from evaltrace.evaluators.columnar.calls import RowCalls
@@ -187,16 +189,44 @@ def _sure_matches(scorer: ToolCorrectness, expected: list[ExpectedCall], row: Ro
         return None
     names, texts = row.names, row.arguments
     wanted = [_expected_text(scorer, want) for want in expected]
+    asked = _Asked(scorer, expected, texts)
 
     def sure(i: int, j: int) -> bool:
         want = wanted[i]
-        return expected[i].name == names[j] and (want is True or (want is not None and want == texts[j]))
+        if expected[i].name != names[j]:
+            return False
+        if want is True or (want is not None and want == texts[j]):
+            return True
+        return want is not None and asked.matches(i, j)  # equal values may differ in text
 
     most = min(len(expected), len(names))
     if all(sure(i, i) for i in range(most)):  # the calls in order: the diagonal is a largest matching
         return most
     found = len(max_bipartite_matching(len(expected), len(names), sure))
     return found if found == most else None
+
+
+class _Asked:
+    """Whether expected call `i` matches call `j`, asked of the collector's argument matcher.
+
+    The reference's `call_matches` answer, on the row's arguments parsed once and only if asked.
+    """
+
+    def __init__(self, scorer: ToolCorrectness, expected: list[ExpectedCall], texts: list[str | None]) -> None:
+        self._scorer, self._expected, self._texts = scorer, expected, texts
+        self._values: list[Any] | None = None
+        self._known: dict[tuple[int, int], bool] = {}
+
+    def matches(self, i: int, j: int) -> bool:
+        found = self._known.get((i, j))
+        if found is None:
+            want = self._expected[i]
+            assert want.arguments is not None  # compared: `_expected_text` gave a text
+            if self._values is None:
+                self._values = [None if text is None else json.loads(text) for text in self._texts]
+            rules = self._scorer.arguments.for_tool(want.name)
+            found = self._known[(i, j)] = arguments_match(want.arguments, self._values[j], False, rules)
+        return found
 
 
 def _expected_text(scorer: ToolCorrectness, want: ExpectedCall) -> str | Literal[True] | None:

@@ -184,8 +184,9 @@ def _correctness_case(draw: st.DrawFn) -> tuple[Trace, ToolCorrectness]:
     expected: list[dict[str, Any]] = []
     for call in calls:
         arguments = call.arguments if isinstance(call.arguments, dict) else draw(_ARGS)
+        part = {key: value for key, value in arguments.items() if draw(st.booleans())}  # a subset of the keys
         if draw(st.integers(0, 3)):
-            expected.append({"name": call.name, "arguments": draw(st.sampled_from([arguments, None, arguments]))})
+            expected.append({"name": call.name, "arguments": draw(st.sampled_from([arguments, None, arguments, part]))})
     if draw(st.integers(0, 3)) == 0:
         expected.insert(draw(st.integers(0, len(expected))), {"name": draw(st.sampled_from(_NAMES)), "arguments": None})
     if draw(st.booleans()):
@@ -237,9 +238,18 @@ def test_a_partial_match_above_the_threshold_gives_the_references_reason() -> No
         and found.reason == "1 of 1 expected calls matched (names mode, score 0.67); unexpected: fetch."
     )
     other = ToolCorrectness.model_validate(
-        {"expected": [{"name": "search", "arguments": {"q": 1.0}}], "mode": "arguments"}
+        {"expected": [{"name": "search", "arguments": {"q": 1.0}}], "mode": "arguments", "threshold": 0.5}
     )
-    assert check_same(trace, other) is None  # 1 and 1.0: equal values, different text: the reference decides
+    # 1 and 1.0: equal values in different text, asked of the argument matcher as the reference asks it.
+    found = check_same(trace, other)
+    assert found is not None and found.value == 2 / 3
+    both = [{"name": "fetch", "arguments": {}}, {"name": "search", "arguments": {"q": 1}}]
+    subset = ToolCorrectness.model_validate({"expected": both, "mode": "arguments"})
+    found = check_same(trace, subset)  # the expected keys a subset of the made ones (the default key mode)
+    assert found is not None and found.value == 1.0
+    other_value = [{"name": "search", "arguments": {"q": 3}}]
+    wrong = ToolCorrectness.model_validate({"expected": other_value, "mode": "arguments"})
+    assert check_same(trace, wrong) is None  # no match: the reference decides (and fails it)
 
 
 # tool_efficiency -------------------------------------------------------------------------------
