@@ -109,6 +109,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         scorer_timeout=scoring.scorer_timeout or None,  # 0: no limit
         judge_overrides=scoring.judge_overrides,
         cache=scoring.cache,
+        store_values=scoring.store is not None,
     )
     json_path = scoring.json_path
     writer: ReportFormat | None = open_formats(

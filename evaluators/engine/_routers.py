@@ -209,8 +209,10 @@ class TraceRouter:
 class SpecRouter:
     """With a spec: traces go to the cases they match; conversations wait for the input to end."""
 
-    def __init__(self, spec: LoadedSpec, selected: list[Case]) -> None:
+    def __init__(self, spec: LoadedSpec, selected: list[Case], *, pack_sides: bool = True) -> None:
         self.spec = spec
+        self._pack_sides = pack_sides
+        """Park each sample with its score-store values (`pack_side`); off when no store reads them."""
         self.selected = selected
         self._selected_ids = {case.id for case in selected}
         self._by_id = {case.id: case for case in spec.cases}
@@ -293,7 +295,7 @@ class SpecRouter:
             self.state.scorer_tally.add(sample.scores)
             # Parked with the values the score store needs, so it never parses the JSON back.
             # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
-            side = pack_side(sample, self._pairing.identities(case_id, sample.scores))
+            side = pack_side(sample, self._pairing.identities(case_id, sample.scores)) if self._pack_sides else b""
             record = park(sample.model_dump_json().encode(), side)
             spill.add(case_id, sample.start_time, sample.trace_id, record)
             tally = self.state.tallies.get(case_id)

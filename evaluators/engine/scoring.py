@@ -92,6 +92,9 @@ class ScoreOptions:
     cache: bool = True
     """Read span files through the traces cache (`collector/convert/cache.py`): a re-scoring of
     unchanged files reads their traces table instead of rebuilding the traces (`--no-cache`: off)."""
+    store_values: bool = True
+    """Pack each scored sample's score-store values beside its JSON where it is scored (in a sharded
+    run, by its worker); off when no score store is written (`--no-store`), which would drop them."""
 
     def __post_init__(self) -> None:
         """Reject a limit that is not a positive number of seconds."""
@@ -275,8 +278,10 @@ def score_paths_to(
 
 def new_run(spec: LoadedSpec | None, options: ScoreOptions) -> tuple[Router, RunStats]:
     """A run's router (the spec's selected cases, else the default scorers) and its empty statistics."""
-    router = SpecRouter(spec, select_cases(spec, options)) if spec is not None else TraceRouter(default_scorers())
-    return router, RunStats(prices={**DEFAULT_PRICES, **(spec.spec.prices if spec is not None else {})})
+    if spec is None:
+        return TraceRouter(default_scorers()), RunStats(prices=dict(DEFAULT_PRICES))
+    router = SpecRouter(spec, select_cases(spec, options), pack_sides=options.store_values)
+    return router, RunStats(prices={**DEFAULT_PRICES, **spec.spec.prices})
 
 
 def _finish(

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from report_runs import PLUGIN
 from test_score_store import prepare, score_into
 
+from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult
 from evaltrace.evaluators.report.writer import EntryFields, ReportEntry, head_json, park
 from evaltrace.evaluators.scorers.registry import load_plugins
@@ -60,6 +61,31 @@ def test_rows_from_parked_samples_equal_rows_from_the_typed_entries(
     fast, typed = stored_rows(tmp_path / "fast", run_id), stored_rows(tmp_path / "typed", writer.run_id)
     assert fast.num_rows == typed.num_rows > 0
     assert fast.equals(typed)
+
+
+class _Sides:
+    """A sink keeping each entry's JSON and whether its samples came with score-store values."""
+
+    def __init__(self) -> None:
+        self.entries: list[bytes] = []
+        self.packed: list[bool] = []
+
+    def add(self, entry: ReportEntry) -> None:
+        self.entries.append(entry.json_bytes())
+        self.packed.append(bool(entry.sides()))  # a case without samples has no sides either way
+
+
+@pytest.mark.parametrize("case", ["samples", "repeats"])
+def test_without_a_store_the_samples_are_not_packed_and_the_entries_are_the_same(case: str, tmp_path: Path) -> None:
+    runs, spec_file = prepare(case, tmp_path)
+    spec = load_spec(spec_file) if spec_file is not None else None
+    sinks = {}
+    for store_values in (True, False):
+        sink = sinks[store_values] = _Sides()
+        options = ScoreOptions(paths=(str(runs),), store_values=store_values)
+        score_paths_to([runs], spec, options, sink, workers=1)
+    assert sinks[True].entries == sinks[False].entries and sinks[True].entries
+    assert any(sinks[True].packed) and not any(sinks[False].packed)
 
 
 def conversation_sample() -> SampleResult:
