@@ -2,7 +2,9 @@
 
 Where extra calls are allowed (in_order, superset, recall): every expected call made, in order, by
 a call of the same name and matching arguments, no tool name twice; the matching and ordered pairs
-are those pairs, and the reason lists the extras. Otherwise the row's calls match the expected
+are those pairs, and the reason lists the extras. Where a tool name repeats (or, for superset and
+recall, the order differs), the pairs are the reference's own alignment functions run on the same
+question of each pair (`_aligned`). Otherwise the row's calls match the expected
 calls position by position (names equal; arguments matching, or not compared). Then, in every
 mode, the value is 1, nothing is missing, late or extra and the ordered pairs are the identity, so
 the reference's reason and details follow from the names alone but for the maximum matching: with
@@ -33,7 +35,7 @@ from evaltrace.collector.convert.arguments import arguments_match
 from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.convert.table import comparable_text
 from evaltrace.evaluators.columnar.calls import RowCalls
-from evaltrace.evaluators.scorers.arguments import ArgumentMatch, ExpectedCall
+from evaltrace.evaluators.scorers.arguments import ArgumentMatch, ExpectedCall, lcs_pairs, max_bipartite_matching
 from evaltrace.evaluators.scorers.base import Score
 from evaltrace.evaluators.scorers.trajectory import Trajectory
 
@@ -94,14 +96,16 @@ def _with_extras(
     """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
     if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
         return None
-    if len(set(names)) != len(names):
-        return None
+    if len(set(names)) != len(names):  # which call pairs with which: the reference's own alignment
+        return _aligned(scorer, expected, wanted, names, texts)
     position = {name: j for j, name in enumerate(names)}
     pairs: list[list[int]] = []
     for i, name in enumerate(wanted):
         j = position.get(name)
-        if j is None or (pairs and j <= pairs[-1][1]):
+        if j is None:
             return None
+        if pairs and j <= pairs[-1][1]:  # out of order: a failure in order, allowed by superset and recall
+            return None if scorer.mode == "in_order" else _aligned(scorer, expected, wanted, names, texts)
         pairs.append([i, j])
     arguments = list(map(_ARGUMENTS, expected))
     compared = _compared(scorer.arguments, wanted, arguments)
@@ -121,6 +125,55 @@ def _with_extras(
         actual=list(names),
         matched=pairs,
         in_order=[list(pair) for pair in pairs],
+    )
+
+
+def _aligned(
+    scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], names: list[str], texts: list[str | None]
+) -> Score | None:
+    """The passing `Score` where extra calls are allowed, from the reference's alignment of the row's calls.
+
+    The longest in-order pairing (`lcs_pairs`) and the maximum matching (`max_bipartite_matching`)
+    are the reference's functions, asked the reference's question of each pair: same name, and the
+    arguments not compared, equal in text, or accepted by the matcher. The answer is given only
+    when every expected call is paired (in order, for `in_order`): the value is then 1, nothing is
+    missing or late, and the reason lists the calls neither pairing used.
+    """
+    arguments = list(map(_ARGUMENTS, expected))
+    compared = _compared(scorer.arguments, wanted, arguments)
+    try:
+        encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)]
+    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
+        return None
+    asked = _Pairs(scorer.arguments, wanted, arguments, compared, texts)  # `names` by expected call
+    known: dict[tuple[int, int], bool] = {}
+
+    def compatible(i: int, j: int) -> bool:
+        if wanted[i] != names[j]:
+            return False
+        if not compared[i] or encoded[i] == texts[j]:
+            return True
+        found = known.get((i, j))
+        if found is None:
+            found = known[(i, j)] = asked.all_match(((i, j),))
+        return found
+
+    count = len(wanted)
+    ordered = lcs_pairs(count, len(names), compatible)
+    matched = max_bipartite_matching(count, len(names), compatible)
+    if asked.unsure or (len(ordered) if scorer.mode == "in_order" else len(matched)) != count:
+        return None
+    used = set(matched.values()) | {j for _, j in ordered}
+    extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
+    why = f"extra {extra} (allowed in this mode)" if extra else f"all {count} expected calls matched"
+    return scorer.result(
+        True,
+        1.0,
+        f"Passed ({scorer.mode}, score 1.00): {why}.",
+        expected=wanted,
+        actual=list(names),
+        matched=[[i, j] for i, j in sorted(matched.items())],
+        in_order=[[i, j] for i, j in ordered],
     )
 
 

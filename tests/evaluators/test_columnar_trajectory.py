@@ -95,8 +95,8 @@ def test_columnar_trajectory_equals_the_reference(case: tuple[Trace, Scorer]) ->
 
 @st.composite
 def _extras_case(draw: st.DrawFn) -> tuple[Trace, Scorer]:
-    """Calls of distinct tools and a part of them expected, where extra calls are allowed."""
-    names = draw(st.lists(_NAMES, min_size=1, max_size=5, unique=True))
+    """Calls (of distinct tools, or some tool twice) and a part of them expected, where extras are allowed."""
+    names = draw(st.lists(_NAMES, min_size=1, max_size=5, unique=draw(st.booleans())))  # repeats, or not
     calls = [ToolCall(name=name, arguments=draw(_ARGS)) for name in names]
     kept = [c for c in calls if draw(st.booleans())]
     order = kept if draw(st.integers(0, 3)) else kept[::-1]
