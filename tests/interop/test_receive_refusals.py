@@ -185,9 +185,13 @@ def test_the_sdk_exporter_gets_the_413_not_a_connection_error(
     exporter.shutdown()  # type: ignore[no-untyped-call]
 
 
-def _connection_threads() -> int:
-    """The in-process receiver's threads serving a connection (socketserver names them so)."""
-    return sum("process_request_thread" in thread.name for thread in threading.enumerate())
+def _connection_threads(before: set[threading.Thread]) -> int:
+    """Threads serving a connection (socketserver names them so) started since `before` was taken.
+
+    Other tests' servers in this process (an idle keep-alive connection holds its thread for up to
+    30 s) must not count: only the threads this test's clients made are.
+    """
+    return sum("process_request_thread" in t.name and t not in before for t in threading.enumerate())
 
 
 def _until_cut_off(sock: socket.socket, pause: float, size: int) -> float:
@@ -218,6 +222,7 @@ def test_clients_that_keep_sending_or_stall_are_cut_off(tmp_path: Path) -> None:
 
 def _cut_off_while_answering_others(address: tuple[str, int]) -> None:
     head = _head("/v1/traces", "application/x-protobuf", 10**9)
+    before = set(threading.enumerate())
     taken: dict[str, float] = {}
     clients = {"endless": (0.0, 65536), "slow": (0.05, 100)}  # the byte bound, the time bound
     sockets = [socket.create_connection(address, timeout=30) for _ in range(3)]
@@ -231,16 +236,16 @@ def _cut_off_while_answering_others(address: tuple[str, int]) -> None:
         silent = sockets[2]  # reads its answer (up to the receiver's FIN), then neither sends nor closes
         silent.sendall(head)
         assert _read_answer(silent)[0] == 413
-        assert _connection_threads() >= 2  # the slow and the silent clients' connections linger
+        assert _connection_threads(before) >= 2  # the slow and the silent clients' connections linger
         status, seconds = _post_small(address)
         assert status == 200 and seconds < 5  # the receiver answers others meanwhile
         for thread in threads:
             thread.join(CUT_OFF)
         assert set(taken) == set(clients) and all(s < CUT_OFF for s in taken.values()), taken
         deadline = time.monotonic() + CUT_OFF
-        while _connection_threads() and time.monotonic() < deadline:
+        while _connection_threads(before) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _connection_threads() == 0  # all ended, the silent client's socket still open
+        assert _connection_threads(before) == 0  # all ended, the silent client's socket still open
     finally:
         for sock in sockets:
             sock.close()
