@@ -73,21 +73,14 @@ def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | 
         if not pairs.all_match(zip(steps, steps, strict=True)):
             return None
     if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
-        matched: list[list[int]] | None = _identity(steps)
+        matched = _identity(steps)
     else:
-        matched = _matching(pairs or _Pairs(scorer.arguments, names, arguments, compared, texts))
-        if matched is None:
+        found = _matching(pairs or _Pairs(scorer.arguments, names, arguments, compared, texts))
+        if found is None:
             return None
+        matched = found
     why = f"all {count} expected calls matched" if count else "no calls expected or made"
-    return scorer.result(
-        True,
-        1.0,
-        f"Passed ({scorer.mode}, score 1.00): {why}.",
-        expected=wanted,
-        actual=list(names),
-        matched=matched,
-        in_order=_identity(steps),
-    )
+    return _passed(scorer, why, wanted, names, matched, _identity(steps))
 
 
 def _with_extras(
@@ -117,15 +110,7 @@ def _with_extras(
     # are both these pairs, nothing is missing or late, and every other call is an allowed extra.
     used = {j for _, j in pairs}
     extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
-    return scorer.result(
-        True,
-        1.0,
-        f"Passed ({scorer.mode}, score 1.00): extra {extra} (allowed in this mode).",
-        expected=wanted,
-        actual=list(names),
-        matched=pairs,
-        in_order=[list(pair) for pair in pairs],
-    )
+    return _passed(scorer, f"extra {extra} (allowed in this mode)", wanted, names, pairs, [list(p) for p in pairs])
 
 
 def _aligned(
@@ -166,14 +151,28 @@ def _aligned(
     used = set(matched.values()) | {j for _, j in ordered}
     extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
     why = f"extra {extra} (allowed in this mode)" if extra else f"all {count} expected calls matched"
+    return _passed(
+        scorer, why, wanted, names, [[i, j] for i, j in sorted(matched.items())], [[i, j] for i, j in ordered]
+    )
+
+
+def _passed(
+    scorer: Trajectory,
+    why: str,
+    wanted: list[str],
+    names: list[str],
+    matched: list[list[int]],
+    ordered: list[list[int]],
+) -> Score:
+    """The reference's passing `Score`: value 1, its reason (`why`, after the mode) and its details."""
     return scorer.result(
         True,
         1.0,
         f"Passed ({scorer.mode}, score 1.00): {why}.",
         expected=wanted,
         actual=list(names),
-        matched=[[i, j] for i, j in sorted(matched.items())],
-        in_order=[[i, j] for i, j in ordered],
+        matched=matched,
+        in_order=ordered,
     )
 
 
