@@ -131,17 +131,11 @@ def _aligned(
     except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
         return None
     asked = _Pairs(scorer.arguments, wanted, arguments, compared, texts)  # `names` by expected call
-    known: dict[tuple[int, int], bool] = {}
 
     def compatible(i: int, j: int) -> bool:
         if wanted[i] != names[j]:
             return False
-        if not compared[i] or encoded[i] == texts[j]:
-            return True
-        found = known.get((i, j))
-        if found is None:
-            found = known[(i, j)] = asked.all_match(((i, j),))
-        return found
+        return not compared[i] or encoded[i] == texts[j] or asked.answer(i, j)
 
     count = len(wanted)
     ordered = lcs_pairs(count, len(names), compatible)
@@ -256,7 +250,7 @@ class _Pairs:
         Asked of the matcher (on the row's parsed arguments) where the texts were not all equal:
         a subset of the keys, `trim`, numbers by value. The answer is the reference's `call_matches`.
         """
-        return all(not self._compared[i] or self._ask(i, j) for i, j in pairs) and not self.unsure
+        return all(not self._compared[i] or self.answer(i, j) for i, j in pairs) and not self.unsure
 
     def crossed(self) -> bool:
         """Whether some expected call `i` matches an earlier call `j` of its name (a pair below the diagonal)."""
@@ -273,6 +267,10 @@ class _Pairs:
         texts = self._texts
         if i == j or not self._compared[i] or texts[j] == texts[i]:
             return True  # text i is expected call i's (the position check), so text j is too
+        return self.answer(i, j)
+
+    def answer(self, i: int, j: int) -> bool:
+        """The matcher's answer for expected call `i` and call `j`, each pair asked at most once."""
         found = self._known.get((i, j))
         if found is None:
             found = self._known[(i, j)] = self._ask(i, j)
