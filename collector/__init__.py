@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from evaltrace.collector.capture.recording import Recorder as Recorder
     from evaltrace.collector.capture.recording import record as record
     from evaltrace.collector.capture.redact import RedactionSettings as RedactionSettings
+    from evaltrace.collector.capture.tool_call import ToolCallRun as ToolCallRun
+    from evaltrace.collector.capture.tool_call import tool_call as tool_call
     from evaltrace.collector.convert.rebuild import convert_spans as convert_spans
     from evaltrace.collector.convert.rebuild import convert_trace as convert_trace
     from evaltrace.collector.convert.rebuild import group_conversations as group_conversations

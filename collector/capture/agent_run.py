@@ -39,7 +39,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-__all__ = ["AgentRun", "agent_run"]
+__all__ = ["AgentRun", "agent_run", "as_text", "record_error"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -50,7 +50,8 @@ def _messages(role: str, text: str, **extra: str) -> str:
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}], **extra}], ensure_ascii=False)
 
 
-def _as_text(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """A recorded value as text: text as is, anything else as JSON (else `str`)."""
     if isinstance(value, str):
         return value
     try:  # structured output (a dict, a pydantic model dumped by the caller): kept as JSON text
@@ -59,11 +60,19 @@ def _as_text(value: Any) -> str:
         return str(value)
 
 
-class AgentRun:
-    """The handle of one agent run: set `output` to the agent's answer before the run ends."""
+def record_error(span: Span, exc: BaseException) -> None:
+    """Mark `span` failed by `exc`: an `exception` event, `error.type` and status ERROR."""
+    span.record_exception(exc)
+    span.set_attribute("error.type", type(exc).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
 
-    def __init__(self, span: Span) -> None:
+
+class AgentRun:
+    """The handle of one agent run: `input` is what it was given; set `output` to the answer before it ends."""
+
+    def __init__(self, span: Span, input_value: Any = None) -> None:
         self.span = span
+        self._input = input_value
         self._output: str | None = None
 
     @property
@@ -78,21 +87,23 @@ class AgentRun:
 
     @output.setter
     def output(self, value: Any) -> None:
-        self._output = None if value is None else _as_text(value)
+        self._output = None if value is None else as_text(value)
         if self._output is not None:
             self.span.set_attribute(
                 "gen_ai.output.messages", _messages("assistant", self._output, finish_reason="stop")
             )
 
     @property
-    def input(self) -> str | None:
-        """Not readable: the input is on the span. Set it when it was not known at the start."""
-        return None
+    def input(self) -> Any:
+        """The input the run was given (`input=`, the decorated function's, or set later), as given."""
+        return self._input
 
     @input.setter
     def input(self, value: Any) -> None:
+        """Set the input when it was not known at the start."""
+        self._input = value
         if value is not None:
-            self.span.set_attribute("gen_ai.input.messages", _messages("user", _as_text(value)))
+            self.span.set_attribute("gen_ai.input.messages", _messages("user", as_text(value)))
 
 
 class agent_run:  # lower case: used as a function (`with agent_run(...)`, `@agent_run(...)`)
@@ -130,7 +141,7 @@ class agent_run:  # lower case: used as a function (`with agent_run(...)`, `@age
         if self.case_id is not None:
             attributes["evaltrace.case_id"] = self.case_id
         if input_value is not None:
-            attributes["gen_ai.input.messages"] = _messages("user", _as_text(input_value))
+            attributes["gen_ai.input.messages"] = _messages("user", as_text(input_value))
         return attributes
 
     @contextmanager
@@ -143,13 +154,11 @@ class agent_run:  # lower case: used as a function (`with agent_run(...)`, `@age
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
-            handle = AgentRun(span)
+            handle = AgentRun(span, input_value)
             try:
                 yield handle
             except BaseException as exc:
-                span.record_exception(exc)
-                span.set_attribute("error.type", type(exc).__qualname__)
-                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                record_error(span, exc)
                 raise
 
     # -- context manager ------------------------------------------------------------------
