@@ -74,6 +74,7 @@ def test_recipe_records_the_whole_run(name: str, tmp_path: Path) -> None:
         outputs = run_lines(recipe.run_lines(), tmp_path, user_env(llm))
         usage = llm.total_usage()
         assert len(llm.requests) == 2 and not llm.errors
+        assert QUESTION in json.dumps(llm.requests[0])  # the model was asked the question (`run.input`)
     assert outputs[0].stdout.strip() == ANSWER  # the app ran the agent to its answer
     assert "is not a valid option" not in outputs[0].stderr  # no setting evaltrace made was refused
     (trace,) = rebuilt(tmp_path)

@@ -65,6 +65,7 @@ def test_recipe_rebuilds_input_tool_call_answer_and_usage(tmp_path: Path, extra:
     assert [(c.name, c.arguments, c.result, c.error) for c in trace.tool_calls] == [
         ("get_weather", {"city": "Paris"}, "18°C and sunny in Paris", None)
     ]
+    assert trace.tool_calls[0].span_id is not None  # the tool's run was recorded (`tool_call`), not only requested
     assert (trace.usage.input_tokens, trace.usage.output_tokens) == usage
     assert len(trace.iterations) == 2 and trace.status == "success"
     logs = sorted((tmp_path / "runs").glob("*.logs.parquet"))

@@ -11,7 +11,7 @@ import json
 
 from openai import OpenAI
 
-from evaltrace.collector import agent_run
+from evaltrace.collector import agent_run, tool_call
 
 client = OpenAI()  # reads OPENAI_API_KEY (and OPENAI_BASE_URL, if set)
 
@@ -40,11 +40,12 @@ def run_agent(question: str) -> str:
             return message.content
         messages.append(message)
         for call in message.tool_calls:
-            result = get_weather(**json.loads(call.function.arguments))
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            with tool_call(call.function.name, call.function.arguments, call_id=call.id) as tool:
+                tool.result = get_weather(**json.loads(call.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": tool.result})
 
 
 question = "What's the weather in Paris?"
 with agent_run("weather-agent", input=question, case_id="paris-weather") as run:
-    run.output = run_agent(question)
+    run.output = run_agent(run.input)
 print(run.output)
