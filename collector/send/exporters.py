@@ -10,6 +10,11 @@ Headers come from the standard `OTEL_EXPORTER_OTLP_HEADERS` (and the signal's ow
 need not be typed where `ps` shows it. Header values never appear in a message, and the endpoint
 is shown without user info or query.
 
+No redirect is followed: the session the HTTP exporter is given never follows one (older exporters
+followed them with the headers and the body, to any host), and a 3xx answer is a failure naming the
+status (newer exporters count it as delivered). Headers are never sent over plain `http://` to
+another host (the judge's rule for its key, `network.is_loopback`): they may hold a key.
+
 The exporters report failures only by logging. While a `Sender` sends, their loggers are kept
 off the terminal (the user gets the one error line instead) and watched: the HTTP status comes
 from a response hook on the `requests` session the HTTP exporter is given, the gRPC status code
@@ -29,7 +34,7 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.network import may_use_env_proxy
+from evaltrace.collector.network import is_loopback, may_use_env_proxy
 from evaltrace.collector.terminal import printable
 
 Protocol = Literal["http/protobuf", "grpc"]
@@ -101,6 +106,14 @@ def check_target(target: OtlpTarget) -> None:
         )
     if _port(parts) is None and ":" in parts.netloc.rpartition("@")[2].rpartition("]")[2]:
         raise InputError(f"{target.option}: the port of the endpoint is not a number")
+    headers = any(resolved_headers(target, signal) for signal in ("traces", "logs"))
+    if headers and parts.scheme == "http" and not is_loopback(parts.hostname):
+        # The judge's rule for its key: a header may hold one, and plain http shows it to the network.
+        raise InputError(
+            f"{target.option} {shown_endpoint(target.endpoint)}: refusing to send headers (--header, "
+            f"OTEL_EXPORTER_OTLP_*HEADERS) unencrypted over http:// to {printable(parts.hostname)}: "
+            "use https:// or a loopback address"
+        )
 
 
 def signal_url(endpoint: str, signal: Signal) -> str:
@@ -138,6 +151,19 @@ class _Watch(logging.Handler):
     def on_response(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
         self.status = (response.status_code, response.reason or "")
 
+    @property
+    def redirected(self) -> bool:
+        """Whether the last answer was a redirect (not followed: the batch did not arrive)."""
+        return self.status is not None and 300 <= self.status[0] < 400
+
+
+class _NoRedirects(requests.Session):
+    """A session that never follows a redirect: the request's headers and body go to the endpoint only."""
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        kwargs["allow_redirects"] = False
+        return super().send(request, **kwargs)
+
 
 class Sender:
     """The SDK's OTLP exporter of one signal for `target`; `send` raises on a batch the backend did not take."""
@@ -173,7 +199,7 @@ class Sender:
         self._watch.status = None
         with _quiet_exporters(self._watch):
             result = self._exporter.export(batch)
-        if getattr(result, "name", "") != "SUCCESS":
+        if getattr(result, "name", "") != "SUCCESS" or self._watch.redirected:
             raise InputError(self._failure(probing))
 
     def close(self) -> None:
@@ -201,7 +227,8 @@ class Sender:
 def _why(watch: _Watch, protocol: Protocol) -> str:
     if watch.status is not None:
         code, reason = watch.status
-        return f"the backend answered HTTP {code}{' ' + printable(reason) if reason else ''}"
+        unfollowed = " (a redirect is not followed: give the endpoint it points to)" if watch.redirected else ""
+        return f"the backend answered HTTP {code}{' ' + printable(reason) if reason else ''}{unfollowed}"
     grpc_code = _grpc_code(watch.records)
     if grpc_code == "UNAVAILABLE":
         return "could not connect over gRPC (status UNAVAILABLE): is an OTLP receiver listening there?"
@@ -244,7 +271,7 @@ def _exporter(target: OtlpTarget, signal: Signal, watch: _Watch) -> Any:
     if target.protocol == "grpc":
         return _grpc_exporter(target, signal, headers)
     url = signal_url(target.endpoint, signal)
-    session = requests.Session()
+    session = _NoRedirects()
     session.trust_env = may_use_env_proxy(url)  # the headers may hold a key: no proxy that reads them
     session.hooks["response"].append(watch.on_response)
     if signal == "traces":

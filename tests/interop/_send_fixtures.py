@@ -143,6 +143,8 @@ class OtlpReceiver:
     """`(name, value)` every request must carry, else 401 (names are matched case-insensitively and kept lower case)."""
     serve_logs: bool = True
     """False: `/v1/logs` answers 404, as a traces-only backend (Phoenix) does."""
+    redirect_to: str | None = None
+    """A base URL: every request is answered 307 to it (plus the request's path), and not kept."""
     requests: list[Received] = field(default_factory=list)
     port: int = 0
 
@@ -187,6 +189,8 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
                 data = gzip.decompress(data)
             kind = kinds.get(self.path)
             required = receiver.required_header
+            if receiver.redirect_to is not None:
+                return self._answer(307, b"", location=receiver.redirect_to + self.path)
             if kind is None:
                 return self._answer(404, b"")
             if required is not None and self.headers.get(required[0]) != required[1]:
@@ -195,8 +199,10 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
             receiver.requests.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
             self._answer(200, kind[1]().SerializeToString())
 
-        def _answer(self, code: int, payload: bytes) -> None:
+        def _answer(self, code: int, payload: bytes, location: str | None = None) -> None:
             self.send_response(code)
+            if location is not None:
+                self.send_header("Location", location)
             self.send_header("Content-Type", "application/x-protobuf")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
