@@ -90,6 +90,7 @@ def run(
     judge_allow_insecure: opt.JudgeAllowInsecure = False,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
+    from evaltrace.collector.capture.autoconf import instrument_installed
     from evaltrace.evaluators.engine.sample import check_judge_setup
     from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run, select_cases
     from evaltrace.evaluators.runner.agent import RunOptions, load_agent, new_run_directory, run_agent
@@ -100,6 +101,8 @@ def run(
     opt.report_destinations(json_path, junit_path, markdown_path, html_path)
     store_dir = opt.store_choice(store, no_store)  # an unwritable store stops us before the agent runs
     baseline_side(baseline, store_dir)  # so does a --baseline REF that names no run
+    # As `opentelemetry-instrument` would: the installed instrumentations, before the agent's module loads.
+    instrument_installed()
     function = load_agent(agent)
     opt.load_plugins(plugin)  # before the spec, which may name the plugins' scorers
     loaded, case_id = opt.load_spec_arg(spec)

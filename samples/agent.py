@@ -115,7 +115,9 @@ def _openai_client() -> Any:
             from openai import OpenAI
             from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
-            OpenAIInstrumentor().instrument()
+            instrumentor = OpenAIInstrumentor()
+            if not instrumentor.is_instrumented_by_opentelemetry:  # `evaltrace run` may have done it already
+                instrumentor.instrument()
             base_url = os.environ.get("OPENAI_BASE_URL")
             if not base_url:
                 from samples.model_server import serve_in_thread

@@ -17,6 +17,10 @@ which can make initialisation fail and disable tracing altogether. evaltrace the
   initialisation fails it logs a warning saying whether recording is disabled and pointing to
   `evaltrace doctor`, then lets the failure propagate as OTel does.
 
+`instrument_installed()` does in-process what `opentelemetry-instrument` does before an app runs
+(for `evaltrace run`, which runs the agent itself): content capture on, then every installed
+instrumentor, with this distro.
+
 If `opentelemetry-distro` is installed too, whichever entry point is discovered first wins;
 `OTEL_PYTHON_DISTRO=evaltrace OTEL_PYTHON_CONFIGURATOR=evaltrace` pins evaltrace's
 (`evaltrace doctor` explains this).
@@ -144,6 +148,34 @@ def _hook_built_processors() -> None:
         install_process_hooks(provider, log_processor, handle_sigterm=True)
     _built.clear()
     _built_logs.clear()
+
+
+def instrument_installed() -> bool:
+    """Load the installed instrumentations unless OpenTelemetry is configured; True if loaded here.
+
+    What `opentelemetry-instrument` does before the app runs: GenAI content capture on unless the
+    user chose (or `EVALTRACE_CAPTURE_CONTENT=0`), then every `opentelemetry_instrumentor` entry
+    point through OpenTelemetry's own loader with this distro (`OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`
+    honoured; instrumentors whose library is missing or of a conflicting version skipped). When a
+    tracer provider is already set, `opentelemetry-instrument` (or the app) did this, and loading
+    them again would only warn. A failing instrumentor is logged and the rest of the app goes on
+    uninstrumented by it, as under `opentelemetry-instrument`.
+    """
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return False
+    apply_capture_default()  # instrumentations read it when they instrument: set it first
+    from opentelemetry.instrumentation.auto_instrumentation._load import _load_instrumentors
+
+    try:
+        _load_instrumentors(EvaltraceDistro())  # type: ignore[no-untyped-call]  # OTel's loader is unannotated
+    except Exception as exc:  # the instrumentor's own failure: never the app's
+        logger.warning(
+            "evaltrace: loading the installed instrumentations failed (%s: %s); the agent's calls may "
+            "not be recorded. Run `evaltrace doctor` to find the cause.",
+            type(exc).__name__,
+            exc,
+        )
+    return True
 
 
 def _warn_failed(exc: BaseException) -> bool:

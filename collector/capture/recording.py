@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("evaltrace")
 
-__all__ = ["EvaltraceSpanProcessor", "Recorder", "record"]
+__all__ = ["EvaltraceSpanProcessor", "Recorder", "adopt", "current", "record", "record_logs"]
 
 _SIGTERM_FLUSH_SECONDS = 10.0
 _MP_EXIT_PRIORITY = 100  # run before multiprocessing's own low-priority finalizers
@@ -236,7 +236,7 @@ def record(
         )
         processor = EvaltraceSpanProcessor(exporter)
         provider.add_span_processor(processor)
-        log_processor = _record_logs(exporter) if logs else None
+        log_processor = record_logs(exporter) if logs else None
         _active = Recorder(processor, provider, log_processor)
     install_process_hooks(provider, processor, handle_sigterm=handle_sigterm)
     if log_processor is not None:
@@ -244,8 +244,12 @@ def record(
     return _active
 
 
-def _record_logs(spans: ParquetSpanExporter) -> EvaltraceLogRecordProcessor | None:
-    """Attach a log exporter with the span exporter's settings to the global logger provider."""
+def record_logs(spans: ParquetSpanExporter) -> EvaltraceLogRecordProcessor | None:
+    """Attach a log exporter with the span exporter's settings to the global logger provider.
+
+    Sets an SDK logger provider globally when none is set; `None` when the global one accepts no
+    processors (said with a warning).
+    """
     from evaltrace.collector.capture.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
 
     provider = _sdk_logger_provider()
@@ -276,6 +280,12 @@ def _sdk_logger_provider() -> Any:
         type(provider).__name__,
     )
     return None
+
+
+def current() -> Recorder | None:
+    """The active recording (`record()`'s or the one `opentelemetry-instrument` built), if any."""
+    with _state_lock:
+        return _active
 
 
 def adopt(

@@ -4,8 +4,10 @@
 
 The agent function (`module:function`, sync or `async def`) is called with the case's input as
 its one positional argument; its return value is the answer. What it does is read from the
-spans it (or its instrumentation) ends, so it must be instrumented with OpenTelemetry (GenAI,
-OpenInference or OpenLLMetry conventions), as for `evaltrace score`.
+spans it (or its instrumentation) ends, as for `evaltrace score` (GenAI, OpenInference or
+OpenLLMetry conventions); `evaltrace run` loads the installed instrumentations before importing
+it (`autoconf.instrument_installed`), as `opentelemetry-instrument` would. The run folder is the
+process's one evaltrace recording, spans and log records (see `_record_into`).
 
 Each call runs inside a root span the runner opens, named `evaltrace.case <id>`, carrying
 `evaltrace.case_id`, `evaltrace.repeat` (0-based) and, for a multi-turn case, `evaltrace.turn`
@@ -44,7 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -56,6 +58,9 @@ from evaltrace.evaluators.runner.call import CallOutcome, CallResult, call_agent
 from evaltrace.evaluators.runner.spans import SealingSpanProcessor, sdk_provider
 from evaltrace.evaluators.scorers.plugins import import_user_module
 from evaltrace.evaluators.spec.model import Case
+
+if TYPE_CHECKING:
+    from evaltrace.collector.capture.recording import Recorder
 
 CASE_ID_ATTRIBUTE = "evaltrace.case_id"
 REPEAT_ATTRIBUTE = "evaltrace.repeat"
@@ -162,19 +167,37 @@ def run_agent(
     """
     if directory.is_dir() and any(directory.glob("*.parquet")):
         raise InputError(f"{directory}: already holds recorded spans; choose a new folder for this run")
-    # Imported here: the Parquet writer (pyarrow) is not needed to import evaltrace.evaluators.
-    from evaltrace.collector.capture.exporter import ParquetSpanExporter
-    from evaltrace.collector.capture.recording import EvaltraceSpanProcessor
-
     run_id = options.run_id or directory.name
-    sealer = SealingSpanProcessor(EvaltraceSpanProcessor(ParquetSpanExporter(directory, run_id=run_id)))
-    sdk_provider().add_span_processor(sealer)
+    sealer, recorder = _record_into(directory, run_id)
     result = RunResult(directory=directory, run_id=run_id)
     try:
         result.calls = asyncio.run(_Runner(agent, sealer, options, on_call).run(cases))
     finally:
         sealer.shutdown()  # writes the buffered spans and stops recording
+        recorder.stop()  # and the log records
     return result
+
+
+def _record_into(directory: Path, run_id: str) -> tuple[SealingSpanProcessor, Recorder]:
+    """Make the run folder the process's one evaltrace recording, spans and log records.
+
+    A recording already active (`opentelemetry-instrument` with `OTEL_TRACES_EXPORTER=evaltrace`,
+    or the agent's module calling `record()`) is stopped first, so each span is written once, to
+    the run folder. The new one is registered as the active recording, so an agent calling
+    `record()` gets it rather than starting a second writer.
+    """
+    # Imported here: the Parquet writer (pyarrow) is not needed to import evaltrace.evaluators.
+    from evaltrace.collector.capture.exporter import ParquetSpanExporter
+    from evaltrace.collector.capture.recording import EvaltraceSpanProcessor, adopt, current, record_logs
+
+    provider = sdk_provider()
+    previous = current()
+    if previous is not None:
+        previous.stop()
+    processor = EvaltraceSpanProcessor(ParquetSpanExporter(directory, run_id=run_id))
+    sealer = SealingSpanProcessor(processor)
+    provider.add_span_processor(sealer)
+    return sealer, adopt(processor, provider, record_logs(processor.exporter))
 
 
 class _Runner:

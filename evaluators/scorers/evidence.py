@@ -15,17 +15,35 @@ from evaltrace.evaluators.scorers.arguments import call_label
 
 RECORD_HINT = "record content (is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)"
 """How to get the content recorded, appended to every reason about missing content."""
+UNINSTRUMENTED_HINT = (
+    "no model call or tool call of the agent was recorded: is its model client instrumented? (install the "
+    "client's OpenTelemetry instrumentation, e.g. evaltrace[openai], which opentelemetry-instrument and "
+    "evaltrace run load, or record the run with evaltrace.collector.agent_run and tool_call)"
+)
+"""The hint for a trace holding nothing of the agent's: content capture is not what is missing."""
+
+
+def record_hint(trace: Trace) -> str:
+    """How to record what `trace` lacks: the instrumentation when it holds nothing of the agent's, else content.
+
+    A trace with no input, no output, no model call and no tool call is a root span and nothing
+    under it (`evaltrace run`'s, around an agent whose client nothing instrumented): content
+    capture cannot be what is missing.
+    """
+    if trace.input is None and trace.output is None and not trace.iterations and not trace.tool_calls:
+        return UNINSTRUMENTED_HINT
+    return RECORD_HINT
 
 
 def no_answer(trace: Trace) -> str:
     """`no answer was recorded: ...`, saying what else is missing and how to record it."""
     what = "no input and no output" if trace.input is None else "no output"
-    return f"no answer was recorded: the trace has {what}; {RECORD_HINT}"
+    return f"no answer was recorded: the trace has {what}; {record_hint(trace)}"
 
 
 def no_input(trace: Trace) -> str:
     """`no input was recorded: ...` with the hint."""
-    return f"no input was recorded: the trace has no user message; {RECORD_HINT}"
+    return f"no input was recorded: the trace has no user message; {record_hint(trace)}"
 
 
 def unrecorded_labels(calls: Sequence[ToolCall]) -> list[str]:
@@ -57,7 +75,7 @@ def content_missing(trace: Trace) -> str | None:
     """
     answer = trace.final_answer()
     if trace.input is None and answer is None:
-        return f"the trace has no input and no output; {RECORD_HINT}"
+        return f"the trace has no input and no output; {record_hint(trace)}"
     calls = trace.all_tool_calls(nested=True)
     unrecorded = unrecorded_arguments(calls)
     if calls and len(unrecorded) == len(calls):
