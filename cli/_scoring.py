@@ -21,7 +21,7 @@ import typer
 from evaltrace.cli import _options as opt
 from evaltrace.cli._progress import progress_bar
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.terminal import plural, printable
+from evaltrace.collector.terminal import inline, plural
 
 if TYPE_CHECKING:
     from evaltrace.collector.send.exporters import OtlpTarget
@@ -131,15 +131,14 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     finally:
         if writer is not None:
             writer.abort()
-    # The summary quotes recorded content (reasons, model names): shown, never run by the terminal.
-    summary = printable(render_summary(run.report, run.digest), layout=True)
-    typer.echo(summary, nl=False, err=json_path == "-")
+    # The summary quotes recorded content (reasons, model names): `render_summary` lays each out inert.
+    typer.echo(render_summary(run.report, run.digest), nl=False, err=json_path == "-")
     regressed = baseline is not None and _against_baseline(baseline, collector[1], err=json_path == "-")
     if results is not None:
-        typer.echo(printable(f"results sent: {plural(results.sent, 'evaluation event')} to {results.where}"), err=True)
+        typer.echo(inline(f"results sent: {plural(results.sent, 'evaluation event')} to {results.where}"), err=True)
     if store is not None:
         # On stderr, like `run`'s notes: stdout stays the summary (or the report) scripts read.
-        typer.echo(printable(f"scores stored: {store.run_id} in {store.folder}"), err=True)
+        typer.echo(inline(f"scores stored: {store.run_id} in {store.folder}"), err=True)
     if not run.report.passed or regressed:
         raise typer.Exit(1)
 
@@ -172,8 +171,8 @@ def _against_baseline(baseline: Side, collector: SideCollector, err: bool) -> bo
 
     assert collector.side is not None  # the writers were finished
     comparison = compare_sides(baseline, collector.side, CompareOptions())
-    # Reasons quote recorded content: shown, never run by the terminal.
-    typer.echo(printable(render_baseline(comparison), layout=True), nl=False, err=err)
+    # Reasons quote recorded content: `render_baseline` lays each out inert.
+    typer.echo(render_baseline(comparison), nl=False, err=err)
     return comparison.regressed
 
 

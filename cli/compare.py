@@ -14,7 +14,6 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.terminal import printable
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.compare.model import Comparison
@@ -86,8 +85,8 @@ def compare(
         opt.write_text_output(markdown_path, render_markdown(comparison), "--markdown")
     if html_path is not None:
         opt.write_text_output(html_path, render_html(comparison), "--html")
-    # Reasons quote recorded content: shown, never run by the terminal.
-    typer.echo(printable(render_text(comparison), layout=True), nl=False, err=json_path == "-")
+    # Reasons, names and keys come from the reports: `render_text` lays each out inert.
+    typer.echo(render_text(comparison), nl=False, err=json_path == "-")
     _exit(comparison, allow_changed_scorers)
 
 

@@ -24,6 +24,7 @@ import typer
 from evaltrace.cli._doctor_genai import genai_checks
 from evaltrace.collector.convert.diagnose import Check
 from evaltrace.collector.errors import EvaltraceError
+from evaltrace.collector.terminal import inline
 
 _PIN = "OTEL_PYTHON_DISTRO=evaltrace OTEL_PYTHON_CONFIGURATOR=evaltrace"
 _OTLP_NAMES = {"otlp", "otlp_proto_grpc", "otlp_proto_http"}
@@ -253,7 +254,7 @@ def doctor(
         typer.echo(json.dumps({"problems": problems, "checks": [asdict(c) for c in checks]}))
     else:
         for check in checks:
-            typer.echo(check.line())
+            typer.echo(inline(check.line()))
     if problems:
         # Said here rather than with collector's private plural(): the CLI imports no new private module.
         raise EvaltraceError(f"{problems} problem{'' if problems == 1 else 's'} found")

@@ -14,7 +14,6 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.terminal import printable
 
 HISTORY_EXIT_CODES = (
     "Exit codes: 0 shown; 2 bad input (no store or run, an unknown --scorer or --spec; one 'Error:' line)."
@@ -71,8 +70,8 @@ def history(
         opt.write_text_output(json_path, result.model_dump_json(indent=2) + "\n", "--json")
     if html_path is not None:
         opt.write_text_output(html_path, render_html(result), "--html")
-    # Scorer names and spec paths come from the store: shown, never run by the terminal.
-    typer.echo(printable(render_text(result), layout=True), nl=False, err=json_path == "-")
+    # Scorer names and spec paths come from the store: `render_text` lays each out inert.
+    typer.echo(render_text(result), nl=False, err=json_path == "-")
 
 
 def _check_file_destination(destination: str) -> None:

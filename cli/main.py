@@ -21,7 +21,7 @@ from evaltrace.cli import run as run_command
 from evaltrace.cli._app import OutputClosed, app
 from evaltrace.cli._scoring import EXIT_CODES_HELP
 from evaltrace.collector.errors import EvaltraceError
-from evaltrace.collector.terminal import printable
+from evaltrace.collector.terminal import inline
 
 # The CLI's pyarrow buffers come from the C library's malloc rather than the wheels' default
 # mimalloc: reading span files was 15% faster and peaked 80 MB lower (benchmarks/RESULTS.md).
@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _error(message: str) -> None:
     # One line: a multi-line message is folded so scripts can rely on `Error:` being the line.
     # Messages quote file content (ids, keys, values): control characters in them are shown, not run.
-    print("Error: " + printable(" ".join(message.split())), file=sys.stderr)
+    print("Error: " + inline(" ".join(message.split())), file=sys.stderr)
 
 
 def _discard_stdout() -> None:

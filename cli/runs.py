@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evaltrace.cli import _options as opt
-from evaltrace.collector.terminal import json_text, plural, printable
+from evaltrace.collector.terminal import inline, json_text, plural
 
 if TYPE_CHECKING:
     from evaltrace.collector.store.reader import RunsSummary, TraceSummary
@@ -34,11 +34,11 @@ def runs(
         return
     # Service names, run ids and root span names are recorded content: shown, never run.
     for line in _summary_lines(summary):
-        typer.echo(printable(line))
+        typer.echo(inline(line))
     if traces:
         typer.echo("")
         for line in _trace_lines(summary.trace_list):
-            typer.echo(printable(line))
+            typer.echo(inline(line))
 
 
 def _summary_lines(s: RunsSummary) -> list[str]:

@@ -11,7 +11,7 @@ import typer
 
 from evaltrace.collector.convert.records import Iteration, ToolCall, Trace
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.terminal import json_text, plural, printable
+from evaltrace.collector.terminal import inline, json_text, plural
 
 if TYPE_CHECKING:
     from evaltrace.collector.convert.explain import SpanReading
@@ -79,7 +79,7 @@ def _status(trace: Trace) -> str:
 def _row(cells: list[str]) -> str:
     widths = [16, 20, 7, 4, 5, 13, _WIDTH, 0]
     # Every cell is recorded content: control characters are shown as escapes, not sent to the terminal.
-    cells = [printable(cell) for cell in cells]
+    cells = [inline(cell) for cell in cells]
     return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
 
 
@@ -91,7 +91,7 @@ def _clip(text: Any, width: int) -> str:
     if text is None:
         return "-"
     # Escaped before measuring, so the cut counts the characters the terminal will show.
-    flat = printable(" ".join(str(text).split()))
+    flat = inline(" ".join(str(text).split()))
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
@@ -110,7 +110,7 @@ def show_command(
             typer.echo(json_text(trace.to_contract_json()))
             continue
         for line in render_trace(trace):
-            typer.echo(printable(line))
+            typer.echo(inline(line))
 
 
 def _one_trace_id(trace_id: str, paths: list[str]) -> str:
@@ -137,9 +137,9 @@ def _explain(trace_id: str, paths: list[str], as_json: bool) -> None:
     for spans in iter_traces(paths, trace_ids=[wanted]):
         for trace in convert_trace(spans):
             if not as_json:
-                typer.echo(printable(f"trace {trace.trace_id}: {plural(len(spans), 'span')}, read as follows"))
+                typer.echo(inline(f"trace {trace.trace_id}: {plural(len(spans), 'span')}, read as follows"))
             for reading in explain_trace(spans, trace):
-                typer.echo(json_text(asdict(reading)) if as_json else printable(_reading_line(reading)))
+                typer.echo(json_text(asdict(reading)) if as_json else inline(_reading_line(reading)))
 
 
 def _reading_line(reading: SpanReading) -> str:
@@ -152,7 +152,7 @@ def _reading_line(reading: SpanReading) -> str:
 def render_trace(trace: Trace, indent: str = "") -> Iterator[str]:
     """The lines of `evaltrace show` for one trace (child traces indented under their tool call).
 
-    Lines hold recorded content as it is: pass each through `printable` before it reaches a terminal.
+    Lines hold recorded content as it is: pass each through `inline` before it reaches a terminal.
     """
     head = f"{indent}trace {trace.trace_id}  {trace.agent_name or trace.name or ''}  [{_status(trace)}]"
     yield head.rstrip() + (f"  {trace.duration_seconds:.3f}s" if trace.duration_seconds is not None else "")

@@ -9,6 +9,14 @@ run. The characters escaped are C0 controls (newline and tab only where the call
 allows them), DEL, C1 controls (U+0080-U+009F: some terminals read U+009B as CSI), the bidi
 embeddings, overrides, isolates and marks, and the Unicode line and paragraph separators.
 
+A CI log obeys more than a terminal: GitHub Actions runs a line that starts (after spaces) with
+`::` (`::error::`, `::add-mask::`, `::stop-commands::`) and a line holding `##[` followed by a
+command name, and a newline in a value would start a line of its own (a forged `Gate PASSED`).
+`inline` is the one way a recorded value is laid out in terminal text: `printable` with newlines
+escaped, a leading `::` written `\x3a:` and every `##[` written `#\x23[`; `lines_text` joins laid-out
+lines, each passed through `inline`, so no line can be started or turned into a command by
+recorded content.
+
 JSON output must stay exact JSON: `json.dumps` escapes C0 controls but writes C1, DEL and bidi
 characters raw. `json_text` and `json_safe_bytes` write those as `\uXXXX` escapes instead, which
 a JSON parser reads back as the very same characters.
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 _BIDI_AND_SEPARATORS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029)
@@ -55,6 +64,28 @@ def printable(text: str, *, layout: bool = False) -> str:
     if pattern.search(text) is None:
         return text
     return pattern.sub(lambda found: _ESCAPES[ord(found.group())], text)
+
+
+_COMMAND_START = re.compile(r"\A(\s*):(?=:)")
+_LEGACY_COMMAND = "##["
+
+
+def inline(text: object) -> str:
+    r"""`text` as one inert line fragment: `printable` (newlines escaped too), and no CI log command.
+
+    A leading `::` (after white space) becomes `\x3a:` and `##[` becomes `#\x23[`: the forms GitHub
+    Actions reads as workflow commands. Use it for every recorded value laid out in terminal text.
+    """
+    flat = printable(str(text))
+    if ":" not in flat and "#" not in flat:
+        return flat
+    flat = _COMMAND_START.sub(lambda found: found.group(1) + "\\x3a", flat, count=1)
+    return flat.replace(_LEGACY_COMMAND, "#\\x23[")
+
+
+def lines_text(lines: Iterable[str]) -> str:
+    """Laid-out lines as terminal text: each through `inline`, each ended by a newline."""
+    return "".join(inline(line) + "\n" for line in lines)
 
 
 def json_text(value: Any, **dumps: Any) -> str:

@@ -3,8 +3,9 @@
 A sparkline has one character per run, oldest first: the pass rate on a fixed 0-100% scale
 (`level`), `·` where the scorer did not run or nothing applied to it, and `|` before a run where
 the scorer's version or configuration changed (for the gate row: the spec file's content). Scorer
-names and spec paths are store content: each is passed through `collector.terminal.printable`
-here (so the table's columns line up), and the caller shows the whole text through it again.
+names, run ids and spec paths are store content: each is one `collector.terminal.inline` fragment
+here (so the table's columns line up and none starts a line or a CI log command), and every line
+goes through `lines_text`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaltrace.collector.terminal import plural, printable
+from evaltrace.collector.terminal import inline, lines_text, plural
 from evaltrace.evaluators.compare.history import History, RunPoint, ScorerSeries
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -64,21 +65,21 @@ def render_text(history: History) -> str:
     lines += _footnotes(history)
     lines += ["", "Runs, oldest first:"]
     lines += [_run_line(n, run) for n, run in enumerate(history.runs, 1)]
-    return "\n".join(lines) + "\n"
+    return lines_text(lines)
 
 
 def _headline(history: History) -> str:
     shown = len(history.runs)
     selection = f" of spec {history.spec}" if history.spec is not None else ""
     return (
-        f"evaltrace history: {plural(shown, 'scoring run')}{printable(selection)} "
-        f"(of {history.runs_in_store} in {printable(history.store)}), oldest first"
+        f"evaltrace history: {plural(shown, 'scoring run')}{inline(selection)} "
+        f"(of {history.runs_in_store} in {inline(history.store)}), oldest first"
     )
 
 
 def _table(rows: list[Row]) -> list[str]:
     cells = [("scorer", "pass rate by run", "latest", "change", "min", "max")]
-    cells += [(printable(row.label), sparkline(row.rates, row.changed), *_figures(row.rates)) for row in rows]
+    cells += [(inline(row.label), sparkline(row.rates, row.changed), *_figures(row.rates)) for row in rows]
     widths = [max(len(line[column]) for line in cells) for column in range(len(cells[0]))]
     return [
         "  ".join(_align(n, cell, w) for n, (cell, w) in enumerate(zip(line, widths, strict=True))).rstrip()
@@ -113,7 +114,7 @@ def _points(delta: float) -> str:
 def _footnotes(history: History) -> list[str]:
     notes = []
     changes = [
-        f"{series.scorer} at run {n}"
+        f"{inline(series.scorer)} at run {n}"
         for series in history.scorers
         for n, point in enumerate(series.points, 1)
         if point.changed
@@ -135,6 +136,6 @@ def _run_line(number: int, run: RunPoint) -> str:
     when = run.started_at.strftime("%Y-%m-%d %H:%M:%S")
     gate = "PASSED" if run.gate_passed else "FAILED"
     return (
-        f"{number:>3}  {run.run_id}  {when}  gate {gate} {_percent(run.gate_pass_rate)} "
-        f"({run.entries_passed}/{run.entries})  spec {printable(run.spec or '(defaults)')}"
+        f"{number:>3}  {inline(run.run_id)}  {when}  gate {gate} {_percent(run.gate_pass_rate)} "
+        f"({run.entries_passed}/{run.entries})  spec {inline(run.spec or '(defaults)')}"
     )

@@ -1,13 +1,14 @@
 """The comparison as terminal text and as Markdown for a pull-request comment (HTML: `render_html.py`).
 
-Reasons quote recorded content (untrusted): the terminal text is shown through
-`collector.terminal.printable` by the caller, and the Markdown goes through `markdown_text`, which
-makes it inert there.
+Run names, scorer names, case keys, configuration hashes and reasons come from the compared
+reports (untrusted): in the terminal text each is one `collector.terminal.inline` fragment and every
+line goes through `lines_text`, so none can start a line or a CI log command; the Markdown goes
+through `markdown_text`, which makes it inert there.
 """
 
 from __future__ import annotations
 
-from evaltrace.collector.terminal import plural
+from evaltrace.collector.terminal import inline, lines_text, plural
 from evaltrace.evaluators.compare.model import CaseChange, Comparison, RateRow, StatDelta
 from evaltrace.evaluators.report.markdown_writer import markdown_text
 
@@ -30,21 +31,24 @@ def render_text(comparison: Comparison) -> str:
     lines += _text_changes(comparison)
     lines += [f"{STAT_LABELS[s.name]}: {stat_text(s)}" for s in comparison.stats if s.base is not None]
     changed = comparison.changed_scorers
-    lines += [f"Changed scorer: {c.scorer} ({configs_text(c.base)} -> {configs_text(c.new)})" for c in changed]
-    lines.append(("FAILED: " if comparison.regressed else "OK: ") + comparison.verdict)
-    return "\n".join(lines) + "\n"
+    lines += [
+        f"Changed scorer: {inline(c.scorer)} ({inline(configs_text(c.base))} -> {inline(configs_text(c.new))})"
+        for c in changed
+    ]
+    lines.append(("FAILED: " if comparison.regressed else "OK: ") + inline(comparison.verdict))
+    return lines_text(lines)
 
 
 def render_baseline(comparison: Comparison) -> str:
     """What `score --baseline` adds to the summary: the rows, the regressions and the verdict against REF."""
-    lines = ["", f"Against the baseline {comparison.base}:"]
+    lines = ["", f"Against the baseline {inline(comparison.base)}:"]
     lines += _text_table(comparison.rows, comparison.confidence_level)
     lines += _text_changes(comparison)
-    changed = ", ".join(c.scorer for c in comparison.changed_scorers)
+    changed = ", ".join(inline(c.scorer) for c in comparison.changed_scorers)
     if changed:
         lines.append(f"Scorers changed since the baseline (their results may differ for that reason): {changed}")
-    lines.append(("Baseline: FAILED: " if comparison.regressed else "Baseline: OK: ") + comparison.verdict)
-    return "\n".join(lines) + "\n"
+    lines.append(("Baseline: FAILED: " if comparison.regressed else "Baseline: OK: ") + inline(comparison.verdict))
+    return lines_text(lines)
 
 
 def render_markdown(comparison: Comparison) -> str:
@@ -74,7 +78,7 @@ def headline(comparison: Comparison) -> str:
 
 def _text_table(rows: list[RateRow], level: float) -> list[str]:
     header = ["scorer", "base", "new", "delta", f"{level:.0%} CI", "p", "test"]
-    table = [header] + [[scorer_label(row), *row_cells(row)[1:]] for row in rows]
+    table = [header] + [[inline(scorer_label(row)), *row_cells(row)[1:]] for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in table]
 
@@ -95,18 +99,18 @@ def _text_changes(comparison: Comparison) -> list[str]:
         lines += [f"  {_text_change(change)}" for change in comparison.regressions[:MAX_LISTED]]
         lines += _more(len(comparison.regressions))
     if comparison.fixes:
-        lines.append(f"Fixes (failed -> passed): {_names(comparison.fixes)}")
+        lines.append(f"Fixes (failed -> passed): {inline(_names(comparison.fixes))}")
     if comparison.new_cases:
-        lines.append(f"New cases (only in new): {_list(comparison.new_cases)}")
+        lines.append(f"New cases (only in new): {inline(_list(comparison.new_cases))}")
     if comparison.missing_cases:
-        lines.append(f"Missing cases (only in base): {_list(comparison.missing_cases)}")
+        lines.append(f"Missing cases (only in base): {inline(_list(comparison.missing_cases))}")
     return lines
 
 
 def _text_change(change: CaseChange) -> str:
     what = "entry" if change.scorer is None else change.scorer
-    reason = " ".join((change.reason or "no reason given").split())
-    return f"{change.key}  {what}: {reason[:_MAX_REASON]}"
+    reason = inline(" ".join((change.reason or "no reason given").split()))
+    return f"{inline(change.key)}  {inline(what)}: {reason[:_MAX_REASON]}"
 
 
 def _markdown_change(change: CaseChange) -> str:

@@ -14,7 +14,7 @@ import heapq
 from collections.abc import Iterable
 from typing import Any
 
-from evaltrace.collector.terminal import plural
+from evaltrace.collector.terminal import inline, lines_text, plural
 from evaltrace.evaluators.report.model import EntryResult, Report, ScorerCount, ScoreResult
 from evaltrace.evaluators.scorers.evidence import RECORD_HINT
 
@@ -96,7 +96,7 @@ def render_summary(report: Report, digest: FailureDigest | None = None) -> str:
         digest: the failing entries, collected while the entries were streamed.
     """
     digest = digest if digest is not None else FailureDigest.of(report.entries)
-    lines = [_headline(report), _RULE]
+    lines = [*_headline(report), _RULE]
     if digest.listed:
         lines += ["Worst entries (lowest pass rate first):", *digest.lines]
     if digest.omitted:
@@ -106,27 +106,28 @@ def render_summary(report: Report, digest: FailureDigest | None = None) -> str:
     lines += _scorer_lines(report.scorer_counts)
     lines += _stats_lines(report)
     lines.append(_gate_line(report))
-    return "\n".join(lines) + "\n"
+    return lines_text(lines)
 
 
-def _headline(report: Report) -> str:
+def _headline(report: Report) -> list[str]:
     c = report.counts
-    source = f"spec {report.inputs.spec}" if report.inputs.spec else "reference-free defaults (no --spec)"
+    source = f"spec {inline(report.inputs.spec)}" if report.inputs.spec else "reference-free defaults (no --spec)"
     parts = [plural(c.entries, "entry", "entries"), f"{c.passed} passed", f"{c.failed} failed"]
     if c.missing:
         parts.append(f"{c.missing} missing")
     if c.not_applicable:
         parts.append(f"{c.not_applicable} not applicable")
-    return f"evaltrace score: {source}; {plural(c.traces, 'trace')} read\n" + ", ".join(parts)
+    return [f"evaltrace score: {source}; {plural(c.traces, 'trace')} read", ", ".join(parts)]
 
 
 def _entry_lines(entry: EntryResult, samples: int) -> list[str]:
-    label = entry.case_id or "(no case)"
-    trace = f" [trace {entry.trace_id}]" if entry.trace_id else ""
+    # Case ids, trace ids, scorer names and reasons are recorded content: each is one inert fragment.
+    label = inline(entry.case_id or "(no case)")
+    trace = f" [trace {inline(entry.trace_id)}]" if entry.trace_id else ""
     rate = f" pass rate {entry.pass_rate:.0%}" if entry.pass_rate is not None and samples > 1 else ""
     lines = [f"{entry.status.upper()} {label}{trace}{rate}"]
     if entry.status == "missing" or not entry.scores:
-        return lines + [f"  - {entry.reason}"] if entry.reason else lines
+        return lines + [f"  - {inline(entry.reason)}"] if entry.reason else lines
     lines += [f"  - {_score_line(score)}" for score in entry.scores if score.passed is False]
     return lines
 
@@ -136,7 +137,7 @@ def _score_line(score: ScoreResult) -> str:
     reason = score.reason or score.error or "failed"
     if len(reason) > _MAX_REASON:
         reason = reason[: _MAX_REASON - 3] + "..."
-    return f"{score.scorer}{turn}: {' '.join(reason.split())}"
+    return f"{inline(score.scorer)}{turn}: {inline(' '.join(reason.split()))}"
 
 
 def _scorer_lines(counts: list[ScorerCount]) -> list[str]:
@@ -146,17 +147,18 @@ def _scorer_lines(counts: list[ScorerCount]) -> list[str]:
     """
     if not counts:
         return []
-    width = max(len("scorer"), *(len(c.scorer) for c in counts))
+    names = {c.scorer: inline(c.scorer) for c in counts}
+    width = max(len("scorer"), *(len(name) for name in names.values()))
     header = ("scorer", "passed", "failed", "did not apply", "errors")
     lines = [f"{header[0]:<{width}}  {header[1]:>6}  {header[2]:>6}  {header[3]:>13}  {header[4]:>6}"]
     lines += [
-        f"{c.scorer:<{width}}  {c.passed:>6}  {c.failed - c.errors:>6}  {c.not_applied:>13}  {c.errors:>6}"
+        f"{names[c.scorer]:<{width}}  {c.passed:>6}  {c.failed - c.errors:>6}  {c.not_applied:>13}  {c.errors:>6}"
         for c in counts
     ]
     unrecorded = [c for c in counts if c.unrecorded]
     if unrecorded:
         total = sum(c.unrecorded for c in unrecorded)
-        which = ", ".join(f"{c.scorer} {c.unrecorded}" for c in unrecorded)
+        which = ", ".join(f"{names[c.scorer]} {c.unrecorded}" for c in unrecorded)
         lines.append(f"Warning: {plural(total, 'verdict')} met content that was not recorded ({which}): {RECORD_HINT}")
     return lines
 
@@ -170,7 +172,8 @@ def _stats_lines(report: Report) -> list[str]:
     if usage.total_tokens:
         lines.append(f"Tokens (in/out): {usage.input_tokens:,} / {usage.output_tokens:,}")
     if report.cost.estimated_usd is not None:
-        unpriced = f" (unpriced: {', '.join(report.cost.unpriced_models)})" if report.cost.unpriced_models else ""
+        models = report.cost.unpriced_models
+        unpriced = f" (unpriced: {', '.join(map(inline, models))})" if models else ""
         lines.append(f"Estimated cost: ${report.cost.estimated_usd:.4f}{unpriced}")
     if report.judge:
         lines.append(_judge_line(report.judge))
@@ -204,4 +207,4 @@ def _seconds(value: float) -> str:
 
 def _gate_line(report: Report) -> str:
     verdict = "PASSED" if report.passed else "FAILED"
-    return f"Gate {verdict}: {report.gate_reason}"
+    return f"Gate {verdict}: {inline(report.gate_reason)}"
