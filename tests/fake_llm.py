@@ -32,6 +32,10 @@ Endpoints:
   streaming (`response.created`, output item / content part / text and function-call argument
   deltas, `response.completed` carrying the whole response with usage). Like the real API, the
   response echoes the request's `tools` and `instructions` (instrumentations read them from there).
+- `POST /v1/messages`: Anthropic's Messages API, non-streaming (the `anthropic` SDK's
+  `messages.create`): `text` and `tool_use` content blocks (arguments as the `input` object),
+  `stop_reason` (`tool_use`, `end_turn`, or the turn's `stop_reason`), usage as `input_tokens` /
+  `output_tokens`; an error turn answers with Anthropic's error envelope.
 - `GET /v1/models`: a one-model list (some clients probe it).
 
 Turns:
@@ -40,6 +44,8 @@ Turns:
 - `tool_turn(call(...), call(...), text=None)`: tool calls (several = parallel calls); arguments
   are a dict (sent as JSON text) or raw text sent as is. Call ids default to `call_<turn>_<n>`.
 - `error_turn(status, message)`: the server answers with that HTTP error (a failing model call).
+- `stop_reason=` on a turn replaces its finish: the Messages API's `stop_reason` and the chat
+  completion's `finish_reason` (`max_tokens`: a reply cut by the length limit).
 - Every turn has `input_tokens` / `output_tokens`. When not given they default to distinct values
   per position (turn k: `100 * (k + 1) + 7` in, `10 * (k + 1) + 3` out), so token sums identify
   exactly which turns were consumed. `FakeLLM.total_usage()` sums the consumed turns.
@@ -79,10 +85,20 @@ class Turn:
     output_tokens: int | None = None
     error_status: int | None = None
     error_message: str = "scripted error"
+    stop_reason: str | None = None
+    """The finish the reply reports instead of the default (`tool_calls`/`tool_use` or `stop`/`end_turn`)."""
 
     @property
     def finish_reason(self) -> str:
+        if self.stop_reason is not None:
+            return {"max_tokens": "length"}.get(self.stop_reason, self.stop_reason)
         return "tool_calls" if self.tool_calls else "stop"
+
+    @property
+    def anthropic_stop_reason(self) -> str:
+        if self.stop_reason is not None:
+            return self.stop_reason
+        return "tool_use" if self.tool_calls else "end_turn"
 
 
 def call(name: str, arguments: dict[str, Any] | str, *, call_id: str | None = None) -> ToolCallSpec:
@@ -91,9 +107,11 @@ def call(name: str, arguments: dict[str, Any] | str, *, call_id: str | None = No
     return ToolCallSpec(name=name, arguments=args, call_id=call_id)
 
 
-def text_turn(text: str, *, input_tokens: int | None = None, output_tokens: int | None = None) -> Turn:
-    """An assistant reply with text only."""
-    return Turn(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+def text_turn(
+    text: str, *, input_tokens: int | None = None, output_tokens: int | None = None, stop_reason: str | None = None
+) -> Turn:
+    """An assistant reply with text only (`stop_reason="max_tokens"`: cut by the length limit)."""
+    return Turn(text=text, input_tokens=input_tokens, output_tokens=output_tokens, stop_reason=stop_reason)
 
 
 def tool_turn(
@@ -204,10 +222,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         path = self.path.split("?")[0].rstrip("/")
-        if not path.endswith(("/chat/completions", "/responses")):
+        if not path.endswith(("/chat/completions", "/responses", "/messages")):
             self._send_json(404, {"error": {"message": f"no route {path}"}})
             return
         index, turn = self.fake.next_turn(path, body)
+        if path.endswith("/messages"):
+            self._answer_messages(index, turn, body)
+            return
         if turn is None:
             self._send_json(500, {"error": {"message": "FakeLLM: script exhausted", "type": "server_error"}})
             return
@@ -224,6 +245,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_sse(events, done_marker=chat)
         else:
             self._send_json(200, _chat_completion(index, turn, model) if chat else _response(index, turn, model, body))
+
+    def _answer_messages(self, index: int, turn: Turn | None, body: dict[str, Any]) -> None:
+        """Anthropic's Messages API: the reply, or its error envelope."""
+        if turn is None or turn.error_status is not None:
+            status, message = (
+                (500, "FakeLLM: script exhausted") if turn is None else (turn.error_status, turn.error_message)
+            )
+            error = {"type": "error", "error": {"type": "api_error", "message": message}}
+            self._send_json(status or 500, error)
+            return
+        self._send_json(200, _anthropic_message(index, turn, str(body.get("model") or self.fake.model)))
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
@@ -412,3 +444,30 @@ def _item_events(event: Any, pos: int, item: dict[str, Any]) -> Iterator[tuple[s
             name=item["name"],
         )
     yield event("response.output_item.done", output_index=pos, item=item)
+
+
+# --- Anthropic Messages API -------------------------------------------------------------------
+
+
+def _anthropic_message(index: int, turn: Turn, model: str) -> dict[str, Any]:
+    """A Messages API `message`: text then `tool_use` blocks, the stop reason and the usage."""
+    content: list[dict[str, Any]] = []
+    if turn.text is not None:
+        content.append({"type": "text", "text": turn.text})
+    for c in turn.tool_calls:
+        content.append({"type": "tool_use", "id": c.call_id, "name": c.name, "input": json.loads(c.arguments)})
+    return {
+        "id": f"msg_{index}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": turn.anthropic_stop_reason,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": turn.input_tokens or 0,
+            "output_tokens": turn.output_tokens or 0,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    }

@@ -62,6 +62,8 @@ class _Scope:
     llms: list[NormalizedSpan] = field(default_factory=list)
     tools: list[ToolSpan] = field(default_factory=list)
     members: list[NormalizedSpan] = field(default_factory=list)
+    nested: dict[str, list[NormalizedSpan]] = field(default_factory=dict)
+    """Model-kind spans inside each model call (by its span id): other instrumentations of it."""
 
 
 class Assembler:
@@ -194,14 +196,15 @@ class Assembler:
         scope = _Scope(members=[head])
         if head.role == "llm":
             scope.llms.append(head)
-        self._collect(top, scope, in_llm=head.role == "llm", tool=None)
+        self._collect(top, scope, in_llm=head if head.role == "llm" else None, tool=None)
         scope.llms.sort(key=lambda n: (n.span.start_time_ns, n.span.span_id))
-        scope.llms = one_per_model_call(scope.llms)  # a span that only prepared the next one's request
+        scope.llms = one_per_model_call(scope.llms, scope.nested)  # each model call once
         scope.tools.sort(key=lambda t: (t.span.start_time_ns, t.span.span_id))
         self._scopes[top.span_id] = scope
         return scope
 
-    def _collect(self, span: Span, scope: _Scope, *, in_llm: bool, tool: ToolSpan | None) -> None:
+    def _collect(self, span: Span, scope: _Scope, *, in_llm: NormalizedSpan | None, tool: ToolSpan | None) -> None:
+        """Gather `span`'s descendants into `scope`; `in_llm` is the model call they are inside, if any."""
         agents: list[Span] = []
         for child in self.tree.kids(span):
             normalized = self.classified[child.span_id]
@@ -214,10 +217,12 @@ class Assembler:
                 scope.tools.append(own)
                 self._collect(child, scope, in_llm=in_llm, tool=own)
                 continue
-            if normalized.role == "llm" and not in_llm and tool is None:
-                scope.llms.append(normalized)
-                self._collect(child, scope, in_llm=True, tool=tool)
-                continue
+            if normalized.role == "llm" and tool is None:
+                if in_llm is None:
+                    scope.llms.append(normalized)
+                    self._collect(child, scope, in_llm=normalized, tool=tool)
+                    continue
+                scope.nested.setdefault(in_llm.span.span_id, []).append(normalized)
             self._collect(child, scope, in_llm=in_llm, tool=tool)
         for run in self._runs(agents):
             self._attach_run(run, scope, tool)

@@ -13,6 +13,10 @@ SYSTEM: Final = "gen_ai.system"
 REQUEST_MODEL: Final = "gen_ai.request.model"
 RESPONSE_MODEL: Final = "gen_ai.response.model"
 FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+RESPONSE_ID: Final = "gen_ai.response.id"
+PROVIDER_STOP_REASONS: Final = ("anthropic.message.stop_reason",)
+"""Where a provider's own spans keep the stop reason when they write no `gen_ai.response.finish_reasons`
+(the Anthropic SDK's span): read as the finish reason, in the provider's words (`_provider` normalises them)."""
 AGENT_NAME: Final = "gen_ai.agent.name"
 WORKFLOW_NAME: Final = "gen_ai.workflow.name"
 CONVERSATION_ID: Final = "gen_ai.conversation.id"

@@ -6,13 +6,11 @@ and a bare argument value becomes `{param: value}` when the tool's schema names 
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaltrace.collector.convert._match import Requested, ToolSpan, merge, pair, tool_results, usable_id
 from evaltrace.collector.convert._normalized import NormalizedSpan
 from evaltrace.collector.convert._spanutil import ns_to_datetime
 from evaltrace.collector.convert.conventions.envelopes import unwrap_result
-from evaltrace.collector.convert.records import Iteration, Message, ToolCall, ToolSchema
+from evaltrace.collector.convert.records import Iteration, Message, MessagePart, ToolCall, ToolSchema
 
 
 def tool_schemas(heads: list[NormalizedSpan], llms: list[NormalizedSpan]) -> list[ToolSchema]:
@@ -67,18 +65,27 @@ def tool_calls(
     return calls
 
 
-def _fill_results(calls: list[ToolCall], by_id: dict[str, Any], by_name: dict[str, list[Any]]) -> None:
+def _fill_results(calls: list[ToolCall], by_id: dict[str, MessagePart], by_name: dict[str, list[MessagePart]]) -> None:
+    """Results (and, for calls no tool span recorded, errors) from the tool results the model was given."""
     used: dict[str, int] = {}
     for call in calls:
         key = usable_id(call.call_id)
+        part: MessagePart | None = None
         if key is not None and key in by_id:
-            call.result = by_id[key] if call.result is None else call.result
+            part = by_id[key]
+        else:
+            queue = by_name.get(call.name, [])
+            position = used.get(call.name, 0)
+            if position < len(queue):
+                used[call.name] = position + 1
+                part = queue[position]
+        if part is None:
             continue
-        queue = by_name.get(call.name, [])
-        position = used.get(call.name, 0)
-        if position < len(queue):
-            used[call.name] = position + 1
-            call.result = queue[position] if call.result is None else call.result
+        if call.result is None:
+            call.result = part.result
+        # A tool span records the tool's own outcome; without one, the model's tool result is the evidence.
+        if call.error is None and call.span_id is None:
+            call.error = part.error
 
 
 def _normalise_arguments(calls: list[ToolCall], schemas: list[ToolSchema], warnings: list[str]) -> None:

@@ -10,15 +10,18 @@ from typing import Any
 
 from evaltrace.collector.convert._calls import prompt_of
 from evaltrace.collector.convert._construct import RecordFactory, texts_or_none
+from evaltrace.collector.convert._match import usable_id
 from evaltrace.collector.convert._normalized import NormalizedSpan
+from evaltrace.collector.convert._provider import stop_reason
 from evaltrace.collector.convert._spanutil import error_type, ns_to_datetime
-from evaltrace.collector.convert.records import Iteration, Trace, TraceStatus, Usage
+from evaltrace.collector.convert.records import Iteration, ToolCall, Trace, TraceStatus, Usage
 from evaltrace.collector.store.spans import Span
 
 _ITERATION = RecordFactory(Iteration)
 assert _ITERATION.names == (
     *("index", "span_id", "model", "provider", "input_messages", "output_messages", "tool_calls"),
     *("finish_reasons", "usage", "start_time", "end_time", "error"),
+    *("stop_reason", "merged_span_ids", "duplicate_call_ids"),
 )  # `iteration`'s order
 _TRACE = RecordFactory(Trace)
 
@@ -62,6 +65,8 @@ def iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Iterat
     assert llm is not None
     span = normalized.span
     inputs, outputs = llm.inputs() if histories else None, llm.output_messages
+    calls, duplicates = one_per_call_id(llm.tool_calls)
+    reason = stop_reason(llm.finish_reasons) if texts_or_none(*llm.finish_reasons) else None
     values = (  # in `Iteration`'s field order
         index,
         span.span_id,
@@ -70,18 +75,47 @@ def iteration(index: int, normalized: NormalizedSpan, histories: bool) -> Iterat
         None if inputs is None else list(inputs),
         None if outputs is None else list(outputs),
         # Placeholders: `_tool_calls` replaces them with the merged calls (copies, iteration set).
-        list(llm.tool_calls),
+        calls,
         list(llm.finish_reasons),
         llm.usage,
         ns_to_datetime(span.start_time_ns),
         ns_to_datetime(span.end_time_ns),
         normalized.error,
+        reason,
+        list(llm.merged_span_ids),
+        duplicates,
     )
     # The texts come from recorded attributes: one that is not text (a hostile file's) is left to
     # validation, which converts or rejects it as it always did. The converter made the rest.
-    if texts_or_none(llm.model, llm.provider, normalized.error) and texts_or_none(*llm.finish_reasons):
+    if texts_or_none(llm.model, llm.provider, normalized.error) and texts_or_none(*llm.finish_reasons, *duplicates):
         return _ITERATION.make(*values)
     return Iteration(**dict(zip(_ITERATION.names, values, strict=True)))
+
+
+def one_per_call_id(calls: list[ToolCall]) -> tuple[list[ToolCall], list[str]]:
+    """A reply's calls with each call id once, and the ids recorded more than once.
+
+    One span may record one call twice, in two attribute families (OpenInference's Anthropic
+    instrumentation writes each `tool_use` under `message.tool_calls` and `message.contents`):
+    the same call id twice in one reply is one call, whose first record is kept (its arguments
+    taken from the second when the first has none). Calls without a usable id are all kept.
+    """
+    kept: list[ToolCall] = []
+    by_id: dict[str, int] = {}
+    duplicates: list[str] = []
+    for call in calls:
+        key = usable_id(call.call_id)
+        if key is None or key not in by_id:
+            if key is not None:
+                by_id[key] = len(kept)
+            kept.append(call)
+            continue
+        if key not in duplicates:
+            duplicates.append(key)
+        first = kept[by_id[key]]
+        if first.arguments is None and call.arguments is not None:
+            kept[by_id[key]] = call
+    return kept, duplicates
 
 
 def outcome(heads: list[NormalizedSpan], iterations: list[Iteration], llms: list[NormalizedSpan]) -> dict[str, Any]:

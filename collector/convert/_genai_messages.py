@@ -4,6 +4,11 @@ The schema drifts between emitters, so every variant seen from the emitters is a
 `tool_call_response` carries `response` or `result` (and pydantic-ai adds `name`); tool results
 sit in `user`, `tool` or `""` messages; `model` means `assistant`; arguments are objects or JSON
 text; old-style tool calls sit at the top of a `gen_ai.choice` body or inside its `message`.
+
+A message in the other widely used shape, a provider's `content` (text, or a list of content
+blocks) and OpenAI's `tool_calls` / `tool_call_id` instead of `parts`, is read, not dropped; the
+provider's content blocks (`tool_use`, `tool_result` with `is_error`) are parts wherever they sit,
+and a result handed over as a list of text blocks is their text (`_provider`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from evaltrace.collector.convert._construct import RecordFactory, texts_or_none
 from evaltrace.collector.convert._lenient_json import json_list, json_object, parse_json
+from evaltrace.collector.convert._provider import block_error, unwrap_blocks
 from evaltrace.collector.convert._spanutil import is_redacted, read_arguments
 from evaltrace.collector.convert.records import Message, MessagePart, ToolCall
 
@@ -43,11 +49,11 @@ assert _TOOL_CALL.names[:3] == ("call_id", "name", "arguments")
 # start and end time, arguments truncated, child, handoff.
 _UNSET_CALL_FIELDS = (None, None, None, None, None, None, False, None, False)
 assert _UNSET_CALL_FIELDS == tuple(ToolCall.model_fields[name].default for name in _TOOL_CALL.names[3:])
-assert _PART.names == ("type", "text", "call_id", "name", "arguments", "result")  # `_PartValues`' order
+assert _PART.names == ("type", "text", "call_id", "name", "arguments", "result", "error")  # `_PartValues`' order
 
 
-# A part's field values in `MessagePart` order: type, text, call id, name, arguments, result.
-_PartValues = tuple[str, Any, Any, Any, Any, Any]
+# A part's field values in `MessagePart` order: type, text, call id, name, arguments, result, error.
+_PartValues = tuple[str, Any, Any, Any, Any, Any, Any]
 
 
 def _part_fields(part: Any, where: str, warnings: list[str]) -> dict[str, Any]:
@@ -57,24 +63,25 @@ def _part_fields(part: Any, where: str, warnings: list[str]) -> dict[str, Any]:
 
 def _part_values(part: Any, where: str, warnings: list[str]) -> _PartValues:
     if isinstance(part, str):
-        return "text", _text(part, where, warnings), None, None, None, None
+        return "text", _text(part, where, warnings), None, None, None, None, None
     if not isinstance(part, dict):
-        return "other", str(part), None, None, None, None
+        return "other", str(part), None, None, None, None, None
     kind = part.get("type")
     if kind == "text":
-        return "text", _text(part.get("content", part.get("text")), where, warnings), None, None, None, None
-    if kind == "tool_call":
-        arguments = part.get("arguments")
+        return "text", _text(part.get("content", part.get("text")), where, warnings), None, None, None, None, None
+    if kind in ("tool_call", "tool_use"):  # the conventions' part, Anthropic's block (`input`)
+        arguments = part.get("arguments", part.get("input"))
         if isinstance(arguments, str):  # structured arguments need no parse (and no warning text)
             args = read_arguments(arguments, f"{where}: tool call {part.get('name')!r}")
             if args.warning:
                 warnings.append(args.warning)
             arguments = args.value
-        return "tool_call", None, _id(part.get("id")), part.get("name"), arguments, None
-    if kind == "tool_call_response":
-        result = part.get("response", part.get("result"))
-        return "tool_result", None, _id(part.get("id")), part.get("name"), None, _result(result)
-    return "other", _render_other(part), None, None, None, None
+        return "tool_call", None, _id(part.get("id")), part.get("name"), arguments, None, None
+    if kind in ("tool_call_response", "tool_result"):  # Anthropic's block: `tool_use_id`, `content`, `is_error`
+        result = _result(part.get("response", part.get("result", part.get("content"))))
+        call_id = _id(part.get("id", part.get("tool_use_id")))
+        return "tool_result", None, call_id, part.get("name"), None, result, block_error(part, result)
+    return "other", _render_other(part), None, None, None, None, None
 
 
 def _text_part(value: Any, where: str, warnings: list[str]) -> MessagePart:
@@ -97,6 +104,7 @@ def _id(value: Any) -> str | None:
 def _result(value: Any) -> Any:
     if is_redacted(value):
         return None
+    value = unwrap_blocks(value)
     if isinstance(value, str) and value.lstrip().startswith(("{", "[")):
         return parse_json(value).value
     return value
@@ -162,7 +170,31 @@ def _messages(items: list[Any], where: str, warnings: list[str]) -> list[Message
 
 def _parts(item: dict[str, Any]) -> list[Any]:
     parts = item.get("parts")
+    if parts is None and ("content" in item or "tool_calls" in item):
+        return _content_shape(item)
     return parts if isinstance(parts, list) else ([] if parts is None else [parts])
+
+
+def _content_shape(item: dict[str, Any]) -> list[Any]:
+    """The parts of a message in the providers' shape: `content` (text or blocks), OpenAI's tool fields."""
+    body = item.get("content")
+    if "tool_call_id" in item:  # an OpenAI chat tool message: its content is the result
+        return [{"type": "tool_call_response", "id": item["tool_call_id"], "response": body}]
+    parts: list[Any] = list(body) if isinstance(body, list) else ([] if body is None else [body])
+    calls = item.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        if isinstance(call, dict):
+            nested = call.get("function")
+            function: dict[str, Any] = nested if isinstance(nested, dict) else call
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": function.get("arguments"),
+                }
+            )
+    return parts
 
 
 def _built(items: list[Any], where: str, warnings: list[str]) -> list[Message] | None:
@@ -184,7 +216,7 @@ def _built(items: list[Any], where: str, warnings: list[str]) -> list[Message] |
         parts = []
         for part in _parts(item):
             values = _part_values(part, where, warnings)
-            if not texts_or_none(values[1], values[3]):
+            if not texts_or_none(values[1], values[3], values[6]):
                 return None
             parts.append(_PART.make(*values))
         messages.append(_MESSAGE.make(normalise_role(item.get("role")), parts, name))

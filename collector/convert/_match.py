@@ -9,7 +9,8 @@ Rules (tool spans and the calls the model requested are recorded apart and must 
 3. Requested calls keep the model's order (iteration, then position in the reply), so parallel
    calls keep it even when their spans overlap or end in another order.
 4. A requested call with no span still appears; its result comes from the tool-result message of
-   a later model call's input, where one was recorded.
+   a later model call's input, where one was recorded, and so does its error where that message
+   reports one (a provider's `tool_result` block with `is_error: true`).
 5. A tool span no model call requested still appears, after the calls of the last model call
    that started before it.
 6. Arguments: the tool span's recorded arguments win (they are what the tool received, taken out
@@ -31,7 +32,7 @@ from evaltrace.collector.convert._construct import RecordFactory, texts_or_none
 from evaltrace.collector.convert._normalized import NormalizedSpan, ToolExec
 from evaltrace.collector.convert._spanutil import ns_to_datetime
 from evaltrace.collector.convert.conventions.envelopes import unwrap_arguments, unwrap_result
-from evaltrace.collector.convert.records import Message, ToolCall
+from evaltrace.collector.convert.records import Message, MessagePart, ToolCall
 from evaltrace.collector.store.spans import Span
 
 _TOOL_CALL = RecordFactory(ToolCall)
@@ -112,10 +113,12 @@ def _same_arguments(execution: ToolExec, call: ToolCall) -> bool:
     return requested is not None and unwrap_arguments(execution.arguments, requested) == requested
 
 
-def tool_results(messages_per_iteration: list[list[Message] | None]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-    """Tool results found in model inputs: by call id, and by tool name in order."""
-    by_id: dict[str, Any] = {}
-    by_name: dict[str, list[Any]] = {}
+def tool_results(
+    messages_per_iteration: list[list[Message] | None],
+) -> tuple[dict[str, MessagePart], dict[str, list[MessagePart]]]:
+    """Tool-result parts found in model inputs: by call id, and by tool name in order."""
+    by_id: dict[str, MessagePart] = {}
+    by_name: dict[str, list[MessagePart]] = {}
     seen: set[tuple[str | None, str | None, str]] = set()
     # Histories share the earlier calls' `Message` objects: one read already gave every key of theirs.
     read: set[int] = set()
@@ -134,9 +137,9 @@ def tool_results(messages_per_iteration: list[list[Message] | None]) -> tuple[di
                 seen.add(key)
                 call_id = usable_id(part.call_id)
                 if call_id is not None:
-                    by_id.setdefault(call_id, part.result)
+                    by_id.setdefault(call_id, part)
                 if part.name:
-                    by_name.setdefault(part.name, []).append(part.result)
+                    by_name.setdefault(part.name, []).append(part)
     return by_id, by_name
 
 

@@ -43,6 +43,10 @@ class LlmCall:
     input_loader: Callable[[], list[Message] | None] | None = None
     """Parses the prompt on first use. Prompts resend the whole conversation, so parsing them is
     up to a quarter of rebuilding a trace, and rule scorers rarely read them."""
+    response_id: str | None = None
+    """The provider's id of the reply (`gen_ai.response.id`): two spans with the same one describe one model call."""
+    merged_span_ids: list[str] = field(default_factory=list)
+    """Other spans of this same model call, read into this one (`_model_calls`)."""
 
     def inputs(self) -> list[Message] | None:
         """The prompt, parsed now if the extractor deferred it."""

@@ -188,10 +188,11 @@ def _iteration(
 ) -> None:
     """An iteration's struct; `positions` are those of its trace's `listed_by_trace` calls, by `id`."""
     fields, lists = columns.fields, columns.lists
-    for name in ("index", "span_id", "model", "provider", "start_time", "end_time", "error"):
+    for name in ("index", "span_id", "model", "provider", "start_time", "end_time", "error", "stop_reason"):
         fields[name].append(getattr(iteration, name))
     columns.structs["usage"].add_dict(iteration.usage.__dict__)
-    lists["finish_reasons"].extend(iteration.finish_reasons)
+    for name in ("finish_reasons", "merged_span_ids", "duplicate_call_ids"):
+        lists[name].extend(getattr(iteration, name))
     _messages(lists["input_messages"], iteration.input_messages, shared)
     _messages(lists["output_messages"], iteration.output_messages, shared)
     listed: list[int] = []
@@ -227,5 +228,6 @@ def _messages(column: Lists, messages: list[Message] | None, shared: _Shared) ->
             part_fields["name"].append(part.name)
             part_fields["arguments_json"].append(shared.json(part.arguments))
             part_fields["result_json"].append(shared.json(part.result))
+            part_fields["error"].append(part.error)
         parts.close(len(message.parts))
     column.close(len(messages))

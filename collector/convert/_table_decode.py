@@ -116,7 +116,7 @@ def _usages(struct: pa.StructArray) -> list[Usage]:
 
 
 def _parts(struct: pa.StructArray) -> list[MessagePart]:
-    columns = _leaves(struct, ("type", "text", "call_id", "name"))
+    columns = _leaves(struct, ("type", "text", "call_id", "name", "error"))
     columns["arguments"] = _json_leaf(struct, "arguments_json")
     columns["result"] = _json_leaf(struct, "result_json")
     return _PART.build_all(columns)
@@ -143,13 +143,15 @@ def _calls(struct: pa.StructArray, pending: _Pending) -> list[ToolCall]:
 
 def _iterations(struct: pa.StructArray, listed: Sequence[list[ToolCall]], pending: _Pending) -> list[Iteration]:
     """The iterations; `listed[i]` is the tool calls of iteration `i`'s trace (see `table.py`)."""
-    columns = _leaves(struct, ("index", "span_id", "model", "provider", "start_time", "end_time", "error"))
+    names = ("index", "span_id", "model", "provider", "start_time", "end_time", "error", "stop_reason")
+    columns = _leaves(struct, names)
     columns["input_messages"] = _nested(struct.field("input_messages"), _messages)
     columns["output_messages"] = _nested(struct.field("output_messages"), _messages)
     others = _nested(struct.field("other_tool_calls"), lambda values: _calls(values, pending))
     positions = _nested(struct.field("tool_call_positions"), _positions)
     columns["tool_calls"] = list(map(_listed_calls, listed, others, positions))
-    columns["finish_reasons"] = _nested(struct.field("finish_reasons"), pa.Array.to_pylist)
+    for name in ("finish_reasons", "merged_span_ids", "duplicate_call_ids"):
+        columns[name] = _nested(struct.field(name), pa.Array.to_pylist)
     columns["usage"] = _usages(struct.field("usage"))
     return _ITERATION.build_all(columns)
 

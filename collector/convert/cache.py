@@ -4,17 +4,20 @@
 traces and writes their traces table (`table.py`) as it goes; afterwards it reads that table back,
 which skips reading spans and rebuilding traces altogether.
 
-Key. A table is named by a SHA-256 of: each input file's resolved path, size, mtime (ns) and
-inode, in order; `CONVERTER_VERSION` (`version.py`), the table version, the evaltrace version and
-the size and mtime of the converter's and reader's source files (an edited checkout rebuilds
-without anyone bumping a version); `histories`; and the shard, for a sharded run's workers (each
-caches its own shard, so a re-scoring with the same number of workers is warm too). Touching or
-replacing any input file makes a new key; the old table is left for `evaltrace clean --cache`
-or the size bound below.
+Key. A table is named by a SHA-256 of: each input file's identity (`cachedir.file_identity`:
+resolved path, device, inode, size, mtime and ctime), in order; `CONVERTER_VERSION`
+(`version.py`), the table version, the evaltrace version and the size and mtime of the
+converter's and reader's source files (an edited checkout rebuilds without anyone bumping a
+version); `histories`; and the shard, for a sharded run's workers (each caches its own shard, so
+a re-scoring with the same number of workers is warm too). Touching or replacing any input file
+makes a new key, even a replacement with the same size, mtime and inode (its ctime differs); the
+old table is left for `evaltrace clean --cache` or the size bound below.
 
 Location. `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else `~/.cache/evaltrace`; the
-tables are `traces/<key>.parquet` inside it. Past `MAX_CACHE_BYTES` of tables, the least recently
-used are removed after each new one is written.
+tables are `traces/<key>.parquet` inside it. The folder must be private to the user
+(`cachedir.private_root`): one that another user owns or others may write is neither read nor
+written. Past `MAX_CACHE_BYTES` of tables, the least recently used are removed after each new one
+is written.
 
 Safety. A table is written under a hidden temporary name in the same folder and renamed into place
 once complete, so a reader never sees half a file and two scorings of the same files may both
@@ -49,6 +52,7 @@ from evaltrace.collector.convert.table import iter_table_traces as iter_table_tr
 from evaltrace.collector.convert.version import CONVERTER_VERSION
 from evaltrace.collector.store.cachedir import CACHE_DIR_ENV as CACHE_DIR_ENV
 from evaltrace.collector.store.cachedir import cache_root as cache_root
+from evaltrace.collector.store.cachedir import file_identity, private_root
 from evaltrace.collector.store.shard import Shard
 
 logger = logging.getLogger("evaltrace")
@@ -97,10 +101,11 @@ def cached_traces(
         InputError: as `read_traces` does, when the traces have to be rebuilt.
     """
     key = cache_key(files, histories=histories, shard=shard)
-    if key is None:  # a file is gone: the reader reports it properly
+    base = private_root(root)
+    if key is None or base is None:  # a file is gone (the reader reports it properly), or the cache is not private
         yield from read_traces(files, shard, histories=histories)
         return
-    table = traces_folder(root) / f"{key}.parquet"
+    table = traces_folder(base) / f"{key}.parquet"
     done = 0
     if table.exists():
         reader = _read_table(table, key, on_batch)
@@ -140,8 +145,10 @@ def cache_rebuilt(
     later reads: the same key, published once every trace went through, never half.
     """
     key = cache_key(files, histories=histories, shard=shard)
-    table = traces_folder() / f"{key}.parquet"
-    writer = TableWriter.start(table, ROWS_PER_GROUP) if key is not None and not table.exists() else None
+    base = private_root()
+    table = traces_folder(base) / f"{key}.parquet"
+    fresh = key is not None and base is not None and not table.exists()
+    writer = TableWriter.start(table, ROWS_PER_GROUP) if fresh else None
     if (yield from written(traces, writer, lambda: cache_key(files, histories=histories, shard=shard) == key)):
         _prune(table.parent, keep=table)
 
@@ -155,7 +162,7 @@ def is_cached(files: Sequence[Path], *, histories: bool, shard: Shard | None) ->
 def cache_key(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> str | None:
     """The key of the traces table of `files` (see the module docstring); `None` if a file cannot be read."""
     try:
-        identities = [_identity(path) for path in files]
+        identities = [file_identity(path) for path in files]
     except OSError:
         return None
     described = {
@@ -168,11 +175,6 @@ def cache_key(files: Sequence[Path], *, histories: bool, shard: Shard | None) ->
         "shard": None if shard is None else [shard.index, shard.count],
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
-
-
-def _identity(path: Path) -> list[object]:
-    stat = path.stat()
-    return [os.path.realpath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino]
 
 
 @functools.cache

@@ -2,9 +2,13 @@
 
 A recording can be complete as files and still useless for scoring, and nothing fails when that
 happens: the instrumentation sent message content somewhere evaltrace did not record (GenAI
-events as log records), content capture was off, or no span wrapped the agent's run, so each
-model call became a trace of its own. Scoring such a run gives noise, so the doctor reads the
-rebuilt traces and names each of these with its fix.
+events as log records), content capture was off, no span wrapped the agent's run (so each model
+call became a trace of its own), the run's root span never arrived (a sender or file cut off),
+or the rebuilt trace looks inflated (two tool calls under one call id, one model call described
+twice, so iterations and tokens double) or short (a reply that stopped to call a tool with no
+call rebuilt). Scoring such a run gives noise, so the doctor reads the rebuilt traces and names
+each of these with an example trace, the `traces --explain` command that shows how it was read,
+and a fix that fits where the spans came from (`_diagnose_origin.py`).
 
 Each check is one function from the tally of a recording to a `Check`; the tally is built in a
 single pass over the traces (`tally_recording`), so a large run is read once.
@@ -13,14 +17,17 @@ single pass over the traces (`tally_recording`), so a large run is read once.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from evaltrace.collector.convert._diagnose_origin import Origin, fix_for, origin_of
 from evaltrace.collector.terminal import plural
 
 if TYPE_CHECKING:  # the reader and converter load pyarrow and pydantic: `doctor` without a path needs neither
-    from evaltrace.collector.convert.records import Trace
+    from evaltrace.collector.convert.records import Iteration, Trace
+    from evaltrace.collector.store.runfiles import RecordingLosses
     from evaltrace.collector.store.spans import Span
 
 PathArg = str | os.PathLike[str]
@@ -29,11 +36,6 @@ Status = Literal["ok", "warn", "problem"]
 
 _EVENTS_SCOPES = ("opentelemetry.instrumentation.openai_v2", "opentelemetry.util.genai")
 """Instrumentations whose default mode sends message content as log records (GenAI events)."""
-
-_WRAP_FIX = (
-    "wrap each run of the agent in `with evaltrace.collector.agent_run('my-agent', input=question) as run:` "
-    "and set `run.output = answer`"
-)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,21 @@ class Check:
 
 
 @dataclass
+class Affected:
+    """The traces one finding is about: how many, the first one's id, and where their spans came from."""
+
+    traces: int = 0
+    example: str | None = None
+    origins: set[Origin] = field(default_factory=set)
+
+    def add(self, trace_id: str, origin: Origin) -> None:
+        """Count one more trace."""
+        self.traces += 1
+        self.example = self.example or trace_id
+        self.origins.add(origin)
+
+
+@dataclass
 class RecordingTally:
     """What one pass over a recording counted (see `tally_recording`)."""
 
@@ -59,20 +76,34 @@ class RecordingTally:
     """Rebuilt traces."""
     with_model_calls: int = 0
     """Traces with at least one model call."""
-    without_content: int = 0
-    """Traces with model calls but no input, no output and no message content anywhere."""
+    without_content: Affected = field(default_factory=Affected)
+    """Traces with model calls but no input, answer, message text, tool arguments or results anywhere."""
     arguments_missing: int = 0
     """Tool calls whose arguments were not recorded."""
-    fragments: int = 0
-    """Traces that are one model call and nothing else: no agent, workflow or tool span."""
+    fragments: Affected = field(default_factory=Affected)
+    """Traces that are one model call and nothing else: no agent, workflow or tool span, and a root span."""
+    rootless: Affected = field(default_factory=Affected)
+    """Traces whose run span was never recorded: their top is the placeholder the converter put in for a
+    parent that never arrived (`root_span_id` is `None`), while a run span under a missing parent (a trace
+    continued from another service) is the trace's root and is not counted."""
+    repeated_ids: Affected = field(default_factory=Affected)
+    """Traces where two tool calls share one call id."""
+    doubled: Affected = field(default_factory=Affected)
+    """Traces where one model call became two iterations (see `_doubled`)."""
+    tool_stops: Affected = field(default_factory=Affected)
+    """Traces with a model reply that stopped to call a tool but no tool call rebuilt for it."""
     events_not_recorded: int = 0
     """Model calls by an events-mode instrumentation with no message content and no events."""
     events_scopes: set[str] = field(default_factory=set)
     """The instrumentation scopes behind `events_not_recorded`."""
 
 
-def tally_recording(paths: Iterable[PathArg]) -> RecordingTally:
+def tally_recording(paths: Iterable[PathArg], imported: dict[str, str] | None = None) -> RecordingTally:
     """Read a recording once and count what the checks need.
+
+    Args:
+        paths: the recording's files, folders or globs.
+        imported: run ids of span files imported from OTLP files, with the file names (`read_footers`).
 
     Raises:
         InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
@@ -83,10 +114,11 @@ def tally_recording(paths: Iterable[PathArg]) -> RecordingTally:
     tally = RecordingTally()
     for spans in iter_traces(paths):
         traces = convert_trace(spans, histories=True)
+        origin = origin_of(spans, imported or {})
         for trace in traces:
-            _count_trace(tally, trace)
-        if len(traces) == 1 and _is_fragment(spans):
-            tally.fragments += 1
+            _count_trace(tally, trace, origin)
+        if len(traces) == 1 and traces[0].root_span_id is not None and _is_fragment(spans):
+            tally.fragments.add(traces[0].trace_id, origin)
         for span in spans:
             if _content_went_to_events(span):
                 tally.events_not_recorded += 1
@@ -94,15 +126,81 @@ def tally_recording(paths: Iterable[PathArg]) -> RecordingTally:
     return tally
 
 
-def _count_trace(tally: RecordingTally, trace: Trace) -> None:
+def _count_trace(tally: RecordingTally, trace: Trace, origin: Origin) -> None:
     tally.traces += 1
-    tally.arguments_missing += sum(1 for call in trace.all_tool_calls() if call.arguments is None)
+    calls = trace.all_tool_calls()
+    tally.arguments_missing += sum(1 for call in calls if call.arguments is None)
+    if trace.root_span_id is None:  # the placeholder of a parent never recorded: `show` warns of it too
+        tally.rootless.add(trace.trace_id, origin)
+    ids = [call.call_id for call in calls if call.call_id is not None]
+    if len(set(ids)) < len(ids):
+        tally.repeated_ids.add(trace.trace_id, origin)
     if not trace.iterations:
         return
     tally.with_model_calls += 1
-    has_messages = any(it.input_messages or it.output_messages for it in trace.iterations)
-    if trace.input is None and trace.output is None and not has_messages:
-        tally.without_content += 1
+    if not _has_content(trace):
+        tally.without_content.add(trace.trace_id, origin)
+    if _doubled(trace.iterations):
+        tally.doubled.add(trace.trace_id, origin)
+    if _unanswered_tool_stop(trace):
+        tally.tool_stops.add(trace.trace_id, origin)
+
+
+def _has_content(trace: Trace) -> bool:
+    # With content capture off the messages keep their shape (roles, part types, call ids and tool
+    # names): only text, arguments and results tell that content was recorded.
+    if trace.input is not None or trace.output is not None:
+        return True
+    if any(call.arguments is not None or call.result is not None for call in trace.tool_calls):
+        return True
+    for iteration in trace.iterations:
+        for message in (iteration.input_messages or []) + (iteration.output_messages or []):
+            if any(p.text is not None or p.arguments is not None or p.result is not None for p in message.parts):
+                return True
+    return False
+
+
+def _doubled(iterations: list[Iteration]) -> bool:
+    """Whether two iterations are one model call described twice.
+
+    An agent's model calls follow one another; two with the same model and the same input and
+    output token counts whose times overlap are one request that two spans described (two
+    instrumentations of one client), which doubles the iterations and the tokens.
+    """
+    seen: dict[tuple[str | None, int, int], list[Iteration]] = {}
+    for iteration in iterations:
+        usage = iteration.usage
+        if usage.input_tokens is None or usage.output_tokens is None or iteration.start_time is None:
+            continue
+        key = (iteration.model, usage.input_tokens, usage.output_tokens)
+        for other in seen.get(key, []):
+            if _overlap(iteration, other):
+                return True
+        seen.setdefault(key, []).append(iteration)
+    return False
+
+
+def _overlap(a: Iteration, b: Iteration) -> bool:
+    # Both have a start time (`_doubled` skips the others); a missing end is taken as the start.
+    if a.start_time is None or b.start_time is None:
+        return False
+    return a.start_time <= (b.end_time or b.start_time) and b.start_time <= (a.end_time or a.start_time)
+
+
+def _unanswered_tool_stop(trace: Trace) -> bool:
+    # A tool span that matched no request has no iteration: it may be the call such a stop asked
+    # for, so only a trace without such calls is said to lack one.
+    if any(call.iteration is None for call in trace.tool_calls):
+        return False
+    answered = {call.iteration for call in trace.tool_calls}
+    for iteration in trace.iterations:
+        # `stop_reason` is the converter's normalised finish reason (tool_calls, tool_use, ... -> tool_call).
+        if iteration.stop_reason != "tool_call" or iteration.tool_calls or iteration.index in answered:
+            continue
+        # A reply whose call part was read as the run's answer (a final-result tool) did ask for it.
+        if not any(p.type == "tool_call" for m in iteration.output_messages or [] for p in m.parts):
+            return True
+    return False
 
 
 def _is_fragment(spans: list[Span]) -> bool:
@@ -131,15 +229,26 @@ def recording_checks(paths: Iterable[PathArg]) -> list[Check]:
     Raises:
         InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
     """
+    from evaltrace.collector.convert._diagnose_origin import read_footers
+    from evaltrace.collector.store.reader import resolve_paths, split_signals
+
     paths = list(paths)
-    tally = tally_recording(paths)
+    # The footers first (no row is read): the losses, and which runs were imported from OTLP files.
+    span_files, _ = split_signals(resolve_paths(paths))
+    losses, imported = read_footers(span_files)
+    tally = tally_recording(paths, imported)
+    where = " ".join(shlex.quote(os.fspath(path)) for path in paths)
     return [
         check_has_traces(tally),
         check_events_recorded(tally),
         check_content(tally),
         check_arguments(tally),
         check_fragments(tally),
-        check_losses(paths),
+        check_roots(tally, where),
+        check_call_ids(tally, where),
+        check_doubled_calls(tally, where),
+        check_tool_stops(tally, where),
+        check_losses(losses),
     ]
 
 
@@ -175,16 +284,15 @@ def check_events_recorded(tally: RecordingTally) -> Check:
 
 def check_content(tally: RecordingTally) -> Check:
     """Traces whose messages were not captured at all."""
-    if not tally.without_content:
+    missing = tally.without_content
+    if not missing.traces:
         return Check(f"{_PREFIX}content", "ok", "message content was recorded")
-    msg = f"{_of(tally.without_content, tally.with_model_calls, 'trace')} with model calls have no input,"
-    msg += " no answer and no message content: checks on them cannot pass"
+    msg = f"{_of(missing.traces, tally.with_model_calls, 'trace')} with model calls have no input, no answer"
+    msg += f" and no message text, tool arguments or results (e.g. trace {missing.example}): checks on them"
+    msg += " cannot pass"
     if tally.events_not_recorded:
         return Check(f"{_PREFIX}content", "problem", msg, "record the log records (see recording/events)")
-    fix = "turn content capture on: unset EVALTRACE_CAPTURE_CONTENT=0 and the instrumentation's own switch"
-    fix += " (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, OPENINFERENCE_HIDE_INPUTS/OUTPUTS,"
-    fix += " TRACELOOP_TRACE_CONTENT, ENABLE_SENSITIVE_DATA)"
-    return Check(f"{_PREFIX}content", "problem", msg, fix)
+    return Check(f"{_PREFIX}content", "problem", msg, fix_for("content", missing.origins))
 
 
 def check_arguments(tally: RecordingTally) -> Check:
@@ -197,28 +305,73 @@ def check_arguments(tally: RecordingTally) -> Check:
 
 def check_fragments(tally: RecordingTally) -> Check:
     """Model calls that became traces of their own, with no agent span around them."""
-    if not tally.fragments:
+    fragments = tally.fragments
+    if not fragments.traces:
         return Check(f"{_PREFIX}fragments", "ok", "no trace is a lone model call")
-    msg = f"{_of(tally.fragments, tally.traces, 'trace')} are a lone model call with no agent span:"
-    if tally.fragments == tally.traces:
+    msg = f"{_of(fragments.traces, tally.traces, 'trace')} are a lone model call with no agent span:"
+    if fragments.traces == tally.traces:
         msg += " nothing wrapped the agent's run, so each model call became its own trace and scoring takes"
         msg += " each as a separate run"
-        return Check(f"{_PREFIX}fragments", "problem", msg, _WRAP_FIX)
+        return Check(f"{_PREFIX}fragments", "problem", msg, fix_for("wrap", fragments.origins))
     msg += " a second instrumentation recorded the same model calls outside the agent's traces"
     msg += " (e.g. openai-v2 beside OpenInference's LangChain instrumentation)"
-    return Check(
-        f"{_PREFIX}fragments", "problem", msg, "disable one of them, e.g. OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=openai"
-    )
+    return Check(f"{_PREFIX}fragments", "problem", msg, fix_for("second", fragments.origins))
 
 
-def check_losses(paths: Iterable[PathArg]) -> Check:
-    """Spans the recorder dropped or could not write."""
-    from evaltrace.collector.store.reader import resolve_paths, split_signals
-    from evaltrace.collector.store.runfiles import recording_losses
+def _explain(where: str, affected: Affected) -> str:
+    return f"`evaltrace traces {where} --explain {affected.example}` shows which span became what"
 
-    # The counts sit in the span files' footers: no row is read again after the tally's pass.
-    span_files, _ = split_signals(resolve_paths(paths))
-    dropped, unwritten = recording_losses(span_files)
+
+def check_roots(tally: RecordingTally, where: str) -> Check:
+    """Traces whose root span (the run's own span, with its input and answer) was never recorded."""
+    rootless = tally.rootless
+    if not rootless.traces:
+        return Check(f"{_PREFIX}roots", "ok", "every trace's root span was recorded")
+    msg = f"{_of(rootless.traces, tally.traces, 'trace')} have spans whose parent was never recorded"
+    msg += f" (e.g. trace {rootless.example}): the run's root span is missing, and with it the run's input,"
+    msg += " answer and status, so scoring sees part of a run"
+    return Check(f"{_PREFIX}roots", "problem", msg, f"{fix_for('root', rootless.origins)}; {_explain(where, rootless)}")
+
+
+def check_call_ids(tally: RecordingTally, where: str) -> Check:
+    """Tool calls of one trace that share a call id."""
+    repeated = tally.repeated_ids
+    if not repeated.traces:
+        return Check(f"{_PREFIX}call-ids", "ok", "no trace repeats a tool call id")
+    msg = f"{_of(repeated.traces, tally.traces, 'trace')} hold two tool calls with one call id (e.g. trace"
+    msg += f" {repeated.example}): one tool run recorded twice, or calls scoring cannot tell apart; call counts"
+    msg += " and trajectories count them twice"
+    fix = f"{fix_for('duplicates', repeated.origins)}; {_explain(where, repeated)}"
+    return Check(f"{_PREFIX}call-ids", "problem", msg, fix)
+
+
+def check_doubled_calls(tally: RecordingTally, where: str) -> Check:
+    """One model call rebuilt as two iterations (doubled iterations and tokens)."""
+    doubled = tally.doubled
+    if not doubled.traces:
+        return Check(f"{_PREFIX}model-calls", "ok", "no model call is counted twice")
+    msg = f"{_of(doubled.traces, tally.traces, 'trace')} count one model call twice (e.g. trace {doubled.example}):"
+    msg += " two iterations with the same model and token counts at the same time, so iterations and tokens"
+    msg += " are doubled"
+    fix = f"{fix_for('duplicates', doubled.origins)}; {_explain(where, doubled)}"
+    return Check(f"{_PREFIX}model-calls", "problem", msg, fix)
+
+
+def check_tool_stops(tally: RecordingTally, where: str) -> Check:
+    """Model replies that stopped to call tools while no tool call was rebuilt for them."""
+    stops = tally.tool_stops
+    if not stops.traces:
+        return Check(f"{_PREFIX}tool-stops", "ok", "every reply that asked for tools has its tool calls")
+    msg = f"{_of(stops.traces, tally.with_model_calls, 'trace')} have a model reply that stopped to call a tool"
+    msg += f" (finish reason tool_calls or tool_use) with no tool call rebuilt for it (e.g. trace {stops.example}):"
+    msg += " tool checks see no call"
+    fix = f"{fix_for('tool_stop', stops.origins)}; {_explain(where, stops)}"
+    return Check(f"{_PREFIX}tool-stops", "problem", msg, fix)
+
+
+def check_losses(losses: RecordingLosses) -> Check:
+    """Spans the recorder dropped or could not write (the counts in the span files' footers)."""
+    dropped, unwritten = losses
     if not (dropped or unwritten):
         return Check(f"{_PREFIX}losses", "ok", "the recorder lost no span")
     msg = f"the recording lost spans: {dropped} dropped (export queue full), {unwritten} not written;"

@@ -23,6 +23,8 @@ from evaltrace.collector.convert._construct import RecordFactory
 from evaltrace.collector.convert.arguments import Rules, iter_argument_diffs
 
 TraceStatus = Literal["success", "error", "timeout", "unknown"]
+STOP_REASONS = ("stop", "tool_call", "length", "content_filter", "error")
+"""The normalised stop reasons (`Iteration.stop_reason`); other recorded reasons are kept lower-cased."""
 PartType = Literal["text", "tool_call", "tool_result", "other"]
 
 
@@ -84,6 +86,8 @@ class MessagePart(_Record):
     """Tool call arguments: a JSON object when they parse as one, else the raw value."""
     result: Any = None
     """Tool result (`tool_result` parts)."""
+    error: str | None = None
+    """A `tool_result` part that reports a failure (a provider's `is_error` block): the text the model was told."""
 
 
 class Message(_Record):
@@ -162,6 +166,15 @@ class Iteration(_Record):
     start_time: datetime | None = None
     end_time: datetime | None = None
     error: str | None = None
+    stop_reason: str | None = None
+    """Why the model stopped, normalised from the provider's finish reason (`finish_reasons` keeps it as
+    recorded): `stop`, `tool_call`, `length` (cut by a token limit: the reply is incomplete),
+    `content_filter`, `error`, or the recorded reason lower-cased when it is none of those."""
+    merged_span_ids: list[str] = Field(default_factory=list)
+    """Other spans that described this same model call (a second instrumentation, nested or beside
+    `span_id`; the same response id), read as this one iteration: their usage is not counted again."""
+    duplicate_call_ids: list[str] = Field(default_factory=list)
+    """Call ids this model call's spans recorded more than once (in two attribute families), each read as one call."""
 
     @property
     def output_text(self) -> str | None:

@@ -52,7 +52,7 @@ __all__ = [
     "to_table",
 ]
 
-TABLE_VERSION: Final = "2"
+TABLE_VERSION: Final = "3"
 """The traces table's schema version (see the module docstring)."""
 METADATA_VERSION_KEY: Final = b"evaltrace.traces_table_version"
 
@@ -76,6 +76,7 @@ PART_TYPE = pa.struct(
         ("name", _STR),
         ("arguments_json", _STR),
         ("result_json", _STR),
+        ("error", _STR),
     ]
 )
 MESSAGE_TYPE = pa.struct([("role", _STR), ("name", _STR), ("parts", pa.list_(PART_TYPE))])
@@ -110,6 +111,9 @@ ITERATION_TYPE = pa.struct(
         ("start_time", _TS),
         ("end_time", _TS),
         ("error", _STR),
+        ("stop_reason", _STR),
+        ("merged_span_ids", pa.list_(_STR)),
+        ("duplicate_call_ids", pa.list_(_STR)),
     ]
 )
 TOOL_SCHEMA_TYPE = pa.struct([("name", _STR), ("description", _STR), ("parameters_json", _STR)])

@@ -355,8 +355,16 @@ def test_a_damaged_table_is_rebuilt_never_wrong(
 
 
 def _flip_a_data_byte(path: Path) -> None:
+    # Bytes in the middle of the largest column chunk's page data, which the page checksums cover
+    # (one byte at a fixed share of the file may land in a page header and change nothing read).
+    import pyarrow.parquet as pq
+
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    chunk = max((group.column(i) for i in range(group.num_columns)), key=lambda c: c.total_compressed_size)
     data = bytearray(path.read_bytes())
-    data[len(data) // 3] ^= 0xFF
+    end = chunk.data_page_offset + chunk.total_compressed_size
+    for position in range(end - chunk.total_compressed_size // 3, end):
+        data[position] ^= 0xFF
     path.write_bytes(bytes(data))
 
 

@@ -3,7 +3,7 @@
 Each framework test gives an app (in `apps/`, run as `opentelemetry-instrument python APP
 SCENARIO` in the framework's own venv, see `tests/_venvs.py`) and the venv's interpreter. The app
 answers the scenario's prompt with its framework's agent, whose model is `FakeLLM` reached over
-OpenAI's API, and prints the answer as its last stdout line. The recording goes through
+OpenAI's API (or Anthropic's Messages API), and prints the answer as its last stdout line. The recording goes through
 evaltrace's exporter, picked by `OTEL_TRACES_EXPORTER=evaltrace` alone. The facts checked:
 input, ordered tool names, arguments, results, error flags, answer, usage and iterations.
 """
@@ -93,7 +93,8 @@ def record(
     tool_log.touch()
     bin_dir = python.parent
     with FakeLLM(turns(scenario) if script is None else script) as llm:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "EVALTRACE_", "OPENAI_", "VIRTUAL"))}
+        prefixes = ("OTEL_", "EVALTRACE_", "OPENAI_", "ANTHROPIC_", "VIRTUAL")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
         closed = "http://127.0.0.1:9"  # nothing listens: a request meant for another host fails here
         env.update(
             PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
@@ -102,6 +103,8 @@ def record(
             OPENAI_BASE_URL=llm.base_url,
             OPENAI_API_BASE=llm.base_url,
             OPENAI_API_KEY="sk-framework-test",
+            ANTHROPIC_BASE_URL=llm.base_url.removesuffix("/v1"),  # the SDK adds `/v1/messages` itself
+            ANTHROPIC_API_KEY="sk-ant-framework-test",
             TOOL_LOG=str(tool_log),
             HTTP_PROXY=closed,
             HTTPS_PROXY=closed,

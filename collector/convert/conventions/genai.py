@@ -80,7 +80,7 @@ def _tool_schemas(value: Any) -> list[ToolSchema]:
         name = spec.get("name")
         if not isinstance(name, str):
             continue
-        params = spec.get("parameters", spec.get("inputSchema"))
+        params = spec.get("parameters", spec.get("inputSchema", spec.get("input_schema")))  # OpenAI, Strands, Anthropic
         schemas.append(
             ToolSchema(
                 name=name,

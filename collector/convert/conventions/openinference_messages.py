@@ -13,38 +13,52 @@ from typing import Any
 
 from evaltrace.collector.convert._flatten import content, dig, text
 from evaltrace.collector.convert._lenient_json import parse_json
+from evaltrace.collector.convert._provider import block_error, unwrap_blocks
 from evaltrace.collector.convert.conventions.payload import arguments_value, normalize_role
 from evaltrace.collector.convert.records import Message, MessagePart, ToolCall
 
 
 class ArgumentLookup:
-    """Tool-call arguments by call id, read from a raw request or response JSON on demand.
+    """Tool-call arguments and tool-result errors by call id, read from a raw request or response JSON on demand.
 
     The OpenAI-Agents bridge drops arguments equal to `"{}"` from the flattened tool calls but keeps
-    the whole request in `input.value` and the response in `output.value`; parsing those (large)
-    values happens only when a call actually lacks its arguments.
+    the whole request in `input.value` and the response in `output.value`. The flattened messages
+    have no field for a provider's failed tool result (Anthropic's `tool_result` block with
+    `is_error: true`), which the raw request keeps. Parsing those (large) values happens only when
+    a call actually lacks its arguments, or a tool result is read.
     """
 
     def __init__(self, raw: Any) -> None:
         self._raw = raw
         self._found: dict[str, Any] | None = None
+        self._errors: dict[str, str] = {}
+
+    def _read(self) -> dict[str, Any]:
+        if self._found is None:
+            self._found = {}
+            outcome = parse_json(content(self._raw))
+            if outcome.parsed:
+                _collect_arguments(outcome.value, self._found, self._errors)
+        return self._found
 
     def get(self, call_id: str | None) -> Any:
         """The arguments recorded for `call_id` (raw text, or an object), or `None`."""
         if call_id is None or self._raw is None:
             return None
-        if self._found is None:
-            self._found = {}
-            outcome = parse_json(content(self._raw))
-            if outcome.parsed:
-                _collect_arguments(outcome.value, self._found)
-        return self._found.get(call_id)
+        return self._read().get(call_id)
+
+    def error(self, call_id: str | None) -> str | None:
+        """The error of the tool result for `call_id` that the raw request marks failed (`is_error`), or `None`."""
+        if call_id is None or not isinstance(self._raw, str) or "is_error" not in self._raw:
+            return None  # the common case (no failed result in the request) parses nothing
+        self._read()
+        return self._errors.get(call_id)
 
 
-def _collect_arguments(node: Any, found: dict[str, Any]) -> None:
+def _collect_arguments(node: Any, found: dict[str, Any], errors: dict[str, str]) -> None:
     if isinstance(node, list):
         for item in node:
-            _collect_arguments(item, found)
+            _collect_arguments(item, found, errors)
         return
     if not isinstance(node, dict):
         return
@@ -53,9 +67,14 @@ def _collect_arguments(node: Any, found: dict[str, Any]) -> None:
         arguments = _arguments_field(node)
         if arguments is not None:
             found.setdefault(call_id, arguments)
+    result_of = node.get("tool_use_id")
+    if node.get("type") == "tool_result" and isinstance(result_of, str):
+        error = block_error(node, unwrap_blocks(node.get("content")))
+        if error is not None:
+            errors.setdefault(result_of, error)
     for value in node.values():
         if isinstance(value, (dict, list)):
-            _collect_arguments(value, found)
+            _collect_arguments(value, found, errors)
 
 
 def _arguments_field(node: dict[str, Any]) -> Any:
@@ -95,8 +114,13 @@ def _message(item: Any, lookup: ArgumentLookup, warnings: list[str]) -> Message 
         result = content(fields.get("content"))
         if result is None:
             result = "\n".join(p.text for p in body if p.type == "text" and p.text is not None) or None
+        call_id = text(fields.get("tool_call_id"))
         tool_result = MessagePart(
-            type="tool_result", call_id=text(fields.get("tool_call_id")), name=text(fields.get("name")), result=result
+            type="tool_result",
+            call_id=call_id,
+            name=text(fields.get("name")),
+            result=result,
+            error=lookup.error(call_id),
         )
         return Message(role=role, parts=[tool_result])
     if not body and text(fields.get("content")) is not None:

@@ -193,6 +193,7 @@ def _llm_call(attrs: dict[str, Any], warnings: list[str]) -> LlmCall:
         ),
         finish_reasons=finish,
         tool_schemas=_tool_schemas(attrs),
+        response_id=text(attrs.get("gen_ai.response.id")),
     )
 
 

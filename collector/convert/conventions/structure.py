@@ -72,8 +72,11 @@ def llm_structure(attrs: dict[str, Any]) -> LlmCall:
     """Model, provider, usage and finish reasons of an inference span."""
     model = as_str(attrs.get(A.RESPONSE_MODEL)) or as_str(attrs.get(A.REQUEST_MODEL))
     provider = as_str(first_attr(attrs, (A.PROVIDER_NAME, A.SYSTEM)))
+    reasons = finish_reasons(first_attr(attrs, (A.FINISH_REASONS, *A.PROVIDER_STOP_REASONS)))
     # Positional, for every model call: model, provider, no messages yet, no tool calls, usage, finish reasons.
-    return LlmCall(model, provider, None, None, [], genai_usage(attrs), finish_reasons(attrs.get(A.FINISH_REASONS)))
+    llm = LlmCall(model, provider, None, None, [], genai_usage(attrs), reasons)
+    llm.response_id = as_str(attrs.get(A.RESPONSE_ID))
+    return llm
 
 
 def finish_reasons(value: Any) -> list[str]:
