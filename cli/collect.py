@@ -49,13 +49,22 @@ def collect(
             "--queue-items",
             metavar="N",
             min=1,
-            help="Spans and log records held before writing; beyond it clients are told to retry (503, UNAVAILABLE).",
+            help="Spans (with their events and links) and log records held before writing; beyond it clients "
+            "are told to retry (503, UNAVAILABLE).",
         ),
     ] = 20_000,
+    allow_unauthenticated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unauthenticated",
+            help="Listen beyond loopback without $EVALTRACE_COLLECT_TOKEN: anyone who can connect may send.",
+        ),
+    ] = False,
 ) -> None:
     """Receive OTLP traces and logs from any app or Collector and write them as run files.
 
     Loopback unless told otherwise; with $EVALTRACE_COLLECT_TOKEN set, requests need that bearer token.
+    Beyond loopback a token is required, unless --allow-unauthenticated says otherwise.
 
     Ctrl-C or SIGTERM stops it after writing everything it acknowledged.
     """
@@ -65,7 +74,7 @@ def collect(
     from evaltrace.collector.capture.exporter import ExporterSettings
     from evaltrace.collector.receive.server import Receiver
 
-    config = _config(http, grpc, directory, run_id, max_request_mb, queue_items)
+    config = _config(http, grpc, directory, run_id, max_request_mb, queue_items, allow_unauthenticated)
     settings = ExporterSettings.from_env(directory=config.directory, run_id=run_id)
     _check_folder(settings.directory)
     receiver = Receiver(config, settings)
@@ -87,21 +96,28 @@ def collect(
 
 
 def _config(
-    http: str, grpc: str, directory: Path | None, run_id: str | None, max_request_mb: float, queue_items: int
+    http: str,
+    grpc: str,
+    directory: Path | None,
+    run_id: str | None,
+    max_request_mb: float,
+    queue_items: int,
+    allow_unauthenticated: bool,
 ) -> ReceiverConfig:
     from pydantic import SecretStr, ValidationError
 
     from evaltrace.collector.errors import InputError
     from evaltrace.collector.receive.config import TOKEN_ENV, ReceiverConfig, parse_address
 
-    token = os.environ.get(TOKEN_ENV) or None
+    token = os.environ.get(TOKEN_ENV)  # set but blank is refused by the config, not taken as "no token"
     try:
         return ReceiverConfig(
             http=parse_address(http, "--http"),
             grpc=parse_address(grpc, "--grpc"),
             directory=directory or Path(os.environ.get("EVALTRACE_DIR") or "runs"),
             run_id=run_id,
-            token=SecretStr(token) if token else None,
+            token=SecretStr(token) if token is not None else None,
+            allow_unauthenticated=allow_unauthenticated,
             max_body_bytes=int(max_request_mb * 1024 * 1024),
             queue_items=queue_items,
         )
@@ -137,7 +153,7 @@ def _announce(receiver: Receiver, directory: Path, run_id: str) -> None:
     lines.append("Stop with Ctrl-C or SIGTERM: everything acknowledged is written first.")
     typer.echo("\n".join(lines))
     exposed = [a for a in (http, grpc) if a is not None and not a.is_loopback]
-    if exposed and receiver.config.token is None:
+    if exposed and receiver.config.token is None:  # only with --allow-unauthenticated (the config refuses it otherwise)
         shown = ", ".join(str(a) for a in exposed)
         typer.echo(f"Warning: listening beyond this machine ({shown}) with no $EVALTRACE_COLLECT_TOKEN", err=True)
 
@@ -151,6 +167,9 @@ def _report(summary: Summary, directory: Path) -> None:
     notes = []
     if counts.rejected_items:
         notes.append(f"{plural(counts.rejected_items, 'invalid item')} rejected (partial success)")
+    if counts.dropped_items:
+        dropped = plural(counts.dropped_items, "event, link or attribute", "events, links or attributes")
+        notes.append(f"{dropped} over the SDK limits dropped (counted in the files)")
     if counts.refused_requests:
         notes.append(f"{plural(counts.refused_requests, 'request')} refused while busy (the senders retry)")
     if counts.bad_requests:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from pathlib import Path
 from typing import NamedTuple
 
@@ -61,15 +62,21 @@ class ReceiverConfig(BaseModel):
     run_id: str | None = None
     """Run label of every row (default: a new one per receiver, as per exporting process)."""
     token: SecretStr | None = None
-    """Bearer token every request must carry (`Authorization: Bearer ...`), if set."""
+    """Bearer token every request must carry (`Authorization: Bearer ...`), if set; never blank."""
+    allow_unauthenticated: bool = False
+    """Listen beyond loopback without a token (`--allow-unauthenticated`); refused otherwise."""
     max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     """Largest request accepted, after decompression (HTTP 413, gRPC RESOURCE_EXHAUSTED beyond)."""
     queue_items: int = Field(default=20_000, gt=0)
-    """Spans and log records decoded but not yet handed to the writer; beyond it requests are refused."""
+    """Spans (with their events and links) and log records decoded but not yet written; beyond, requests are refused."""
     max_concurrent_requests: int = Field(default=16, gt=0)
     """Requests read and decoded at once (each holds at most `max_body_bytes`); more are refused."""
     queue_wait_seconds: float = Field(default=2.0, ge=0)
     """How long a request waits for room in a full queue before it is refused."""
+    max_connections: int = Field(default=128, gt=0)
+    """OTLP/HTTP connections open at once (a thread each); a connection beyond is answered 503 and closed."""
+    header_seconds: float = Field(default=10.0, gt=0)
+    """From a request line's arrival to the end of its headers; a client slower than that is cut off."""
     retry_after_seconds: int = Field(default=1, gt=0)
     """What a refused client is told to wait (HTTP Retry-After)."""
     drain_seconds: float = Field(default=30.0, gt=0)
@@ -79,4 +86,32 @@ class ReceiverConfig(BaseModel):
     def _one_listener(self) -> ReceiverConfig:
         if self.http is None and self.grpc is None:
             raise ValueError("--http and --grpc are both off: nothing to listen on")
+        if self.token is not None:
+            check_token(self.token.get_secret_value())
+        exposed = [f"{o} {a}" for o, a in (("--http", self.http), ("--grpc", self.grpc)) if a and not a.is_loopback]
+        if exposed and self.token is None and not self.allow_unauthenticated:
+            raise ValueError(
+                f"{', '.join(exposed)} listens beyond this machine without ${TOKEN_ENV}: "
+                "set a token, or pass --allow-unauthenticated to accept anyone who can connect"
+            )
         return self
+
+
+def check_token(token: str) -> None:
+    """Refuse a token that would turn authentication off or never match.
+
+    A blank token (empty or whitespace) must not mean "no token"; spaces around a token or control
+    characters cannot survive an HTTP header or gRPC metadata, so every request would be refused.
+
+    Raises:
+        ValueError: naming the variable, never the token.
+    """
+    if not token.strip():
+        raise ValueError(f"${TOKEN_ENV} is set but blank: set a token, or unset it to require none")
+    if token != token.strip() or not token.isascii() or not token.isprintable():
+        raise ValueError(f"${TOKEN_ENV} must be printable ASCII without spaces around it")
+
+
+def bearer_matches(token: SecretStr, authorization: bytes) -> bool:
+    """Whether an `Authorization` value is `Bearer <token>` (compared in constant time)."""
+    return hmac.compare_digest(authorization, b"Bearer " + token.get_secret_value().encode())

@@ -1,24 +1,27 @@
 """OTLP/gRPC: the trace and logs services' `Export`.
 
-gRPC itself decompresses (gzip) and enforces the size limit on the decompressed message
-(RESOURCE_EXHAUSTED), and answers an undecodable message with an error. Here: UNAUTHENTICATED
-without the configured bearer token, UNAVAILABLE (retryable for OTLP clients) when the queue is
+Without the configured bearer token a call is answered UNAUTHENTICATED by an interceptor, from its
+metadata, before its message is received or parsed: the refusal is a streaming handler that never
+reads its requests. gRPC itself decompresses (gzip) and enforces the size limit on the
+decompressed message (RESOURCE_EXHAUSTED), and answers an undecodable message with an error. Here:
+UNAVAILABLE (retryable for OTLP clients) when the queue is
 full or the receiver is stopping, and otherwise the export response, with a partial success
 when items were rejected.
 """
 
 from __future__ import annotations
 
-import hmac
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from pydantic import SecretStr
 
-from evaltrace.collector.receive.config import Address, ReceiverConfig
+from evaltrace.collector.receive.config import Address, ReceiverConfig, bearer_matches
 from evaltrace.collector.receive.handling import Intake, Refused, Request, Response
 from evaltrace.collector.receive.workqueue import Signal
 
@@ -30,7 +33,6 @@ class _Export:
         self.config, self.intake, self.stopping = config, intake, stopping
 
     def __call__(self, signal: Signal, request: Request, context: grpc.ServicerContext) -> Response:
-        self._check_token(context)
         if self.stopping.is_set():
             self.intake.count(refused_requests=1)
             context.abort(grpc.StatusCode.UNAVAILABLE, "the receiver is shutting down")
@@ -40,14 +42,28 @@ class _Export:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
             raise  # not reached: abort raises
 
-    def _check_token(self, context: grpc.ServicerContext) -> None:
-        if self.config.token is None:
-            return
-        metadata = dict(context.invocation_metadata())
-        given = str(metadata.get("authorization", "")).encode("utf-8", "replace")
-        expected = b"Bearer " + self.config.token.get_secret_value().encode()
-        if not hmac.compare_digest(given, expected):
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required")
+
+def _unauthenticated(requests: Iterator[bytes], context: grpc.ServicerContext) -> None:
+    # A stream-request handler: gRPC hands it an iterator that reads the message only if asked.
+    context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required")
+
+
+_REFUSE = grpc.stream_unary_rpc_method_handler(_unauthenticated)
+
+
+class _TokenCheck(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Lets a call through only with `authorization: Bearer <token>` in its metadata."""
+
+    def __init__(self, token: SecretStr) -> None:
+        self._token = token
+
+    def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler], details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler:
+        given = dict(details.invocation_metadata or ()).get("authorization", "")
+        if bearer_matches(self._token, str(given).encode("utf-8", "replace")):
+            return continuation(details)
+        return _REFUSE
 
 
 class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
@@ -79,6 +95,7 @@ class GrpcListener:
             ],
             # Calls beyond these wait in no unbounded queue: gRPC answers RESOURCE_EXHAUSTED.
             maximum_concurrent_rpcs=workers * 2,
+            interceptors=[_TokenCheck(config.token)] if config.token is not None else [],
         )
         export = _Export(config, intake, stopping)
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(export), self._server)  # type: ignore[no-untyped-call]

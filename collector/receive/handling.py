@@ -1,9 +1,10 @@
 """One export request, whatever the transport: parse, decode, queue, answer.
 
-`Intake.accept` decodes a request into SDK objects, offers the valid ones to the queue and
-returns the OTLP response: empty when everything was taken, a partial success naming how many
-items were rejected and why the first was (the OTLP specification's answer to invalid items,
-which the client must not retry). When the queue is full or closing it raises `Refused`, which
+`Intake.accept` holds a request to the SDK's limits (`limits.py`), decodes it into SDK objects,
+offers the valid ones to the queue (weighed by their spans, events and links) and returns the OTLP
+response: empty when everything was taken, a partial success naming how many items were rejected
+and why the first was (the OTLP specification's answer to invalid items, which the client must
+not retry), and what was dropped beyond the limits. When the queue is full or closing it raises `Refused`, which
 the transports turn into their retryable answers. `parse_body` reads the two HTTP encodings.
 """
 
@@ -24,9 +25,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk.trace import SpanLimits
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp import decode, jsonformat
+from evaltrace.collector.receive import limits
 from evaltrace.collector.receive.workqueue import Signal, Work, WorkQueue
 
 Request = ExportTraceServiceRequest | ExportLogsServiceRequest
@@ -46,6 +49,8 @@ class Counts:
     log_records: int = 0
     rejected_items: int = 0
     """Invalid spans and log records (answered with a partial success)."""
+    dropped_items: int = 0
+    """Events, links and attributes beyond the SDK's limits (counted in the files, reported as a warning)."""
     refused_requests: int = 0
     """Requests refused as retryable (queue full or shutting down)."""
     bad_requests: int = 0
@@ -55,10 +60,12 @@ class Counts:
 class Intake:
     """Decodes requests and queues their items; counts what it took (thread-safe)."""
 
-    def __init__(self, queue: WorkQueue, wait: float = 0.0) -> None:
+    def __init__(self, queue: WorkQueue, wait: float = 0.0, span_limits: SpanLimits | None = None) -> None:
         self.queue = queue
         self.wait = wait
         """Seconds a request may wait for room in a full queue."""
+        self.limits = span_limits or SpanLimits()
+        """The SDK's limits (read from the environment as the SDK reads them)."""
         self.counts = Counts()
         self._lock = threading.Lock()
 
@@ -68,16 +75,21 @@ class Intake:
         Raises:
             Refused: the queue is full or closed; nothing of the request was taken.
         """
-        if signal is Signal.TRACES:
+        if isinstance(request, ExportTraceServiceRequest):
+            dropped = limits.hold_span_limits(request, self.limits)
             decoded: decode.Decoded[Any] = decode.decode_spans(request)
         else:
+            dropped = limits.hold_log_limits(request, self.limits)
             decoded = decode.decode_log_records(request)
-        if decoded.items and not self.queue.offer(Work(signal, decoded.items), self.wait):
+        work = Work(signal, decoded.items, limits.weight(decoded.items))
+        if decoded.items and not self.queue.offer(work, self.wait):
             self.count(refused_requests=1)
             raise Refused("the receiver is busy writing; retry later")
         items = "spans" if signal is Signal.TRACES else "log_records"
-        self.count(requests=1, rejected_items=decoded.rejected, **{items: len(decoded.items)})
-        return response(signal, decoded.rejected, _rejection(signal, decoded))
+        lost = dropped.events + dropped.links + dropped.attributes
+        self.count(requests=1, rejected_items=decoded.rejected, dropped_items=lost, **{items: len(decoded.items)})
+        message = "; ".join(m for m in (_rejection(signal, decoded), dropped.message()) if m)
+        return response(signal, decoded.rejected, message)
 
     def count(self, **increments: int) -> None:
         """Add to the counters."""
@@ -100,13 +112,13 @@ def _rejection(signal: Signal, decoded: decode.Decoded[Any]) -> str:
 
 
 def response(signal: Signal, rejected: int = 0, message: str = "") -> Response:
-    """An export response, with a partial success when items were rejected."""
+    """An export response, with a partial success when items were rejected or a warning is `message`."""
     if signal is Signal.TRACES:
-        if not rejected:
+        if not rejected and not message:
             return ExportTraceServiceResponse()
         partial = ExportTracePartialSuccess(rejected_spans=rejected, error_message=message)
         return ExportTraceServiceResponse(partial_success=partial)
-    if not rejected:
+    if not rejected and not message:
         return ExportLogsServiceResponse()
     logs = ExportLogsPartialSuccess(rejected_log_records=rejected, error_message=message)
     return ExportLogsServiceResponse(partial_success=logs)

@@ -13,21 +13,27 @@ Refusals are answered as soon as the headers show them (a 413 on the declared le
 makes the kernel reset the connection: the client's send fails and it may never read the answer
 (and a 503's Retry-After). So a connection closed after an error answer closes gracefully
 ("lingering close"): the answer is sent, the sending side shut (the client sees its end), and what
-the client still sends is read and discarded until it closes, for at most `_LINGER_SECONDS` (and
-`_LINGER_READ_SECONDS` per read) and `_LINGER_BYTES` (or the request limit, if larger), then the
-socket is closed. 200 answers and kept-alive connections never linger.
+the client still sends is read and discarded until it closes, for at most `wire.LINGER_SECONDS`
+and `_LINGER_BYTES` (or the request limit, if larger), then the socket is closed. 200 answers and
+kept-alive connections never linger.
+
+Slow and many clients are bounded before any other check: at most `max_connections` connections
+have a thread (one more is answered 503 at once and closed), a request's headers must arrive
+within `header_seconds` of its first bytes, and a silent connection is closed after
+`_IDLE_SECONDS`. A client sending `Expect: 100-continue` gets its `100 Continue` only once the
+request has passed every check and holds a request permit; otherwise it gets the refusal (a 503
+when every permit is taken) before it sends the body.
 """
 
 from __future__ import annotations
 
-import hmac
+import io
 import json
 import logging
 import socket
 import threading
-import time
-import zlib
 from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,8 +42,17 @@ from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.receive.config import Address, ReceiverConfig
+from evaltrace.collector.receive.config import Address, ReceiverConfig, bearer_matches
 from evaltrace.collector.receive.handling import Intake, Refused, parse_body
+from evaltrace.collector.receive.wire import (
+    DeadlineReader,
+    Malformed,
+    TooLarge,
+    chunk_size,
+    content_length,
+    gunzip,
+    linger_close,
+)
 from evaltrace.collector.receive.workqueue import Signal
 
 logger = logging.getLogger("evaltrace")
@@ -47,16 +62,12 @@ _PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
 _IDLE_SECONDS = 30.0
 """A connection silent this long (between requests, or in the middle of a body) is closed."""
-_LINGER_SECONDS = 2.0
-"""At most this long reading what a refused client still sends: on a working link the rest of a
-body a little over the default 16 MB limit takes ~1.3 s at 100 Mbit/s, on loopback milliseconds.
-A client still sending then is cut off (reset): a refused request must not hold a thread long."""
-_LINGER_READ_SECONDS = 1.0
-"""A refused client silent this long (neither sending nor closing) is not waited for further."""
 _LINGER_BYTES = 8 * 1024 * 1024
 """At most this much (or the request limit, if larger) is read and discarded after a refusal, so a
 batch a little over the limit can be sent to its end, but nobody makes the receiver read gigabytes
 (discarded 64 KB at a time: no memory is held)."""
+_TRAILER_LINES = 32
+"""Trailer lines read after a chunked body's last chunk; more is a malformed request."""
 
 
 class HttpError(Exception):
@@ -80,11 +91,55 @@ class HttpContext:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # the listen backlog: a burst of connections waits for accept()
 
     def __init__(self, address: Address, context: HttpContext) -> None:
         self.address_family = socket.AF_INET6 if ":" in address.host else socket.AF_INET
         self.context = context
+        self._slots = threading.BoundedSemaphore(context.config.max_connections)
+        status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message="too many connections")
+        self._full = _answer(503, status.SerializeToString(), {"Retry-After": str(context.config.retry_after_seconds)})
         super().__init__((address.host, address.port), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread for the connection if under the cap; otherwise a 503 from this (accepting) thread."""
+        if not self._slots.acquire(blocking=False):
+            _refuse(request, self._full)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One log line, not the standard library's traceback on stderr (a client's reset, or a bug)."""
+        logger.debug("evaltrace collect: a connection from %s failed", client_address[0], exc_info=True)
+
+
+def _answer(status: int, body: bytes, headers: dict[str, str]) -> bytes:
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Content-Type: application/x-protobuf"]
+    lines += [f"Content-Length: {len(body)}", "Connection: close", *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def _refuse(sock: socket.socket, answer: bytes) -> None:
+    # A small answer fits the new socket's send buffer: no wait. What the client already sent is
+    # read first (without waiting), so closing does not reset the connection over the answer.
+    try:
+        sock.setblocking(False)
+        sock.sendall(answer)
+        while sock.recv(65536):
+            pass
+    except OSError:  # nothing more to read now (BlockingIOError), or the client is gone
+        pass
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -96,6 +151,29 @@ class _Handler(BaseHTTPRequestHandler):
 
     linger = False
     """Set when an error answer closes the connection, its body possibly unread."""
+    reader: DeadlineReader
+
+    def setup(self) -> None:
+        """Reads through a `DeadlineReader`, so a request's headers have a deadline."""
+        super().setup()
+        self.rfile.close()  # the standard library's reader (it holds a reference to the socket)
+        self.reader = DeadlineReader(self.connection, _IDLE_SECONDS)
+        self.rfile = io.BufferedReader(self.reader)
+
+    def handle_one_request(self) -> None:
+        """One request, its headers due within `header_seconds` of its first bytes."""
+        self.reader.arm(self.server.context.config.header_seconds)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        try:
+            return super().parse_request()
+        finally:
+            self.reader.disarm()  # the body is read under the idle timeout
+
+    def handle_expect_100(self) -> bool:
+        """No `100 Continue` yet: it is sent once the request is accepted for reading (`_continue`)."""
+        return True
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("evaltrace collect: %s " + format, self.client_address[0], *args)
@@ -161,9 +239,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _check_token(self, config: ReceiverConfig) -> None:
         if config.token is None:
             return
-        expected = b"Bearer " + config.token.get_secret_value().encode()
         given = (self.headers.get("Authorization") or "").encode("latin-1", "replace")
-        if not hmac.compare_digest(given, expected):
+        if not bearer_matches(config.token, given):
             raise HttpError(401, "a valid bearer token is required", close=True, headers={"WWW-Authenticate": "Bearer"})
 
     def _export(self, signal: Signal, is_json: bool) -> Any:
@@ -185,45 +262,52 @@ class _Handler(BaseHTTPRequestHandler):
             context.permits.release()
 
     def _body(self, limit: int) -> bytes:
-        raw = self._read_raw(limit)
-        if (self.headers.get("Content-Encoding") or "").strip().lower() == "gzip":
+        try:
+            raw = self._read_raw(limit)
+        except (Malformed, TooLarge) as exc:  # the connection may hold unread bytes: it closes
+            raise _bad_body(exc, close=True) from None
+        if (self.headers.get("Content-Encoding") or "").strip().lower() != "gzip":
+            return raw
+        try:
             return gunzip(raw, limit)
-        return raw
+        except (Malformed, TooLarge) as exc:  # the body was read: the connection may go on
+            raise _bad_body(exc, close=False) from None
 
     def _read_raw(self, limit: int) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            self._continue()
             return self._read_chunked(limit)
         length_text = self.headers.get("Content-Length")
         if length_text is None:
             raise HttpError(411, "Content-Length is required", close=True)
-        if not length_text.strip().isdigit():
-            raise HttpError(400, "Content-Length is not a number", close=True)
-        length = int(length_text)
-        if length > limit:
-            raise HttpError(413, f"the body of {length} bytes is over the limit of {limit}", close=True)
+        length = content_length(length_text, limit)
+        self._continue()
         body = self.rfile.read(length)
         if len(body) < length:
-            raise HttpError(400, "the body ended before Content-Length bytes", close=True)
+            raise Malformed("the body ended before Content-Length bytes")
         return body
+
+    def _continue(self) -> None:
+        """The `100 Continue` a client may wait for, now that its body will be read."""
+        expect = (self.headers.get("Expect") or "").strip().lower()
+        if expect == "100-continue" and self.request_version >= "HTTP/1.1":
+            self.send_response_only(100)
+            self.end_headers()
 
     def _read_chunked(self, limit: int) -> bytes:
         parts: list[bytes] = []
         total = 0
-        while True:
-            size_line = self.rfile.readline(1024).split(b";")[0].strip()
-            try:
-                size = int(size_line, 16)
-            except ValueError:
-                raise HttpError(400, "malformed chunked body", close=True) from None
-            if size == 0:
-                while self.rfile.readline(1024).strip():  # trailers, up to the blank line
-                    pass
-                return b"".join(parts)
+        while size := chunk_size(self.rfile.readline(1024)):
             total += size
             if total > limit:
-                raise HttpError(413, f"the body is over the limit of {limit} bytes", close=True)
+                raise TooLarge(f"the body is over the limit of {limit} bytes")
             parts.append(self.rfile.read(size))
-            self.rfile.readline(8)  # the chunk's CRLF
+            if len(parts[-1]) < size or self.rfile.readline(8) != b"\r\n":
+                raise Malformed("malformed chunked body")
+        for _ in range(_TRAILER_LINES):  # trailers, up to the blank line
+            if not self.rfile.readline(1024).strip():
+                return b"".join(parts)
+        raise Malformed("malformed chunked body (too many trailer lines)")
 
     # -- answers ------------------------------------------------------------------------
 
@@ -271,50 +355,15 @@ def _media_type(header: str | None) -> str:
     return (header or "").split(";")[0].strip().lower()
 
 
+def _bad_body(error: Malformed | TooLarge, close: bool) -> HttpError:
+    return HttpError(413 if isinstance(error, TooLarge) else 400, str(error), close=close)
+
+
 def _busy(config: ReceiverConfig, why: str) -> HttpError:
     # 503 is retryable for OTLP clients, which wait Retry-After seconds before sending again. The
     # connection closes: the body may be unread (refused before reading), and a client that is
     # told to wait has no use for it.
     return HttpError(503, why, close=True, headers={"Retry-After": str(config.retry_after_seconds)})
-
-
-def linger_close(connection: socket.socket, max_bytes: int) -> None:
-    """Shut the sending side, then discard what the peer still sends until it closes, within bounds.
-
-    Closing with unread bytes would reset the connection and could destroy the answer just sent;
-    once the peer has closed (or the bounds are reached) the caller closes the socket.
-    """
-    deadline = time.monotonic() + _LINGER_SECONDS
-    try:
-        connection.shutdown(socket.SHUT_WR)
-        while max_bytes > 0 and (left := deadline - time.monotonic()) > 0:
-            connection.settimeout(min(_LINGER_READ_SECONDS, left))
-            data = connection.recv(min(65536, max_bytes))
-            if not data:
-                return
-            max_bytes -= len(data)
-    except OSError:  # a timeout, or the peer reset: nothing more to wait for
-        return
-
-
-def gunzip(data: bytes, limit: int) -> bytes:
-    """A gzip body decompressed, never past `limit` bytes of output (413 beyond, 400 if not gzip)."""
-    out: list[bytes] = []
-    total = 0
-    while data:
-        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        try:
-            chunk = inflater.decompress(data, limit - total + 1)
-        except zlib.error as exc:
-            raise HttpError(400, f"the gzip body is corrupt ({exc})") from None
-        total += len(chunk)
-        if total > limit:
-            raise HttpError(413, f"the body is over the limit of {limit} bytes once decompressed")
-        if not inflater.eof:
-            raise HttpError(400, "the gzip body is truncated")
-        out.append(chunk)
-        data = inflater.unused_data  # a further gzip member, if any
-    return b"".join(out)
 
 
 class HttpListener:

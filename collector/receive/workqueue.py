@@ -1,4 +1,6 @@
-"""The bounded queue between request handling and the writer, counted in spans and log records.
+"""The bounded queue between request handling and the writer, counted in decoded objects.
+
+Each request weighs its spans with their events and links, or its log records (`Work.weight`).
 
 Handlers `offer` decoded work and wait a moment for room when the queue holds `capacity` items
 (slowing a fast sender down, as a full socket would); when there is still no room the request is
@@ -31,6 +33,8 @@ class Work:
 
     signal: Signal
     items: list[Any]
+    weight: int
+    """What it holds in the queue: its items, with their events and links."""
 
 
 class WorkQueue:
@@ -54,11 +58,11 @@ class WorkQueue:
         False when there was no room in time, or the queue is closed.
         """
         with self._cond:
-            self._cond.wait_for(lambda: self._closed or self._has_room(len(work.items)), timeout=wait)
-            if self._closed or not self._has_room(len(work.items)):
+            self._cond.wait_for(lambda: self._closed or self._has_room(work.weight), timeout=wait)
+            if self._closed or not self._has_room(work.weight):
                 return False
             self._works.append(work)
-            self._items += len(work.items)
+            self._items += work.weight
             self._cond.notify_all()
             return True
 
@@ -73,10 +77,10 @@ class WorkQueue:
             if not self._works:
                 return None
             taken = [self._works.popleft()]
-            count = len(taken[0].items)
-            while self._works and count + len(self._works[0].items) <= max_items:
+            count = taken[0].weight
+            while self._works and count + self._works[0].weight <= max_items:
                 taken.append(self._works.popleft())
-                count += len(taken[-1].items)
+                count += taken[-1].weight
             self._items -= count
             self._cond.notify_all()  # room for the handlers waiting in `offer`
             return taken
