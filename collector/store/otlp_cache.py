@@ -4,14 +4,18 @@
 (`otlp_import.py`) the first time. Everything downstream (the reader, sharding, the traces cache)
 then reads ordinary run files, and scoring the same file again skips the conversion.
 
-Key. A SHA-256 of the file's resolved path, size, mtime (ns) and inode, `IMPORT_VERSION`, the
-run-file schema versions, the evaltrace version and the size and mtime of the decoder's and the
-store's source files (an edited checkout imports again). A file that changes gets a new key, so
-nothing stale is ever read; a file that changes while it is being imported is reported, not cached.
+Key. A SHA-256 of the file's identity (`cachedir.file_identity`: resolved path, device, inode,
+size, mtime and ctime), `IMPORT_VERSION`, the run-file schema versions, the evaltrace version and
+the size and mtime of the decoder's and the store's source files (an edited checkout imports
+again). A file that changes gets a new key, so nothing stale is ever read (a file replaced with
+the same size, mtime and inode still has a new ctime); a file that changes while it is being
+imported is reported, not cached.
 
 Location. `imports/<key>/` in the cache folder (`cachedir.py`, shared with the traces cache);
-`evaltrace clean --cache` removes it (`clear_imports`). Past `MAX_IMPORT_BYTES`, the least
-recently used imports are removed after each new one, except those used in the last hour.
+`evaltrace clean --cache` removes it (`clear_imports`). A cache folder that is not private
+(`cachedir.private_root`) is not used: the file is imported into a temporary folder each time.
+Past `MAX_IMPORT_BYTES`, the least recently used imports are removed after each new one, except
+those used in the last hour.
 
 Safety. An import is written into a hidden temporary folder and renamed to `<key>` once complete,
 so a reader never sees half an import; when two processes import the same file at once, the first
@@ -36,7 +40,7 @@ from pathlib import Path
 from typing import Final
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store.cachedir import cache_root
+from evaltrace.collector.store.cachedir import cache_root, file_identity, private_root
 from evaltrace.collector.store.layout import writer_version
 from evaltrace.collector.store.otlp_frames import OtlpFormat
 from evaltrace.collector.store.otlp_import import ImportTarget, import_otlp, run_label
@@ -73,27 +77,34 @@ def imported_files(path: Path, fmt: OtlpFormat, *, fresh: bool = False, root: Pa
     """
     identity = _identity(path)
     key = _key(identity)
-    folder = imports_folder(root) / key
+    base = private_root(root)
+    if base is None:  # a cache folder others could write: import for this process only, never read back
+        return _run_files(_imported(path, fmt, _scratch_folder(), identity, key))
+    folder = imports_folder(base) / key
     if folder.is_dir() and not (fresh and key not in _fresh_this_process):
         _touch(folder)
         return _run_files(folder)
-    temp = _temp_folder(folder)
-    import_otlp(path, fmt, ImportTarget(temp, run_id=run_label(path), writer_id=key[:16]))
-    if _identity(path) != identity:
-        shutil.rmtree(temp, ignore_errors=True)
-        raise InputError(f"{path}: the file changed while it was read; read it again once it is complete")
+    temp = _imported(path, fmt, _temp_folder(folder), identity, key)
     _fresh_this_process.add(key)
     published = _publish(temp, folder, replace=fresh)
     _prune(folder.parent, keep=folder)
     return _run_files(published)
 
 
+def _imported(path: Path, fmt: OtlpFormat, temp: Path, identity: list[object], key: str) -> Path:
+    """Import `path` into the folder `temp`; raises if the file changed meanwhile."""
+    import_otlp(path, fmt, ImportTarget(temp, run_id=run_label(path), writer_id=key[:16]))
+    if _identity(path) != identity:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise InputError(f"{path}: the file changed while it was read; read it again once it is complete")
+    return temp
+
+
 def _identity(path: Path) -> list[object]:
     try:
-        stat = path.stat()
+        return file_identity(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
-    return [os.path.realpath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino]
 
 
 def _key(identity: list[object]) -> str:
@@ -131,9 +142,14 @@ def _temp_folder(folder: Path) -> Path:
         return temp
     except OSError as exc:
         logger.info("evaltrace: cannot write OTLP imports in %s (%s); using a temporary folder", folder.parent, exc)
-        temp = Path(tempfile.mkdtemp(prefix="evaltrace-import-"))
-        atexit.register(_remove_in, os.getpid(), temp)
-        return temp
+        return _scratch_folder()
+
+
+def _scratch_folder() -> Path:
+    """A private temporary folder, removed when this process ends."""
+    temp = Path(tempfile.mkdtemp(prefix="evaltrace-import-"))
+    atexit.register(_remove_in, os.getpid(), temp)
+    return temp
 
 
 def _remove_in(pid: int, folder: Path) -> None:
