@@ -77,6 +77,8 @@ class ReceiverConfig(BaseModel):
     """OTLP/HTTP connections open at once (a thread each); a connection beyond is answered 503 and closed."""
     header_seconds: float = Field(default=10.0, gt=0)
     """From a request line's arrival to the end of its headers; a client slower than that is cut off."""
+    body_seconds: float = Field(default=60.0, gt=0)
+    """From the end of the headers to the end of the body (16 MB in 60 s is 2.2 Mbit/s); beyond, 408."""
     retry_after_seconds: int = Field(default=1, gt=0)
     """What a refused client is told to wait (HTTP Retry-After)."""
     drain_seconds: float = Field(default=30.0, gt=0)

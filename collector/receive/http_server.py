@@ -20,9 +20,10 @@ kept-alive connections never linger.
 Slow and many clients are bounded before any other check: at most `max_connections` connections
 have a thread (one more is answered 503 at once and closed), a request's headers must arrive
 within `header_seconds` of its first bytes, and a silent connection is closed after
-`_IDLE_SECONDS`. A client sending `Expect: 100-continue` gets its `100 Continue` only once the
-request has passed every check and holds a request permit; otherwise it gets the refusal (a 503
-when every permit is taken) before it sends the body.
+`_IDLE_SECONDS`; a body must arrive within `body_seconds` (408 beyond). A client sending
+`Expect: 100-continue` gets its `100 Continue` only once the request has passed every check and
+holds a request permit; otherwise it gets the refusal (a 503 when every permit is taken) before
+it sends the body.
 """
 
 from __future__ import annotations
@@ -197,7 +198,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_message(200, self._export(signal, is_json), is_json)
         except HttpError as exc:
             self._send_error(exc, is_json)
-        except (TimeoutError, ConnectionError):
+        except TimeoutError:  # the body's deadline, or a silent client
+            self._send_error(HttpError(408, "the body did not arrive in time", close=True), is_json)
+        except ConnectionError:
             self.close_connection = True
 
     def _not_allowed(self) -> None:
@@ -262,10 +265,13 @@ class _Handler(BaseHTTPRequestHandler):
             context.permits.release()
 
     def _body(self, limit: int) -> bytes:
+        self.reader.arm(self.server.context.config.body_seconds, now=True)
         try:
             raw = self._read_raw(limit)
         except (Malformed, TooLarge) as exc:  # the connection may hold unread bytes: it closes
             raise _bad_body(exc, close=True) from None
+        finally:
+            self.reader.disarm()
         if (self.headers.get("Content-Encoding") or "").strip().lower() != "gzip":
             return raw
         try:
@@ -344,6 +350,7 @@ _RPC_CODES = {
     401: code_pb2.UNAUTHENTICATED,
     404: code_pb2.NOT_FOUND,
     405: code_pb2.UNIMPLEMENTED,
+    408: code_pb2.DEADLINE_EXCEEDED,
     411: code_pb2.INVALID_ARGUMENT,
     413: code_pb2.RESOURCE_EXHAUSTED,
     415: code_pb2.INVALID_ARGUMENT,

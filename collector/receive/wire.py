@@ -2,7 +2,7 @@
 
 - `DeadlineReader`: the connection's reads; while a request's headers are read, every read is
   bounded by one deadline counted from the request's first bytes (a client sending a header line
-  every 20 s is cut off), otherwise by the idle timeout.
+  every 20 s is cut off), while its body is read by another, otherwise by the idle timeout.
 - `content_length` and `chunk_size`: strict syntax (ASCII digits, ASCII hex, bounded length), so
   `²`, `-1` or `0x10` are malformed requests, never a negative read or an exception.
 - `gunzip`: every gzip member decoded in time linear in the body, output never past the limit.
@@ -44,7 +44,8 @@ class DeadlineReader(io.RawIOBase):
 
     `arm(seconds)` starts a request: the first read that brings data starts the deadline, so a
     kept-alive connection may stay idle between requests (up to the idle timeout) but a request's
-    headers must all arrive within `seconds` of its first bytes. `disarm()` ends it.
+    headers must all arrive within `seconds` of its first bytes; `arm(seconds, now=True)` starts
+    it at once (a body). `disarm()` ends it.
     """
 
     def __init__(self, sock: socket.socket, idle: float) -> None:
@@ -57,9 +58,9 @@ class DeadlineReader(io.RawIOBase):
         """Always (a socket's receiving side)."""
         return True
 
-    def arm(self, seconds: float) -> None:
-        """Bound the reads that follow by `seconds` from the first bytes received."""
-        self._seconds, self._deadline = seconds, None
+    def arm(self, seconds: float, *, now: bool = False) -> None:
+        """Bound the reads that follow by `seconds` from the first bytes received (or from `now`)."""
+        self._seconds, self._deadline = seconds, time.monotonic() + seconds if now else None
 
     def disarm(self) -> None:
         """Back to the idle timeout alone."""
@@ -72,7 +73,7 @@ class DeadlineReader(io.RawIOBase):
         if self._deadline is not None:
             timeout = min(timeout, self._deadline - time.monotonic())
             if timeout <= 0:
-                raise TimeoutError("the request's headers did not arrive in time")
+                raise TimeoutError("the request did not arrive in time")
         self._sock.settimeout(timeout)
         count = self._sock.recv_into(buffer)
         if count and self._seconds is not None and self._deadline is None:

@@ -71,6 +71,9 @@ def test_beyond_loopback_without_a_token_is_refused(tmp_path: Path, option: str)
 
 
 def test_beyond_loopback_is_allowed_with_a_token_or_the_flag() -> None:
+    defaults = ReceiverConfig()
+    assert defaults.http is not None and defaults.grpc is not None
+    assert defaults.http.is_loopback and defaults.grpc.is_loopback and defaults.token is None
     exposed = Address("0.0.0.0", 0)
     assert ReceiverConfig(http=exposed, grpc=None, token=SecretStr(TOKEN)).token is not None
     assert ReceiverConfig(http=exposed, grpc=None, allow_unauthenticated=True).token is None
@@ -135,3 +138,32 @@ def test_the_queue_weighs_a_request_by_its_events() -> None:
     with pytest.raises(Refused):
         intake.accept(Signal.TRACES, ExportTraceServiceRequest.FromString(_body(1, "one more")))
     assert intake.queue.items == 100
+
+
+def test_the_flag_lets_an_unauthenticated_listener_beyond_loopback_start(tmp_path: Path) -> None:
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: past the option checks, the bind fails
+    # and says so. Nothing is bound or sent beyond loopback.
+    args = ("--http", "192.0.2.1:0", "--grpc", "off", "--allow-unauthenticated")
+    result = _collect(*args, env={}, folder=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("Error: --http 192.0.2.1:0: cannot listen there"), result.stderr
+
+
+def test_links_and_attributes_keep_the_limits_the_environment_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_SPAN_EVENT_COUNT_LIMIT", "5")
+    request = _many_events(9)
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    for n in range(200):
+        span.attributes.add(key=f"a{n}").value.int_value = n
+        span.events[0].attributes.add(key=f"e{n}").value.int_value = n
+    for _ in range(130):
+        span.links.add(trace_id=bytes(range(1, 17)), span_id=bytes(range(1, 9)))
+    queue = WorkQueue(capacity=1000)
+    answer = Intake(queue).accept(Signal.TRACES, request)
+    assert answer.partial_success.error_message == "over the SDK limits, dropped: 4 events, 2 links, 144 attributes"
+    (work,) = queue.take(1000) or []
+    (decoded,) = work.items
+    assert (len(decoded.events), len(decoded.links), len(decoded.attributes)) == (5, 128, 128)
+    assert (decoded.dropped_events, decoded.dropped_links, decoded.dropped_attributes) == (4, 2, 72)
+    assert len(decoded.events[0].attributes) == 128
+    assert work.weight == 1 + 5 + 128

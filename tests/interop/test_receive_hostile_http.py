@@ -7,6 +7,7 @@
   beyond the cap are answered 503 at once (150 slow clients were all kept, a thread each);
 - `Content-Length: ²` (a digit to `isdigit()`, not to `int()`) and a 5,000-digit length get a 400,
   and the receiver writes no traceback;
+- a body trickling in is answered 408 at its deadline;
 - a client sending `Expect: 100-continue` while every request permit is taken gets its 503 before
   any `100 Continue`, so it never sends the body into a closing connection.
 
@@ -184,3 +185,17 @@ def _still_sending(sock: socket.socket) -> bool:
         return True
     except OSError:
         return False
+
+
+def test_a_body_sent_slowly_is_cut_off_at_its_deadline(tmp_path: Path) -> None:
+    # A byte every 0.2 s never meets the 30 s idle timeout; the body's own deadline ends it.
+    with _receiver(tmp_path, body_seconds=1.0) as address, socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(_head("/v1/traces", "application/x-protobuf", 1000))
+        started = time.monotonic()
+        answer = b""
+        while not answer and time.monotonic() - started < 10:
+            sock.sendall(b"x")
+            answer = _answer_now(sock) if time.monotonic() - started > 0.9 else b""
+            time.sleep(0.2)
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert time.monotonic() - started < 4
