@@ -82,6 +82,6 @@ def test_sigint_writes_everything_and_the_announcement_says_where_to_send(tmp_pa
     ],
 )
 def test_what_counts_as_loopback(text: str, loopback: bool) -> None:
-    # Beyond loopback without a token, collect warns when it starts.
+    # Beyond loopback without a token, collect refuses to start (test_receive_hostile_auth.py).
     address = parse_address(text, "--http")
     assert address is not None and address.is_loopback is loopback
