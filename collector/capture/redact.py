@@ -15,9 +15,11 @@ Three independent tools, applied in this order to span, event, link and resource
    "not captured", so an empty string is never written in place of content.
 3. **Mask** (`EVALTRACE_REDACT_PATTERNS`, one regex per line or a JSON array; plus built-in
    patterns for API keys, bearer tokens, AWS keys and e-mail addresses with
-   `EVALTRACE_REDACT_DEFAULTS=1`): every match inside a string value becomes `[REDACTED]`, and so
+   `EVALTRACE_REDACT_DEFAULTS=1`): every match inside a string value becomes `[REDACTED]`, at any
+   depth of an attribute value (a list, an OTLP map, bytes: their text, other bytes kept), and so
    does every match inside span names, event names, status messages and instrumentation-scope
-   names. Names are structure the converter reads (`execute_tool get_weather`), so only the
+   names; in log files also inside the severity text, the event name, the resource (and so the
+   service name) and the scope. Names are structure the converter reads (`execute_tool get_weather`), so only the
    matched text is replaced. Attribute keys are never masked (flattened keys hold indices that a
    broad pattern would destroy): drop a key by glob instead.
 
@@ -242,17 +244,23 @@ class Redactor:
     def _mask_value(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.mask_text(value)
-        if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
-            return [self.mask_text(v) for v in value]
+        if isinstance(value, (list, tuple, Mapping, bytes)):
+            return self._mask_deep(value)
         return value
 
     def _mask_deep(self, value: Any) -> Any:
+        """`value` with every string in it masked: lists, OTLP maps (dicts) and bytes at any depth."""
         if isinstance(value, str):
             return self.mask_text(value)
         if isinstance(value, Mapping):
             return {k: self._mask_deep(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self._mask_deep(v) for v in value]
+        if isinstance(value, bytes):
+            # The text in the bytes is masked; bytes that are not UTF-8 pass through unchanged.
+            text = value.decode("utf-8", "surrogateescape")
+            masked = self.mask_text(text)
+            return value if masked == text else masked.encode("utf-8", "surrogateescape")
         return value
 
 

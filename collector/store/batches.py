@@ -103,18 +103,18 @@ class LogEncoder:
         columns["time"].append(lr.timestamp)
         columns["observed_time"].append(lr.observed_timestamp or lr.timestamp or 0)
         columns["severity_number"].append(lr.severity_number.value if lr.severity_number is not None else None)
-        columns["severity_text"].append(lr.severity_text)
-        columns["event_name"].append(str(event_name) if event_name is not None else None)
+        columns["severity_text"].append(self._mask(lr.severity_text))
+        columns["event_name"].append(self._mask(str(event_name)) if event_name is not None else None)
         columns["body"].append(self._body(lr.body))
         columns["attributes"].append(dumps(self._redact(attributes)))
         columns["log_id"].append(f"{writer_id}-{next(self._ids)}")
         columns["run_id"].append(self.run_id)
-        resource_text, service = _resource(record, resources)
+        resource_text, service = _resource(record, resources, self.redactor)
         columns["service_name"].append(service)
         columns["resource"].append(resource_text)
         scope = record.instrumentation_scope
-        columns["scope_name"].append(scope.name if scope is not None else None)
-        columns["scope_version"].append(scope.version if scope is not None else None)
+        columns["scope_name"].append(self._mask(scope.name) if scope is not None else None)
+        columns["scope_version"].append(self._mask(scope.version) if scope is not None else None)
         columns["dropped_attributes_count"].append(record.dropped_attributes)
 
     def _body(self, body: Any) -> str | None:
@@ -124,6 +124,10 @@ class LogEncoder:
             return dumps(self._redact(dict(body)))
         kept = self._redact({_BODY_KEY: body})
         return dumps(kept[_BODY_KEY]) if _BODY_KEY in kept else None
+
+    def _mask(self, text: str | None) -> str | None:
+        """A name or label masked like a span's name (severity text, event name, scope)."""
+        return self.redactor.mask_text(text) if self.redactor is not None and text else text
 
     def _redact(self, mapping: dict[str, Any]) -> dict[str, Any]:
         if self.redactor is None or not mapping:
@@ -147,12 +151,17 @@ def _loads_or_text(text: str) -> Any:
         return text
 
 
-def _resource(record: ReadableLogRecord, cache: dict[int, tuple[str, str | None]]) -> tuple[str, str | None]:
+def _resource(
+    record: ReadableLogRecord, cache: dict[int, tuple[str, str | None]], redactor: Redactor | None
+) -> tuple[str, str | None]:
+    """The resource's JSON and service name, redacted like a span's resource (the service name too)."""
     resource = record.resource
     key = id(resource)
     found = cache.get(key)
     if found is None:
         attributes = dict(resource.attributes) if resource is not None else {}
+        if redactor is not None and attributes:
+            attributes = redactor.apply(attributes)
         service = attributes.get("service.name")
         found = cache[key] = (dumps(attributes), str(service) if service is not None else None)
     return found
