@@ -83,7 +83,7 @@ def test_a_good_recording_and_setup_pass(tmp_path: Path) -> None:
     bad = {name: c for name, c in checks.items() if c["status"] == "problem"}
     assert code == 0 and not bad, bad
     recording = {name: c["status"] for name, c in checks.items() if name.startswith("recording/")}
-    assert recording == dict.fromkeys(recording, "ok") and len(recording) == 6, recording
+    assert recording == dict.fromkeys(recording, "ok") and len(recording) == 10, recording
     assert checks["events"]["status"] == "ok"  # the distro records the log records by default
 
 
