@@ -43,6 +43,9 @@ FRAMEWORK_CONTENT_SWITCHES: dict[str, str] = {
     # Microsoft Agent Framework (`agent_framework.observability`) puts messages, tool arguments and
     # tool results on its spans only with this; it reads the variable when `agent_framework` is imported.
     "ENABLE_SENSITIVE_DATA": "true",
+    # The `anthropic` SDK's own spans hold messages, tool calls and results only in content mode; each
+    # client reads the variable when it is made (`anthropic._tracing.env_open_telemetry`).
+    "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE": "content",
 }
 """Framework-specific content switches (off by default) and the value that turns each on."""
 

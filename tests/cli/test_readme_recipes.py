@@ -28,6 +28,7 @@ MAIN_VENV = ("langgraph", "openai", "openai-agents", "pydantic-ai")
 """Recipes whose extras the suite's environment installs; they run here."""
 FRAMEWORK_VENVS = (
     "agent-framework",
+    "anthropic",
     "crewai",
     "google-adk",
     "langgraph-openllmetry",

@@ -163,7 +163,9 @@ def check_readme_recipe(name: str, python: Path, folder: Path, requirements: tup
     if name == "smolagents":  # a ToolCallingAgent ends its run only through its final_answer tool
         turns[-1] = tool_turn(call("final_answer", {"answer": RECIPE_ANSWER}))
     with FakeLLM(turns) as llm:
-        shell = user_env(llm, PATH=f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}", **env)
+        path = f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        anthropic = {"ANTHROPIC_BASE_URL": llm.base_url.removesuffix("/v1"), "ANTHROPIC_API_KEY": "sk-ant-recipe-test"}
+        shell = user_env(llm, PATH=path, **{**anthropic, **env})
         outputs = run_lines([*recipe.run_lines(), "evaltrace traces runs --json"], folder, shell)
         usage, model_calls = llm.total_usage(), llm.consumed
         assert model_calls == 2 and not llm.errors

@@ -63,7 +63,7 @@ def main() -> None:
     with agent_run("weather-agent", input=prompt) as run:
         messages: list[dict[str, Any]] = [{"role": "user", "content": run.input}]
         while True:
-            reply = client.messages.create(model="claude-sonnet-4-5", max_tokens=1024, tools=TOOLS, messages=messages)
+            reply = client.messages.create(model="claude-sonnet-4-6", max_tokens=1024, tools=TOOLS, messages=messages)
             messages.append({"role": "assistant", "content": reply.content})
             if reply.stop_reason != "tool_use":
                 break
