@@ -13,6 +13,11 @@ Two layouts exist, each plain or gzip-compressed (recognised by the gzip magic b
 Parquet files (`PAR1` magic) and anything else are not OTLP: the run-file reader reads or
 rejects them. Messages are read one by one from a stream, so a file is never in memory whole;
 a frame carries its line (JSON) or message number (protobuf) so errors can name it.
+
+Size. One line or message holds at most `MAX_FRAME_BYTES`: a line is read in bounded pieces and
+refused once it passes the limit, and a message's length prefix is checked before anything of it
+is read, so a hostile file (one 300 MB line, gzipped to 300 KB; a prefix claiming 4 GiB) costs no
+more memory than the limit before its one-line error.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ _JSON_WHITESPACE: Final = b" \t\r\n"
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _SNIFF_BYTES: Final = 64
 _LENGTH = struct.Struct(">I")
+MAX_FRAME_BYTES: Final = 64 << 20
+"""The most one line or message may hold: 4x the receiver's default request limit (16 MiB of
+protobuf, `receive.config.max_body_bytes`), room for such a request in the JSON encoding."""
 # Errors a damaged gzip stream raises while being read (a truncated one raises EOFError).
 _STREAM_ERRORS: Final = (OSError, EOFError, zlib.error)
 
@@ -114,7 +122,7 @@ def frames(path: Path, fmt: OtlpFormat) -> Iterator[Frame]:
             message is cut short; the message names the file and the line or message.
     """
     with _open(path) as stream:
-        reader = _lines(stream) if fmt is OtlpFormat.JSON else _messages(path, stream)
+        reader = _lines(path, stream) if fmt is OtlpFormat.JSON else _messages(path, stream)
         number = 0
         try:
             for number, data in reader:
@@ -140,8 +148,12 @@ def _open(path: Path) -> Iterator[BinaryIO]:
         yield raw
 
 
-def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    for number, line in enumerate(stream, 1):
+def _lines(path: Path, stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    number = 0
+    while line := stream.readline(MAX_FRAME_BYTES + 1):  # bounded: never more than the limit in memory
+        number += 1
+        if len(line) > MAX_FRAME_BYTES and not line.endswith(b"\n"):
+            raise InputError(f"{path}: line {number}: longer than {_limit()}, the most one request may hold")
         if number == 1:
             line = line.removeprefix(_UTF8_BOM)
         if line.strip(_JSON_WHITESPACE):
@@ -155,10 +167,16 @@ def _messages(path: Path, stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
         if len(prefix) < _LENGTH.size:
             raise InputError(f"{path}: message {number}: truncated length prefix ({len(prefix)} of 4 bytes)")
         (size,) = _LENGTH.unpack(prefix)
+        if size > MAX_FRAME_BYTES:  # checked before reading: the prefix is untrusted
+            raise InputError(f"{path}: message {number}: {size} bytes, over {_limit()}, the most one request may hold")
         data = stream.read(size)
         if len(data) < size:
             raise InputError(f"{path}: message {number}: truncated: {len(data)} of {size} bytes")
         yield number, data
+
+
+def _limit() -> str:
+    return f"{MAX_FRAME_BYTES >> 20} MiB"
 
 
 def _reason(exc: BaseException) -> str:
