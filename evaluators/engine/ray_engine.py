@@ -106,7 +106,10 @@ def connect(address: str | None) -> Any:
         _check_reachable(where)
     try:
         ray.init(
-            address=where,
+            # Without an address Ray joins the latest cluster any user of the machine started (its
+            # address file under /tmp/ray): that cluster would get the traces and hand pickled results
+            # back. "local" always starts a Ray of this run's own.
+            address=where if where is not None else "local",
             include_dashboard=False if where is None else None,
             log_to_driver=False,
             logging_level=logging.WARNING,
