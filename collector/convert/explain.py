@@ -96,6 +96,15 @@ def _contributions(trace: Trace) -> dict[str, list[str]]:
     add_source(gave, trace.root_span_id, f"the run ({trace.name or 'unnamed'})")
     for iteration in trace.iterations:
         add_source(gave, iteration.span_id, f"iteration {iteration.index}")
+        if iteration.duplicate_call_ids:
+            ids = ", ".join(iteration.duplicate_call_ids)
+            add_source(gave, iteration.span_id, f"call ids recorded twice in it, each read as one call: {ids}")
+        for other in iteration.merged_span_ids:
+            add_source(
+                gave,
+                other,
+                f"merged into iteration {iteration.index}: the same model call (its usage not counted again)",
+            )
     for number, call in enumerate(trace.tool_calls):
         add_source(gave, call.span_id, _call_text(number, call))
         if call.child is not None and not call.handoff:

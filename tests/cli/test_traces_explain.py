@@ -48,7 +48,8 @@ def test_explain_says_what_each_span_became_and_why_others_were_set_aside(span_r
     assert by_name["invoke_agent weather"].endswith("-> the run (invoke_agent weather); the input; the answer")
     assert "set aside: a container" in by_name["graph step"]
     assert by_name["chat m"].endswith("-> iteration 0")
-    assert "set aside: a model call inside another model call" in by_name["chat m again"]
+    merged = "-> merged into iteration 0: the same model call (its usage not counted again)"
+    assert by_name["chat m again"].endswith(merged)
     assert "set aside: no convention's model, tool or agent attributes" in by_name["POST /v1/chat/completions"]
     assert by_name["execute_tool get_weather"].endswith("-> tool call 0: get_weather (no result recorded)")
     assert by_name["chat m again"].startswith("      chat m again")  # depth shown by indentation
@@ -60,6 +61,7 @@ def test_explain_as_json_lines_and_unknown_ids(span_recorder: SpanRecorder) -> N
     readings = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["role"] for r in readings] == ["agent", "chain", "llm", "llm", "other", "tool"]
     assert readings[2]["became"] == ["iteration 0"] and readings[2]["set_aside"] is None
+    assert readings[3]["became"][0].startswith("merged into iteration 0") and readings[3]["set_aside"] is None
     missing = evaltrace("traces", span_recorder.directory, "--explain", "ffff")
     assert missing.returncode == 2
     assert missing.stderr.startswith("Error: no trace with id 'ffff'")
