@@ -149,7 +149,22 @@ def _decided_fields(case: Case, policy: RepeatPolicy, tally: CaseTally) -> dict[
         passed, rate = _apply_rule(policy, passed_count, scored)
         reason = None if passed_count == scored else _failure_reason(first_failure, passed_count, scored, policy)
         fields.update(status="passed" if passed else "failed", passed=passed, pass_rate=rate, reason=reason)
+    else:  # no check applied to any sample that counts: nothing was verified, so the entry fails
+        fields.update(_nothing_applied(tally.scores.result(), tally.samples == 1))
     return fields
+
+
+def nothing_applied(scores: Sequence[ScoreResult], with_reasons: bool = True) -> str:
+    """Why an entry no check applied to fails: the checks that did not apply (and why, `with_reasons`)."""
+    if not scores:
+        return "nothing applied: the entry has no check, so nothing was verified"
+    named = [f"{s.scorer}: {s.reason}" if with_reasons and s.reason else s.scorer for s in scores[:3]]
+    more = f" and {len(scores) - 3} more" if len(scores) > 3 else ""
+    return f"nothing applied, so nothing was verified ({'; '.join(named)}{more})"
+
+
+def _nothing_applied(scores: Sequence[ScoreResult], with_reasons: bool) -> dict[str, Any]:
+    return {"status": "failed", "passed": False, "pass_rate": 0.0, "reason": nothing_applied(scores, with_reasons)}
 
 
 class CaseTally:
@@ -272,16 +287,19 @@ def _failure_reason(first_failure: str | None, passed: int, scored: int, policy:
 
 
 def trace_entry(sample: SampleResult, case_id: str | None) -> EntryResult:
-    """The entry for one trace scored without a spec."""
-    passed = status_passed(sample.status)
+    """The entry for one trace scored without a spec; it fails when no check applied to the trace."""
+    passed = bool(status_passed(sample.status))
     failing = next((s for s in sample.scores if s.passed is False), None)
+    reason = f"{failing.scorer}: {failing.reason}" if failing is not None else None
+    if sample.status == "not_applicable":
+        reason = nothing_applied(sample.scores)
     return EntryResult(
         case_id=case_id,
         trace_id=sample.trace_id,
         passed=passed,
-        status=sample.status,
-        pass_rate=None if passed is None else float(passed),
-        reason=f"{failing.scorer}: {failing.reason}" if failing is not None else None,
+        status="passed" if passed else "failed",
+        pass_rate=float(passed),
+        reason=reason,
         scores=list(sample.scores),
         samples=[sample],
         input=sample.input,

@@ -191,8 +191,9 @@ class TraceRouter:
     def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
         # The entry is built now (it needs only its sample) and parked whole; its status rides in the tag.
         self.state.scorer_tally.add(sample.scores)
-        payload = trace_entry(sample, case_id).model_dump_json().encode()
-        spill.add("", sample.start_time, sample.trace_id, payload, tag=_SAMPLE_STATUSES.index(sample.status))
+        built = trace_entry(sample, case_id)
+        payload = built.model_dump_json().encode()
+        spill.add("", sample.start_time, sample.trace_id, payload, tag=_SAMPLE_STATUSES.index(built.status))
 
     def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
         for tag, payload in spill.ordered(""):

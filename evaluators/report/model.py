@@ -4,14 +4,17 @@ Outcomes. A *sample* is one trace (or, for a multi-turn case, one conversation) 
 scorers that apply to it: it passes when at least one scorer passed and none failed; it fails
 when any scorer failed or errored (an error never counts as a pass); it is *not applicable* when
 every scorer returned `passed=None`. An *entry* is a spec case (or, without a spec, a trace); its
-samples decide it by the case's repeat rule (see `evaluators/spec/model.py`). A case with too few
-matching samples fails and is reported as missing.
+applicable samples decide it by the case's repeat rule (see `evaluators/spec/model.py`).
+Nothing passes without evidence: an entry passes only when at least one check applied to it and
+every applied check passed, so an entry no check applied to (a case with no check, or whose every
+sample was not applicable) fails, its reason saying nothing applied. A case with too few matching
+samples fails and is reported as missing.
 
-The gate. Each applicable entry contributes a value in [0, 1] to the pass rate: 1 or 0 under the
-`all`, `majority` and `pass@k` rules (and for every single-sample entry), its sample pass rate
-under `mean`. Not-applicable entries (nothing was checked) are left out of the pass rate; when no
-entry is applicable the gate fails, because nothing was verified. The gate passes when the pass
-rate is at least the confidence threshold (default 1.0: every entry must pass).
+The gate. Each entry contributes a value in [0, 1] to the pass rate: 1 or 0 under the `all`,
+`majority` and `pass@k` rules (and for every single-sample entry), its sample pass rate under
+`mean`, 0 when nothing applied. (Reports written before that rule may hold `not_applicable`
+entries, which are left out of the pass rate; when no entry counts the gate fails.) The gate
+passes when the pass rate is at least the confidence threshold (default 1.0: every entry must pass).
 """
 
 from __future__ import annotations
@@ -107,7 +110,7 @@ class EntryResult(_ReportModel):
     trace_id: str | None
     """The first sample's trace (`None` when the case is missing)."""
     passed: bool | None
-    """`None` when nothing applied to the entry."""
+    """`None` only in reports written before an entry nothing applied to failed."""
     status: EntryStatus
     pass_rate: float | None
     """What the entry contributes to the gate's pass rate (`None` when not applicable)."""

@@ -267,9 +267,8 @@ class ToolCallValidity(Scorer):
             hint = closest_name(call.name, sorted(known))
             return f"{label}: tool was not offered" + (f" (did you mean {hint!r}?)" if hint else "")
         schema = schemas.get(call.name)
-        if schema is None:
-            # Known to exist (it was offered) but its parameters were not recorded; else nothing to check.
-            return "" if known else None
+        if schema is None:  # no schema (offered with no parameters recorded, or not at all): nothing to check
+            return None
         if call.arguments is None and not call.arguments_truncated:
             return None
         if call.arguments_truncated or not isinstance(call.arguments, dict):

@@ -49,6 +49,18 @@ class SlowAsync(SlowJudge):
     uses_judge: ClassVar[bool] = False
 
 
+@register
+class AnswerIfAny(Scorer):
+    """Test scorer: passes a trace with an answer, does not apply to one without."""
+
+    name: ClassVar[str] = "t_engine_answer_if_any"
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        if trace.output is None:
+            return self.result(None, reason="no answer to look at")
+        return self.result(True, 1.0, "answered")
+
+
 def make_trace(
     n: int,
     input: str | None,
@@ -310,9 +322,9 @@ def test_a_scorer_error_fails_its_entry(tmp_path: Path) -> None:
     assert report.passed  # confidence 0: the gate still passes, the entry does not
 
 
-def test_not_applicable_entries_are_left_out_of_the_pass_rate(tmp_path: Path) -> None:
-    # A case with no check at all is the one entry that does not apply with a spec (before, a
-    # scorer written in the spec could also "not apply"; now it fails: see the next test).
+def test_a_case_no_check_applied_to_fails_saying_so(tmp_path: Path) -> None:
+    # A case with no check at all verified nothing: before, it was "not applicable" and left out of
+    # the pass rate, so the gate passed on the other entries alone.
     spec = spec_file(
         tmp_path,
         """\
@@ -323,9 +335,10 @@ def test_not_applicable_entries_are_left_out_of_the_pass_rate(tmp_path: Path) ->
     )
     report = score_traces(iter([make_trace(1, "qa"), make_trace(2, "qb")]), spec)
     na = entry(report, "na")
-    assert (na.status, na.passed, na.pass_rate) == ("not_applicable", None, None)
+    assert (na.status, na.passed, na.pass_rate) == ("failed", False, 0.0)
+    assert na.reason == "nothing applied: the entry has no check, so nothing was verified"
     assert entry(report, "ok").status == "passed"
-    assert (report.pass_rate, report.passed, report.counts.not_applicable) == (1.0, True, 1)
+    assert (report.pass_rate, report.passed, report.counts.failed, report.counts.not_applicable) == (0.5, False, 1, 0)
 
 
 def test_a_scorer_written_in_a_spec_that_does_not_apply_fails(tmp_path: Path) -> None:
@@ -341,9 +354,31 @@ def test_a_scorer_written_in_a_spec_that_does_not_apply_fails(tmp_path: Path) ->
 def test_nothing_applicable_fails_the_gate(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, "cases: [{id: na, input: qa}, {id: empty, input: qb}]\n")
     report = score_traces(iter([make_trace(1, "qa"), make_trace(2, "qb")]), spec)
-    assert [e.status for e in report.entries] == ["not_applicable", "not_applicable"]
-    assert (report.passed, report.pass_rate) == (False, None)
-    assert report.gate_reason == "no entry had a scorer that applies: nothing was checked"
+    assert [e.status for e in report.entries] == ["failed", "failed"]
+    assert (report.passed, report.pass_rate) == (False, 0.0)
+    assert report.gate_reason == "pass rate 0.0% (0/2) < confidence 100.0%"
+
+
+def test_without_a_spec_a_trace_no_default_applied_to_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: such traces were left out of the pass rate, so a run passed its gate on the traces
+    # something applied to while the others (here, the ones that called tools) verified nothing.
+    from evaltrace.evaluators.engine import scoring
+    from evaltrace.evaluators.scorers.registry import create_scorer
+
+    scorers = (create_scorer("t_engine_na", {}), create_scorer("t_engine_answer_if_any", {}))
+    monkeypatch.setattr(scoring, "default_scorers", lambda: scorers)
+    answered = make_trace(1, "qa")
+    called = make_trace(2, "qb", None).model_copy(update={"tool_calls": [ToolCall(name="search")]})
+    report = score_traces(iter([answered, called]), None, ScoreOptions(cache=False))
+    by_trace = {e.trace_id: e for e in report.entries}
+    assert by_trace[answered.trace_id].status == "passed"
+    failed = by_trace[called.trace_id]
+    assert (failed.status, failed.passed, failed.pass_rate) == ("failed", False, 0.0)
+    assert failed.reason is not None and failed.reason.startswith(
+        "nothing applied, so nothing was verified (t_engine_na"
+    )
+    assert [s.passed for s in failed.samples[0].scores] == [None, None]  # the sample itself: nothing applied
+    assert (report.passed, report.pass_rate, report.counts.failed) == (False, 0.5, 1)
 
 
 HINT = "record content (is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)"

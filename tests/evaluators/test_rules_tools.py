@@ -46,10 +46,34 @@ def test_schema_violations_are_named(arguments: dict[str, Any], message: str) ->
 
 
 def test_value_is_the_fraction_of_valid_calls() -> None:
-    calls = [call("get_weather", {"city": "Paris"}), call("get_weather", {}), call("search", {"q": 1})]
+    calls = [call("get_weather", {"city": "Paris"}), call("get_weather", {}), call("get_weather", {"city": "Oslo"})]
     score = validity().score(trace(*calls, tool_schemas=OFFERED))
     assert score.value == pytest.approx(2 / 3)
     assert score.reason is not None and score.reason.startswith("1 of 3 calls invalid")
+
+
+def test_a_call_of_an_offered_tool_with_no_recorded_schema_is_not_checked() -> None:
+    # `search` was offered with no parameters recorded: nothing says its arguments are valid.
+    calls = [call("get_weather", {"city": "Paris"}), call("get_weather", {}), call("search", {"q": 1})]
+    score = validity().score(trace(*calls, tool_schemas=OFFERED))
+    assert score.value == pytest.approx(1 / 2) and score.details is not None
+    assert (score.details["checked"], score.details["skipped"]) == (2, 1)
+    assert score.reason is not None and score.reason.startswith("1 of 2 calls invalid")
+
+
+def test_calls_with_no_schema_and_no_arguments_are_no_evidence() -> None:
+    # Before: "All 2 checked calls match their tool schemas" (a pass) for calls nothing was known about.
+    offered = [schema("get_weather", None), schema("search", None)]
+    actual = trace(ToolCall(name="get_weather"), ToolCall(name="search"), tool_schemas=offered)
+    default = validity().score(actual)
+    assert default.passed is None and default.reason is not None
+    assert default.reason.startswith("No schema is known for any called tool (get_weather, search)")
+    assert "checked calls match" not in default.reason
+    check = validity().as_spec_check().score(actual)
+    assert (check.passed, check.value) == (False, 0.0) and "checked calls match" not in (check.reason or "")
+    # A call of a tool that was not offered is still a finding, schema or not.
+    stray = validity().score(trace(ToolCall(name="get_wether"), tool_schemas=offered))
+    assert stray.passed is False and "tool was not offered (did you mean 'get_weather'?)" in (stray.reason or "")
 
 
 def test_strict_rejects_undeclared_parameters() -> None:

@@ -59,12 +59,12 @@ WITH rows AS (
 ), outcomes AS (
     SELECT entry_index,
         CASE WHEN n = 0 THEN 'missing' WHEN n < min_samples THEN 'failed'
-             WHEN scored = 0 THEN 'not_applicable'
+             WHEN scored = 0 THEN 'failed'
              WHEN rule = 'majority' AND 2 * passed > scored THEN 'passed'
              WHEN rule LIKE 'pass@%' AND passed >= 1 THEN 'passed'
              WHEN coalesce(rule, 'all') IN ('all', 'mean') AND passed = scored THEN 'passed'
              ELSE 'failed' END AS status,
-        CASE WHEN n < min_samples THEN 0.0 WHEN scored = 0 THEN NULL
+        CASE WHEN n < min_samples OR scored = 0 THEN 0.0
              WHEN rule = 'mean' THEN passed / scored
              WHEN rule = 'majority' THEN CAST(2 * passed > scored AS DOUBLE)
              WHEN rule LIKE 'pass@%' THEN CAST(passed >= 1 AS DOUBLE)
