@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from evaltrace.collector.convert._diagnose_origin import Origin, fix_for, origin_of
+from evaltrace.collector.convert._trace_findings import doubled, has_content, unanswered_tool_stop
 from evaltrace.collector.terminal import plural
 
 if TYPE_CHECKING:  # the reader and converter load pyarrow and pydantic: `doctor` without a path needs neither
-    from evaltrace.collector.convert.records import Iteration, Trace
+    from evaltrace.collector.convert.records import Trace
     from evaltrace.collector.store.runfiles import RecordingLosses
     from evaltrace.collector.store.spans import Span
 
@@ -89,9 +90,13 @@ class RecordingTally:
     repeated_ids: Affected = field(default_factory=Affected)
     """Traces where two tool calls share one call id."""
     doubled: Affected = field(default_factory=Affected)
-    """Traces where one model call became two iterations (see `_doubled`)."""
+    """Traces where one model call became two iterations (see `_trace_findings.doubled`)."""
     tool_stops: Affected = field(default_factory=Affected)
     """Traces with a model reply that stopped to call a tool but no tool call rebuilt for it."""
+    merged_calls: Affected = field(default_factory=Affected)
+    """Traces where the converter read a model call described by several spans as one iteration."""
+    merged_ids: Affected = field(default_factory=Affected)
+    """Traces where the converter read a call id recorded twice in one reply as one call."""
     events_not_recorded: int = 0
     """Model calls by an events-mode instrumentation with no message content and no events."""
     events_scopes: set[str] = field(default_factory=set)
@@ -138,69 +143,16 @@ def _count_trace(tally: RecordingTally, trace: Trace, origin: Origin) -> None:
     if not trace.iterations:
         return
     tally.with_model_calls += 1
-    if not _has_content(trace):
+    if not has_content(trace):
         tally.without_content.add(trace.trace_id, origin)
-    if _doubled(trace.iterations):
+    if doubled(trace.iterations):
         tally.doubled.add(trace.trace_id, origin)
-    if _unanswered_tool_stop(trace):
+    if any(it.merged_span_ids for it in trace.iterations):
+        tally.merged_calls.add(trace.trace_id, origin)
+    if any(it.duplicate_call_ids for it in trace.iterations):
+        tally.merged_ids.add(trace.trace_id, origin)
+    if unanswered_tool_stop(trace):
         tally.tool_stops.add(trace.trace_id, origin)
-
-
-def _has_content(trace: Trace) -> bool:
-    # With content capture off the messages keep their shape (roles, part types, call ids and tool
-    # names): only text, arguments and results tell that content was recorded.
-    if trace.input is not None or trace.output is not None:
-        return True
-    if any(call.arguments is not None or call.result is not None for call in trace.tool_calls):
-        return True
-    for iteration in trace.iterations:
-        for message in (iteration.input_messages or []) + (iteration.output_messages or []):
-            if any(p.text is not None or p.arguments is not None or p.result is not None for p in message.parts):
-                return True
-    return False
-
-
-def _doubled(iterations: list[Iteration]) -> bool:
-    """Whether two iterations are one model call described twice.
-
-    An agent's model calls follow one another; two with the same model and the same input and
-    output token counts whose times overlap are one request that two spans described (two
-    instrumentations of one client), which doubles the iterations and the tokens.
-    """
-    seen: dict[tuple[str | None, int, int], list[Iteration]] = {}
-    for iteration in iterations:
-        usage = iteration.usage
-        if usage.input_tokens is None or usage.output_tokens is None or iteration.start_time is None:
-            continue
-        key = (iteration.model, usage.input_tokens, usage.output_tokens)
-        for other in seen.get(key, []):
-            if _overlap(iteration, other):
-                return True
-        seen.setdefault(key, []).append(iteration)
-    return False
-
-
-def _overlap(a: Iteration, b: Iteration) -> bool:
-    # Both have a start time (`_doubled` skips the others); a missing end is taken as the start.
-    if a.start_time is None or b.start_time is None:
-        return False
-    return a.start_time <= (b.end_time or b.start_time) and b.start_time <= (a.end_time or a.start_time)
-
-
-def _unanswered_tool_stop(trace: Trace) -> bool:
-    # A tool span that matched no request has no iteration: it may be the call such a stop asked
-    # for, so only a trace without such calls is said to lack one.
-    if any(call.iteration is None for call in trace.tool_calls):
-        return False
-    answered = {call.iteration for call in trace.tool_calls}
-    for iteration in trace.iterations:
-        # `stop_reason` is the converter's normalised finish reason (tool_calls, tool_use, ... -> tool_call).
-        if iteration.stop_reason != "tool_call" or iteration.tool_calls or iteration.index in answered:
-            continue
-        # A reply whose call part was read as the run's answer (a final-result tool) did ask for it.
-        if not any(p.type == "tool_call" for m in iteration.output_messages or [] for p in m.parts):
-            return True
-    return False
 
 
 def _is_fragment(spans: list[Span]) -> bool:
@@ -322,6 +274,13 @@ def _explain(where: str, affected: Affected) -> str:
     return f"`evaltrace traces {where} --explain {affected.example}` shows which span became what"
 
 
+def _merged(merged: Affected, what: str, where: str) -> str:
+    # Said on the `ok` line: the converter already reads these as one, and --explain shows the spans it set aside.
+    if not merged.traces:
+        return ""
+    return f" ({what} were read once in {plural(merged.traces, 'trace')}: {_explain(where, merged)})"
+
+
 def check_roots(tally: RecordingTally, where: str) -> Check:
     """Traces whose root span (the run's own span, with its input and answer) was never recorded."""
     rootless = tally.rootless
@@ -337,7 +296,8 @@ def check_call_ids(tally: RecordingTally, where: str) -> Check:
     """Tool calls of one trace that share a call id."""
     repeated = tally.repeated_ids
     if not repeated.traces:
-        return Check(f"{_PREFIX}call-ids", "ok", "no trace repeats a tool call id")
+        msg = "no trace repeats a tool call id" + _merged(tally.merged_ids, "call ids recorded twice", where)
+        return Check(f"{_PREFIX}call-ids", "ok", msg)
     msg = f"{_of(repeated.traces, tally.traces, 'trace')} hold two tool calls with one call id (e.g. trace"
     msg += f" {repeated.example}): one tool run recorded twice, or calls scoring cannot tell apart; call counts"
     msg += " and trajectories count them twice"
@@ -349,7 +309,8 @@ def check_doubled_calls(tally: RecordingTally, where: str) -> Check:
     """One model call rebuilt as two iterations (doubled iterations and tokens)."""
     doubled = tally.doubled
     if not doubled.traces:
-        return Check(f"{_PREFIX}model-calls", "ok", "no model call is counted twice")
+        msg = "no model call is counted twice" + _merged(tally.merged_calls, "model calls described twice", where)
+        return Check(f"{_PREFIX}model-calls", "ok", msg)
     msg = f"{_of(doubled.traces, tally.traces, 'trace')} count one model call twice (e.g. trace {doubled.example}):"
     msg += " two iterations with the same model and token counts at the same time, so iterations and tokens"
     msg += " are doubled"

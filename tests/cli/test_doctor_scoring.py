@@ -118,6 +118,17 @@ def _model_call_twice(tracer: Tracer) -> str:
     return _trace_id(root)
 
 
+def _model_call_twice_same_response(tracer: Tracer) -> str:
+    with tracer.start_as_current_span("invoke_agent weather", attributes=_AGENT) as root:
+        # The same two spans, but both name the provider's response: the converter reads them as one call.
+        context, chat = set_span_in_context(root), {**_chat("stop", ANSWER), "gen_ai.response.id": "resp-1"}
+        first = tracer.start_span("chat gpt-4o", context=context, attributes=chat)
+        second = tracer.start_span("ChatCompletion", context=context, attributes=chat)
+        second.end()
+        first.end()
+    return _trace_id(root)
+
+
 def _tool_stop_without_call(tracer: Tracer) -> str:
     with tracer.start_as_current_span("invoke_agent weather", attributes=_AGENT) as root:
         with tracer.start_as_current_span("chat gpt-4o", attributes=_chat("tool_use", ANSWER)):
@@ -195,6 +206,15 @@ def test_one_model_call_described_twice_is_a_problem(tmp_path: Path) -> None:
     assert f"count one model call twice (e.g. trace {trace_id})" in found["message"]
     assert "iterations and tokens are doubled" in found["message"]
     assert f"--explain {trace_id}" in found["fix"]
+
+
+def test_a_model_call_the_converter_read_once_is_ok_and_points_to_explain(tmp_path: Path) -> None:
+    trace_id = _record(tmp_path / "runs", _model_call_twice_same_response)
+    code, checks = _doctor(tmp_path / "runs", tmp_path)
+    assert code == 0 and checks["model-calls"]["status"] == "ok"
+    message = checks["model-calls"]["message"]
+    assert "model calls described twice were read once in 1 trace" in message
+    assert f"evaltrace traces {tmp_path / 'runs'} --explain {trace_id}" in message
 
 
 def test_a_tool_use_stop_with_no_call_recorded_is_a_problem(tmp_path: Path) -> None:
