@@ -115,6 +115,9 @@ class Cluster:
         dropped = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "RAY_ADDRESS")
         self.env = {key: value for key, value in os.environ.items() if key not in dropped}
         self.env.update(RAY_USAGE_STATS_ENABLED="0", EVALTRACE_CACHE_DIR=str(cache_dir), NO_PROXY="*")
+        # A Ray started without an address writes ~/.ray/auth_token, and `ray start` then turns token
+        # auth on, which drivers given an address do not: the test clusters keep it off either way.
+        self.env["RAY_AUTH_MODE"] = "disabled"
         self.nodes: list[Node] = []
 
     @property
