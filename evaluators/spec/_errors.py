@@ -8,7 +8,7 @@ A case without a usable id is named by its position (`case #3`, counting from 1)
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -61,8 +61,20 @@ def dotted_path(path: Iterable[PathPart]) -> str:
     return out
 
 
-def render_schema_error(file: str, data: Any, errors: Iterable[SchemaError]) -> str | None:
-    """The message for the most relevant JSON Schema error, or `None` when there is none."""
+UnknownKey = Callable[[str], str | None]
+"""Given a key an object does not declare (one its `additionalProperties` schema admits), the
+message calling it unknown, or `None` when the key is a valid one there (a scorer's name)."""
+
+
+def render_schema_error(
+    file: str, data: Any, errors: Iterable[SchemaError], unknown_key: UnknownKey | None = None
+) -> str | None:
+    """The message for the most relevant JSON Schema error, or `None` when there is none.
+
+    An undeclared key is named unknown (with a did-you-mean) whatever its value: with `unknown_key`,
+    a value of the wrong type under an undeclared key gets `unknown_key`'s message, as a value of
+    the right type gets it later, rather than the type error the `additionalProperties` schema gives.
+    """
     from jsonschema.exceptions import best_match
 
     error = best_match(errors)
@@ -74,8 +86,25 @@ def render_schema_error(file: str, data: Any, errors: Iterable[SchemaError]) -> 
         # No branch of `str | list[str] | None` fits: name them all rather than one arbitrary branch.
         error = parent
     path = list(error.absolute_path)
-    message = _schema_message(error, path)
+    key = _undeclared_key(error, path)
+    message = unknown_key(key) if key is not None and unknown_key is not None else None
+    message = message or _schema_message(error, path)  # may name the unknown key in `path`: before `locate`
     return f"{locate(file, data, path)}: {message}"
+
+
+_DESCENDING = frozenset({"properties", "items", "prefixItems", "additionalProperties"})
+
+
+def _undeclared_key(error: SchemaError, path: list[PathPart]) -> str | None:
+    """The key whose value `error` is about, when the object does not declare it (else `None`)."""
+    if error.validator == "additionalProperties" or not path or not isinstance(path[-1], str):
+        return None
+    schema_path = list(error.absolute_schema_path)
+    if "additionalProperties" not in schema_path:
+        return None
+    last = len(schema_path) - 1 - schema_path[::-1].index("additionalProperties")
+    # Only an error about that value itself, not about something inside it.
+    return path[-1] if _DESCENDING.isdisjoint(p for p in schema_path[last + 1 :] if isinstance(p, str)) else None
 
 
 def _schema_message(error: SchemaError, path: list[PathPart]) -> str:

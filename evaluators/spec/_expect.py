@@ -154,6 +154,21 @@ class ScorerBuilder:
         return ScorerRequest(request.name, {**request.config, "arguments": match}, request.key)
 
 
+def unknown_expect_key(key: str) -> str:
+    """`unknown key (did you mean 'x'?): not an expect key (...) nor a registered scorer (...)`."""
+    keys = ", ".join(Expect.model_fields)
+    hint = did_you_mean(key, [*Expect.model_fields, *scorer_names()])
+    return (
+        f"unknown key{hint}: not an expect key ({keys}) nor a registered scorer "
+        f"(valid scorers: {', '.join(scorer_names())})"
+    )
+
+
+def undeclared_expect_key(key: str) -> str | None:
+    """`unknown_expect_key`'s message for a key of `expect` that is no scorer's name, else `None`."""
+    return None if key in scorer_names() else unknown_expect_key(key)
+
+
 def build_scorer(request: ScorerRequest, where: str) -> Scorer:
     """Instantiate the scorer as a spec check; errors name `where` (file and case) and the key.
 
@@ -165,12 +180,7 @@ def build_scorer(request: ScorerRequest, where: str) -> Scorer:
     except UnknownScorerError as exc:
         declared = request.key.rsplit(".", 1)[-1] in Expect.model_fields
         if request.key.startswith(("expect.", "turns")) and not declared:
-            keys = ", ".join(Expect.model_fields)
-            hint = did_you_mean(request.name, [*Expect.model_fields, *scorer_names()])
-            raise SpecError(
-                f"{where}: {request.key}: unknown key{hint}: not an expect key ({keys}) nor a registered scorer "
-                f"(valid scorers: {', '.join(scorer_names())})"
-            ) from None
+            raise SpecError(f"{where}: {request.key}: {unknown_expect_key(request.name)}") from None
         raise SpecError(f"{where}: {request.key}: {exc}") from None
     try:
         scorer = cls.model_validate(request.config)

@@ -29,7 +29,13 @@ from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.evaluators.errors import SpecError
 from evaltrace.evaluators.scorers.base import Scorer
 from evaltrace.evaluators.spec._errors import locate, render_pydantic_error, render_schema_error
-from evaltrace.evaluators.spec._expect import ScorerBuilder, ScorerRequest, expect_requests, scorer_ref_request
+from evaltrace.evaluators.spec._expect import (
+    ScorerBuilder,
+    ScorerRequest,
+    expect_requests,
+    scorer_ref_request,
+    undeclared_expect_key,
+)
 from evaltrace.evaluators.spec.model import Case, Expect, Spec
 
 
@@ -160,7 +166,9 @@ def validate_with_messages(data: dict[str, Any], label: str) -> Spec:
     # Imported here: a valid spec is never walked by the JSON Schema validator (see the module docstring).
     from jsonschema import Draft202012Validator
 
-    message = render_schema_error(label, data, Draft202012Validator(shipped_schema()).iter_errors(data))
+    errors = Draft202012Validator(shipped_schema()).iter_errors(data)
+    # `expect` is the one object whose undeclared keys (scorers' names) the schema admits by type.
+    message = render_schema_error(label, data, errors, undeclared_expect_key)
     if message is not None:
         raise SpecError(message)
     _check_unique_ids(data, label)

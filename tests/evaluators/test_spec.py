@@ -241,6 +241,21 @@ def test_unknown_global_scorer_lists_valid_choices(tmp_path: Path) -> None:
             "cases: [{id: a, input: x, expect: {usgae: {max_total_tokens: 5}}}]\n",
             "expect.usgae: unknown key (did you mean 'usage'?)",
         ),
+        # Whatever the value's type (before: "expected object or null, got string 'strict'").
+        (
+            "cases: [{id: a, input: x, expect: {trajectroy: strict}}]\n",
+            "case 'a': expect.trajectroy: unknown key (did you mean 'trajectory'?): not an expect key (",
+        ),
+        (
+            "cases: [{id: a, turns: [{input: x, expect: {outptu: [1, 2]}}]}]\n",
+            "case 'a': turns[0].expect.outptu: unknown key (did you mean 'output'?): not an expect key (",
+        ),
+        ("cases: [{id: a, input: x, expect: {zzzz: 3}}]\n", "case 'a': expect.zzzz: unknown key: not an expect key ("),
+        # A scorer's name is a valid key: its value of the wrong type is said as such.
+        (
+            "cases: [{id: a, input: x, expect: {tool_efficiency: 3}}]\n",
+            "case 'a': expect.tool_efficiency: expected object or null, got number 3",
+        ),
         # Nothing close: no guess, only the valid choices.
         ("scorers: [zzzz]\ncases: [{id: a, input: x}]\n", "scorers[0]: Unknown scorer 'zzzz'. Valid choices: "),
         ("colour: red\ncases: [{id: a, input: x}]\n", "colour: unknown key; valid keys: "),
