@@ -13,10 +13,13 @@ from collections.abc import Sequence
 
 import typer
 
+from evaltrace.cli import calibrate as calibrate_command
 from evaltrace.cli import clean, compact, compare, doctor, history, runs, schema, score, scorers, traces, version
 from evaltrace.cli import collect as collect_command
 from evaltrace.cli import import_ as import_command
+from evaltrace.cli import labels as labels_command
 from evaltrace.cli import replay as replay_command
+from evaltrace.cli import review as review_command
 from evaltrace.cli import run as run_command
 from evaltrace.cli._app import OutputClosed, app
 from evaltrace.cli._scoring import EXIT_CODES_HELP
@@ -46,6 +49,9 @@ app.command("show")(traces.show_command)
 app.command("replay")(replay_command.replay)
 app.command("import")(import_command.import_command)
 app.command("collect")(collect_command.collect)
+app.command("review")(review_command.review)
+app.add_typer(labels_command.labels_app)
+app.command("calibrate", epilog=calibrate_command.CALIBRATE_EXIT_CODES)(calibrate_command.calibrate)
 
 _INTERRUPTED = 130
 """The exit code after Ctrl-C (128 + SIGINT), as shells report it."""

@@ -126,6 +126,15 @@ def read_run_scores(store: str | Path, run: StoredRun, columns: Sequence[str] | 
     return _read(Path(store) / run.scores_file, "scores", columns)
 
 
+def read_table(file: Path, table: str) -> pa.Table:
+    """One store file of `table` (any of the store's tables), checked like the runs and scores files.
+
+    Raises:
+        InputError: the file is unreadable, not of `table`, or of a newer schema version.
+    """
+    return _read(file, table)
+
+
 def _store(store: str | Path) -> Path:
     folder = Path(store)
     if not folder.is_dir():

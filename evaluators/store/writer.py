@@ -68,6 +68,21 @@ class _TempFile:
         self.path.unlink(missing_ok=True)
 
 
+def publish_table(store: Path, destination: Path, table: pa.Table) -> None:
+    """Write `table` as the new file `destination` in `store`: under a hidden name, then renamed into place.
+
+    Raises:
+        InputError: the store cannot be written.
+    """
+    file = _TempFile(destination, store)
+    try:
+        pq.write_table(table, file.handle, compression=_COMPRESSION)
+    except OSError as exc:
+        file.discard()
+        raise store_error(store, exc) from None
+    file.publish()
+
+
 def open_store(folder: Path, spec: LoadedSpec | None, *, batch_rows: int = 8192) -> StoreWriter:
     """A writer of one scoring run with `spec` (or, without one, the reference-free defaults) into `folder`.
 
