@@ -39,18 +39,38 @@ def one_per_model_call(
     `nested` maps a model-call span's id to the model-kind spans inside it (other instrumentations of it).
     """
     kept: list[NormalizedSpan] = []
+    by_response: dict[str, int] = {}
     for position, normalized in enumerate(llms):
         following = llms[position + 1] if position + 1 < len(llms) else None
         if following is not None and _prepares(normalized, following):
             continue
-        partner = next((k for k in range(len(kept)) if same_model_call(kept[k], normalized)), None)
+        partner = _partner(kept, by_response, normalized)
         if partner is None:
+            partner = len(kept)
             kept.append(normalized)
         else:
             kept[partner] = merged(kept[partner], normalized)
+        llm = kept[partner].llm
+        response_id = llm.response_id if llm is not None else None
+        if response_id is not None:
+            by_response.setdefault(response_id, partner)
     if nested:
         kept = [_with_nested(normalized, nested.get(normalized.span.span_id, ())) for normalized in kept]
     return kept
+
+
+_RECENT = 8
+"""How many of the latest model calls a span without a shared response id is compared with: the two
+spans of one call start together, while a long run has hundreds of calls."""
+
+
+def _partner(kept: list[NormalizedSpan], by_response: dict[str, int], normalized: NormalizedSpan) -> int | None:
+    """The kept model call `normalized` is another span of, if any."""
+    response_id = normalized.llm.response_id if normalized.llm is not None else None
+    if response_id is not None and response_id in by_response:
+        return by_response[response_id]
+    start = max(0, len(kept) - _RECENT)
+    return next((k for k in range(len(kept) - 1, start - 1, -1) if same_model_call(kept[k], normalized)), None)
 
 
 def _with_nested(outer: NormalizedSpan, inside: list[NormalizedSpan] | tuple[()]) -> NormalizedSpan:
