@@ -20,13 +20,17 @@ What counts as what (the rules scorers rely on):
   handed to. The handoff call's `child` is the run from the target agent on, and its `handoff`
   flag tells nested traversal that those calls are already in the list.
 - Iterations are the model-call spans in the trace's scope, in start order. A model call inside
-  another model call (two instrumentations of one request) or inside a tool (a tool's own LLM
-  use) is not an iteration of this agent, nor is a model-kind span that only prepared the request
-  of the next one (`_model_calls`: one model call, one iteration).
+  another model call, or beside it with the same response id (two instrumentations of one
+  request), is merged into it, and a model call inside a tool (a tool's own LLM use) is not an
+  iteration of this agent, nor is a model-kind span that only prepared the request of the next
+  one (`_model_calls`: one model call, one iteration, its usage counted once).
 - Any other nested agent run (agent-as-tool, a workflow's sub-agents, an agent span inside
   another agent) is its own child trace, reachable from `ToolCall.child`: from the tool span it
   runs under, or else from a tool call of its own (named after the agent) placed where it
   started. Its spans never mix into the parent's iterations or usage.
+- Agent runs nest at most `MAX_NESTED_RUNS` deep: a deeper agent span is cut (the tool call that
+  started it stays, without a child) and the root's trace says how many runs were cut, so no
+  walk over nested traces (scorers, writers, serializers) can exhaust the stack.
 - Usage is summed over this trace's iterations only; agent spans' aggregates are ignored.
 - A framework's answer tool (smolagents' `final_answer`) called in the last model call is the
   run's answer, not a tool call (`conventions/answer_tool`); that model call stays an iteration.
@@ -37,7 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from evaltrace.collector.convert import _attributes as A
 from evaltrace.collector.convert._calls import tool_calls, tool_schemas
@@ -53,6 +57,12 @@ from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.store.spans import Span
 
 Classify = Callable[[Span], NormalizedSpan]
+_Visit = tuple[Span, NormalizedSpan | None, ToolSpan | None]
+"""A span to add to a scope, the model call and the tool span it is inside (if any)."""
+_Attach = tuple[list[Span], ToolSpan | None]
+"""Nested agent spans whose runs to attach, and the tool span they ran under."""
+MAX_NESTED_RUNS: Final = 32
+"""Agent runs nested deeper than this are cut, with a warning (real agents nest a few levels)."""
 
 
 @dataclass(slots=True)
@@ -64,6 +74,8 @@ class _Scope:
     members: list[NormalizedSpan] = field(default_factory=list)
     nested: dict[str, list[NormalizedSpan]] = field(default_factory=dict)
     """Model-kind spans inside each model call (by its span id): other instrumentations of it."""
+    depth: int = 0
+    """How many agent runs enclose this one."""
 
 
 class Assembler:
@@ -75,6 +87,8 @@ class Assembler:
         self.histories = histories
         """Whether iterations carry their prompts (`input_messages`); see `convert.convert_trace`."""
         self._scopes: dict[str, _Scope] = {}
+        self._depths: dict[str, int] = {}  # nested agent span id -> the depth of its run
+        self._cut = 0  # agent runs cut past `MAX_NESTED_RUNS` in the current root's trace
         # Each span's `evaltrace.*` attributes, found once (every root's trace and nested one reads them).
         self._contexts = {span_id: found for span_id, span in tree.spans.items() if (found := _context(span))}
 
@@ -97,6 +111,16 @@ class Assembler:
         return self.classified[span.span_id].role
 
     def _trace_for_root(self, root: Span) -> Trace:
+        self._cut = 0
+        trace = self._root_trace(root)
+        if self._cut:
+            trace.warnings.append(
+                f"{self._cut} agent run(s) nested more than {MAX_NESTED_RUNS} deep were cut (their spans are in "
+                "the file; the tool calls that started them are kept without their runs)"
+            )
+        return trace
+
+    def _root_trace(self, root: Span) -> Trace:
         if self._role(root) == "agent":
             contained = self._contained_run(root)
             trace = self.build(root) if contained is None else self._container_trace(root, contained)
@@ -193,39 +217,65 @@ class Assembler:
         if known is not None:
             return known
         head = self.classified[top.span_id]
-        scope = _Scope(members=[head])
+        scope = _Scope(members=[head], depth=self._depths.get(top.span_id, 0))
         if head.role == "llm":
             scope.llms.append(head)
-        self._collect(top, scope, in_llm=head if head.role == "llm" else None, tool=None)
+        self._collect(top, scope, in_llm=head if head.role == "llm" else None)
         scope.llms.sort(key=lambda n: (n.span.start_time_ns, n.span.span_id))
         scope.llms = one_per_model_call(scope.llms, scope.nested)  # each model call once
         scope.tools.sort(key=lambda t: (t.span.start_time_ns, t.span.span_id))
         self._scopes[top.span_id] = scope
         return scope
 
-    def _collect(self, span: Span, scope: _Scope, *, in_llm: NormalizedSpan | None, tool: ToolSpan | None) -> None:
-        """Gather `span`'s descendants into `scope`; `in_llm` is the model call they are inside, if any."""
-        agents: list[Span] = []
-        for child in self.tree.kids(span):
-            normalized = self.classified[child.span_id]
-            if normalized.role == "agent":
-                agents.append(child)
+    def _collect(self, top: Span, scope: _Scope, *, in_llm: NormalizedSpan | None) -> None:
+        """Gather `top`'s descendants into `scope`; `in_llm` is the model call they are inside, if any.
+
+        Depth first, children in start order, each span's nested agents attached as runs once every
+        other span under it is in. A stack, not a recursion: span nesting is recorded content.
+        """
+        stack: list[_Visit | _Attach] = []
+        self._push_kids(top, scope, (in_llm, None), stack)
+        while stack:
+            entry = stack.pop()
+            if len(entry) == 2:
+                agents, owner = entry
+                for run in self._runs(agents):
+                    self._attach_run(run, scope, owner)
                 continue
+            span, inside_llm, tool = entry
+            normalized = self.classified[span.span_id]
             scope.members.append(normalized)
             if normalized.role == "tool" and tool is None:
-                own = ToolSpan(normalized)
-                scope.tools.append(own)
-                self._collect(child, scope, in_llm=in_llm, tool=own)
-                continue
-            if normalized.role == "llm" and tool is None:
-                if in_llm is None:
-                    scope.llms.append(normalized)
-                    self._collect(child, scope, in_llm=normalized, tool=tool)
-                    continue
-                scope.nested.setdefault(in_llm.span.span_id, []).append(normalized)
-            self._collect(child, scope, in_llm=in_llm, tool=tool)
-        for run in self._runs(agents):
-            self._attach_run(run, scope, tool)
+                tool = ToolSpan(normalized)
+                scope.tools.append(tool)
+            elif normalized.role == "llm" and tool is None and inside_llm is None:
+                scope.llms.append(normalized)
+                inside_llm = normalized
+            elif normalized.role == "llm" and tool is None and inside_llm is not None:
+                scope.nested.setdefault(inside_llm.span.span_id, []).append(normalized)
+            self._push_kids(span, scope, (inside_llm, tool), stack)
+
+    def _push_kids(
+        self,
+        span: Span,
+        scope: _Scope,
+        context: tuple[NormalizedSpan | None, ToolSpan | None],
+        stack: list[_Visit | _Attach],
+    ) -> None:
+        """Push `span`'s children to visit in order, after its agents (within `MAX_NESTED_RUNS`) to attach."""
+        agents: list[Span] = []
+        others: list[_Visit] = []
+        for child in self.tree.kids(span):
+            if self.classified[child.span_id].role != "agent":
+                others.append((child, *context))
+            elif scope.depth >= MAX_NESTED_RUNS:
+                self._cut += 1
+            else:
+                self._depths[child.span_id] = scope.depth + 1
+                agents.append(child)
+        if agents:
+            stack.append((agents, context[1]))
+        stack.extend(reversed(others))
 
     def _attach_run(self, run: list[Span], scope: _Scope, tool: ToolSpan | None) -> None:
         child = self._build_run(run)
