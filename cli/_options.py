@@ -178,6 +178,15 @@ StoreDir = Annotated[
         help="The score store this scoring is added to (default: $EVALTRACE_STORE, else .evaltrace/store).",
     ),
 ]
+MinJudgeKappa = Annotated[
+    float | None,
+    typer.Option(
+        "--min-judge-kappa",
+        metavar="K",
+        help="Refuse to gate (exit 2) when a judge's kappa against people's labels in the store (n >= 10) is "
+        "below K (see evaltrace calibrate).",
+    ),
+]
 NoStore = Annotated[bool, typer.Option("--no-store", metavar="", help="Do not add this scoring to the score store.")]
 Baseline = Annotated[
     str | None,

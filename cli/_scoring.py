@@ -64,6 +64,8 @@ class Scoring:
     """The score store the scoring is added to; `None`: not stored (`--no-store`)."""
     baseline: str | None = None
     """`--baseline REF`: a JSON report or a stored scoring-run id this scoring must not regress from."""
+    min_judge_kappa: float | None = None
+    """`--min-judge-kappa K`: refuse to gate on a judge whose kappa against the store's labels is below K."""
     send_results: OtlpTarget | None = None
     """`--send-results URL`: the OTLP backend every score is sent to as an evaluation event."""
     engine: str = "local"
@@ -100,6 +102,8 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     loaded, case_from_spec_arg = opt.load_spec_arg(scoring.spec) if scoring.spec is not None else (None, None)
     if loaded is None and (scoring.tiers or scoring.tags or scoring.cases):
         raise InputError("--tier, --tag and --case select spec cases: pass --spec FILE")
+    if scoring.min_judge_kappa is not None:
+        _check_judges(loaded, scoring.min_judge_kappa, scoring.store)  # before any scoring work
     options = ScoreOptions(
         confidence=scoring.confidence,
         tiers=scoring.tiers,
@@ -151,6 +155,18 @@ def baseline_side(ref: str | None, store: Path | None) -> Side | None:
     from evaltrace.evaluators.store.location import store_folder
 
     return load_side(ref, store if store is not None else store_folder())
+
+
+def _check_judges(loaded: LoadedSpec | None, min_kappa: float, store: Path | None) -> None:
+    """Refuse (exit 2) when a judge this scoring uses is calibrated below `min_kappa`; note the unchecked ones."""
+    from evaltrace.evaluators.engine.scoring import default_scorers
+    from evaltrace.evaluators.review.calibration import judge_check
+    from evaltrace.evaluators.store.location import store_folder
+
+    turns = [t for turns in loaded.case_scorers.values() for t in turns] if loaded is not None else [default_scorers()]
+    judges = {scorer.name for turn in turns for scorer in turn if scorer.uses_judge}
+    for note in judge_check(store if store is not None else store_folder(), judges, min_kappa):
+        typer.echo(inline(note), err=True)
 
 
 def _with_collector(writer: ReportFormat | None, baseline: Side | None) -> tuple[ReportFormat | None, SideCollector]:

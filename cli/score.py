@@ -27,6 +27,7 @@ def score(
     store: opt.StoreDir = None,
     no_store: opt.NoStore = False,
     baseline: opt.Baseline = None,
+    min_judge_kappa: opt.MinJudgeKappa = None,
     junit_path: opt.JunitPath = None,
     markdown_path: opt.MarkdownPath = None,
     html_path: opt.HtmlPath = None,
@@ -71,6 +72,7 @@ def score(
         scorer_timeout=scorer_timeout,
         store=opt.store_choice(store, no_store),
         baseline=baseline,
+        min_judge_kappa=min_judge_kappa,
         judge_overrides=judge_overrides(locals()),
         send_results=otlp.results_target(send_results, protocol, header),
     )

@@ -9,7 +9,8 @@ FAILS with the command to run: a browser test that silently skips proves nothing
 commands with ids, and every event kept in order, so a test can assert that no console error,
 CSP violation, uncaught exception or JavaScript dialog (an `alert` some hostile text smuggled in)
 happened while the page loaded and was used. The browser runs with a profile in a temporary
-folder, no network proxy, and only ever opens the file:// page under test.
+folder, no network proxy, and only ever opens the file:// page under test or a server of the test's
+own on 127.0.0.1 (`evaltrace review`).
 """
 
 from __future__ import annotations
@@ -109,12 +110,14 @@ class Page:
             if "method" in message:
                 self.events.append(message)
 
-    def open(self, path: Path) -> None:
-        """Load a local file and wait for its load event."""
+    def open(self, path: Path | str) -> None:
+        """Load a local file, or an http://127.0.0.1 URL, and wait for its load event."""
+        url = path if isinstance(path, str) else path.resolve().as_uri()
+        assert url.startswith(("file://", "http://127.0.0.1:")), url
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable")
         self.events = [e for e in self.events if e["method"] != "Page.loadEventFired"]  # the last page's
-        self.send("Page.navigate", url=path.resolve().as_uri())
+        self.send("Page.navigate", url=url)
         self.wait_for("Page.loadEventFired")
 
     def evaluate(self, expression: str) -> Any:

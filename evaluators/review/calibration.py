@@ -149,3 +149,32 @@ def _one(name: str, labels: list[Label], verdicts: dict[Key, Verdict]) -> Scorer
     return ScorerCalibration(
         scorer=name, judge=judge, stats=agreement(matrix), matrix=matrix, disagreements=disagreements
     )
+
+
+def judge_check(store: Path, judges: Iterable[str], min_kappa: float) -> list[str]:
+    """`score --min-judge-kappa`: notes on judges that could not be checked (too few labels).
+
+    Raises:
+        InputError: a judge's kappa (with at least `MIN_GATED` labels) is below `min_kappa`; the
+            message names the judge, its kappa and n.
+    """
+    names = sorted(set(judges))
+    if not names:
+        return []
+    try:
+        result = calibrate(store)
+    except InputError:
+        return [f"--min-judge-kappa: no labels in {store}: judges {', '.join(names)} are not calibrated"]
+    by_name = {item.scorer: item for item in result.scorers}
+    notes = []
+    for name in names:
+        item = by_name.get(name)
+        n = item.stats.n if item is not None else 0
+        if item is not None and item.below(min_kappa):
+            raise InputError(
+                f"--min-judge-kappa {min_kappa:g}: judge {name} agrees with people's labels at kappa "
+                f"{item.stats.kappa:.3f} (n={n}, {store}): not gating on it (see evaltrace calibrate)"
+            )
+        if n < MIN_GATED:
+            notes.append(f"--min-judge-kappa: judge {name} has {n} labelled verdicts ({MIN_GATED} needed): not checked")
+    return notes
