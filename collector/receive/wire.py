@@ -69,12 +69,11 @@ class DeadlineReader(io.RawIOBase):
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         """Receive into `buffer` within the idle timeout, or the headers' deadline while armed."""
-        timeout = self._idle
-        if self._deadline is not None:
-            timeout = min(timeout, self._deadline - time.monotonic())
+        if self._deadline is not None:  # otherwise the socket has the idle timeout (`disarm` restores it)
+            timeout = min(self._idle, self._deadline - time.monotonic())
             if timeout <= 0:
                 raise TimeoutError("the request did not arrive in time")
-        self._sock.settimeout(timeout)
+            self._sock.settimeout(timeout)
         count = self._sock.recv_into(buffer)
         if count and self._seconds is not None and self._deadline is None:
             self._deadline = time.monotonic() + self._seconds
