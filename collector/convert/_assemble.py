@@ -268,8 +268,8 @@ class Assembler:
         for child in self.tree.kids(span):
             if self.classified[child.span_id].role != "agent":
                 others.append((child, *context))
-            elif scope.depth >= MAX_NESTED_RUNS:
-                self._cut += 1
+            elif scope.depth >= MAX_NESTED_RUNS:  # the runs it holds are cut with it
+                self._cut += sum(self.classified[s.span_id].role == "agent" for s in self.tree.walk(child))
             else:
                 self._depths[child.span_id] = scope.depth + 1
                 agents.append(child)

@@ -316,8 +316,12 @@ class Trace(_Record):
         )
 
     def to_contract_json(self) -> dict[str, Any]:
-        """The JSON object `evaltrace traces --json` prints (the documented keys first)."""
-        return self.model_dump(mode="json")
+        """The JSON object `evaltrace traces --json` prints (the documented keys first).
+
+        A nested run is written once, as the `child` of its call in `tool_calls`; the same call in
+        `iterations` has no `child` key (written under both, the output doubled with each level).
+        """
+        return self.model_dump(mode="json", exclude=_iteration_children(self))
 
 
 class Conversation(_Record):
@@ -325,6 +329,22 @@ class Conversation(_Record):
 
     conversation_id: str
     traces: list[Trace] = Field(default_factory=list)
+
+
+def _iteration_children(trace: Trace) -> dict[str, Any]:
+    """`model_dump`'s `exclude` leaving out iterations' calls' children, as deep as `trace` nests (no recursion)."""
+    depth, stack, seen = 0, [(trace, 0)], set()
+    while stack:
+        current, level = stack.pop()
+        depth = max(depth, level)
+        for call in current.tool_calls:  # a handoff's child is reached twice: walk it once
+            if call.child is not None and (id(call.child), level) not in seen:
+                seen.add((id(call.child), level))
+                stack.append((call.child, level + 1))
+    exclude: dict[str, Any] = {"iterations": {"__all__": {"tool_calls": {"__all__": {"child"}}}}}
+    for _ in range(depth):
+        exclude = {**exclude, "tool_calls": {"__all__": {"child": exclude}}}
+    return exclude
 
 
 ToolCall.model_rebuild()
