@@ -10,9 +10,11 @@ appended to it, never truncating what earlier steps wrote there.
 
 Untrusted content. Recorded text (reasons quoting answers, model names) is shown, never
 interpreted: whitespace runs (newlines included) become one space so a table row stays one row,
-terminal controls become visible escapes, `&`, `<` and `>` become entities (no HTML gets through)
-and the characters Markdown gives a meaning to inside a line (backslash, backtick, `*`, `_`, `[`,
-`]`, `|`, `~`) are backslash-escaped. What GitHub links by itself is broken by a zero-width space
+terminal controls become visible escapes, `&`, `<` and `>` become entities (no HTML gets through),
+`$` becomes `&#36;` (GitHub renders `$...$` and `$$...$$` as math, and a backslash does not
+stop it everywhere; an entity is decoded only after that parsing, so it shows as a plain `$`),
+and the characters Markdown gives a meaning to inside a line (backslash, backtick, `*`, `_`,
+`[`, `]`, `|`, `~`) are backslash-escaped. What GitHub links by itself is broken by a zero-width space
 (`&#8203;`, invisible when shown): after `@` (a mention would notify that user or team) and `#`
 (an issue reference), and inside `://` and `www.` (a bare link to wherever the recorded text
 points), so a report never pings anyone or offers a link its reader did not write.
@@ -25,7 +27,7 @@ import re
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import plural, printable
 from evaltrace.evaluators.report._publish import AtomicFile
-from evaltrace.evaluators.report.model import EntryResult, Report, ScorerCount, ScoreResult
+from evaltrace.evaluators.report.model import BaselineResult, EntryResult, Report, ScorerCount, ScoreResult
 from evaltrace.evaluators.report.writer import ReportEntry
 
 MAX_FAILED = 20
@@ -34,9 +36,9 @@ _MAX_REASON = 300
 _MAX_REASONS = 5
 """Failing scorers named per entry."""
 
-_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "$": "&#36;"})
 _MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
-_AUTOLINKED = re.compile(r"[@#]|:(?=//)|(?i:www)(?=\.)")
+_AUTOLINKED = re.compile(r"@|(?<!&)#|:(?=//)|(?i:www)(?=\.)")  # `&#`: our own entities (text's `&` is `&amp;`)
 _ZERO_WIDTH_SPACE = "&#8203;"
 
 
@@ -111,7 +113,7 @@ def render_markdown(report: Report, failed_rows: list[str], omitted: int) -> str
         failed_rows: the failed entries' table rows, as `MarkdownWriter` collected them.
         omitted: failed entries not listed.
     """
-    verdict = "✅ gate passed" if report.passed else "❌ gate failed"
+    verdict = _heading(report)
     source = f"spec `{markdown_text(report.inputs.spec)}`" if report.inputs.spec else "reference-free defaults"
     counts = report.counts
     rate = "n/a" if report.pass_rate is None else f"{report.pass_rate:.1%}"
@@ -127,10 +129,37 @@ def render_markdown(report: Report, failed_rows: list[str], omitted: int) -> str
         f"| {rate} | {report.confidence:.1%} | {counts.entries} | {counts.passed} | {counts.failed} | "
         f"{counts.missing} | {counts.not_applicable} |",
     ]
+    lines += _baseline_section(report.baseline)
     lines += _scorer_table(report.scorer_counts)
     lines += _failed_section(failed_rows, omitted)
     lines += _stats(report)
     return "\n".join(lines) + "\n"
+
+
+def _heading(report: Report) -> str:
+    """The gate's mark; never success while a case regressed against `--baseline`, significant or not."""
+    baseline = report.baseline
+    if not report.passed or (baseline is not None and baseline.regressed):
+        return "❌ gate failed"
+    if baseline is not None and baseline.regressed_cases:
+        cases = plural(len(baseline.regressed_cases), "case")
+        return f"⚠️ gate passed, {cases} regressed (not significant at alpha={baseline.alpha:g})"
+    return "✅ gate passed"
+
+
+def _baseline_section(baseline: BaselineResult | None) -> list[str]:
+    if baseline is None:
+        return []
+    label = "FAILED" if baseline.regressed else ("WARNING" if baseline.regressed_cases else "OK")
+    lines = ["", f"### Against the baseline {markdown_text(baseline.ref)}", ""]
+    lines.append(f"**{label}**: {markdown_text(baseline.verdict)}")
+    cases = baseline.regressed_cases
+    if cases:
+        lines += ["", f"Regressed cases (passed -> failed): {len(cases)}", ""]
+        lines += [f"- {markdown_text(key, 200)}" for key in cases[:MAX_FAILED]]
+        if len(cases) > MAX_FAILED:
+            lines.append(f"- … and {len(cases) - MAX_FAILED} more (see the JSON report)")
+    return lines
 
 
 def _scorer_table(counts: list[ScorerCount]) -> list[str]:

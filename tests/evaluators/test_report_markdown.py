@@ -154,6 +154,15 @@ def test_markdown_text_escapes_what_markdown_and_html_read() -> None:
     assert markdown_text("x" * 500, 20) == "x" * 17 + "..."
 
 
+def test_markdown_text_gives_github_no_math_to_render() -> None:
+    # GitHub renders $...$ and $$...$$ as LaTeX: recorded prices or shell variables would turn into math.
+    text = "costs $5 and $6, $$x^2$$ and $`y`$ ${HOME}"
+    escaped = markdown_text(text)
+    assert "$" not in escaped
+    cells = rendered(f"| x |\n|---|\n| {escaped} |\n")
+    assert cells.rows[1] == [text]  # the reader sees the same characters, as text
+
+
 def test_markdown_text_gives_github_nothing_to_link_or_mention() -> None:
     # A recorded answer may name people, issues and sites: the report must not ping @org/team,
     # reference #12 or offer a link the reader did not write (GitHub links these by itself).
