@@ -86,6 +86,24 @@ class ReviewData:
         found["run_id"] = None if run is None else run.run_id
         return found
 
+    def check_label(self, label: Label) -> None:
+        """Refuse a label of something this app does not show (its run's or the PATHs' entries).
+
+        Raises:
+            InputError: no entry of the label's run (or, without one, of the PATHs) has its case, trace
+                and scorer.
+        """
+        source = PATHS_SOURCE if label.run_id is None else f"run:{label.run_id}"
+        for entry in self._entries(source):
+            if entry["case_id"] != label.case_id or (label.scorer and label.scorer not in entry["scorers"]):
+                continue
+            if any(sample["trace_id"] == label.trace_id for sample in entry["samples"]):
+                return
+        raise InputError(
+            f"label: no entry of {source} has case {label.case_id!r}, trace {label.trace_id!r}"
+            f" and scorer {label.scorer!r}"
+        )
+
     def _run(self, source: str) -> StoredRun:
         if not source.startswith("run:"):
             raise InputError(f"unknown source {source!r}")

@@ -143,7 +143,8 @@ SCRIPT = r"""
     entry.samples.forEach(function (sample) {
       var section = el("section");
       section.appendChild(el("h3", "sample " + sample.sample_index + " · trace " + sample.trace_id));
-      section.appendChild(targetBox(sample, "", "entry outcome", null));
+      var outcome = entry.status === "passed" ? true : (entry.failed ? false : null);
+      section.appendChild(targetBox(sample, "", "entry outcome", { passed: outcome, reason: "" }));
       sample.scores.forEach(function (score) {
         if (score.judge) { section.appendChild(targetBox(sample, score.scorer, "judge " + score.scorer, score)); }
         else {

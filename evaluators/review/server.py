@@ -119,6 +119,7 @@ def create_app(data: ReviewData, access: Access) -> Starlette:
         if len(body) > MAX_BODY:
             return _error(413, f"a label is at most {MAX_BODY} bytes")
         given = _parse_label(body)
+        data.check_label(given)
         write_labels(data.store, [given], author=access.author)
         latest = {item.key: item for item in _read_back(data, given)}
         return _json({"label": latest[given.key].model_dump(mode="json")})

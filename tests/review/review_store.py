@@ -36,8 +36,11 @@ def case_id(n: int) -> str:
 
 
 def answer(n: int) -> str:
-    # Case 3's answer is hostile text: the page must show it inert.
-    return HOSTILE if n == 3 else f"Answer number {n:02d}: it is 18C."
+    # Case 3's answer is hostile text: the page must show it inert. Case 6's misses the `output`
+    # rule's "18C" (the judge passes it): an entry failed by a rule alone.
+    if n == 3:
+        return HOSTILE
+    return f"Answer number {n:02d}: " + ("it is warm." if n == 6 else "it is 18C.")
 
 
 def _judge_server() -> ModuleType:
@@ -59,14 +62,16 @@ class JudgedStore:
     """Case id -> its trace id."""
 
 
-def _record(folder: Path) -> None:
+def record_traces(folder: Path, count: int = CASES) -> Path:
+    """`count` agent runs (case ids `case-00`, ...) as span files in `folder`, real SDK and exporter."""
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(ParquetSpanExporter(folder, run_id="review-test")))
     tracer = provider.get_tracer("review-test-agent")
-    for n in range(CASES):
+    for n in range(count):
         record_run(tracer, f"Question {n:02d}?", answer(n), city="Paris" if n % 3 == 0 else None, case_id=case_id(n))
     provider.force_flush()
     provider.shutdown()
+    return folder
 
 
 def _spec() -> str:
@@ -86,7 +91,7 @@ def judged_store(tmp: Path) -> JudgedStore:
 
     server_module = _judge_server()
     runs, store = tmp / "runs", tmp / "store"
-    _record(runs)
+    record_traces(runs)
     (tmp / "judged.yaml").write_text(_spec(), encoding="utf-8")
 
     def respond(body: dict[str, Any]) -> Any:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from cli_process import evaltrace
-from review_store import CASES, JUDGE_PASSES, JudgedStore, case_id, judged_store
+from review_store import CASES, JUDGE_PASSES, ROOT, JudgedStore, case_id, judged_store
 from statsmodels.stats.inter_rater import cohens_kappa
 
 # The person fails these cases (the judge passes cases in JUDGE_PASSES): disagreements on both sides.
@@ -182,3 +182,32 @@ def test_score_min_judge_kappa_refuses_a_poorly_calibrated_judge(judged: JudgedS
     assert len(list((store / "runs").glob("*.parquet"))) == 1  # nothing was scored
     accepted = evaltrace(*args, "--min-judge-kappa", f"{kappa - 0.05:.3f}", cwd=tmp_path)
     assert "--min-judge-kappa" not in accepted.stderr  # past the check: it fails later, at the unreachable judge
+
+
+def _readme_commands() -> list[list[str]]:
+    """The `$ evaltrace labels|calibrate ...` lines of the README's "Review traces and calibrate judges"."""
+    import re
+    import shlex
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Review traces and calibrate judges", 1)[1].split("\n### ", 1)[0]
+    lines = re.findall(r"^\$ evaltrace ((?:labels|calibrate) .*)$", section, re.MULTILINE)
+    return [shlex.split(line) for line in lines]
+
+
+def test_the_readme_labels_and_calibrate_commands_run_as_written(judged: JudgedStore, tmp_path: Path) -> None:
+    commands = _readme_commands()
+    assert [c[0] for c in commands] == ["labels", "labels", "calibrate", "calibrate"]
+    store = tmp_path / "store"
+    for part in ("scores", "runs"):
+        (store / part).mkdir(parents=True)
+        for file in (judged.store / part).glob("*.parquet"):
+            (store / part / file.name).write_bytes(file.read_bytes())
+    first = _labels_csv(tmp_path / "first.csv", judged, range(CASES), "task_completion")
+    assert evaltrace("labels", "import", "--store", store, first).returncode == 0
+    for words in commands:
+        words = [judged.run_id if w == "01K..." else w for w in words]
+        done = evaltrace(*words, cwd=tmp_path, env={"EVALTRACE_STORE": str(store)})
+        assert done.returncode == 0, (words, done.stdout, done.stderr)
+    assert json.loads((tmp_path / "calibration.json").read_text())["run_id"] == judged.run_id
+    assert (tmp_path / "labels.csv").read_text(encoding="utf-8").count("\n") == CASES + 1
