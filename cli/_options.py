@@ -193,10 +193,37 @@ Baseline = Annotated[
     typer.Option(
         "--baseline",
         metavar="REF",
-        help="Also fail (exit 1) on a significant regression against REF: a JSON report or a scoring-run id in the "
-        "store (see evaltrace compare).",
+        help="Compare with REF, a JSON report or a scoring-run id in the store (see evaltrace compare): also fail "
+        "(exit 1) on a significant regression (--alpha), or with --strict on any case that regressed.",
     ),
 ]
+DEFAULT_ALPHA = 0.05
+Alpha = Annotated[
+    float | None,
+    typer.Option(
+        "--alpha",
+        metavar="P",
+        help=f"Significance level of the regression tests against the baseline (compare's BASE, score's --baseline); "
+        f"the CIs are 1 - P (default {DEFAULT_ALPHA}).",
+    ),
+]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        metavar="",
+        help="Fail (exit 1) on any case that passed in the baseline and fails now, significant or not.",
+    ),
+]
+
+
+def alpha_level(alpha: float | None) -> float:
+    """The `--alpha` given, or the default; one outside (0, 0.5) is an input error."""
+    if alpha is None:
+        return DEFAULT_ALPHA
+    if not 0.0 < alpha < 0.5:
+        raise InputError(f"--alpha {alpha:g}: give a significance level between 0 and 0.5 (such as 0.05)")
+    return alpha
 
 
 def load_plugins(plugin: list[str] | None) -> None:

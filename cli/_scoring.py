@@ -25,7 +25,9 @@ from evaltrace.collector.terminal import inline, plural
 
 if TYPE_CHECKING:
     from evaltrace.collector.send.exporters import OtlpTarget
-    from evaltrace.evaluators.compare.sides import Side, SideCollector
+    from evaltrace.evaluators.compare.baseline import BaselineCheck
+    from evaltrace.evaluators.compare.comparison import CompareOptions
+    from evaltrace.evaluators.compare.sides import Side
     from evaltrace.evaluators.report.results_writer import ResultsWriter
     from evaltrace.evaluators.report.writer import ReportFormat
     from evaltrace.evaluators.spec.loader import LoadedSpec
@@ -64,6 +66,10 @@ class Scoring:
     """The score store the scoring is added to; `None`: not stored (`--no-store`)."""
     baseline: str | None = None
     """`--baseline REF`: a JSON report or a stored scoring-run id this scoring must not regress from."""
+    alpha: float | None = None
+    """`--alpha P` of the baseline's tests (`None`: the default)."""
+    strict: bool = False
+    """`--strict`: any case that regressed against the baseline fails the gate."""
     min_judge_kappa: float | None = None
     """`--min-judge-kappa K`: refuse to gate on a judge whose kappa against the store's labels is below K."""
     send_results: OtlpTarget | None = None
@@ -99,6 +105,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     engine = engine_named(scoring.engine)  # an unknown name stops us before any scoring
     reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path)
     baseline = baseline_side(scoring.baseline, scoring.store)  # a bad REF stops us before any scoring
+    compare_options = _compare_options(scoring)
     loaded, case_from_spec_arg = opt.load_spec_arg(scoring.spec) if scoring.spec is not None else (None, None)
     if loaded is None and (scoring.tiers or scoring.tags or scoring.cases):
         raise InputError("--tier, --tag and --case select spec cases: pass --spec FILE")
@@ -121,8 +128,8 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     )
     writer, store = _with_store(writer, scoring.store, loaded)
     writer, results = _with_results(writer, scoring.send_results)
-    collector = _with_collector(writer, baseline)
-    writer = collector[0]
+    check = None if baseline is None else _with_baseline(writer, baseline, compare_options)
+    writer = writer if check is None else check
     try:
         # `--json -` on a terminal: the report's lines and the bar would share the screen.
         shown = not (json_path == "-" and _stdout_is_terminal())
@@ -137,7 +144,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
             writer.abort()
     # The summary quotes recorded content (reasons, model names): `render_summary` lays each out inert.
     typer.echo(render_summary(run.report, run.digest), nl=False, err=json_path == "-")
-    regressed = baseline is not None and _against_baseline(baseline, collector[1], err=json_path == "-")
+    regressed = check is not None and _against_baseline(check, err=json_path == "-")
     if results is not None:
         typer.echo(inline(f"results sent: {plural(results.sent, 'evaluation event')} to {results.where}"), err=True)
     if store is not None:
@@ -169,27 +176,34 @@ def _check_judges(loaded: LoadedSpec | None, min_kappa: float, store: Path | Non
         typer.echo(inline(note), err=True)
 
 
-def _with_collector(writer: ReportFormat | None, baseline: Side | None) -> tuple[ReportFormat | None, SideCollector]:
-    """`writer` joined by a collector of the entries' outcomes when there is a baseline to compare with."""
-    from evaltrace.evaluators.compare.sides import SideCollector
-    from evaltrace.evaluators.report.formats import FanOut
+def _compare_options(scoring: Scoring) -> CompareOptions:
+    """`--alpha` and `--strict`, which only `--baseline` uses.
 
-    collector = SideCollector("this scoring")
-    if baseline is None:
-        return writer, collector
-    return (collector if writer is None else FanOut([writer, collector])), collector
+    Raises:
+        InputError: either was given without `--baseline`, or `--alpha` is out of range.
+    """
+    from evaltrace.evaluators.compare.comparison import CompareOptions
+
+    if scoring.baseline is None and (scoring.alpha is not None or scoring.strict):
+        raise InputError("--alpha and --strict test against a baseline: pass --baseline REF")
+    return CompareOptions(alpha=opt.alpha_level(scoring.alpha), strict=scoring.strict)
 
 
-def _against_baseline(baseline: Side, collector: SideCollector, err: bool) -> bool:
-    """Print how this scoring compares with the baseline; whether it regressed significantly."""
-    from evaltrace.evaluators.compare.comparison import CompareOptions, compare_sides
+def _with_baseline(writer: ReportFormat | None, baseline: Side, options: CompareOptions) -> BaselineCheck:
+    """`writer` behind the comparison with the baseline, which its reports then carry."""
+    from evaltrace.evaluators.compare.baseline import BaselineCheck
+
+    return BaselineCheck(baseline, options, writer)
+
+
+def _against_baseline(check: BaselineCheck, err: bool) -> bool:
+    """Print how this scoring compares with the baseline; whether that fails the gate."""
     from evaltrace.evaluators.compare.render import render_baseline
 
-    assert collector.side is not None  # the writers were finished
-    comparison = compare_sides(baseline, collector.side, CompareOptions())
+    assert check.comparison is not None  # the writers were finished
     # Reasons quote recorded content: `render_baseline` lays each out inert.
-    typer.echo(render_baseline(comparison), nl=False, err=err)
-    return comparison.regressed
+    typer.echo(render_baseline(check.comparison), nl=False, err=err)
+    return check.comparison.regressed
 
 
 def _with_store(

@@ -28,15 +28,8 @@ _REF_HELP = "A JSON report (evaltrace score --json FILE) or a scoring-run id (or
 def compare(
     base: Annotated[str, typer.Argument(metavar="BASE", help="The run compared against. " + _REF_HELP)],
     new: Annotated[str, typer.Argument(metavar="NEW", help="The run checked for regressions. " + _REF_HELP)],
-    alpha: Annotated[
-        float,
-        typer.Option(
-            "--alpha", metavar="P", min=0.0, max=0.5, help="Significance level of the tests (the CIs are 1 - P)."
-        ),
-    ] = 0.05,
-    strict: Annotated[
-        bool, typer.Option("--strict", metavar="", help="Fail (exit 1) on any regression, significant or not.")
-    ] = False,
+    alpha: opt.Alpha = None,
+    strict: opt.Strict = False,
     allow_changed_scorers: Annotated[
         bool,
         typer.Option(
@@ -72,13 +65,12 @@ def compare(
     from evaltrace.evaluators.report.formats import check_destination
     from evaltrace.evaluators.store.location import store_folder
 
-    if not 0.0 < alpha < 0.5:
-        raise InputError(f"--alpha {alpha:g}: give a significance level between 0 and 0.5 (such as 0.05)")
+    options = CompareOptions(opt.alpha_level(alpha), strict)
     for name, destination in (("json", json_path), ("markdown", markdown_path), ("html", html_path)):
         if destination is not None:
             check_destination(name, destination)
     folder = store_folder(store)
-    comparison = compare_sides(load_side(base, folder), load_side(new, folder), CompareOptions(alpha, strict))
+    comparison = compare_sides(load_side(base, folder), load_side(new, folder), options)
     if json_path is not None:
         opt.write_text_output(json_path, comparison.to_json(), "--json")
     if markdown_path is not None:

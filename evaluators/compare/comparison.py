@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from evaltrace.collector.terminal import plural
 from evaltrace.evaluators.compare import stats as st
 from evaltrace.evaluators.compare.model import (
     CaseChange,
@@ -34,7 +35,7 @@ class CompareOptions:
     alpha: float = 0.05
     """A fall in a pass rate with p below this is a significant regression."""
     strict: bool = False
-    """Any regression (a case that passed and now fails) fails the comparison."""
+    """Any regressed case (its outcome, or a scorer's, passed in BASE and fails in NEW) fails the comparison."""
 
 
 def compare_sides(base: Side, new: Side, options: CompareOptions) -> Comparison:
@@ -64,6 +65,7 @@ def compare_sides(base: Side, new: Side, options: CompareOptions) -> Comparison:
         strict=options.strict,
         rows=rows,
         regressions=regressions,
+        regressed_cases=list(dict.fromkeys(change.key for change in regressions)),
         fixes=fixes,
         new_cases=[key for key in new_by if key not in base_by],
         missing_cases=[key for key in base_by if key not in new_by],
@@ -162,15 +164,18 @@ def _picker(scorer: str | None) -> Pick:
 
 
 def _verdict(comparison: Comparison) -> tuple[bool, str]:
+    """Whether the comparison fails, and why; regressed cases are counted once each, however many rows they hit."""
     significant = [row for row in comparison.rows if row.significant_regression]
+    count = len(comparison.regressed_cases)
+    cases = plural(count, "case")
     if significant:
         named = ", ".join(_row_name(row) for row in significant)
-        return True, f"REGRESSION: the pass rate fell significantly (p < {comparison.alpha:g}) for {named}"
-    count = len(comparison.regressions)
+        regressed = f" ({cases} regressed)" if count else ""
+        return True, f"REGRESSION: the pass rate fell significantly (p < {comparison.alpha:g}) for {named}{regressed}"
     if count and comparison.strict:
-        return True, f"REGRESSION (--strict): {count} case outcome(s) went from passed to failed"
+        return True, f"REGRESSION (--strict): {cases} went from passed to failed"
     if count:
-        return False, f"no significant regression at alpha {comparison.alpha:g} ({count} case outcome(s) regressed)"
+        return False, f"{cases} regressed (not significant at alpha={comparison.alpha:g})"
     return False, "no regression"
 
 

@@ -89,6 +89,8 @@ class Comparison(_Model):
     strict: bool
     rows: list[RateRow]
     regressions: list[CaseChange] = Field(default_factory=list)
+    regressed_cases: list[str] = Field(default_factory=list)
+    """The keys of the cases with a regression (their outcome or any scorer's), each once, in BASE's order."""
     fixes: list[CaseChange] = Field(default_factory=list)
     new_cases: list[str] = Field(default_factory=list)
     """In NEW only."""
@@ -99,7 +101,8 @@ class Comparison(_Model):
     added_scorers: list[str] = Field(default_factory=list)
     removed_scorers: list[str] = Field(default_factory=list)
     regressed: bool
-    """The verdict: a significant regression (or, with `strict`, any regression)."""
+    """The verdict: a significant regression (or, with `strict`, any regressed case). A case can regress while
+    this is false (not significant): `regressed_cases` says so, and no rendering then shows success."""
     verdict: str
 
     def to_json(self) -> str:

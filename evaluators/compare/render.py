@@ -8,6 +8,8 @@ through `markdown_text`, which makes it inert there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from evaltrace.collector.terminal import inline, lines_text, plural
 from evaltrace.evaluators.compare.model import CaseChange, Comparison, RateRow, StatDelta
 from evaltrace.evaluators.report.markdown_writer import markdown_text
@@ -20,7 +22,7 @@ STAT_LABELS = {
     "latency_p95_seconds": "latency p95",
     "input_tokens": "input tokens",
     "output_tokens": "output tokens",
-    "cost_usd": "cost (USD)",
+    "cost_usd": "cost",
 }
 
 
@@ -35,7 +37,7 @@ def render_text(comparison: Comparison) -> str:
         f"Changed scorer: {inline(c.scorer)} ({inline(configs_text(c.base))} -> {inline(configs_text(c.new))})"
         for c in changed
     ]
-    lines.append(("FAILED: " if comparison.regressed else "OK: ") + inline(comparison.verdict))
+    lines.append(f"{status(comparison)}: {inline(comparison.verdict)}")
     return lines_text(lines)
 
 
@@ -47,14 +49,13 @@ def render_baseline(comparison: Comparison) -> str:
     changed = ", ".join(inline(c.scorer) for c in comparison.changed_scorers)
     if changed:
         lines.append(f"Scorers changed since the baseline (their results may differ for that reason): {changed}")
-    lines.append(("Baseline: FAILED: " if comparison.regressed else "Baseline: OK: ") + inline(comparison.verdict))
+    lines.append(f"Baseline: {status(comparison)}: {inline(comparison.verdict)}")
     return lines_text(lines)
 
 
 def render_markdown(comparison: Comparison) -> str:
     """The comparison as Markdown (a heading, the rows' table, the regressions, the statistics)."""
-    mark = "❌ regression" if comparison.regressed else "✅ no significant regression"
-    lines = [f"## evaltrace compare: {mark}", "", markdown_text(headline(comparison)), ""]
+    lines = [f"## evaltrace compare: {markdown_heading(comparison)}", "", markdown_text(headline(comparison)), ""]
     level = f"{comparison.confidence_level:.0%} CI"
     lines += [f"| scorer | base | new | delta | {level} | p | test |", "|---|---:|---:|---:|---|---:|---|"]
     for row in comparison.rows:
@@ -65,8 +66,25 @@ def render_markdown(comparison: Comparison) -> str:
         lines += [f"- {_markdown_change(change)}" for change in comparison.regressions[:MAX_LISTED]]
         lines += _more(len(comparison.regressions))
     lines += _markdown_notes(comparison)
-    lines += ["", f"**{'FAILED' if comparison.regressed else 'OK'}**: {markdown_text(comparison.verdict)}"]
+    lines += ["", f"**{status(comparison)}**: {markdown_text(comparison.verdict)}"]
     return "\n".join(lines) + "\n"
+
+
+def status(comparison: Comparison) -> str:
+    """`FAILED` (the comparison fails), `WARNING` (a case regressed, not significantly) or `OK` (none did)."""
+    if comparison.regressed:
+        return "FAILED"
+    return "WARNING" if comparison.regressed_cases else "OK"
+
+
+def markdown_heading(comparison: Comparison) -> str:
+    """The heading's mark and words: success only when no case regressed."""
+    count = plural(len(comparison.regressed_cases), "case")
+    if comparison.regressed:
+        return f"❌ regression ({count} regressed)" if comparison.regressed_cases else "❌ regression"
+    if comparison.regressed_cases:
+        return f"⚠️ {count} regressed (not significant at alpha={comparison.alpha:g})"
+    return "✅ no regression"
 
 
 def headline(comparison: Comparison) -> str:
@@ -151,23 +169,44 @@ def scorer_label(row: RateRow) -> str:
 
 
 def stat_text(stat: StatDelta) -> str:
-    """`base -> new (delta, relative)` of one statistic."""
+    """`base -> new (delta, relative)` of one statistic, each value with its unit (ms or s, $, tokens)."""
+    shown = _UNITS[stat.name]
     if stat.base is None or stat.new is None or stat.delta is None:
-        return f"{_number(stat.base)} -> {_number(stat.new)}"
+        return f"{_or_na(shown, stat.base)} -> {_or_na(shown, stat.new)}"
     relative = "" if stat.relative is None else f", {stat.relative:+.1%}"
-    sign = "+" if stat.delta >= 0 else ""
-    return f"{_number(stat.base)} -> {_number(stat.new)} ({sign}{_number(stat.delta)}{relative})"
+    sign = "+" if stat.delta >= 0 else "-"
+    return f"{shown(stat.base)} -> {shown(stat.new)} ({sign}{shown(abs(stat.delta))}{relative})"
+
+
+def seconds_text(value: float) -> str:
+    """A time with its unit: milliseconds below a second (`850 ms`, `1.24 ms`), seconds from there (`2.35 s`)."""
+    return f"{value * 1000:.3g} ms" if abs(value) < 1 else f"{value:,.2f} s"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.4f}"
+
+
+_UNITS: dict[str, Callable[[float], str]] = {
+    "latency_p50_seconds": seconds_text,
+    "latency_p95_seconds": seconds_text,
+    "input_tokens": _number,
+    "output_tokens": _number,
+    "cost_usd": _usd,
+}
+
+
+def _or_na(shown: Callable[[float], str], value: float | None) -> str:
+    return "n/a" if value is None else shown(value)
 
 
 def configs_text(configs: list[str]) -> str:
     """Config hashes as a list, or `none`."""
     return ", ".join(configs) or "none"
-
-
-def _number(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
 
 
 def _rate(value: float | None) -> str:

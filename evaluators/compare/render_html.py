@@ -12,7 +12,15 @@ import html
 
 from evaltrace.collector.terminal import printable
 from evaltrace.evaluators.compare.model import CaseChange, Comparison, RateRow
-from evaltrace.evaluators.compare.render import STAT_LABELS, configs_text, headline, row_cells, scorer_label, stat_text
+from evaltrace.evaluators.compare.render import (
+    STAT_LABELS,
+    configs_text,
+    headline,
+    row_cells,
+    scorer_label,
+    stat_text,
+    status,
+)
 
 MAX_CHANGES = 500
 """Regressions and fixes listed on the page; the rest are counted (`--json` has them all)."""
@@ -22,7 +30,7 @@ _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #1f2328; max-width: 72em; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin: 1.6em 0 0.4em; }
 table { border-collapse: collapse; } td, th { border: 1px solid #d0d7de; padding: 2px 8px; text-align: left; }
-td.num { text-align: right; } .bad { color: #cf222e; } .good { color: #1a7f37; }
+td.num { text-align: right; } .bad { color: #cf222e; } .good { color: #1a7f37; } .warn { color: #9a6700; }
 .verdict { font-weight: 600; font-size: 1.1em; } .base { fill: #8c959f; } .new { fill: #0969da; }
 .axis { fill: #57606a; font-size: 11px; } .reason { white-space: pre-wrap; }
 """
@@ -57,7 +65,8 @@ def _text(value: object) -> str:
 
 
 def _verdict(comparison: Comparison) -> str:
-    label, css = ("FAILED", "bad") if comparison.regressed else ("OK", "good")
+    label = status(comparison)
+    css = {"FAILED": "bad", "WARNING": "warn"}.get(label, "good")
     return f'<p class="verdict {css}">{label}: {_text(comparison.verdict)}</p>'
 
 

@@ -30,7 +30,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d232a;background:#f6f7
 main{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:24px 0 8px}
 .gate{padding:12px 16px;border-radius:6px;font-weight:600;color:#fff}
-.gate.pass{background:#1a7f37}.gate.fail{background:#c62828}
+.gate.pass{background:#1a7f37}.gate.fail{background:#c62828}.gate.warn{background:#9a6700}
 .gate small{display:block;font-weight:400;opacity:.9}
 table{border-collapse:collapse;background:#fff}
 td,th{border:1px solid #d8dde3;padding:4px 8px;text-align:left;vertical-align:top}

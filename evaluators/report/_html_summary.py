@@ -14,7 +14,25 @@ def summary_html(report: Report) -> str:
         f'<h1>evaltrace report</h1><div class="gate {verdict}" id="gate">Gate {"PASSED" if report.passed else "FAILED"}'
         f"<small>{text(report.gate_reason)}</small></div>\n"
     )
-    return banner + _numbers(report) + _scorers(report)
+    return banner + _baseline(report) + _numbers(report) + _scorers(report)
+
+
+def _baseline(report: Report) -> str:
+    """`--baseline`'s verdict, as a second banner: never green while a case regressed."""
+    baseline = report.baseline
+    if baseline is None:
+        return ""
+    css, label = (
+        ("fail", "FAILED")
+        if baseline.regressed
+        else ("warn", "WARNING")
+        if baseline.regressed_cases
+        else ("pass", "OK")
+    )
+    return (
+        f'<div class="gate {css}" id="baseline">Against the baseline {text(baseline.ref, 200)}: {label}'
+        f"<small>{text(baseline.verdict, 500)}</small></div>\n"
+    )
 
 
 def _numbers(report: Report) -> str:

@@ -120,7 +120,8 @@ class HtmlWriter:
 
     def finish(self, report: Report) -> None:
         """Write the page (summary, charts, filters, rows, trace trees) and publish it."""
-        self._write(page.page_head(f"evaltrace: {'gate passed' if report.passed else 'gate failed'}"))
+        failed = not report.passed or (report.baseline is not None and report.baseline.regressed)
+        self._write(page.page_head(f"evaltrace: {'gate failed' if failed else 'gate passed'}"))
         self._write(summary_html(report))
         self._write(self._charts(report))
         self._write(self._filters(report))

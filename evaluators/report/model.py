@@ -226,6 +226,19 @@ class Gate(_ReportModel):
     reason: str
 
 
+class BaselineResult(_ReportModel):
+    """`score --baseline REF`: this scoring compared with REF as `evaltrace compare` compares two runs."""
+
+    ref: str
+    alpha: float
+    strict: bool
+    regressed: bool
+    """The comparison fails the gate: a significant regression, or with `strict` any regressed case."""
+    regressed_cases: list[str] = Field(default_factory=list)
+    """Cases that passed in REF and fail now (their outcome or a scorer's), each once."""
+    verdict: str
+
+
 class Report(_ReportModel):
     """Everything `evaltrace score` found; `--json` writes it."""
 
@@ -249,6 +262,8 @@ class Report(_ReportModel):
     unmatched: list[UnmatchedTrace] = Field(default_factory=list)
     judge: dict[str, Any] | None = None
     """Judge requests, cache hits, tokens and cost, when judges ran."""
+    baseline: BaselineResult | None = None
+    """With `--baseline REF`: the comparison with REF (the command also fails when `baseline.regressed`)."""
 
     def to_json(self) -> str:
         """The report as indented JSON text."""

@@ -97,6 +97,11 @@ def test_planted_regressions_exit_1_and_are_named_with_the_new_reasons(work: Pat
         "FAILED: REGRESSION: the pass rate fell significantly (p < 0.05) for the entries, output"
     )
 
+    # Every time has its unit: base -> new (signed delta, relative).
+    timed = r"latency p(50|95): [\d.]+ (ms|s) -> [\d.]+ (ms|s) \([+-][\d.]+ (ms|s), [+-][\d.]+%\)"
+    assert len([line for line in lines if re.fullmatch(timed, line)]) == 2, lines
+    assert any(re.fullmatch(r"cost: \$[\d.]+ -> \$[\d.]+ \(.*\)", line) for line in lines), lines
+
     data = json.loads((work / "cmp.json").read_text(encoding="utf-8"))
     rows = {row["scorer"]: row for row in data["rows"]}
     assert (rows[None]["regressions"], rows[None]["fixes"], rows[None]["unchanged"]) == (7, 0, 3)
@@ -109,9 +114,10 @@ def test_planted_regressions_exit_1_and_are_named_with_the_new_reasons(work: Pat
     assert tokens["base"] == tokens["new"] == 3000 and tokens["delta"] == 0
 
     markdown = (work / "cmp.md").read_text(encoding="utf-8")
-    assert markdown.startswith("## evaltrace compare: ❌ regression\n")
+    assert markdown.startswith("## evaltrace compare: ❌ regression (7 cases regressed)\n")
     assert "| (entries) | 100.0% | 30.0% | -70.0% * |" in markdown
     assert "- `weather-quito` output:" in markdown
+    assert len(re.findall(r"^- " + timed.replace("->", "-&gt;") + "$", markdown, re.M)) == 2, markdown
     assert "\x1b" not in markdown and "<b>" not in markdown and "&lt;b&gt;" in markdown
 
 
@@ -129,6 +135,7 @@ def test_the_html_page_is_self_contained_and_shows_the_regressions_as_text(work:
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
     assert "\x1b" not in page and "\u202e" not in page and "\\x1b[31mred" in page
     assert '<td class="num">100.0%</td><td class="num">30.0%</td>' in page  # the entries' row
+    assert len(re.findall(r"<li>latency p(50|95): [\d.]+ (ms|s) -&gt; [\d.]+ (ms|s) \(", page)) == 2, page
     assert page.count('<rect class="new"') == page.count('<rect class="base"') >= 2  # a bar pair per row
 
 
@@ -178,12 +185,17 @@ def test_one_regression_is_not_significant_but_fails_with_strict(work: Path) -> 
     result = evaltrace("compare", "base.json", "one.json", cwd=work)
     assert result.returncode == 0, result.stderr
     assert "  weather-perth  entry: output: " in result.stdout
-    assert result.stdout.splitlines()[-1] == "OK: no significant regression at alpha 0.05 (2 case outcome(s) regressed)"
-    strict = evaltrace("compare", "base.json", "one.json", "--strict", cwd=work)
+    # The entry and its output scorer both regressed: one case, counted once, and never shown as a success.
+    assert result.stdout.splitlines()[-1] == "WARNING: 1 case regressed (not significant at alpha=0.05)"
+    strict = evaltrace("compare", "base.json", "one.json", "--strict", "--markdown", "one.md", cwd=work)
     assert strict.returncode == 1
-    assert (
-        strict.stdout.splitlines()[-1] == "FAILED: REGRESSION (--strict): 2 case outcome(s) went from passed to failed"
-    )
+    assert strict.stdout.splitlines()[-1] == "FAILED: REGRESSION (--strict): 1 case went from passed to failed"
+    assert (work / "one.md").read_text(encoding="utf-8").startswith("## evaltrace compare: ❌ regression (1 case")
+    warned = evaltrace("compare", "base.json", "one.json", "--markdown", "warn.md", "--html", "warn.html", cwd=work)
+    assert warned.returncode == 0, warned.stderr
+    heading = (work / "warn.md").read_text(encoding="utf-8").splitlines()[0]
+    assert heading == "## evaltrace compare: ⚠️ 1 case regressed (not significant at alpha=0.05)"
+    assert '<p class="verdict warn">WARNING: 1 case regressed' in (work / "warn.html").read_text(encoding="utf-8")
 
 
 def test_the_other_way_round_the_regressions_are_fixes(work: Path) -> None:
@@ -250,6 +262,49 @@ def test_score_with_a_baseline_fails_the_gate_on_a_significant_regression(work: 
     missing = evaltrace("score", "runs-same", "--spec", "evals.yaml", "--baseline", "gone.json", cwd=work)
     assert missing.returncode == 2
     assert missing.stderr.startswith("Error: gone.json: no such report file")
+
+
+def test_score_baseline_counts_each_regressed_case_once_and_never_shows_success(work: Path) -> None:
+    # Perth passed in the baseline and fails now (its entry and its output scorer): one regressed case.
+    args = ("score", "runs-one", "--spec", "evals.yaml", "--baseline", "base.json", "--no-store")
+    result = evaltrace(*args, "--markdown", "one-score.md", "--json", "one-score.json", cwd=work)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "Baseline: WARNING: 1 case regressed (not significant at alpha=0.05)"
+    summary = (work / "one-score.md").read_text(encoding="utf-8")
+    assert summary.startswith("## evaltrace: ⚠️ gate passed, 1 case regressed (not significant at alpha=0.05)\n")
+    assert "✅" not in summary and "- weather-perth" in summary
+    baseline = json.loads((work / "one-score.json").read_text(encoding="utf-8"))["baseline"]
+    assert (baseline["regressed"], baseline["regressed_cases"], baseline["ref"]) == (
+        False,
+        ["weather-perth"],
+        "base.json",
+    )
+
+    strict = evaltrace(*args, "--strict", "--markdown", "strict.md", "--html", "strict.html", cwd=work)
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert (
+        strict.stdout.splitlines()[-1] == "Baseline: FAILED: REGRESSION (--strict): 1 case went from passed to failed"
+    )
+    assert (work / "strict.md").read_text(encoding="utf-8").startswith("## evaltrace: ❌ gate failed\n")
+    page = (work / "strict.html").read_text(encoding="utf-8")
+    assert "<title>evaltrace: gate failed</title>" in page and '<div class="gate fail" id="baseline">' in page
+
+
+def test_score_alpha_sets_the_baseline_tests_level(work: Path) -> None:
+    # Seven regressions: p = 0.016, significant at 0.05 but not at 0.01 (then only counted, exit 0).
+    args = ("score", "runs-bad", "--spec", "evals.yaml", "--confidence", "0.2", "--baseline", "base.json", "--no-store")
+    lenient = evaltrace(*args, "--alpha", "0.01", cwd=work)
+    assert lenient.returncode == 0, lenient.stdout + lenient.stderr
+    assert lenient.stdout.splitlines()[-1] == "Baseline: WARNING: 7 cases regressed (not significant at alpha=0.01)"
+    default = evaltrace(*args, cwd=work)
+    assert default.returncode == 1
+    assert default.stdout.splitlines()[-1].endswith("for the entries, output (7 cases regressed)")
+    for extra in (["--strict"], ["--alpha", "0.01"]):
+        alone = evaltrace("score", "runs-one", "--spec", "evals.yaml", "--no-store", *extra, cwd=work)
+        assert alone.returncode == 2
+        assert alone.stderr == "Error: --alpha and --strict test against a baseline: pass --baseline REF\n"
+    wrong = evaltrace(*args, "--alpha", "0.7", cwd=work)
+    assert wrong.returncode == 2 and wrong.stderr.startswith("Error: --alpha 0.7: give a significance level")
 
 
 def test_an_added_case_is_a_new_case_not_a_changed_scorer(work: Path) -> None:
