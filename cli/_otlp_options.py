@@ -8,6 +8,7 @@ import typer
 
 if TYPE_CHECKING:
     from evaltrace.collector.send.exporters import OtlpTarget
+    from evaltrace.collector.send.targets import ResultsTarget
 
 SEND = "Sending over OTLP"
 
@@ -15,9 +16,12 @@ SendResults = Annotated[
     str | None,
     typer.Option(
         "--send-results",
-        metavar="URL",
-        help="Also send every score to this OTLP backend, as a gen_ai.evaluation.result event on the scored trace's "
-        "root span (e.g. http://127.0.0.1:4318).",
+        metavar="[KIND:]URL",
+        help="Also send every score to this backend. KIND otlp (the default): a gen_ai.evaluation.result event on the "
+        "scored trace's root span, as an OTLP log record (e.g. http://127.0.0.1:4318); phoenix: an annotation of the "
+        "root span through Phoenix's REST API ($PHOENIX_API_KEY when set; e.g. phoenix:http://127.0.0.1:6006); "
+        "langfuse: a score on the trace through Langfuse's public API ($LANGFUSE_PUBLIC_KEY, $LANGFUSE_SECRET_KEY; "
+        "e.g. langfuse:https://cloud.langfuse.com).",
         rich_help_panel=SEND,
     ),
 ]
@@ -77,17 +81,27 @@ def otlp_target(
     return target
 
 
-def results_target(url: str | None, protocol: str, headers: list[str] | None) -> OtlpTarget | None:
-    """The `--send-results` backend, or `None`; `--protocol` and `--header` need it.
+def results_target(value: str | None, protocol: str, headers: list[str] | None) -> ResultsTarget | None:
+    """The `--send-results [KIND:]URL` backend, or `None`; `--protocol` and `--header` need kind otlp.
 
     Raises:
-        InputError: `--header` or a `--protocol` other than the default without `--send-results`,
-            or a bad protocol, header or URL.
+        InputError: `--header` or a `--protocol` other than the default without an otlp `--send-results`,
+            an unknown kind (the kinds are listed), a bad protocol, header or URL, or a key the kind
+            needs that is missing or would go over plain http to another host.
     """
     from evaltrace.collector.errors import InputError
+    from evaltrace.collector.send.targets import OPTION, ResultsTarget, open_results, split_kind
 
-    if url is None:
-        if headers or protocol != "http/protobuf":
+    otlp_only = bool(headers) or protocol != "http/protobuf"
+    if value is None:
+        if otlp_only:
             raise InputError("--protocol and --header say how to send results: pass --send-results URL")
         return None
-    return otlp_target(url, protocol, headers, None, "--send-results")
+    kind, url = split_kind(value)
+    if kind != "otlp":
+        if otlp_only:
+            raise InputError(f"--protocol and --header apply to OTLP results, not to --send-results {kind}:URL")
+        target = ResultsTarget(kind=kind, url=url)
+        open_results(target).close()  # the URL, the key and its transport are checked before any work
+        return target
+    return ResultsTarget(kind=kind, url=url, otlp=otlp_target(url, protocol, headers, None, OPTION))

@@ -21,10 +21,10 @@ import typer
 from evaltrace.cli import _options as opt
 from evaltrace.cli._progress import progress_bar
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.terminal import inline, plural
+from evaltrace.collector.terminal import inline
 
 if TYPE_CHECKING:
-    from evaltrace.collector.send.exporters import OtlpTarget
+    from evaltrace.collector.send.targets import ResultsTarget
     from evaltrace.evaluators.compare.baseline import BaselineCheck
     from evaltrace.evaluators.compare.comparison import CompareOptions
     from evaltrace.evaluators.compare.sides import Side
@@ -72,8 +72,8 @@ class Scoring:
     """`--strict`: any case that regressed against the baseline fails the gate."""
     min_judge_kappa: float | None = None
     """`--min-judge-kappa K`: refuse to gate on a judge whose kappa against the store's labels is below K."""
-    send_results: OtlpTarget | None = None
-    """`--send-results URL`: the OTLP backend every score is sent to as an evaluation event."""
+    send_results: ResultsTarget | None = None
+    """`--send-results [KIND:]URL`: where every score is sent (OTLP events, Phoenix annotations, Langfuse scores)."""
     engine: str = "local"
     """`--engine NAME`: where the traces are scored (`evaluators/engine/engines.py`)."""
     ray_address: str | None = None
@@ -127,7 +127,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         [(name, ReportTarget(path, scoring.spec, cache=scoring.cache)) for name, path in reports]
     )
     writer, store = _with_store(writer, scoring.store, loaded)
-    writer, results = _with_results(writer, scoring.send_results)
+    writer, results = _with_results(writer, scoring.send_results, _judged_scorers(loaded))
     check = None if baseline is None else _with_baseline(writer, baseline, compare_options)
     writer = writer if check is None else check
     try:
@@ -146,7 +146,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     typer.echo(render_summary(run.report, run.digest), nl=False, err=json_path == "-")
     regressed = check is not None and _against_baseline(check, err=json_path == "-")
     if results is not None:
-        typer.echo(inline(f"results sent: {plural(results.sent, 'evaluation event')} to {results.where}"), err=True)
+        typer.echo(inline(results.summary()), err=True)
     if store is not None:
         # On stderr, like `run`'s notes: stdout stays the summary (or the report) scripts read.
         typer.echo(inline(f"scores stored: {store.run_id} in {store.folder}"), err=True)
@@ -164,14 +164,20 @@ def baseline_side(ref: str | None, store: Path | None) -> Side | None:
     return load_side(ref, store if store is not None else store_folder())
 
 
+def _judged_scorers(loaded: LoadedSpec | None) -> frozenset[str]:
+    """The scorers of this scoring whose verdicts an LLM judge gives."""
+    from evaltrace.evaluators.engine.scoring import default_scorers
+
+    turns = [t for turns in loaded.case_scorers.values() for t in turns] if loaded is not None else [default_scorers()]
+    return frozenset(scorer.name for turn in turns for scorer in turn if scorer.uses_judge)
+
+
 def _check_judges(loaded: LoadedSpec | None, min_kappa: float, store: Path | None) -> None:
     """Refuse (exit 2) when a judge this scoring uses is calibrated below `min_kappa`; note the unchecked ones."""
-    from evaltrace.evaluators.engine.scoring import default_scorers
     from evaltrace.evaluators.review.calibration import judge_check
     from evaltrace.evaluators.store.location import store_folder
 
-    turns = [t for turns in loaded.case_scorers.values() for t in turns] if loaded is not None else [default_scorers()]
-    judges = {scorer.name for turn in turns for scorer in turn if scorer.uses_judge}
+    judges = _judged_scorers(loaded)
     for note in judge_check(store if store is not None else store_folder(), judges, min_kappa):
         typer.echo(inline(note), err=True)
 
@@ -229,7 +235,7 @@ def _with_store(
 
 
 def _with_results(
-    writer: ReportFormat | None, target: OtlpTarget | None
+    writer: ReportFormat | None, target: ResultsTarget | None, judges: frozenset[str]
 ) -> tuple[ReportFormat | None, ResultsWriter | None]:
     """`writer` joined by the sender of every score to `target` (`None`: nothing sent).
 
@@ -242,7 +248,7 @@ def _with_results(
     from evaltrace.evaluators.report.results_writer import ResultsWriter
 
     try:
-        results = ResultsWriter(target)
+        results = ResultsWriter(target, judges)
     except BaseException:
         if writer is not None:
             writer.abort()

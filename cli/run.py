@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evaltrace.cli import _options as opt
+from evaltrace.cli import _otlp_options as otlp
 from evaltrace.cli._progress import progress_bar
 from evaltrace.cli._scoring import Scoring, baseline_side, judge_overrides, score_and_gate
 from evaltrace.collector.errors import InputError
@@ -88,6 +89,9 @@ def run(
     judge_cache_dir: opt.JudgeCacheDir = None,
     no_judge_cache: opt.NoJudgeCache = False,
     judge_allow_insecure: opt.JudgeAllowInsecure = False,
+    send_results: otlp.SendResults = None,
+    protocol: otlp.Protocol = "http/protobuf",
+    header: otlp.Headers = None,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
     from evaltrace.collector.capture.autoconf import instrument_installed
@@ -101,6 +105,7 @@ def run(
     opt.report_destinations(json_path, junit_path, markdown_path, html_path)
     store_dir = opt.store_choice(store, no_store)  # an unwritable store stops us before the agent runs
     baseline_side(baseline, store_dir)  # so does a --baseline REF that names no run
+    results = otlp.results_target(send_results, protocol, header)  # and a bad --send-results
     # As `opentelemetry-instrument` would: the installed instrumentations, before the agent's module loads.
     instrument_installed()
     function = load_agent(agent)
@@ -132,6 +137,7 @@ def run(
         store=store_dir,
         baseline=baseline,
         judge_overrides=judge_overrides(locals()),
+        send_results=results,
     )
     score_and_gate([str(directory)], scoring)  # the plugins were loaded above, once
 

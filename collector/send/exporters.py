@@ -96,23 +96,42 @@ def check_target(target: OtlpTarget) -> None:
     """Refuse an endpoint the exporters cannot use, before anything is read or sent.
 
     Raises:
-        InputError: not an http(s) URL with a host, or a port that is not a number.
+        InputError: not an http(s) URL with a host, a port that is not a number, or headers over plain http.
     """
-    parts = urlsplit(target.endpoint)
+    check_url(target.endpoint, target.option)
+    if any(resolved_headers(target, signal) for signal in ("traces", "logs")):
+        check_secret_transport(target.endpoint, target.option, "headers (--header, OTEL_EXPORTER_OTLP_*HEADERS)")
+
+
+def check_url(url: str, option: str) -> None:
+    """Refuse what is not an http(s) URL with a host and a numeric port (if any).
+
+    Raises:
+        InputError: naming `option` and the URL as it may be shown.
+    """
+    parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError(
-            f"{target.option} {shown_endpoint(target.endpoint)}: expected an http:// or https:// URL with a host "
+            f"{option} {shown_endpoint(url)}: expected an http:// or https:// URL with a host "
             "(e.g. http://127.0.0.1:4318)"
         )
     if _port(parts) is None and ":" in parts.netloc.rpartition("@")[2].rpartition("]")[2]:
-        raise InputError(f"{target.option}: the port of the endpoint is not a number")
-    headers = any(resolved_headers(target, signal) for signal in ("traces", "logs"))
-    if headers and parts.scheme == "http" and not is_loopback(parts.hostname):
-        # The judge's rule for its key: a header may hold one, and plain http shows it to the network.
+        raise InputError(f"{option}: the port of the endpoint is not a number")
+
+
+def check_secret_transport(url: str, option: str, secret: str) -> None:
+    """Refuse to send `secret` (what holds a key, as named in the error) over plain http to another host.
+
+    Raises:
+        InputError: an `http://` URL whose host is not this machine.
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.scheme == "http" and not is_loopback(host):
+        # The judge's rule for its key: plain http shows it to the network.
         raise InputError(
-            f"{target.option} {shown_endpoint(target.endpoint)}: refusing to send headers (--header, "
-            f"OTEL_EXPORTER_OTLP_*HEADERS) unencrypted over http:// to {printable(parts.hostname)}: "
-            "use https:// or a loopback address"
+            f"{option} {shown_endpoint(url)}: refusing to send {secret} unencrypted over http:// to "
+            f"{printable(host)}: use https:// or a loopback address"
         )
 
 
@@ -214,7 +233,11 @@ class Sender:
         lost = "nothing sent" if probing else f"{noun} not delivered{done}"
         hint = ""
         if self.signal == "logs" and self._watch.status is not None and self._watch.status[0] in (404, 405, 501):
-            remedy = "--no-logs sends spans only" if self.target.option == "--endpoint" else "results are log records"
+            remedy = (
+                "--no-logs sends spans only"
+                if self.target.option == "--endpoint"
+                else "results are log records; --send-results phoenix:URL or langfuse:URL use those backends' APIs"
+            )
             hint = f" (does the backend take OTLP logs? {remedy})"
         return f"{where}: {_why(self._watch, self.target.protocol)}; {lost}{hint}"
 

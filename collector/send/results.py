@@ -19,8 +19,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaltrace.collector.send.exporters import OtlpTarget, Sender
+from evaltrace.collector.send.exporters import OtlpTarget, Sender, shown_endpoint, signal_url
 from evaltrace.collector.send.sdk_objects import LogFields, ResourceCache, readable_log_record
+from evaltrace.collector.terminal import plural
 
 EVENT_NAME = "gen_ai.evaluation.result"
 SCOPE_NAME = "evaltrace"
@@ -41,6 +42,8 @@ class EvaluationResult:
     score_label: str | None = None
     explanation: str | None = None
     error_type: str | None = None
+    judged: bool = False
+    """Whether an LLM judge gave the verdict (Phoenix's annotator kind; not an OTLP attribute)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """More attributes (`evaltrace.case_id`, ...)."""
 
@@ -74,6 +77,16 @@ class ResultsSender:
     def sent(self) -> int:
         """Records the backend has taken."""
         return self._sender.sent
+
+    @property
+    def where(self) -> str:
+        """The backend, as it may be shown."""
+        target = self._sender.target
+        return shown_endpoint(target.endpoint if target.protocol == "grpc" else signal_url(target.endpoint, "logs"))
+
+    def summary(self) -> str:
+        """What was sent, for the line printed after scoring."""
+        return f"results sent: {plural(self.sent, 'evaluation event')} to {self.where}"
 
     def check(self) -> None:
         """Send an empty request, so an unreachable or refusing backend is found before any scoring.

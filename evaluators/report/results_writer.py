@@ -1,11 +1,13 @@
-"""`score --send-results URL`: every score sent to an OTLP backend as a `gen_ai.evaluation.result` event.
+"""`score --send-results [KIND:]URL`: every score sent to a results backend (`collector/send/targets.py`).
 
 A `ReportFormat` like the file reports: it receives the entries as they are scored and sends one
-event per scorer verdict of each scored sample (an entry's own `scores` summarise its samples'
+result per scorer verdict of each scored sample (an entry's own `scores` summarise its samples'
 and are not sent again), tied to the sample's trace and that trace's root span; in a multi-turn
 case each turn's verdicts go to that turn's trace. Events are sent in batches while scoring runs,
-the last batch at `finish`. The backend is checked with an empty request when the writer opens,
-so a wrong URL or a refusing backend stops the command before any scoring work.
+the last batch at `finish`. The backend is checked (an empty OTLP request, or a REST request that
+needs the key) when the writer opens, so a wrong URL or a refusing backend stops the command before
+any scoring work. Results go as OTLP `gen_ai.evaluation.result` events, Phoenix span annotations or
+Langfuse scores, by the target's kind.
 
 The event's label is `pass`, `fail` or `not_applicable`; its value is the scorer's value when it
 gave one; its explanation the scorer's reason; `error.type` the error of a scorer that could not
@@ -16,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from evaltrace.collector.send.exporters import OtlpTarget, shown_endpoint, signal_url
-from evaltrace.collector.send.results import EvaluationResult, ResultsSender
+from evaltrace.collector.send.results import EvaluationResult
+from evaltrace.collector.send.targets import ResultsTarget, open_results
 from evaltrace.evaluators.report.model import EntryResult, Report, SampleResult, ScoreResult
 from evaltrace.evaluators.report.writer import ReportEntry
 
@@ -27,12 +29,10 @@ _LABELS = {True: "pass", False: "fail", None: "not_applicable"}
 class ResultsWriter:
     """A `ReportFormat` sending each score to `target` (see the module docstring)."""
 
-    def __init__(self, target: OtlpTarget) -> None:
-        self.where = shown_endpoint(
-            signal_url(target.endpoint, "logs") if target.protocol != "grpc" else target.endpoint
-        )
-        """The backend, as it may be shown."""
-        self._sender = ResultsSender(target)
+    def __init__(self, target: ResultsTarget, judges: frozenset[str] = frozenset()) -> None:
+        self._sender = open_results(target)
+        self._judges = judges
+        """Scorers whose verdicts an LLM judge gives."""
         try:
             self._sender.check()
         except BaseException:
@@ -41,12 +41,16 @@ class ResultsWriter:
 
     @property
     def sent(self) -> int:
-        """Events the backend has taken so far."""
+        """Results the backend has taken so far."""
         return self._sender.sent
 
+    def summary(self) -> str:
+        """What was sent where, for the line printed after scoring."""
+        return self._sender.summary()
+
     def add(self, entry: ReportEntry) -> None:
-        """Queue one event per score of the entry's samples (full batches are sent at once)."""
-        for result in evaluation_results(entry.result()):
+        """Queue one result per score of the entry's samples (full batches are sent at once)."""
+        for result in evaluation_results(entry.result(), self._judges):
             self._sender.add(result)
 
     def finish(self, report: Report) -> None:
@@ -61,8 +65,8 @@ class ResultsWriter:
         self._sender.close()
 
 
-def evaluation_results(entry: EntryResult) -> Iterator[EvaluationResult]:
-    """The events of one entry: one per score of each sample that names a trace."""
+def evaluation_results(entry: EntryResult, judges: frozenset[str] = frozenset()) -> Iterator[EvaluationResult]:
+    """The results of one entry: one per score of each sample that names a trace (`judges`: judged by an LLM)."""
     for sample in entry.samples:
         for score in sample.scores:
             located = _trace_of(sample, score)
@@ -78,6 +82,7 @@ def evaluation_results(entry: EntryResult) -> Iterator[EvaluationResult]:
                 score_label=_LABELS[score.passed],
                 explanation=score.reason,
                 error_type=score.error,
+                judged=score.scorer in judges,
                 extra={k: v for k, v in extra.items() if v is not None},
             )
 

@@ -217,5 +217,6 @@ def test_a_backend_without_logs_is_named_before_scoring() -> None:
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"Error: --send-results {traces_only.endpoint}/v1/logs: the backend answered HTTP 404 Not Found; nothing "
-        "sent (does the backend take OTLP logs? results are log records)"
+        "sent (does the backend take OTLP logs? results are log records; --send-results phoenix:URL or "
+        "langfuse:URL use those backends' APIs)"
     ]
