@@ -99,10 +99,15 @@ def test_calibrate_equals_an_independent_computation_and_gates(judged: JudgedSto
     assert judge_differ == {case_id(n) for n in range(CASES) if (n in JUDGE_PASSES) == (n in PERSON_FAILS)}
     kappa = by_name["task_completion"]["stats"]["kappa"]
     assert f"kappa {kappa:.3f}" in result.stdout and "label fail" in result.stdout
-    # --min-kappa gates: below the judge's kappa passes, above it exits 1.
-    assert evaltrace("calibrate", "--store", store, "--min-kappa", f"{kappa - 0.05:.3f}").returncode == 0
+    # --min-kappa gates: below every kappa passes; above the judge's (the higher one) exits 1 naming it.
+    lowest = min(item["stats"]["kappa"] for item in report["scorers"])
+    assert kappa > lowest  # the outcome agrees less (case 6 fails a rule the judge passes)
+    assert evaltrace("calibrate", "--store", store, "--min-kappa", f"{lowest - 0.05:.3f}").returncode == 0
+    between = evaltrace("calibrate", "--store", store, "--min-kappa", f"{(lowest + kappa) / 2:.3f}")
+    assert between.returncode == 1
+    assert [line.split(":")[0] for line in between.stdout.splitlines() if "BELOW" in line] == ["entry outcome"]
     above = evaltrace("calibrate", "--store", store, "--min-kappa", f"{kappa + 0.05:.3f}")
-    assert above.returncode == 1 and "BELOW --min-kappa" in above.stdout
+    assert above.returncode == 1 and above.stdout.count("BELOW --min-kappa") == 2
 
 
 def test_fewer_than_ten_labels_are_not_gated(judged: JudgedStore, tmp_path: Path) -> None:
