@@ -11,6 +11,7 @@ Real subprocesses, the real openai client and instrumentation, real Parquet file
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -104,3 +105,37 @@ def test_disabled_instrumentations_are_not_loaded(tmp_path: Path) -> None:
     # The reason says what is missing: the instrumentation, not content capture.
     (reason,) = [line for line in done.stdout.splitlines() if line.strip().startswith("- output:")]
     assert "is its model client instrumented?" in reason and "EVALTRACE_CAPTURE_CONTENT" not in reason
+
+
+SELF_RECORDING_APP = """
+from evaltrace.collector import agent_run, record, tool_call
+
+record()  # an app that records itself: under `evaltrace run` it gets the run's recording
+
+
+def answer(question: str) -> str:
+    with agent_run("bot", input=question) as run:
+        with tool_call("lookup", {"q": run.input}, call_id="c1") as call:
+            call.result = "found"
+        run.output = f"answer to {run.input}"
+    return run.output
+"""
+
+
+def test_an_agent_that_records_itself_writes_into_the_run_folder_once(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(SELF_RECORDING_APP, encoding="utf-8")
+    expect = "{output: {contains: [answer to hello]}, tool_calls: [{name: lookup, arguments: {q: hello}}]}"
+    spec = f"cases:\n  - {{id: a, input: hello, expect: {expect}}}\n"
+    (tmp_path / "evals.yaml").write_text(spec, encoding="utf-8")
+    command = [str(BIN / "evaltrace"), "run", "--agent", "app:answer", "--spec", "evals.yaml", "--out", "out"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "EVALTRACE_"))}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    trace = _trace(tmp_path)
+    assert (trace["input"], trace["output"]) == ("hello", "answer to hello")
+    assert [(c["name"], c["arguments"], c["result"]) for c in trace["tool_calls"]] == [
+        ("lookup", {"q": "hello"}, "found")
+    ]
+    span_ids = _span_ids(tmp_path)
+    assert len(span_ids) == len(set(span_ids)) == 3  # the runner's root, the agent run, the tool call
+    assert not list(tmp_path.glob("runs/*.parquet"))  # record()'s own folder got nothing
