@@ -1,4 +1,9 @@
-"""`evaltrace collect`: an OTLP receiver (HTTP and gRPC) that records what it receives as run files."""
+"""`evaltrace collect`: an OTLP receiver (HTTP and gRPC) that records what it receives as run files.
+
+Alone it runs until SIGTERM or Ctrl-C. With `-- CMD [ARGS...]` it runs the command pointed at itself
+(`_collect_child.py`) and stops when the command exits: the files are complete when it returns, so
+a CI step can score them next. Its own lines then go to stderr, leaving stdout to the command.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,11 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from evaltrace.collector.terminal import plural, printable
+from evaltrace.collector.terminal import inline, plural, printable
 
 if TYPE_CHECKING:
     from evaltrace.collector.receive.config import ReceiverConfig
@@ -19,6 +24,8 @@ if TYPE_CHECKING:
 
 _EXIT_UNWRITTEN = 1
 """Exit code when something received could not be written (the files' loss counts say how much)."""
+_EXIT_RECEIVER_FAILED = 2
+"""With a command: the exit code when the receiver failed (something received not written)."""
 
 
 def collect(
@@ -60,13 +67,24 @@ def collect(
             help="Listen beyond loopback without $EVALTRACE_COLLECT_TOKEN: anyone who can connect may send.",
         ),
     ] = False,
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[-- CMD [ARGS...]]",
+            help="Run CMD exporting here (OTEL_EXPORTER_OTLP_ENDPOINT/_PROTOCOL, and the token header, unless "
+            "an endpoint is set); when it exits, write every file and exit with its exit code (2 if the "
+            "receiver failed).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Receive OTLP traces and logs from any app or Collector and write them as run files.
 
     Loopback unless told otherwise; with $EVALTRACE_COLLECT_TOKEN set, requests need that bearer token.
     Beyond loopback a token is required, unless --allow-unauthenticated says otherwise.
 
-    Ctrl-C or SIGTERM stops it after writing everything it acknowledged.
+    Ctrl-C or SIGTERM stops it after writing everything it acknowledged. With `-- CMD`, it stops
+    when CMD exits (Ctrl-C and SIGTERM are passed to CMD), and the files are complete when it returns.
     """
     # gRPC's C core logs its own errors (a port in use...) to stderr, before the one `Error:` line
     # this command prints for them; read when grpc is first imported, below.
@@ -77,7 +95,9 @@ def collect(
     config = _config(http, grpc, directory, run_id, max_request_mb, queue_items, allow_unauthenticated)
     settings = ExporterSettings.from_env(directory=config.directory, run_id=run_id)
     _check_folder(settings.directory)
-    receiver = Receiver(config, settings)
+    receiver = Receiver(config, settings, say=_say)
+    if command:
+        _run_command(receiver, command, settings.directory, settings.run_id)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -137,7 +157,34 @@ def _check_folder(folder: Path) -> None:
         raise InputError(f"--dir {printable(str(folder))}: not writable")
 
 
-def _announce(receiver: Receiver, directory: Path, run_id: str) -> None:
+def _say(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+def _run_command(receiver: Receiver, command: list[str], directory: Path, run_id: str) -> NoReturn:
+    """Run `command` exporting to `receiver`, stop when it exits, and exit with its code."""
+    from evaltrace.cli import _collect_child as child
+
+    token = receiver.config.token
+    shown = child.child_settings(
+        os.environ, receiver.http_address, receiver.grpc_address, token.get_secret_value() if token else None
+    )
+    gc.freeze()
+    receiver.start()
+    try:
+        process = child.start(command, shown.env)
+    except BaseException:
+        receiver.stop()
+        raise
+    _announce(receiver, directory, run_id, err=True, running=f"Running {inline(command[0])} with {shown.shown}")
+    code = child.wait(process)
+    _say(f"evaltrace collect: {inline(command[0])} exited with {code}; writing what was received...")
+    summary = receiver.stop()
+    _report(summary, directory, err=True)
+    raise typer.Exit(_EXIT_RECEIVER_FAILED if summary.written.unwritten else code)
+
+
+def _announce(receiver: Receiver, directory: Path, run_id: str, *, err: bool = False, running: str = "") -> None:
     lines = [f"evaltrace collect: recording into {printable(str(directory))} (run id {printable(run_id)})"]
     http, grpc = receiver.http_address, receiver.grpc_address
     if http is not None:
@@ -150,19 +197,22 @@ def _announce(receiver: Receiver, directory: Path, run_id: str) -> None:
         lines.append(f"  (over gRPC: OTEL_EXPORTER_OTLP_PROTOCOL=grpc OTEL_EXPORTER_OTLP_ENDPOINT=http://{grpc})")
     if receiver.config.token is not None:
         lines.append("Requests must carry the bearer token in $EVALTRACE_COLLECT_TOKEN.")
-    lines.append("Stop with Ctrl-C or SIGTERM: everything acknowledged is written first.")
-    typer.echo("\n".join(lines))
+    lines.append(running or "Stop with Ctrl-C or SIGTERM: everything acknowledged is written first.")
+    typer.echo("\n".join(lines), err=err)
     exposed = [a for a in (http, grpc) if a is not None and not a.is_loopback]
     if exposed and receiver.config.token is None:  # only with --allow-unauthenticated (the config refuses it otherwise)
         shown = ", ".join(str(a) for a in exposed)
         typer.echo(f"Warning: listening beyond this machine ({shown}) with no $EVALTRACE_COLLECT_TOKEN", err=True)
 
 
-def _report(summary: Summary, directory: Path) -> None:
+def _report(summary: Summary, directory: Path, *, err: bool = False) -> None:
+    from evaltrace.collector.receive.refusals import summary as refusal_summary
+
     counts, written = summary.counts, summary.written
     typer.echo(
         f"evaltrace collect: received {plural(counts.spans, 'span')} and {plural(counts.log_records, 'log record')} "
-        f"in {plural(counts.requests, 'request')}; wrote them to {printable(str(directory))}"
+        f"in {plural(counts.requests, 'request')}; wrote them to {printable(str(directory))}",
+        err=err,
     )
     notes = []
     if counts.rejected_items:
@@ -170,11 +220,10 @@ def _report(summary: Summary, directory: Path) -> None:
     if counts.dropped_items:
         dropped = plural(counts.dropped_items, "event, link or attribute", "events, links or attributes")
         notes.append(f"{dropped} over the SDK limits dropped (counted in the files)")
-    if counts.refused_requests:
-        notes.append(f"{plural(counts.refused_requests, 'request')} refused while busy (the senders retry)")
-    if counts.bad_requests:
-        notes.append(f"{plural(counts.bad_requests, 'unreadable request')} answered 400")
+    if summary.refusals:
+        refused = sum(summary.refusals.values())
+        notes.append(f"{plural(refused, 'request')} refused: {refusal_summary(summary.refusals)}")
     if notes:
-        typer.echo("  " + "; ".join(notes))
+        typer.echo("  " + "; ".join(notes), err=err)
     if written.unwritten:
         typer.echo(f"Error: {plural(written.unwritten, 'received item')} could not be written", err=True)

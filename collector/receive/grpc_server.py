@@ -3,10 +3,13 @@
 Without the configured bearer token a call is answered UNAUTHENTICATED by an interceptor, from its
 metadata, before its message is received or parsed: the refusal is a streaming handler that never
 reads its requests. gRPC itself decompresses (gzip) and enforces the size limit on the
-decompressed message (RESOURCE_EXHAUSTED), and answers an undecodable message with an error. Here:
-UNAVAILABLE (retryable for OTLP clients) when the queue is
-full or the receiver is stopping, and otherwise the export response, with a partial success
-when items were rejected.
+decompressed message (RESOURCE_EXHAUSTED, answered by gRPC's core: the call never reaches this
+module, so it is not counted among the refusals). The handlers take the message as bytes and parse
+it here, so a message that is not an export request is INVALID_ARGUMENT with the decoder's reason
+(a deserializer registered with gRPC would make it INTERNAL, a server fault the client may retry).
+Here too: UNAVAILABLE (retryable for OTLP clients) when the queue is full or the receiver is
+stopping, and otherwise the export response, with a partial success when items were rejected.
+Each refusal is noted in the intake's `RefusalLog`.
 """
 
 from __future__ import annotations
@@ -14,48 +17,81 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import NoReturn
 
 import grpc
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from pydantic import SecretStr
 
+from evaltrace.collector.errors import InputError
 from evaltrace.collector.receive.config import Address, ReceiverConfig, bearer_matches
-from evaltrace.collector.receive.handling import Intake, Refused, Request, Response
+from evaltrace.collector.receive.handling import Intake, Refused, Response, parse_body
+from evaltrace.collector.receive.refusals import RefusalLog
 from evaltrace.collector.receive.workqueue import Signal
+
+SERVICES = {
+    Signal.TRACES: trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name,
+    Signal.LOGS: logs_service_pb2.DESCRIPTOR.services_by_name["LogsService"].full_name,
+}
+"""The OTLP service of each signal; each has one method, `Export`."""
 
 
 class _Export:
-    """What both services do with a request."""
+    """What both services do with a request's bytes."""
 
-    def __init__(self, config: ReceiverConfig, intake: Intake, stopping: threading.Event) -> None:
-        self.config, self.intake, self.stopping = config, intake, stopping
+    def __init__(self, signal: Signal, intake: Intake, stopping: threading.Event) -> None:
+        self.signal, self.intake, self.stopping = signal, intake, stopping
 
-    def __call__(self, signal: Signal, request: Request, context: grpc.ServicerContext) -> Response:
+    def __call__(self, message: bytes, context: grpc.ServicerContext) -> Response:
         if self.stopping.is_set():
             self.intake.count(refused_requests=1)
-            context.abort(grpc.StatusCode.UNAVAILABLE, "the receiver is shutting down")
+            _abort(self.intake.refusals, context, grpc.StatusCode.UNAVAILABLE, "the receiver is shutting down")
         try:
-            return self.intake.accept(signal, request)
+            request = parse_body(self.signal, message, is_json=False)
+        except InputError as exc:
+            self.intake.count(bad_requests=1)
+            _abort(self.intake.refusals, context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        try:
+            return self.intake.accept(self.signal, request)
         except Refused as exc:
-            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-            raise  # not reached: abort raises
+            _abort(self.intake.refusals, context, grpc.StatusCode.UNAVAILABLE, str(exc))
+        raise AssertionError("not reached: abort raises")
 
 
-def _unauthenticated(requests: Iterator[bytes], context: grpc.ServicerContext) -> None:
-    # A stream-request handler: gRPC hands it an iterator that reads the message only if asked.
-    context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required")
+def _abort(refusals: RefusalLog, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
+    refusals.note(f"gRPC {code.name}", message)
+    context.abort(code, message)
+    raise AssertionError("not reached: abort raises")
 
 
-_REFUSE = grpc.stream_unary_rpc_method_handler(_unauthenticated)
+def _serialize(response: Response) -> bytes:
+    data: bytes = response.SerializeToString()
+    return data
+
+
+def _services(intake: Intake, stopping: threading.Event) -> list[grpc.GenericRpcHandler]:
+    """The two services, their `Export` taking the message unparsed (`request_deserializer=None`)."""
+    return [
+        grpc.method_handlers_generic_handler(
+            service,
+            {"Export": grpc.unary_unary_rpc_method_handler(_Export(signal, intake, stopping), None, _serialize)},
+        )
+        for signal, service in SERVICES.items()
+    ]
 
 
 class _TokenCheck(grpc.ServerInterceptor):  # type: ignore[misc]
     """Lets a call through only with `authorization: Bearer <token>` in its metadata."""
 
-    def __init__(self, token: SecretStr) -> None:
+    def __init__(self, token: SecretStr, refusals: RefusalLog) -> None:
         self._token = token
+
+        def refuse(requests: Iterator[bytes], context: grpc.ServicerContext) -> None:
+            # A stream-request handler: gRPC hands it an iterator that reads the message only if asked.
+            _abort(refusals, context, grpc.StatusCode.UNAUTHENTICATED, "a valid bearer token is required")
+
+        self._refuse = grpc.stream_unary_rpc_method_handler(refuse)
 
     def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler], details: grpc.HandlerCallDetails
@@ -63,23 +99,7 @@ class _TokenCheck(grpc.ServerInterceptor):  # type: ignore[misc]
         given = dict(details.invocation_metadata or ()).get("authorization", "")
         if bearer_matches(self._token, str(given).encode("utf-8", "replace")):
             return continuation(details)
-        return _REFUSE
-
-
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, export: _Export) -> None:
-        self._export = export
-
-    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._export(Signal.TRACES, request, context)
-
-
-class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
-    def __init__(self, export: _Export) -> None:
-        self._export = export
-
-    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._export(Signal.LOGS, request, context)
+        return self._refuse
 
 
 class GrpcListener:
@@ -95,11 +115,9 @@ class GrpcListener:
             ],
             # Calls beyond these wait in no unbounded queue: gRPC answers RESOURCE_EXHAUSTED.
             maximum_concurrent_rpcs=workers * 2,
-            interceptors=[_TokenCheck(config.token)] if config.token is not None else [],
+            interceptors=[_TokenCheck(config.token, intake.refusals)] if config.token is not None else [],
+            handlers=_services(intake, stopping),
         )
-        export = _Export(config, intake, stopping)
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(export), self._server)  # type: ignore[no-untyped-call]
-        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_LogsService(export), self._server)  # type: ignore[no-untyped-call]
         port = self._server.add_insecure_port(str(address))
         self.address = Address(address.host, port)
 

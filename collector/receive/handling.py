@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import SpanLimits
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp import decode, jsonformat
 from evaltrace.collector.receive import limits
+from evaltrace.collector.receive.refusals import RefusalLog
 from evaltrace.collector.receive.workqueue import Signal, Work, WorkQueue
 
 Request = ExportTraceServiceRequest | ExportLogsServiceRequest
@@ -60,13 +61,21 @@ class Counts:
 class Intake:
     """Decodes requests and queues their items; counts what it took (thread-safe)."""
 
-    def __init__(self, queue: WorkQueue, wait: float = 0.0, span_limits: SpanLimits | None = None) -> None:
+    def __init__(
+        self,
+        queue: WorkQueue,
+        wait: float = 0.0,
+        span_limits: SpanLimits | None = None,
+        refusals: RefusalLog | None = None,
+    ) -> None:
         self.queue = queue
         self.wait = wait
         """Seconds a request may wait for room in a full queue."""
         self.limits = span_limits or SpanLimits()
         """The SDK's limits (read from the environment as the SDK reads them)."""
         self.counts = Counts()
+        self.refusals = refusals or RefusalLog()
+        """Every refused request by kind (both transports note theirs here)."""
         self._lock = threading.Lock()
 
     def accept(self, signal: Signal, request: Request) -> Response:

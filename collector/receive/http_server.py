@@ -105,6 +105,7 @@ class _Server(ThreadingHTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         """A thread for the connection if under the cap; otherwise a 503 from this (accepting) thread."""
         if not self._slots.acquire(blocking=False):
+            self.context.intake.refusals.note("HTTP 503", "too many connections")
             _refuse(request, self._full)
             self.shutdown_request(request)
             return
@@ -181,6 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's own error answers (malformed request, unknown method) linger too."""
+        self.server.context.intake.refusals.note(f"HTTP {code}", message or HTTPStatus(code).phrase)
         super().send_error(code, message, explain)
         self.linger = True
 
@@ -216,6 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
         """HEAD gets its status line and headers only."""
         self.close_connection = True
         status = 405 if urlsplit(self.path).path in ROUTES else 404
+        self.server.context.intake.refusals.note(f"HTTP {status}", "HEAD: use POST")
         self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -325,6 +328,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, body, _JSON if is_json else _PROTOBUF, {})
 
     def _send_error(self, error: HttpError, is_json: bool) -> None:
+        self.server.context.intake.refusals.note(f"HTTP {error.status}", str(error))
         if error.close:
             self.close_connection = self.linger = True
         status = status_pb2.Status(code=_RPC_CODES.get(error.status, code_pb2.UNKNOWN), message=str(error))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from evaltrace.collector.capture.exporter import ExporterSettings
 from evaltrace.collector.errors import InputError
@@ -18,6 +19,7 @@ from evaltrace.collector.receive.config import Address, ReceiverConfig
 from evaltrace.collector.receive.grpc_server import GrpcListener
 from evaltrace.collector.receive.handling import Counts, Intake
 from evaltrace.collector.receive.http_server import HttpContext, HttpListener
+from evaltrace.collector.receive.refusals import RefusalLog
 from evaltrace.collector.receive.workqueue import WorkQueue
 from evaltrace.collector.receive.writer import RunWriter, Written
 
@@ -28,19 +30,25 @@ class Summary:
 
     counts: Counts
     written: Written
+    refusals: dict[str, int] = field(default_factory=dict)
+    """Refused requests by kind (`HTTP 401`, `gRPC INVALID_ARGUMENT`, ...)."""
 
 
 class Receiver:
     """An OTLP receiver writing run files with `settings` (folder, run id, redaction, rolls).
 
+    `say` gets a line for refused requests while it runs (rate-limited; default: the `evaltrace` logger).
+
     Raises:
         InputError: an address cannot be listened on (in use, or not this machine's).
     """
 
-    def __init__(self, config: ReceiverConfig, settings: ExporterSettings) -> None:
+    def __init__(
+        self, config: ReceiverConfig, settings: ExporterSettings, say: Callable[[str], None] | None = None
+    ) -> None:
         self.config = config
         self.queue = WorkQueue(config.queue_items)
-        self.intake = Intake(self.queue, config.queue_wait_seconds)
+        self.intake = Intake(self.queue, config.queue_wait_seconds, refusals=RefusalLog(say))
         self.stopping = threading.Event()
         self._permits = threading.BoundedSemaphore(config.max_concurrent_requests)
         self.writer = RunWriter(self.queue, settings)
@@ -99,4 +107,4 @@ class Receiver:
             if not self._permits.acquire(timeout=max(0.0, deadline - time.monotonic())):
                 break
         written = self.writer.finish()
-        return Summary(self.intake.snapshot(), written)
+        return Summary(self.intake.snapshot(), written, self.intake.refusals.counts())

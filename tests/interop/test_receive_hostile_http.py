@@ -117,7 +117,11 @@ def test_a_content_length_that_is_not_ascii_digits_is_a_400(tmp_path: Path, leng
             status, _, body = _read_answer(sock, until_closed=False)
         assert collector.stop() == 0
     assert (status, _message(body)) == (400, "Content-Length is not a number (ASCII digits, at most 18)")
-    assert collector.err.splitlines() == ["evaltrace collect: stopping: writing what was received..."], collector.err
+    # One line says the request was refused (with the receiver's reason, not the request's bytes).
+    assert collector.err.splitlines() == [
+        "evaltrace collect: refused a request: HTTP 400: Content-Length is not a number (ASCII digits, at most 18)",
+        "evaltrace collect: stopping: writing what was received...",
+    ], collector.err
 
 
 def test_expect_100_continue_gets_its_503_before_any_100(tmp_path: Path) -> None:

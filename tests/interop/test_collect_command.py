@@ -1,0 +1,119 @@
+"""`evaltrace collect [options] -- CMD`: runs CMD exporting to the receiver and returns once every span
+CMD's exporter flushed is in a complete run file, with CMD's exit code.
+
+CMD is a real process using the real OTel SDK's OTLP exporters, configured by nothing but the
+environment collect gives it (`_collect_child_app.py`). The files are read back with evaltrace's
+own reader, which skips in-flight files: a span counted there is in a finished file.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _receive_process import clean_env
+
+from evaltrace.collector.store.reader import read_spans
+
+APP = Path(__file__).with_name("_collect_child_app.py")
+TOKEN = "s3cr3t-t0ken,with=odd%chars"
+
+
+def _collect(
+    folder: Path, *command: str, listen: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    listeners = listen or ("--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0")
+    args = [sys.executable, "-m", "evaltrace.cli", "collect", "--dir", str(folder), *listeners, "--", *command]
+    return subprocess.run(args, capture_output=True, text=True, timeout=180, env=clean_env(env))
+
+
+def _names(folder: Path) -> list[str]:
+    return [span.name for span in read_spans([folder])]
+
+
+@pytest.mark.parametrize(
+    ("listen", "env"),
+    [
+        pytest.param((), None, id="http"),
+        pytest.param(("--http", "off", "--grpc", "127.0.0.1:0"), None, id="grpc-only"),
+        pytest.param((), {"EVALTRACE_COLLECT_TOKEN": TOKEN}, id="http-token"),
+    ],
+)
+def test_the_files_are_complete_when_the_command_returns(
+    tmp_path: Path, listen: tuple[str, ...], env: dict[str, str] | None
+) -> None:
+    folder = tmp_path / "runs"
+    done = _collect(folder, sys.executable, str(APP), "send", "2000", "3", listen=listen, env=env)
+    assert done.returncode == 3, done.stderr
+    names = _names(folder)
+    assert len(names) == 2000
+    assert set(names) == {f"span {n}" for n in range(2000)}
+    assert "received 2,000 spans" in done.stderr or "received 2000 spans" in done.stderr, done.stderr
+    assert "refused" not in done.stderr  # a token the child did not carry would show as HTTP 401
+    assert done.stdout == ""  # collect's own lines go to stderr: stdout is the command's
+    assert TOKEN not in done.stderr and "s3cr3t" not in done.stderr
+
+
+def test_the_command_gets_the_receivers_real_address_and_protocol(tmp_path: Path) -> None:
+    done = _collect(tmp_path / "runs", sys.executable, str(APP), "env", env={"EVALTRACE_COLLECT_TOKEN": TOKEN})
+    assert done.returncode == 0, done.stderr
+    given = json.loads(done.stdout)
+    endpoint = given["OTEL_EXPORTER_OTLP_ENDPOINT"]
+    assert endpoint.startswith("http://127.0.0.1:") and not endpoint.endswith(":0")
+    assert f"OTLP/HTTP  {endpoint}" in done.stderr
+    assert given["OTEL_EXPORTER_OTLP_PROTOCOL"] == "http/protobuf"
+    assert given["OTEL_EXPORTER_OTLP_HEADERS"] == "authorization=Bearer%20s3cr3t-t0ken%2Cwith%3Dodd%25chars"
+    assert "s3cr3t" not in done.stderr
+
+
+def test_an_endpoint_already_set_is_left_alone(tmp_path: Path) -> None:
+    mine = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:9/v1/traces"}
+    done = _collect(tmp_path / "runs", sys.executable, str(APP), "env", env=mine)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == mine
+    assert "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is already set" in done.stderr
+
+
+def test_sigterm_is_passed_to_the_command_and_its_last_spans_written(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    command = [sys.executable, "-m", "evaltrace.cli", "collect", "--dir", str(folder)]
+    command += ["--http", "127.0.0.1:0", "--grpc", "off", "--", sys.executable, str(APP), "wait-term", "5"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 5, err
+    assert _names(folder) == ["terminated"]
+
+
+def test_a_command_ended_by_a_signal_exits_128_plus_n(tmp_path: Path) -> None:
+    done = _collect(tmp_path / "runs", sys.executable, str(APP), "kill-self")
+    assert done.returncode == 128 + signal.SIGKILL, done.stderr
+
+
+def test_a_command_that_does_not_exist_is_one_error_line(tmp_path: Path) -> None:
+    done = _collect(tmp_path / "runs", "no-such-command-h8", "--flag")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["Error: cannot run no-such-command-h8: No such file or directory"]
+
+
+def test_a_protocol_with_no_listener_is_one_error_line(tmp_path: Path) -> None:
+    done = _collect(
+        tmp_path / "runs",
+        sys.executable,
+        str(APP),
+        "env",
+        listen=("--http", "127.0.0.1:0", "--grpc", "off"),
+        env={"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "Error: $OTEL_EXPORTER_OTLP_PROTOCOL is grpc, but that listener is off (--http / --grpc)"
+    ]
