@@ -34,6 +34,7 @@ class Received:
 
     path: str
     authorization: str | None
+    ingestion_version: str | None
     span_ids: list[str] = field(default_factory=list)
 
 
@@ -44,7 +45,8 @@ class _Receiver(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         request = ExportTraceServiceRequest.FromString(body)
         ids = [s.span_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
-        self.received.append(Received(self.path, self.headers.get("Authorization"), ids))
+        version = self.headers.get("x-langfuse-ingestion-version")
+        self.received.append(Received(self.path, self.headers.get("Authorization"), version, ids))
         reply = ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
@@ -83,6 +85,7 @@ def test_readme_langfuse_example_sends_spans_with_basic_auth(
     expected_auth = "Basic " + base64.b64encode(f"{PUBLIC}:{SECRET}".encode()).decode()
     assert {r.path for r in received} == {"/api/public/otel/v1/traces"}
     assert {r.authorization for r in received} == {expected_auth}
+    assert {r.ingestion_version for r in received} == {"4"}  # Langfuse's real-time ingestion asks for it
     local = {s.span_id for s in read_spans([tmp_path / "runs"])}
     assert sorted(i for r in received for i in r.span_ids) == sorted(local)
     assert PUBLIC not in done.stderr and SECRET not in done.stderr

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -26,11 +28,19 @@ from typing import Any
 import pytest
 from _send_fixtures import evaltrace
 from _serving import serving
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from readme_blocks import bash_block, run_lines
+
+from evaltrace.collector.store.reader import read_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_RUNS = ROOT / "samples" / "runs"
 PUBLIC, SECRET = "pk-lf-test-1234", "sk-lf-test-5678"
 KEYS = {"LANGFUSE_PUBLIC_KEY": PUBLIC, "LANGFUSE_SECRET_KEY": SECRET}
+OTLP_TRACES = "/api/public/otel/v1/traces"
 SCORE_FIELDS = {"id", "traceId", "name", "value", "dataType", "comment", "metadata", "observationId", "configId"}
 
 
@@ -43,6 +53,10 @@ class Langfuse:
     """(method, path) of every request."""
     problems: list[str] = field(default_factory=list)
     """Requests that broke the documented shape (each was answered 400 or 401)."""
+    span_ids: list[str] = field(default_factory=list)
+    """Spans received on Langfuse's OTLP endpoint."""
+    ingestion_versions: set[str | None] = field(default_factory=set)
+    """The `x-langfuse-ingestion-version` of each OTLP request."""
     rate_limit_first: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -81,6 +95,8 @@ def _handler(state: Langfuse) -> type[BaseHTTPRequestHandler]:
             if self.headers.get("Authorization") != auth:
                 state.problems.append("no Basic auth")
                 return self._answer(401, {"message": "Invalid credentials"})
+            if self.path == OTLP_TRACES:
+                return self._take_spans(body)
             if self.path != "/api/public/scores":
                 return self._answer(404, {"message": "not found"})
             with state.lock:
@@ -95,6 +111,18 @@ def _handler(state: Langfuse) -> type[BaseHTTPRequestHandler]:
                 return self._answer(400, {"message": problem})
             state.scores.append(score)
             self._answer(200, {"id": score.get("id", "generated")})
+
+        def _take_spans(self, body: bytes) -> None:
+            request = ExportTraceServiceRequest.FromString(body)
+            spans = [s for r in request.resource_spans for ss in r.scope_spans for s in ss.spans]
+            state.span_ids += [s.span_id.hex() for s in spans]
+            state.ingestion_versions.add(self.headers.get("x-langfuse-ingestion-version"))
+            reply = ExportTraceServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
 
         def _answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(body).encode()
@@ -267,3 +295,23 @@ def test_bad_kinds_and_options_are_refused(args: list[str], error: str) -> None:
     done = evaltrace("score", SAMPLE_RUNS, "--no-store", *args)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [error]
+
+
+def test_the_readme_langfuse_block_sends_spans_then_scores(tmp_path: Path) -> None:
+    # As written in the README: replay with the documented headers, then score with langfuse:$LANGFUSE_HOST.
+    import shutil
+
+    shutil.copytree(SAMPLE_RUNS, tmp_path / "runs")
+    shutil.copy(ROOT / "samples" / "evals.yaml", tmp_path / "evals.yaml")
+    state = Langfuse(rate_limit_first=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LANGFUSE_"))}
+    bin_dir = str(Path(sys.executable).parent)
+    with running_langfuse(state) as url:
+        env.update(KEYS, LANGFUSE_HOST=url, NO_PROXY="127.0.0.1", PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+        (done,) = run_lines([bash_block("# Replay to Langfuse:")], tmp_path, env)
+    assert sorted(state.span_ids) == sorted(s.span_id for s in read_spans([SAMPLE_RUNS]))
+    assert state.ingestion_versions == {"4"}
+    assert state.scores and state.problems == []
+    assert {s["traceId"] for s in state.scores} <= {s.trace_id for s in read_spans([SAMPLE_RUNS])}
+    assert f"results sent: {len(state.scores)} scores to {url}" in done.stderr
+    assert SECRET not in done.stdout + done.stderr
