@@ -104,8 +104,7 @@ def create_app(data: ReviewData, access: Access) -> Starlette:
 
     async def entries(request: Request) -> Response:
         q = request.query_params
-        filters = Filters(failed=q.get("failed") == "1", scorer=q.get("scorer", ""), case=q.get("case", ""))
-        filters = Filters(filters.failed, filters.scorer, filters.case, tier=q.get("tier", ""))
+        filters = Filters(q.get("failed") == "1", q.get("scorer", ""), q.get("case", ""), q.get("tier", ""))
         return _json({"entries": data.entries(q.get("source", ""), filters)})
 
     async def entry(request: Request) -> Response:

@@ -77,7 +77,14 @@ def test_list_filter_open_and_label_by_click_and_keyboard(judged: JudgedStore, t
                           " t.dispatchEvent(new Event('change')); })()")  # fmt: skip
             full = [c for c in judge_failed if int(c.split("-")[1]) >= 7]
             wait_until(page, f"document.querySelectorAll('#entries-body tr').length === {len(full)}")
-            page.evaluate("(() => { for (const [id, v] of [['f-scorer', ''], ['f-tier', '']]) {"
+            assert rows(page) == full
+            page.evaluate("(() => { const c = document.getElementById('f-case'); c.value = 'case-1*';"
+                          " c.dispatchEvent(new Event('change')); })()")  # fmt: skip
+            tens = [c for c in full if c.startswith("case-1")]
+            assert 0 < len(tens) < len(full)
+            wait_until(page, f"document.querySelectorAll('#entries-body tr').length === {len(tens)}")
+            assert rows(page) == tens
+            page.evaluate("(() => { for (const [id, v] of [['f-scorer', ''], ['f-tier', ''], ['f-case', '']]) {"
                           " const e = document.getElementById(id); e.value = v; e.dispatchEvent(new Event('change')); }"
                           " })()")  # fmt: skip
             wait_until(page, f"document.querySelectorAll('#entries-body tr').length === {len(failed)}")

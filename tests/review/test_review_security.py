@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from cli_process import evaltrace
 from review_server import Server, review_server
 from review_store import record_traces
 
@@ -112,3 +113,11 @@ def test_the_server_listens_on_127_0_0_1_only(app: tuple[Server, Path]) -> None:
         if line.split()[3] == "0A" and line.split()[1].endswith(f":{server.port:04X}")
     ]
     assert mine == [f"0100007F:{server.port:04X}"]
+
+
+def test_a_port_in_use_is_one_error_line(app: tuple[Server, Path], tmp_path: Path) -> None:
+    server, _ = app
+    taken = evaltrace("review", "--no-browser", "--port", str(server.port), cwd=tmp_path, timeout=60)
+    assert taken.returncode == 2 and taken.stdout == ""
+    assert taken.stderr.startswith(f"Error: --port {server.port}: cannot listen on 127.0.0.1:{server.port}")
+    assert taken.stderr.count("\n") == 1
