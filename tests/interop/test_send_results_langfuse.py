@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import subprocess
 import sys
 import threading
 from collections import Counter
@@ -315,3 +316,44 @@ def test_the_readme_langfuse_block_sends_spans_then_scores(tmp_path: Path) -> No
     assert {s["traceId"] for s in state.scores} <= {s.trace_id for s in read_spans([SAMPLE_RUNS])}
     assert f"results sent: {len(state.scores)} scores to {url}" in done.stderr
     assert SECRET not in done.stdout + done.stderr
+
+
+def test_run_sends_its_scores_too(tmp_path: Path) -> None:
+    state = Langfuse(rate_limit_first=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LANGFUSE_"))}
+    env.update(KEYS, NO_PROXY="127.0.0.1")
+    with running_langfuse(state) as url:
+        ran = subprocess.run(
+            [sys.executable, "-m", "evaltrace.cli", "run", "--agent", "samples.agent:run", "--spec",
+             str(ROOT / "samples" / "evals.yaml"), "--out", str(tmp_path / "ran"), "--json", str(tmp_path / "r.json"),
+             "--no-store", "--send-results", f"langfuse:{url}"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    expected = Counter(
+        (sample["trace_id"], score["scorer"])
+        for entry in report["entries"]
+        for sample in entry["samples"]
+        for score in sample["scores"]
+    )
+    assert expected and Counter((s["traceId"], s["name"]) for s in state.scores) == expected
+    recorded = {s.trace_id for s in read_spans([tmp_path / "ran"])}
+    assert {s["traceId"] for s in state.scores} <= recorded
+    assert f"results sent: {sum(expected.values())} scores to {url}" in ran.stderr
+
+
+def test_run_refuses_a_bad_results_target_before_the_agent_runs(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LANGFUSE_"))}
+    ran = subprocess.run(
+        [sys.executable, "-m", "evaltrace.cli", "run", "--agent", "samples.agent:run", "--spec",
+         str(ROOT / "samples" / "evals.yaml"), "--out", str(tmp_path / "ran"), "--no-store",
+         "--send-results", "langfuse:https://cloud.langfuse.com"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 2
+    assert ran.stderr.splitlines() == [
+        "Error: --send-results https://cloud.langfuse.com: set LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY "
+        "(the Langfuse project's API keys)"
+    ]
+    assert not (tmp_path / "ran").exists()

@@ -13,6 +13,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import httpx
 import pytest
 from _phoenix import PhoenixServer, running_phoenix
 from _send_fixtures import evaltrace, record_run
+from _serving import serving
 
 from evaltrace.collector.store.reader import read_spans
 
@@ -104,3 +106,68 @@ def test_traces_phoenix_does_not_hold_are_one_error_line(phoenix: PhoenixServer,
         line,
     ), line
     assert "results sent" not in done.stdout + done.stderr
+
+
+class _PhoenixStandIn(BaseHTTPRequestHandler):
+    """Answers like Phoenix's REST API and keeps every request's method, path, Authorization and body."""
+
+    seen: list[tuple[str, str, str | None, Any]]
+
+    def do_GET(self) -> None:
+        self.seen.append(("GET", self.path, self.headers.get("Authorization"), None))
+        self._answer({"data": [], "next_cursor": None})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        self.seen.append(("POST", self.path, self.headers.get("Authorization"), body))
+        self._answer({"data": [{"id": str(i)} for i, _ in enumerate(body["data"])]})
+
+    def _answer(self, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize("key", ["phx-key-123", ""])
+def test_phoenix_api_key_is_sent_as_bearer_only_when_set(key: str) -> None:
+    seen: list[tuple[str, str, str | None, Any]] = []
+    handler = type("Handler", (_PhoenixStandIn,), {"seen": seen})
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as port:
+        done = evaltrace(
+            "score", SAMPLE_RUNS, "--no-store", "--send-results", f"phoenix:http://127.0.0.1:{port}",
+            env={"PHOENIX_API_KEY": key},
+        )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    assert seen[0][:2] == ("GET", "/v1/projects?limit=1")
+    posts = [s for s in seen if s[0] == "POST"]
+    assert posts and {path for _, path, _, _ in posts} == {"/v1/span_annotations?sync=true"}
+    assert {auth for _, _, auth, _ in seen} == {f"Bearer {key}" if key else None}
+    assert key == "" or key not in done.stdout + done.stderr
+
+
+def test_a_trace_without_a_root_span_is_counted_not_sent() -> None:
+    from evaltrace.collector.send.annotations import PhoenixAnnotations
+    from evaltrace.collector.send.results import EvaluationResult
+
+    seen: list[tuple[str, str, str | None, Any]] = []
+    handler = type("Handler", (_PhoenixStandIn,), {"seen": seen})
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as port:
+        sink = PhoenixAnnotations(f"http://127.0.0.1:{port}", "--send-results", 5.0)
+        sink.add(EvaluationResult(name="answer", trace_id="a" * 32, span_id="1" * 16, score_label="pass", judged=True))
+        sink.add(EvaluationResult(name="answer", trace_id="b" * 32, span_id=None, score_label="fail"))
+        sink.flush()
+        sink.close()
+    ((_, _, _, body),) = seen
+    assert [(a["span_id"], a["annotator_kind"], a["result"]["label"]) for a in body["data"]] == [
+        ("1" * 16, "LLM", "pass")
+    ]
+    assert sink.summary() == (
+        f"results sent: 1 span annotation to http://127.0.0.1:{port} (1 not sent: their trace has no root span "
+        "to annotate)"
+    )
