@@ -177,4 +177,6 @@ def judge_check(store: Path, judges: Iterable[str], min_kappa: float) -> list[st
             )
         if n < MIN_GATED:
             notes.append(f"--min-judge-kappa: judge {name} has {n} labelled verdicts ({MIN_GATED} needed): not checked")
+        elif item is not None and item.stats.kappa is None:
+            notes.append(f"--min-judge-kappa: judge {name}: kappa undefined (labels and verdicts all one value)")
     return notes
