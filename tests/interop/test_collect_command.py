@@ -9,6 +9,8 @@ own reader, which skips in-flight files: a span counted there is in a finished f
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +22,7 @@ from _receive_process import clean_env
 from evaltrace.collector.store.reader import read_spans
 
 APP = Path(__file__).with_name("_collect_child_app.py")
+NODE_APP = Path(__file__).with_name("_collect_node_app.js")
 TOKEN = "s3cr3t-t0ken,with=odd%chars"
 
 
@@ -52,7 +55,7 @@ def test_the_files_are_complete_when_the_command_returns(
     names = _names(folder)
     assert len(names) == 2000
     assert set(names) == {f"span {n}" for n in range(2000)}
-    assert "received 2,000 spans" in done.stderr or "received 2000 spans" in done.stderr, done.stderr
+    assert "received 2000 spans and 0 log records" in done.stderr, done.stderr
     assert "refused" not in done.stderr  # a token the child did not carry would show as HTTP 401
     assert done.stdout == ""  # collect's own lines go to stderr: stdout is the command's
     assert TOKEN not in done.stderr and "s3cr3t" not in done.stderr
@@ -89,6 +92,7 @@ def test_sigterm_is_passed_to_the_command_and_its_last_spans_written(tmp_path: P
         _, err = process.communicate(timeout=60)
     finally:
         process.kill()
+        process.wait()
     assert process.returncode == 5, err
     assert _names(folder) == ["terminated"]
 
@@ -117,3 +121,17 @@ def test_a_protocol_with_no_listener_is_one_error_line(tmp_path: Path) -> None:
     assert done.stderr.splitlines() == [
         "Error: $OTEL_EXPORTER_OTLP_PROTOCOL is grpc, but that listener is off (--http / --grpc)"
     ]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_the_readmes_ci_recipe_records_a_node_app(tmp_path: Path) -> None:
+    # The README's line, as written, in a folder holding app.js: a Node.js app exporting OTLP/JSON.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    line = next(line for line in readme.splitlines() if "- run: evaltrace collect" in line)
+    words = shlex.split(line.split("run:", 1)[1])
+    assert words[:2] == ["evaltrace", "collect"] and words[-3:] == ["--", "node", "app.js"]
+    shutil.copy(NODE_APP, tmp_path / "app.js")
+    command = [sys.executable, "-m", "evaltrace.cli", *words[1:]]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=clean_env())
+    assert done.returncode == 0, done.stderr
+    assert sorted(_names(tmp_path / "runs")) == sorted(f"node span {n}" for n in range(25))
