@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 
 JUDGE = "Judge"
 SELECT = "Selection"
-PATHS_HELP = "Span files, folders (their *.parquet files) or globs such as 'runs/*.parquet'."
+PATHS_HELP = (
+    "Run files (*.parquet), OTLP files (JSON lines or protobuf, plain or gzip), folders (their *.parquet files) "
+    "or globs such as 'runs/*.parquet'."
+)
 
 Confidence = Annotated[
     float | None,
@@ -81,7 +84,8 @@ Engine = Annotated[
     typer.Option(
         "--engine",
         metavar="NAME",
-        help="Where to score: local (this machine) or ray (a Ray cluster: pip install 'evaltrace[ray]'; "
+        # Escaped: rich would read `[ray]` as markup and drop it from the help.
+        help="Where to score: local (this machine) or ray (a Ray cluster: pip install 'evaltrace\\[ray]'; "
         "--workers is then the number of shards, default two per cluster CPU).",
     ),
 ]

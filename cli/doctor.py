@@ -21,6 +21,7 @@ from typing import Annotated
 
 import typer
 
+from evaltrace.cli import _options as opt
 from evaltrace.cli._doctor_genai import genai_checks
 from evaltrace.collector.convert.diagnose import Check
 from evaltrace.collector.errors import EvaltraceError
@@ -234,9 +235,7 @@ def run_checks() -> list[Check]:
 def doctor(
     paths: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="[PATH]...", help="Recorded runs to inspect too (files, folders or globs).", show_default=False
-        ),
+        typer.Argument(metavar="[PATH]...", help="Recorded runs to inspect too. " + opt.PATHS_HELP, show_default=False),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print the checks as one JSON object.")] = False,
 ) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from evaltrace.cli import _options as opt
 from evaltrace.collector.convert.records import Iteration, ToolCall, Trace
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import inline, json_text, plural
@@ -16,7 +17,7 @@ from evaltrace.collector.terminal import inline, json_text, plural
 if TYPE_CHECKING:
     from evaltrace.collector.convert.explain import SpanReading
 
-PathsArg = Annotated[list[str], typer.Argument(metavar="PATH", help="Span files, folders or globs.")]
+PathsArg = Annotated[list[str], typer.Argument(metavar="PATH", help=opt.PATHS_HELP)]
 _WIDTH = 48
 
 

@@ -45,8 +45,8 @@ _ARGUMENT_ROW = re.compile(r"^│\s+\*?\s*([A-Z_]+)\s+(\S+)")
 @pytest.mark.parametrize(
     ("command", "usage", "arguments"),
     [
-        ("score", "evaltrace score [OPTIONS] PATH...", {"PATH": "Span"}),
-        ("show", "evaltrace show [OPTIONS] TRACE_ID PATH...", {"TRACE_ID": "A", "PATH": "Span"}),
+        ("score", "evaltrace score [OPTIONS] PATH...", {"PATH": "Run"}),
+        ("show", "evaltrace show [OPTIONS] TRACE_ID PATH...", {"TRACE_ID": "A", "PATH": "Run"}),
         ("clean", "evaltrace clean [OPTIONS] [PATH]...", {"PATH": "Runs"}),  # PATH is optional with --cache
     ],
 )
