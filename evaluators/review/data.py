@@ -2,9 +2,10 @@
 
 A *source* is a stored scoring run (`run:<id>`) or the PATH arguments (`paths`: traces without
 scores, one entry per trace). Entries are read from the run's scores table; a trace is found again
-in the span files the run scored (its `inputs`), through the traces cache, and kept in memory once
-read. Every text leaves here as JSON data (the page sets it as DOM text) except the trace tree,
-which is the HTML report's inert tree (`report/trees.py`: every recorded text escaped).
+in the span files the run scored (its `inputs`, as named then), else among the PATH arguments'
+traces, through the traces cache, and kept in memory once read. Every text leaves here as JSON
+data (the page sets it as DOM text) except the trace tree, which is the HTML report's inert tree
+(`report/trees.py`: every recorded text escaped).
 """
 
 from __future__ import annotations
@@ -126,12 +127,14 @@ class ReviewData:
         from evaltrace.evaluators.report.trees import find_traces
 
         wanted = {t: i for i, t in enumerate(trace_ids) if t and t not in self._traces}
-        if run is None or not wanted or not run.inputs:
+        if run is None or not wanted:
             return
         try:
             self._traces.update((t.trace_id, t) for t in find_traces(run.inputs, wanted, cache=True))
         except (InputError, OSError):
-            return  # the span files moved: the page says the trace was not found
+            pass  # the span files moved, or the run's relative paths name nothing from here
+        if self.paths and any(t not in self._traces for t in wanted):
+            self._all_path_traces()  # the PATH arguments: where the user says the traces are now
 
 
 def _read_traces(paths: Sequence[str]) -> list[Trace]:
