@@ -1,6 +1,8 @@
 """`evaltrace run`: call an agent over a spec's cases, record the run, then score it like `evaltrace score`.
 
-The run goes into a new folder (`runs/<timestamp>-<id>/`, or `--out`); its location is printed
+The installed instrumentations are loaded before the agent's module, as `opentelemetry-instrument`
+would (unless it already did), and the run goes into a new folder (`runs/<timestamp>-<id>/`, or
+`--out`), each span and log record once; its location is printed
 on stderr so the run can be scored again later. Scoring is `evaltrace score FOLDER` with the same
 options, through the same function (`_scoring.py`), so stdout, `--json` and the exit codes (0 gate
 passed, 1 gate failed, 2 bad input) are exactly those of `evaltrace score`. An agent that raises or

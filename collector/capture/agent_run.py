@@ -7,12 +7,12 @@ conventions: named `invoke_agent {name}`, with `gen_ai.operation.name=invoke_age
 `gen_ai.agent.name`, `gen_ai.conversation.id`, the input as `gen_ai.input.messages` and the
 answer as `gen_ai.output.messages` (JSON messages of the current conventions), and
 `evaltrace.case_id` to tie the run to a spec case. Every span started inside it (model calls,
-tool runs) is its child, so the whole run is one trace.
+tool runs, `tool_call`'s) is its child, so the whole run is one trace.
 
 As a context manager::
 
     with agent_run("weather", input=question, case_id="paris") as run:
-        run.output = my_loop(question)
+        run.output = my_loop(run.input)  # `run.input` is the input given
 
 As a decorator (sync or async functions)::
 

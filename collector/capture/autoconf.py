@@ -164,9 +164,9 @@ def instrument_installed() -> bool:
     if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         return False
     apply_capture_default()  # instrumentations read it when they instrument: set it first
-    from opentelemetry.instrumentation.auto_instrumentation._load import _load_instrumentors
-
     try:
+        from opentelemetry.instrumentation.auto_instrumentation._load import _load_instrumentors
+
         _load_instrumentors(EvaltraceDistro())  # type: ignore[no-untyped-call]  # OTel's loader is unannotated
     except Exception as exc:  # the instrumentor's own failure: never the app's
         logger.warning(
