@@ -5,19 +5,23 @@ link). Scorer names, spec paths and run ids are store content and may hold anyth
 goes through `_text` (control characters made visible, then HTML-escaped), and numbers are
 formatted by this module. A scorer's line is broken where its version or configuration changed
 (a dashed rule marks the run) and where it has no rate, so no trend is drawn across a change.
+The x axis is the runs in order, each tick labelled with its run's start (date, then time, UTC).
 """
 
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Iterator, Sequence
 
 from evaltrace.collector.terminal import printable
 from evaltrace.evaluators.compare.history import History, RunPoint
 from evaltrace.evaluators.compare.history_render import Row, rows_of
 
-_WIDTH, _HEIGHT = 640, 190
-_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 16, 14, 34
+_WIDTH, _HEIGHT = 640, 214
+_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 16, 14, 58
+_MAX_TICKS = 7
+"""Dated ticks under the x axis at most (a label is about 70 pixels wide)."""
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #1f2328; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin: 1.6em 0 0.3em; }
@@ -70,7 +74,7 @@ def _chart(row: Row, runs: Sequence[RunPoint]) -> str:
     parts = [
         f'<svg width="{_WIDTH}" height="{_HEIGHT}" viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="{label}">'
     ]
-    parts += list(_grid(count))
+    parts += list(_grid(runs))
     for index, mark in enumerate(row.changed):
         if mark:
             x = (_x(index - 1, count) + _x(index, count)) / 2
@@ -81,22 +85,31 @@ def _chart(row: Row, runs: Sequence[RunPoint]) -> str:
         parts.append(f'<polyline class="line" points="{points}"/>')
     for index, rate in enumerate(row.rates):
         if rate is not None:
-            tip = _text(f"run {index + 1} {runs[index].run_id}: {rate:.1%}")
+            started = f"{runs[index].started_at:%Y-%m-%d %H:%M} UTC"
+            tip = _text(f"run {index + 1} {runs[index].run_id}, {started}: {rate:.1%}")
             x, y = _x(index, count), _y(rate)
             parts.append(f'<circle class="dot" cx="{x:.1f}" cy="{y:.1f}" r="3.5"><title>{tip}</title></circle>')
     parts.append("</svg>")
     return "\n".join(parts)
 
 
-def _grid(count: int) -> Iterator[str]:
+def _grid(runs: Sequence[RunPoint]) -> Iterator[str]:
+    """The rate rules, and under the x axis the runs' start dates and times (UTC)."""
     for rate in (0.0, 0.5, 1.0):
         y = _y(rate)
         yield f'<line class="grid" x1="{_LEFT}" y1="{y:.1f}" x2="{_WIDTH - _RIGHT}" y2="{y:.1f}"/>'
         yield f'<text class="axis" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{rate:.0%}</text>'
-    step = max(1, count // 10)  # at most about ten run numbers under the axis
+    count = len(runs)
+    step = max(1, math.ceil(count / _MAX_TICKS))
+    top = _HEIGHT - _BOTTOM
     for index in range(0, count, step):
-        x = _x(index, count)
-        yield f'<text class="axis" x="{x:.1f}" y="{_HEIGHT - _BOTTOM + 16}" text-anchor="middle">{index + 1}</text>'
+        x, started = _x(index, count), runs[index].started_at
+        yield (
+            f'<text class="axis tick" x="{x:.1f}" y="{top + 15}" text-anchor="middle">{started:%Y-%m-%d}'
+            f'<tspan x="{x:.1f}" dy="13">{started:%H:%M}</tspan></text>'
+        )
+    middle = _LEFT + (_WIDTH - _LEFT - _RIGHT) / 2
+    yield f'<text class="axis" x="{middle:.1f}" y="{_HEIGHT - 4}" text-anchor="middle">run started (UTC)</text>'
 
 
 def _segments(row: Row) -> Iterator[list[tuple[int, float]]]:

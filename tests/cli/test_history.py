@@ -9,8 +9,10 @@ query over the store is run here as written.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import dataclass
+from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -192,6 +194,12 @@ def test_html_is_one_self_contained_page_with_a_chart_per_row(scored: Scored) ->
     assert parsed.tags.count("svg") == 1 + len(scored.reports[0]["scorer_counts"])
     assert parsed.headings[:3] == ["evaltrace history", "gate (entries)", "tool_call_validity"]
     assert parsed.tags.count("tr") == 1 + 3  # the runs table
+    # The x axis is dated: under each chart, every run's start date and time (UTC), oldest first.
+    runs = json.loads(evaltrace("history", "--store", scored.store, "--json", "-").stdout)["runs"]
+    started = [datetime.fromisoformat(run["started_at"]) for run in runs]
+    ticks = re.findall(r'<text class="axis tick"[^>]*>(\d{4}-\d{2}-\d{2})<tspan[^>]*>(\d{2}:\d{2})</tspan>', text)
+    assert ticks == [(f"{s:%Y-%m-%d}", f"{s:%H:%M}") for s in started] * parsed.tags.count("svg"), ticks
+    assert text.count("run started (UTC)</text>") == parsed.tags.count("svg")
 
 
 class Page(HTMLParser):
