@@ -18,6 +18,9 @@ so `score --send-results phoenix:URL` / `langfuse:URL` write what each one shows
   an idempotency key, so scoring again updates the score. Basic auth from `LANGFUSE_PUBLIC_KEY`
   and `LANGFUSE_SECRET_KEY`.
 
+Both backends upsert on what identifies a result (Phoenix: name, span, identifier; Langfuse: the
+score id), so a request retried after a lost answer (`rest.RestClient`) adds nothing twice.
+
 Both are checked with a request that needs the key before any scoring (Phoenix lists one project,
 Langfuse reads the project of the keys), so a wrong URL or key stops the command early.
 """
