@@ -1,142 +1,318 @@
-"""OTLP/JSON -> the protobuf export requests (`ExportTraceServiceRequest`, `ExportLogsServiceRequest`).
+"""OTLP/JSON requests -> the OTel SDK spans and log records, straight from the parsed JSON.
 
-OTLP/JSON is protobuf's JSON mapping with one difference: trace and span ids are hex text, not
-base64. So the ids (of spans, their parents and links, and of log records) are rewritten as
-base64 and protobuf's own parser does the rest: lowerCamelCase keys (the proto names are accepted
-too), enums as integers (names accepted too), 64-bit integers as strings or numbers, bytes
-values as base64. Unknown fields are ignored, as the OTLP specification asks of receivers, so a
-newer sender's request still reads.
+The same objects `decode.py` makes of a protobuf request (built by its `new_*` functions), with
+no protobuf message in between: reading OTLP/JSON through protobuf's own JSON parser cost ~10x
+the protobuf path (`benchmarks/RESULTS.md`, "OTLP/JSON straight to SDK objects"). The values
+follow protobuf's JSON mapping (`jsonvalues.py`); lowerCamelCase keys and the proto field names
+are both read, unknown fields are ignored (as the OTLP specification asks of receivers, so a newer
+sender's request still reads). `tests/interop/test_otlp_json_direct.py` holds that both ways give
+the same objects.
+
+A receiver passes its `SpanLimits`: lists past them are cut before any SDK object is made of
+them and counted as dropped, as `receive/limits.py` does to a protobuf request.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-from collections.abc import Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final, TypeVar
 
-from google.protobuf import json_format
-from google.protobuf.message import Message
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.logs.v1 import logs_pb2
+from opentelemetry.proto.trace.v1 import trace_pb2
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link
 
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.otlp import decode
+from evaltrace.collector.otlp.jsonvalues import (
+    UINT32,
+    UINT64,
+    Bad,
+    any_value,
+    array,
+    attributes,
+    enum,
+    get,
+    hex_id,
+    integer,
+    obj,
+    text,
+)
+from evaltrace.collector.otlp.values import SPAN_ID_BYTES, TRACE_ID_BYTES, InvalidItem, optional_id, required_id
 from evaltrace.collector.terminal import printable
 
-R = TypeVar("R", bound=Message)
+T = TypeVar("T")
+_Build = Callable[[dict[str, Any]], T]
 
-# Each level of a request, by its OTLP/JSON key and its proto field name (both are valid JSON).
-_TRACE_LEVELS = (("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("spans", "spans"))
-_LOGS_LEVELS = (("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"), ("logRecords", "log_records"))
-_SPAN_IDS = (("traceId", "trace_id"), ("spanId", "span_id"), ("parentSpanId", "parent_span_id"))
-_LINK_IDS = (("traceId", "trace_id"), ("spanId", "span_id"))
-
-
-def trace_request(document: dict[str, Any]) -> ExportTraceServiceRequest:
-    """The traces request of a parsed OTLP/JSON document (its hex ids are rewritten in place).
-
-    Raises:
-        InputError: not a valid OTLP/JSON traces request (naming the field).
-    """
-    for span, where in _items(document, _TRACE_LEVELS):
-        _rewrite_ids(span, _SPAN_IDS, where)
-        for i, link in enumerate(_list(span, ("links", "links"))):
-            if isinstance(link, dict):
-                _rewrite_ids(link, _LINK_IDS, f"{where}.links[{i}]")
-    return _parse(document, ExportTraceServiceRequest())
+_KIND_NAMES: Final = dict(trace_pb2.Span.SpanKind.items())
+_STATUS_NAMES: Final = dict(trace_pb2.Status.StatusCode.items())
+_SEVERITY_NAMES: Final = dict(logs_pb2.SeverityNumber.items())
+# Each level of a request: its OTLP/JSON key, its proto field name (also valid JSON), and the
+# place a rejected item is named by (the proto names, as `decode.py` names them).
+_TRACE_LEVELS: Final = (("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("spans", "spans"))
+_LOGS_LEVELS: Final = (("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"), ("logRecords", "log_records"))
 
 
-def logs_request(document: dict[str, Any]) -> ExportLogsServiceRequest:
-    """The logs request of a parsed OTLP/JSON document (its hex ids are rewritten in place).
+def document(data: bytes) -> dict[str, Any]:
+    """A request body parsed as JSON (one JSON object).
 
     Raises:
-        InputError: not a valid OTLP/JSON logs request (naming the field).
+        InputError: not UTF-8, not JSON, or not a JSON object.
     """
-    for record, where in _items(document, _LOGS_LEVELS):
-        _rewrite_ids(record, _LINK_IDS, where)
-    return _parse(document, ExportLogsServiceRequest())
-
-
-def parse_trace_request(data: bytes) -> ExportTraceServiceRequest:
-    """An OTLP/JSON traces request body.
-
-    Raises:
-        InputError: not UTF-8 JSON, or not a valid OTLP/JSON traces request.
-    """
-    return trace_request(_document(data))
-
-
-def parse_logs_request(data: bytes) -> ExportLogsServiceRequest:
-    """An OTLP/JSON logs request body.
-
-    Raises:
-        InputError: not UTF-8 JSON, or not a valid OTLP/JSON logs request.
-    """
-    return logs_request(_document(data))
-
-
-def _document(data: bytes) -> dict[str, Any]:
     try:
         # Decoded here: `json.loads` would guess UTF-16 or -32 from the bytes; OTLP/JSON is UTF-8.
-        document = json.loads(data.decode("utf-8"))
+        parsed = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
         raise InputError("JSON nested too deeply") from None
-    if not isinstance(document, dict):
+    if not isinstance(parsed, dict):
         raise InputError("not an OTLP/JSON request (expected a JSON object)")
-    return document
+    return parsed
 
 
-def _list(parent: dict[str, Any], keys: tuple[str, str]) -> list[Any]:
-    found = parent.get(keys[0], parent.get(keys[1]))
-    return found if isinstance(found, list) else []
+def decode_spans(request: dict[str, Any], limits: SpanLimits | None = None) -> decode.Decoded[ReadableSpan]:
+    """The spans of a parsed OTLP/JSON traces request; invalid ones counted in `rejected`.
+
+    Raises:
+        InputError: the request is not valid OTLP/JSON (naming the field).
+    """
+    out: decode.Decoded[ReadableSpan] = decode.Decoded()
+    hold = _Hold(limits, out)
+    for places, resource, scope, items in _groups(request, _TRACE_LEVELS):
+        _collect(items, partial(_span, resource=resource, scope=scope, hold=hold), places, out)
+    return out
 
 
-def _items(document: dict[str, Any], levels: tuple[tuple[str, str], ...]) -> Iterator[tuple[dict[str, Any], str]]:
-    """Every span (or log record) object of a request, with its place (malformed levels are left to the parser)."""
+def decode_log_records(request: dict[str, Any], limits: SpanLimits | None = None) -> decode.Decoded[ReadableLogRecord]:
+    """The log records of a parsed OTLP/JSON logs request; invalid ones counted in `rejected`.
+
+    Raises:
+        InputError: the request is not valid OTLP/JSON (naming the field).
+    """
+    out: decode.Decoded[ReadableLogRecord] = decode.Decoded()
+    hold = _Hold(limits, out)
+    for places, resource, scope, items in _groups(request, _LOGS_LEVELS):
+        _collect(items, partial(_log_record, resource=resource, scope=scope, hold=hold), places, out)
+    return out
+
+
+def spans_from_request(request: dict[str, Any]) -> list[ReadableSpan]:
+    """The spans of a parsed OTLP/JSON traces request.
+
+    Raises:
+        InputError: not valid OTLP/JSON, or a span cannot be stored (naming its place and the field).
+    """
+    return decode.all_or_error(decode_spans(request), "span")
+
+
+def log_records_from_request(request: dict[str, Any]) -> list[ReadableLogRecord]:
+    """The log records of a parsed OTLP/JSON logs request.
+
+    Raises:
+        InputError: not valid OTLP/JSON, or a record cannot be stored (naming its place and the field).
+    """
+    return decode.all_or_error(decode_log_records(request), "log record")
+
+
+@dataclass
+class _Hold:
+    """The SDK's limits held while decoding (none when `limits` is None); what was cut goes to `out`."""
+
+    limits: SpanLimits | None
+    out: decode.Decoded[Any]
+
+    def cut(self, items: list[Any], limit_name: str, counter: str) -> tuple[list[Any], int]:
+        """`items` within the limit `limit_name` (a `SpanLimits` field), and how many were cut (added to `counter`)."""
+        limit: int | None = getattr(self.limits, limit_name) if self.limits is not None else None
+        if limit is None or len(items) <= limit:
+            return items, 0
+        extra = len(items) - limit
+        setattr(self.out, counter, getattr(self.out, counter) + extra)
+        return items[:limit], extra
+
+
+def _groups(
+    request: dict[str, Any], levels: tuple[tuple[str, str], ...]
+) -> Iterator[tuple[tuple[str, str], Resource, InstrumentationScope, list[Any]]]:
+    """Per scope: its items' place (JSON keys; proto names for rejections), resource, scope and items."""
     outer, middle, inner = levels
-    for r, resource in enumerate(_list(document, outer)):
-        if not isinstance(resource, dict):
-            continue
-        for s, scope in enumerate(_list(resource, middle)):
-            if not isinstance(scope, dict):
-                continue
-            for i, item in enumerate(_list(scope, inner)):
-                if isinstance(item, dict):
-                    yield item, f"{outer[0]}[{r}].{middle[0]}[{s}].{inner[0]}[{i}]"
-
-
-def _rewrite_ids(item: dict[str, Any], fields: tuple[tuple[str, str], ...], where: str) -> None:
-    for names in fields:
-        for name in names:
-            value = item.get(name)
-            if isinstance(value, str):
-                item[name] = _hex_to_base64(value, f"{where}.{name}")
-
-
-def _hex_to_base64(text: str, where: str) -> str:
+    place = f"{outer[0]}[0]"
     try:
-        raw = bytes.fromhex(text)
-    except ValueError:
-        raise InputError(f"{where}: not a hex id ({len(text)} characters)") from None
-    return base64.b64encode(raw).decode("ascii")
+        for r, resource_group in enumerate(array(get(request, *outer), outer[0])):
+            place = f"{outer[0]}[{r}]"
+            group = obj(resource_group, "")
+            resource = _resource(group)
+            for s, scope_group in enumerate(array(get(group, *middle), middle[0])):
+                place = f"{outer[0]}[{r}].{middle[0]}[{s}]"
+                scoped = obj(scope_group, "")
+                items = array(get(scoped, *inner), inner[0])
+                places = (f"{place}.{inner[0]}", f"{outer[1]}[{r}].{middle[1]}[{s}].{inner[1]}")
+                yield places, resource, _scope(scoped), items
+    except Bad as exc:
+        raise _invalid(place, exc) from None
 
 
-def _parse(document: dict[str, Any], message: R) -> R:
+def _collect(items: list[Any], build: _Build[T], places: tuple[str, str], out: decode.Decoded[T]) -> None:
+    i = 0
     try:
-        json_format.ParseDict(document, message, ignore_unknown_fields=True)
-        return message
-    except json_format.ParseError as exc:
-        raise InputError(f"not a valid OTLP/JSON request: {_short(str(exc))}") from None
-    except (RecursionError, binascii.Error, ValueError, TypeError) as exc:
-        raise InputError(f"not a valid OTLP/JSON request: {_short(str(exc)) or type(exc).__name__}") from None
+        for i, item in enumerate(items):
+            try:
+                out.items.append(build(obj(item, "")))
+            except InvalidItem as exc:
+                out.reject(f"{places[1]}[{i}]", exc)
+    except Bad as exc:
+        raise _invalid(f"{places[0]}[{i}]", exc) from None
+    except RecursionError:
+        raise InputError("not a valid OTLP/JSON request: values nested too deeply") from None
 
 
-def _short(text: str, limit: int = 300) -> str:
-    """A parser message on one line, cut (it may quote the received value)."""
-    line = printable(" ".join(text.split()))
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+def _invalid(place: str, exc: Bad) -> InputError:
+    detail = str(exc)
+    joined = f"{place}{detail}" if detail.startswith(":") else f"{place}.{detail}"
+    return InputError(f"not a valid OTLP/JSON request: {printable(joined)}")
+
+
+def _resource(group: dict[str, Any]) -> Resource:
+    message = obj(get(group, "resource", "resource"), "resource")
+    return decode.new_resource(
+        attributes(get(message, "attributes", "attributes"), "resource.attributes"),
+        text(get(group, "schemaUrl", "schema_url"), "schemaUrl"),
+        integer(
+            get(message, "droppedAttributesCount", "dropped_attributes_count"),
+            "resource.droppedAttributesCount",
+            UINT32,
+        ),
+    )
+
+
+def _scope(scoped: dict[str, Any]) -> InstrumentationScope:
+    message = obj(get(scoped, "scope", "scope"), "scope")
+    return decode.new_scope(
+        text(get(message, "name", "name"), "scope.name"),
+        text(get(message, "version", "version"), "scope.version"),
+        text(get(scoped, "schemaUrl", "schema_url"), "schemaUrl"),
+        attributes(get(message, "attributes", "attributes"), "scope.attributes"),
+    )
+
+
+def _dropped(item: dict[str, Any], camel: str, snake: str, extra: int) -> int:
+    """A dropped count with what the limits cut added (capped, as the uint32 field is)."""
+    return min(integer(get(item, camel, snake), camel, UINT32) + extra, UINT32[1])
+
+
+def _span(span: dict[str, Any], resource: Resource, scope: InstrumentationScope, hold: _Hold) -> ReadableSpan:
+    attrs, cut_attrs = hold.cut(array(span.get("attributes"), "attributes"), "max_span_attributes", "cut_attributes")
+    events, cut_events = hold.cut(array(span.get("events"), "events"), "max_events", "cut_events")
+    links, cut_links = hold.cut(array(span.get("links"), "links"), "max_links", "cut_links")
+    status = obj(span.get("status"), "status")
+    raw = (hex_id(get(span, "traceId", "trace_id"), "traceId"), hex_id(get(span, "spanId", "span_id"), "spanId"))
+    parent = hex_id(get(span, "parentSpanId", "parent_span_id"), "parentSpanId")
+    flags = integer(span.get("flags"), "flags", UINT32)
+    state = text(get(span, "traceState", "trace_state"), "traceState")
+    counts = (
+        _dropped(span, "droppedAttributesCount", "dropped_attributes_count", cut_attrs),
+        _dropped(span, "droppedEventsCount", "dropped_events_count", cut_events),
+        _dropped(span, "droppedLinksCount", "dropped_links_count", cut_links),
+    )
+    fields: dict[str, Any] = {
+        "name": text(span.get("name"), "name"),
+        "attributes": attributes(attrs, "attributes"),
+        "events": _each(events, "events", partial(_event, hold=hold)),
+        "start_time": integer(get(span, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano", UINT64),
+        "end_time": integer(get(span, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano", UINT64),
+    }
+    link_fields = _each(links, "links", partial(_link_fields, hold=hold))
+    kind = enum(span.get("kind"), "kind", _KIND_NAMES)
+    code = (enum(status.get("code"), "status.code", _STATUS_NAMES), text(status.get("message"), "status.message"))
+    # Ids are checked last: a request the JSON mapping refuses is refused whole, before any item is.
+    ids = decode.SpanIds(
+        required_id(raw[0], TRACE_ID_BYTES, "trace_id"),
+        required_id(raw[1], SPAN_ID_BYTES, "span_id"),
+        optional_id(parent, SPAN_ID_BYTES, "parent_span_id"),
+        flags,
+        state,
+    )
+    fields["links"] = [_link(link, i) for i, link in enumerate(link_fields)]
+    return decode.new_span(ids, kind, code, counts, resource=resource, instrumentation_scope=scope, **fields)
+
+
+def _each(items: list[Any], field: str, build: Callable[[dict[str, Any]], T]) -> list[T]:
+    built: list[T] = []
+    try:
+        for item in items:
+            built.append(build(obj(item, "")))
+    except Bad as exc:
+        i = len(built)
+        inner = str(exc)
+        raise Bad(f"{field}[{i}]{'' if inner.startswith(':') else '.'}{inner}") from None
+    return built
+
+
+def _event(event: dict[str, Any], hold: _Hold) -> Event:
+    limit = "max_event_attributes"
+    attrs, _ = hold.cut(array(event.get("attributes"), "attributes"), limit, "cut_attributes")
+    return decode.new_event(
+        text(event.get("name"), "name"),
+        attributes(attrs, "attributes"),
+        integer(get(event, "timeUnixNano", "time_unix_nano"), "timeUnixNano", UINT64),
+    )
+
+
+@dataclass(frozen=True)
+class _LinkFields:
+    trace_id: bytes
+    span_id: bytes
+    flags: int
+    trace_state: str
+    attributes: dict[str, Any]
+
+
+def _link_fields(link: dict[str, Any], hold: _Hold) -> _LinkFields:
+    limit = "max_link_attributes"
+    attrs, _ = hold.cut(array(link.get("attributes"), "attributes"), limit, "cut_attributes")
+    return _LinkFields(
+        hex_id(get(link, "traceId", "trace_id"), "traceId"),
+        hex_id(get(link, "spanId", "span_id"), "spanId"),
+        integer(link.get("flags"), "flags", UINT32),
+        text(get(link, "traceState", "trace_state"), "traceState"),
+        attributes(attrs, "attributes"),
+    )
+
+
+def _link(link: _LinkFields, index: int) -> Link:
+    trace_id = required_id(link.trace_id, TRACE_ID_BYTES, f"links[{index}].trace_id")
+    span_id = required_id(link.span_id, SPAN_ID_BYTES, f"links[{index}].span_id")
+    return decode.new_link((trace_id, span_id), link.flags, link.trace_state, link.attributes)
+
+
+def _log_record(
+    record: dict[str, Any], resource: Resource, scope: InstrumentationScope, hold: _Hold
+) -> ReadableLogRecord:
+    limit = "max_attributes"
+    attrs, cut = hold.cut(array(record.get("attributes"), "attributes"), limit, "cut_attributes")
+    body = record.get("body")
+    raw = (hex_id(get(record, "traceId", "trace_id"), "traceId"), hex_id(get(record, "spanId", "span_id"), "spanId"))
+    fields = decode.LogFields(
+        time=integer(get(record, "timeUnixNano", "time_unix_nano"), "timeUnixNano", UINT64),
+        observed_time=integer(
+            get(record, "observedTimeUnixNano", "observed_time_unix_nano"), "observedTimeUnixNano", UINT64
+        ),
+        severity_number=enum(get(record, "severityNumber", "severity_number"), "severityNumber", _SEVERITY_NAMES),
+        severity_text=text(get(record, "severityText", "severity_text"), "severityText"),
+        body=None if body is None else any_value(body, "body"),
+        attributes=attributes(attrs, "attributes"),
+        event_name=text(get(record, "eventName", "event_name"), "eventName"),
+        ids=(optional_id(raw[0], TRACE_ID_BYTES, "trace_id"), optional_id(raw[1], SPAN_ID_BYTES, "span_id")),
+        flags=integer(record.get("flags"), "flags", UINT32),
+        dropped_attributes=_dropped(record, "droppedAttributesCount", "dropped_attributes_count", cut),
+    )
+    return decode.new_log_record(fields, resource, scope)

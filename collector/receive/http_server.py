@@ -256,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._body(context.config.max_body_bytes)
             try:
-                request = parse_body(signal, body, is_json)
+                request = parse_body(signal, body, is_json, context.intake.limits)
             except InputError as exc:
                 context.intake.count(bad_requests=1)
                 raise HttpError(400, str(exc)) from None

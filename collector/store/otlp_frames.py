@@ -63,6 +63,10 @@ class Frame:
     number: int
     """Its line (JSON lines) or message number (protobuf), from 1: what error messages name."""
     data: bytes
+    unterminated: bool = False
+    """A JSON line with no newline at its end: the file's last, maybe cut by a writer that stopped."""
+    cut: str = ""
+    """A protobuf message shorter than its length prefix says (the file's last): what is there of it."""
 
     def where(self, fmt: OtlpFormat) -> str:
         """`line N` or `message N`, for error messages."""
@@ -98,12 +102,18 @@ def _format_of(head: bytes, size: int | None) -> OtlpFormat | None:
 
 
 def _plausible_message(head: bytes, size: int | None) -> bool:
-    """A length prefix the file can hold, then field 1 as bytes whose own length fits in the message."""
+    """A length prefix, then field 1 as bytes whose own length fits in the message.
+
+    The prefix must be within the limit or the file (`size`, None when unknown) long enough for it.
+    So a file cut inside its first message is still told to be OTLP protobuf (its error is that
+    message's, not another format's), while a text file whose fifth byte is a newline is not: its
+    first four bytes read as a length of at least 512 MiB, more than the file holds.
+    """
     if len(head) <= _LENGTH.size or head[_LENGTH.size] != _PROTO_FIRST_TAG:
         return False
     length: int = _LENGTH.unpack_from(head)[0]
-    if size is not None and length + _LENGTH.size > size:
-        return False  # e.g. a text file whose fifth byte is a newline
+    if length > MAX_FRAME_BYTES and size is not None and length + _LENGTH.size > size:
+        return False
     inner, shift, pos = 0, 0, _LENGTH.size + 1
     while pos < len(head) and shift < 35:
         inner |= (head[pos] & 0x7F) << shift
@@ -111,22 +121,26 @@ def _plausible_message(head: bytes, size: int | None) -> bool:
         if not head[pos - 1] & 0x80:
             return inner + pos - _LENGTH.size <= length
         shift += 7
-    return False
+    return pos >= len(head) and len(head) < _SNIFF_BYTES  # the whole file, cut inside that length
 
 
 def frames(path: Path, fmt: OtlpFormat) -> Iterator[Frame]:
     """The requests in the file one by one: its non-blank lines (JSON) or its length-prefixed messages.
 
+    The file's last record may be cut short (a writer stopped mid-record): it is yielded marked
+    (`unterminated` JSON line, `cut` protobuf message) for the caller to judge.
+
     Raises:
-        InputError: the file is unreadable, a gzip stream is damaged or truncated, or a protobuf
-            message is cut short; the message names the file and the line or message.
+        InputError: the file is unreadable, a gzip stream is damaged or truncated, or a message's
+            length is over the limit; the message names the file and the line or message.
     """
     with _open(path) as stream:
         reader = _lines(path, stream) if fmt is OtlpFormat.JSON else _messages(path, stream)
         number = 0
         try:
-            for number, data in reader:
-                yield Frame(number, data)
+            for frame in reader:
+                number = frame.number
+                yield frame
         except _STREAM_ERRORS as exc:
             where = "line" if fmt is OtlpFormat.JSON else "message"
             raise InputError(f"{path}: after {where} {number}: cannot read on: {_reason(exc)}") from None
@@ -148,31 +162,31 @@ def _open(path: Path) -> Iterator[BinaryIO]:
         yield raw
 
 
-def _lines(path: Path, stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+def _lines(path: Path, stream: BinaryIO) -> Iterator[Frame]:
     number = 0
     while line := stream.readline(MAX_FRAME_BYTES + 1):  # bounded: never more than the limit in memory
         number += 1
-        if len(line) > MAX_FRAME_BYTES and not line.endswith(b"\n"):
+        ended = line.endswith(b"\n")
+        if len(line) > MAX_FRAME_BYTES and not ended:
             raise InputError(f"{path}: line {number}: longer than {_limit()}, the most one request may hold")
         if number == 1:
             line = line.removeprefix(_UTF8_BOM)
         if line.strip(_JSON_WHITESPACE):
-            yield number, line
+            yield Frame(number, line, unterminated=not ended)
 
 
-def _messages(path: Path, stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+def _messages(path: Path, stream: BinaryIO) -> Iterator[Frame]:
     number = 0
     while prefix := stream.read(_LENGTH.size):
         number += 1
-        if len(prefix) < _LENGTH.size:
-            raise InputError(f"{path}: message {number}: truncated length prefix ({len(prefix)} of 4 bytes)")
+        if len(prefix) < _LENGTH.size:  # the file ends inside a length prefix: a cut last message
+            yield Frame(number, b"", cut=f"{len(prefix)} of the 4 bytes of its length prefix")
+            return
         (size,) = _LENGTH.unpack(prefix)
         if size > MAX_FRAME_BYTES:  # checked before reading: the prefix is untrusted
             raise InputError(f"{path}: message {number}: {size} bytes, over {_limit()}, the most one request may hold")
         data = stream.read(size)
-        if len(data) < size:
-            raise InputError(f"{path}: message {number}: truncated: {len(data)} of {size} bytes")
-        yield number, data
+        yield Frame(number, data, cut=f"{len(data):,} of its {size:,} bytes" if len(data) < size else "")
 
 
 def _limit() -> str:

@@ -1,7 +1,8 @@
 """OTLP files -> run files of the store's schema, streaming (what `evaltrace import` and PATH reading use).
 
 A file is read request by request (`otlp_requests.py`); each request is turned into SDK spans
-and log records by `otlp/decode.py`, the same objects the in-process exporters receive, and those
+and log records by `otlp/` (`jsonformat.py` for OTLP/JSON, `decode.py` for protobuf), the same
+objects the in-process exporters receive, and those
 are encoded by the store's encoders (`batches.py`) in batches of `BATCH_ROWS` and written through
 a `FileSink`. So the run files hold exactly what the in-process exporter would have written for
 the same spans (nothing is redacted: the content was recorded, and chosen, by someone else), and
@@ -9,7 +10,8 @@ memory holds one request and one batch, whatever the file's size.
 
 An item that cannot be stored (an id of the wrong length, ...) stops the import with the file
 and line named: a silently shorter trace would score wrongly. Whatever was written by a failed
-import is removed.
+import is removed. The one exception is the file's last record cut short (a writer that stopped
+mid-record): it is skipped with a warning naming the file, the record and what is left of it.
 """
 
 from __future__ import annotations
@@ -22,16 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.otlp import decode
 from evaltrace.collector.store import batches
 from evaltrace.collector.store.filesink import FileSink
 from evaltrace.collector.store.layout import SCHEMA, file_metadata
 from evaltrace.collector.store.logs_layout import LOGS_SCHEMA, logs_file_metadata
 from evaltrace.collector.store.otlp_frames import Frame, OtlpFormat
-from evaltrace.collector.store.otlp_requests import Request, Skipped, requests
+from evaltrace.collector.store.otlp_requests import Skipped, requests
 from evaltrace.collector.store.schema import DEFAULT_MAX_ROWS, LOGS_FILE_SUFFIX, safe_file_part
 
 logger = logging.getLogger("evaltrace")
@@ -148,28 +147,30 @@ def _copy(
     log_encoder = batches.LogEncoder(target.run_id, None)
     spans = _Pending(sinks[0], lambda items: batches.encode_spans(items, target.run_id), target.batch_rows)
     logs = _Pending(sinks[1], lambda items: log_encoder.encode(items, target.writer_id), target.batch_rows)
-    for frame, request in requests(source, fmt, done.skipped):
-        try:
-            decoded = _decode(request)
-        except InputError as exc:
-            raise InputError(f"{source}: {frame.where(fmt)}: {exc}") from None
-        if isinstance(request, ExportTraceServiceRequest):
-            spans.extend(decoded)
-            done.spans += len(decoded)
+    for _, found in requests(source, fmt, done.skipped):
+        if found.spans:
+            spans.extend(found.items)
+            done.spans += len(found.items)
         else:
-            logs.extend(decoded)
-            done.log_records += len(decoded)
+            logs.extend(found.items)
+            done.log_records += len(found.items)
+    if done.skipped.cut and not done.skipped.read:
+        raise InputError(
+            f"{source}: an {fmt} file whose first record is cut short: {done.skipped.cut}; nothing to read"
+        )
     spans.flush()
     logs.flush()
 
 
-def _decode(request: Request) -> list[Any]:
-    if isinstance(request, ExportTraceServiceRequest):
-        return list(decode.spans_from_request(request))
-    return list(decode.log_records_from_request(request))
-
-
 def _warn_skipped(source: Path, fmt: OtlpFormat, skipped: Skipped) -> None:
+    if skipped.cut:
+        logger.warning(
+            "evaltrace: %s: the last record, %s, is cut short (a writer stopped mid-record?): skipped, "
+            "the spans or log records it held are lost; the %d before it were read",
+            source,
+            skipped.cut,
+            skipped.read,
+        )
     if skipped.metrics:
         where = ", ".join(Frame(n, b"").where(fmt) for n in skipped.lines) + (", ..." if skipped.metrics > 3 else "")
         logger.warning(

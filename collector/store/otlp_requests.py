@@ -1,11 +1,17 @@
-"""Frames of an OTLP file -> protobuf export requests, each with its signal (spans or log records).
+"""Frames of an OTLP file -> the SDK spans or log records each holds (what `otlp_import.py` writes).
 
-A JSON line says what it holds by its top-level key (`resourceSpans`, `resourceLogs`); the OTLP
-JSON mapping itself is `otlp/jsonformat.py`'s. A protobuf message does not name its type, so it
-is told by its first item: a span starts with its 16-byte trace id and 8-byte span id (fields 1
-and 2), a log record never starts with field 1 as bytes (its field 1 is a fixed64 time). Metrics
-and profiles lines, which evaltrace does not read, are skipped and counted so the caller can say
-so; an empty request (`{}`) holds nothing and is skipped too.
+A JSON line says what it holds by its top-level key (`resourceSpans`, `resourceLogs`) and is
+decoded straight to SDK objects by `otlp/jsonformat.py`; a protobuf message is parsed and decoded
+by `otlp/decode.py`. A protobuf message does not name its type, so it is told by its first item: a
+span starts with its 16-byte trace id and 8-byte span id (fields 1 and 2), a log record never
+starts with field 1 as bytes (its field 1 is a fixed64 time). Metrics and profiles lines, which
+evaltrace does not read, are skipped and counted so the caller can say so; an empty request (`{}`)
+holds nothing and is skipped too.
+
+The file's last record may be cut short, as a writer that stopped (a Collector that crashed)
+leaves it: a last JSON line with no newline that is not complete JSON, or a last protobuf message
+shorter than its length prefix. It is skipped and described in `Skipped.cut` for the caller's
+warning; anything damaged before the end is an error naming its line or message.
 """
 
 from __future__ import annotations
@@ -14,20 +20,19 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.otlp import jsonformat
+from evaltrace.collector.otlp import decode, jsonformat
 from evaltrace.collector.store.otlp_frames import Frame, OtlpFormat, frames
 
 _SPAN_HEAD: Final = b"\x0a\x10"  # field 1 (trace_id), 16 bytes
 _SPAN_ID_TAG: Final = b"\x12\x08"  # field 2 (span_id), 8 bytes, right after the trace id
 _SKIPPED_KEYS: Final = ("resourceMetrics", "resourceProfiles", "resource_metrics", "resource_profiles")
-Request = ExportTraceServiceRequest | ExportLogsServiceRequest
 
 
 @dataclass
@@ -38,65 +43,88 @@ class Skipped:
     """Metrics or profiles requests (counted, not read)."""
     lines: list[int] = field(default_factory=list)
     """The first few of their lines or message numbers."""
+    cut: str = ""
+    """The file's last record, cut short and skipped: which it is and what is left of it ('' if none)."""
+    read: int = 0
+    """Records read whole (whatever they held)."""
 
 
-def requests(path: Path, fmt: OtlpFormat, skipped: Skipped) -> Iterator[tuple[Frame, Request]]:
-    """Each request of the file with the frame it came from (its line or message number).
+@dataclass(frozen=True)
+class Items:
+    """What one request held: spans, or log records."""
+
+    spans: bool
+    """Spans (else log records)."""
+    items: list[Any]
+
+
+def requests(path: Path, fmt: OtlpFormat, skipped: Skipped) -> Iterator[tuple[Frame, Items]]:
+    """The items of each request of the file with the frame it came from (its line or message number).
 
     Raises:
-        InputError: a line or message that is not an OTLP traces or logs request, naming the file
-            and the line or message.
+        InputError: a line or message that is not an OTLP traces or logs request, or that holds an
+            item that cannot be stored, naming the file and the line or message.
     """
-    parse = _json_request if fmt is OtlpFormat.JSON else _proto_request
     for frame in frames(path, fmt):
         try:
-            request = parse(frame)
+            found = _json_items(frame) if fmt is OtlpFormat.JSON else _proto_items(frame)
         except InputError as exc:
             raise InputError(f"{path}: {frame.where(fmt)}: {exc}") from None
-        if request is None:
+        if isinstance(found, str):
+            skipped.cut = f"{frame.where(fmt)} ({found})"
+            continue
+        skipped.read += 1
+        if found is None:
             skipped.metrics += 1
             if len(skipped.lines) < 3:
                 skipped.lines.append(frame.number)
-        elif _has_content(request):
-            yield frame, request
+        elif found.items:
+            yield frame, found
 
 
-def _has_content(request: Request) -> bool:
-    if isinstance(request, ExportTraceServiceRequest):
-        return len(request.resource_spans) > 0
-    return len(request.resource_logs) > 0
-
-
-def _json_request(frame: Frame) -> Request | None:
+def _json_items(frame: Frame) -> Items | str | None:
+    """The line's items; None for a metrics or profiles line; a description when it is a cut last line."""
     try:
         document = json.loads(frame.data)
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno}; a truncated line?)") from None
+        if frame.unterminated:
+            return f"{len(frame.data):,} bytes with no newline at the end, not complete JSON"
+        raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     except RecursionError:
         raise InputError("JSON nested too deeply") from None
     if not isinstance(document, dict):
         raise InputError("not an OTLP JSON request (a JSON object per line)")
     if "resourceSpans" in document or "resource_spans" in document:  # proto field names are valid JSON too
-        return jsonformat.trace_request(document)
+        return Items(True, jsonformat.spans_from_request(document))
     if "resourceLogs" in document or "resource_logs" in document:
-        return jsonformat.logs_request(document)
+        return Items(False, jsonformat.log_records_from_request(document))
     if any(key in document for key in _SKIPPED_KEYS):
         return None
     if not document:
-        return ExportTraceServiceRequest()
+        return Items(True, [])
     raise InputError("not an OTLP traces or logs request: no resourceSpans or resourceLogs")
 
 
-def _proto_request(frame: Frame) -> Request | None:
-    request: Request
-    request = ExportTraceServiceRequest() if _holds_spans(frame.data) else ExportLogsServiceRequest()
+def _proto_items(frame: Frame) -> Items | str:
+    """The message's items; a description when it is a cut last message."""
+    if frame.cut:
+        return frame.cut
+    if _holds_spans(frame.data):
+        spans = ExportTraceServiceRequest()
+        _parse(spans, frame.data)
+        return Items(True, decode.spans_from_request(spans))
+    logs = ExportLogsServiceRequest()
+    _parse(logs, frame.data)
+    return Items(False, decode.log_records_from_request(logs))
+
+
+def _parse(request: ExportTraceServiceRequest | ExportLogsServiceRequest, data: bytes) -> None:
     try:
-        request.ParseFromString(frame.data)
+        request.ParseFromString(data)
     except (DecodeError, RecursionError) as exc:
         raise InputError(f"not an OTLP protobuf request ({exc or 'malformed'})") from None
-    return request
 
 
 def _holds_spans(data: bytes) -> bool:

@@ -220,10 +220,10 @@ def test_official_otlp_json_reads_as_the_protobuf_request() -> None:
     # What the official OTLP JSON file exporter writes per line, through the JSON text.
     span_doc = json.loads(json.dumps(json_encode_spans(spans).to_dict()))
     log_doc = json.loads(json.dumps(json_encode_logs(logs).to_dict()))
-    assert jsonformat.trace_request(span_doc) == encode_spans(spans)
-    assert jsonformat.logs_request(log_doc) == encode_logs(logs)
+    assert encode_spans(jsonformat.spans_from_request(span_doc)) == encode_spans(spans)
+    assert encode_logs(jsonformat.log_records_from_request(log_doc)) == encode_logs(logs)
     body = json.dumps(json_encode_spans(spans).to_dict()).encode()
-    assert jsonformat.parse_trace_request(body) == encode_spans(spans)
+    assert encode_spans(jsonformat.decode_spans(jsonformat.document(body)).items) == encode_spans(spans)
 
 
 def test_otlp_json_mapping_details() -> None:
@@ -254,7 +254,7 @@ def test_otlp_json_mapping_details() -> None:
             }
         ]
     }
-    (span,) = decode.spans_from_request(jsonformat.trace_request(line))
+    (span,) = jsonformat.spans_from_request(line)
     assert f"{span.context.trace_id:032x}" == "5b8efff798038103d269b633813fc60c"
     assert span.parent is None and span.kind is SpanKind.CLIENT
     assert (span.start_time, span.end_time) == (1544712660000000000, 1544712661000000000)
@@ -271,7 +271,8 @@ def test_otlp_json_mapping_details() -> None:
         (b'{"resourceSpans": 3}', r"^not a valid OTLP/JSON request: .*resourceSpans"),
         (
             b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz"}]}]}]}',
-            r"^resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\]\.traceId: not a hex id \(3 characters\)$",
+            r"^not a valid OTLP/JSON request: resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\]\.traceId: "
+            r"not a hex id \(3 characters\)$",
         ),
         (
             b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"startTimeUnixNano":"soon"}]}]}]}',
@@ -281,22 +282,22 @@ def test_otlp_json_mapping_details() -> None:
 )
 def test_bad_otlp_json_is_one_clear_error(body: bytes, message: str) -> None:
     with pytest.raises(InputError, match=message):
-        jsonformat.parse_trace_request(body)
+        jsonformat.decode_spans(jsonformat.document(body))
 
 
 def test_bad_json_ids_in_links_and_log_records_are_named() -> None:
     link = b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"links":[{"spanId":"12345"}]}]}]}]}'
     with pytest.raises(InputError, match=r"spans\[0\]\.links\[0\]\.spanId: not a hex id"):
-        jsonformat.parse_trace_request(link)
+        jsonformat.decode_spans(jsonformat.document(link))
     record = b'{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"traceId":"g0"}]}]}]}'
     with pytest.raises(InputError, match=r"logRecords\[0\]\.traceId: not a hex id"):
-        jsonformat.parse_logs_request(record)
+        jsonformat.decode_log_records(jsonformat.document(record))
 
 
 def test_an_empty_request_decodes_to_nothing() -> None:
     assert decode.decode_spans(ExportTraceServiceRequest()).items == []
     assert decode.decode_log_records(ExportLogsServiceRequest()).items == []
-    assert jsonformat.parse_trace_request(b"{}") == ExportTraceServiceRequest()
+    assert jsonformat.decode_spans(jsonformat.document(b"{}")).items == []
 
 
 def test_a_malformed_trace_state_is_dropped_without_logging_it(caplog: pytest.LogCaptureFixture) -> None:
