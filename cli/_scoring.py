@@ -183,6 +183,10 @@ def _check_judges(loaded: LoadedSpec | None, min_kappa: float, store: Path | Non
 
 
 def _compare_options(scoring: Scoring) -> CompareOptions:
+    return compare_options(scoring.baseline, scoring.alpha, scoring.strict)
+
+
+def compare_options(baseline: str | None, alpha: float | None, strict: bool) -> CompareOptions:
     """`--alpha` and `--strict`, which only `--baseline` uses.
 
     Raises:
@@ -190,9 +194,9 @@ def _compare_options(scoring: Scoring) -> CompareOptions:
     """
     from evaltrace.evaluators.compare.comparison import CompareOptions
 
-    if scoring.baseline is None and (scoring.alpha is not None or scoring.strict):
+    if baseline is None and (alpha is not None or strict):
         raise InputError("--alpha and --strict test against a baseline: pass --baseline REF")
-    return CompareOptions(alpha=opt.alpha_level(scoring.alpha), strict=scoring.strict)
+    return CompareOptions(alpha=opt.alpha_level(alpha), strict=strict)
 
 
 def _with_baseline(writer: ReportFormat | None, baseline: Side, options: CompareOptions) -> BaselineCheck:

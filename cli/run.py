@@ -22,7 +22,7 @@ import typer
 from evaltrace.cli import _options as opt
 from evaltrace.cli import _otlp_options as otlp
 from evaltrace.cli._progress import progress_bar
-from evaltrace.cli._scoring import Scoring, baseline_side, judge_overrides, score_and_gate
+from evaltrace.cli._scoring import Scoring, baseline_side, compare_options, judge_overrides, score_and_gate
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import plural, printable
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
@@ -73,6 +73,8 @@ def run(
     store: opt.StoreDir = None,
     no_store: opt.NoStore = False,
     baseline: opt.Baseline = None,
+    alpha: opt.Alpha = None,
+    strict: opt.Strict = False,
     no_cache: opt.NoCache = False,
     junit_path: opt.JunitPath = None,
     markdown_path: opt.MarkdownPath = None,
@@ -107,6 +109,7 @@ def run(
     opt.report_destinations(json_path, junit_path, markdown_path, html_path)
     store_dir = opt.store_choice(store, no_store)  # an unwritable store stops us before the agent runs
     baseline_side(baseline, store_dir)  # so does a --baseline REF that names no run
+    compare_options(baseline, alpha, strict)  # or --alpha / --strict without it
     results = otlp.results_target(send_results, protocol, header)  # and a bad --send-results
     # As `opentelemetry-instrument` would: the installed instrumentations, before the agent's module loads.
     instrument_installed()
@@ -138,6 +141,8 @@ def run(
         scorer_timeout=scorer_timeout,
         store=store_dir,
         baseline=baseline,
+        alpha=alpha,
+        strict=strict,
         judge_overrides=judge_overrides(locals()),
         send_results=results,
     )

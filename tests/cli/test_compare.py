@@ -303,6 +303,11 @@ def test_score_alpha_sets_the_baseline_tests_level(work: Path) -> None:
         alone = evaltrace("score", "runs-one", "--spec", "evals.yaml", "--no-store", *extra, cwd=work)
         assert alone.returncode == 2
         assert alone.stderr == "Error: --alpha and --strict test against a baseline: pass --baseline REF\n"
+    agent = evaltrace("run", "--agent", "no_such_module:run", "--spec", "evals.yaml", "--strict", cwd=work)
+    assert (agent.returncode, agent.stderr) == (
+        2,
+        "Error: --alpha and --strict test against a baseline: pass --baseline REF\n",
+    )
     wrong = evaltrace(*args, "--alpha", "0.7", cwd=work)
     assert wrong.returncode == 2 and wrong.stderr.startswith("Error: --alpha 0.7: give a significance level")
 
