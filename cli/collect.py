@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 _EXIT_UNWRITTEN = 1
 """Exit code when something received could not be written (the files' loss counts say how much)."""
+RECEIVED_BY = {"received_by": "collect"}
+"""Every file `collect` writes has `evaltrace.received_by: collect` in its Parquet metadata."""
 _EXIT_RECEIVER_FAILED = 2
 """With a command: the exit code when the receiver failed (something received not written)."""
 
@@ -93,7 +95,8 @@ def collect(
     from evaltrace.collector.receive.server import Receiver
 
     config = _config(http, grpc, directory, run_id, max_request_mb, queue_items, allow_unauthenticated)
-    settings = ExporterSettings.from_env(directory=config.directory, run_id=run_id)
+    # Files say who wrote them (`evaltrace doctor` tells a sender's spans from an in-process recording's).
+    settings = ExporterSettings.from_env(directory=config.directory, run_id=run_id, file_labels=RECEIVED_BY)
     _check_folder(settings.directory)
     receiver = Receiver(config, settings, say=_say)
     if command:

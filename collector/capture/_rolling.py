@@ -24,7 +24,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -76,6 +76,7 @@ class RollingWriter:
         flush_interval: seconds after which buffered rows are written.
         max_rows: buffered rows that trigger a file.
         max_buffered_rows: bound of the buffer while writes fail.
+        labels: extra `evaltrace.<key>` entries of every file's metadata (who wrote it, e.g. `received_by`).
     """
 
     _timer: threading.Thread | None
@@ -89,8 +90,10 @@ class RollingWriter:
         flush_interval: float,
         max_rows: int,
         max_buffered_rows: int,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         self.kind = kind
+        self.labels = {f"evaltrace.{key}": value for key, value in (labels or {}).items()}
         self.directory = directory
         self.run_id = run_id
         self.flush_interval = flush_interval
@@ -174,7 +177,7 @@ class RollingWriter:
         tmp = inflight_path(directory, self._host)
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            metadata = self.kind.metadata(self.run_id, self._dropped, self._unwritten, self._writer_id)
+            metadata = self.kind.metadata(self.run_id, self._dropped, self._unwritten, self._writer_id) | self.labels
             self.kind.write(batches, str(tmp), metadata)
             self._seq += 1
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")

@@ -88,6 +88,8 @@ class ExporterSettings(BaseModel):
     """Bound of the buffer while writes fail; older batches beyond it are dropped and counted."""
     redaction: RedactionSettings = Field(default_factory=RedactionSettings)
     """What to remove or mask before writing."""
+    file_labels: dict[str, str] = Field(default_factory=dict)
+    """Extra `evaltrace.<key>` entries of every file's metadata (`evaltrace collect` sets `received_by`)."""
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ExporterSettings:
@@ -133,6 +135,7 @@ class ExporterSettings(BaseModel):
             flush_interval=self.flush_interval,
             max_rows=self.max_rows,
             max_buffered_rows=self.max_buffered_rows,
+            labels=self.file_labels,
         )
 
 

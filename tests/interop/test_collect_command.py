@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from _receive_process import clean_env
 
@@ -59,6 +60,8 @@ def test_the_files_are_complete_when_the_command_returns(
     assert "refused" not in done.stderr  # a token the child did not carry would show as HTTP 401
     assert done.stdout == ""  # collect's own lines go to stderr: stdout is the command's
     assert TOKEN not in done.stderr and "s3cr3t" not in done.stderr
+    files = list(folder.glob("*.parquet"))
+    assert files and all(pq.read_metadata(f).metadata[b"evaltrace.received_by"] == b"collect" for f in files)
 
 
 def test_the_command_gets_the_receivers_real_address_and_protocol(tmp_path: Path) -> None:
