@@ -10,6 +10,8 @@ A store is a folder (`--store DIR`, default `.evaltrace/store`; see `location.py
 - `runs/<run id>.parquet`: the **runs** table, one row: when, what was scored (spec and its
   hash, inputs, selection), the evaltrace version, the gate, the counts, and each scorer's
   version and configuration hash.
+- `labels/<id>.parquet`: the **labels** table, people's pass/fail verdicts on entries and judge
+  scores (`evaltrace review`, `labels import`): its schema and meaning are in `labels.py`.
 
 Files are only ever added: each scoring run writes one file of each, under hidden temporary names
 renamed into place, the runs file last. A run is complete, and listed, once its runs file exists;
