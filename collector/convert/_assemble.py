@@ -28,9 +28,9 @@ What counts as what (the rules scorers rely on):
   another agent) is its own child trace, reachable from `ToolCall.child`: from the tool span it
   runs under, or else from a tool call of its own (named after the agent) placed where it
   started. Its spans never mix into the parent's iterations or usage.
-- Agent runs nest at most `MAX_NESTED_RUNS` deep: a deeper agent span is cut (the tool call that
-  started it stays, without a child) and the root's trace says how many runs were cut, so no
-  walk over nested traces (scorers, writers, serializers) can exhaust the stack.
+- Traces nest at most `MAX_NESTED_RUNS` deep (a handoff counts a level): a deeper agent span is cut
+  (its tool call kept without a child), a deeper handoff starts a run of its own, and the root's
+  trace warns, so no walk over nested traces (scorers, writers, serializers) exhausts the stack.
 - Usage is summed over this trace's iterations only; agent spans' aggregates are ignored.
 - A framework's answer tool (smolagents' `final_answer`) called in the last model call is the
   run's answer, not a tool call (`conventions/answer_tool`); that model call stays an iteration.
@@ -57,10 +57,8 @@ from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.store.spans import Span
 
 Classify = Callable[[Span], NormalizedSpan]
-_Visit = tuple[Span, NormalizedSpan | None, ToolSpan | None]
-"""A span to add to a scope, the model call and the tool span it is inside (if any)."""
-_Attach = tuple[list[Span], ToolSpan | None]
-"""Nested agent spans whose runs to attach, and the tool span they ran under."""
+_Visit = tuple[Span, NormalizedSpan | None, ToolSpan | None]  # a span, the model call and tool span it is in
+_Attach = tuple[list[Span], ToolSpan | None]  # nested agent spans whose runs to attach, the tool span they ran under
 MAX_NESTED_RUNS: Final = 32
 """Agent runs nested deeper than this are cut, with a warning (real agents nest a few levels)."""
 
@@ -74,8 +72,7 @@ class _Scope:
     members: list[NormalizedSpan] = field(default_factory=list)
     nested: dict[str, list[NormalizedSpan]] = field(default_factory=dict)
     """Model-kind spans inside each model call (by its span id): other instrumentations of it."""
-    depth: int = 0
-    """How many agent runs enclose this one."""
+    depth: int = 0  # how many traces enclose this one's
 
 
 class Assembler:
@@ -89,6 +86,7 @@ class Assembler:
         self._scopes: dict[str, _Scope] = {}
         self._depths: dict[str, int] = {}  # nested agent span id -> the depth of its run
         self._cut = 0  # agent runs cut past `MAX_NESTED_RUNS` in the current root's trace
+        self._split: set[str] = set()  # agents a chain handed to past there (grouping may run twice)
         # Each span's `evaltrace.*` attributes, found once (every root's trace and nested one reads them).
         self._contexts = {span_id: found for span_id, span in tree.spans.items() if (found := _context(span))}
 
@@ -111,12 +109,17 @@ class Assembler:
         return self.classified[span.span_id].role
 
     def _trace_for_root(self, root: Span) -> Trace:
-        self._cut = 0
+        self._cut, self._split = 0, set()
         trace = self._root_trace(root)
         if self._cut:
             trace.warnings.append(
-                f"{self._cut} agent run(s) nested more than {MAX_NESTED_RUNS} deep were cut (their spans are in "
-                "the file; the tool calls that started them are kept without their runs)"
+                f"{self._cut} agent run(s) nested more than {MAX_NESTED_RUNS} deep were cut (their "
+                "spans are in the file; the tool calls that started them are kept without their runs)"
+            )
+        if self._split:
+            trace.warnings.append(
+                f"{len(self._split)} handoff(s) more than {MAX_NESTED_RUNS} deep were not followed: "
+                "the agent handed to starts a run of its own"
             )
         return trace
 
@@ -125,7 +128,9 @@ class Assembler:
             contained = self._contained_run(root)
             trace = self.build(root) if contained is None else self._container_trace(root, contained)
         else:
-            runs = self._runs(self._outermost_agents(root))
+            outermost = self._outermost_agents(root)
+            self._depths.update((agent.span_id, 1) for agent in outermost)  # as the root's scope will see them
+            runs = self._runs(outermost)
             alone = len(runs) == 1 and not self._has_llm_outside(root, runs[0])
             trace = self._build_run(runs[0]) if alone else self._assemble([root])
         # Context attributes may sit anywhere in the OTel tree (a harness's wrapper span).
@@ -182,11 +187,22 @@ class Assembler:
         """Group agent spans (in start order) into runs: an agent, then each agent it handed off to."""
         runs: list[list[Span]] = []
         for agent in agents:
-            if runs and self._handoff_span(runs[-1][-1], agent) is not None:
+            if runs and self._continues(runs[-1], agent):
                 runs[-1].append(agent)
             else:
                 runs.append([agent])
         return runs
+
+    def _continues(self, run: list[Span], agent: Span) -> bool:
+        """Whether `run` handed over to `agent` (a level deeper); past `MAX_NESTED_RUNS`, `agent` starts a run."""
+        last = self._depths.get(run[0].span_id, 0) + len(run) - 1
+        if self._handoff_span(run[-1], agent) is None:
+            return False
+        if last < MAX_NESTED_RUNS:
+            self._depths[agent.span_id] = last + 1  # before its scope is first computed
+            return True
+        self._split.add(agent.span_id)
+        return False
 
     def _handoff_span(self, agent: Span, target: Span) -> ToolSpan | None:
         """The tool span of `agent` that handed the run to its later sibling `target`, if any."""
@@ -271,7 +287,7 @@ class Assembler:
             elif scope.depth >= MAX_NESTED_RUNS:  # the runs it holds are cut with it
                 self._cut += sum(self.classified[s.span_id].role == "agent" for s in self.tree.walk(child))
             else:
-                self._depths[child.span_id] = scope.depth + 1
+                self._depths.setdefault(child.span_id, scope.depth + 1)  # a chain may have placed it deeper
                 agents.append(child)
         if agents:
             stack.append((agents, context[1]))

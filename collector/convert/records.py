@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -318,10 +318,12 @@ class Trace(_Record):
     def to_contract_json(self) -> dict[str, Any]:
         """The JSON object `evaltrace traces --json` prints (the documented keys first).
 
-        A nested run is written once, as the `child` of its call in `tool_calls`; the same call in
-        `iterations` has no `child` key (written under both, the output doubled with each level).
+        A nested run is written once, as the `child` of its call in `tool_calls`: the same call in
+        `iterations` has no `child` key, and a handoff call's child (the rest of the chain, whose
+        calls and iterations follow in this trace's lists) has no `tool_calls` and `iterations`.
+        Written whole everywhere, the output doubled with each level of nesting.
         """
-        return self.model_dump(mode="json", exclude=_iteration_children(self))
+        return self.model_dump(mode="json", exclude=_written_once(self))
 
 
 class Conversation(_Record):
@@ -331,20 +333,29 @@ class Conversation(_Record):
     traces: list[Trace] = Field(default_factory=list)
 
 
-def _iteration_children(trace: Trace) -> dict[str, Any]:
-    """`model_dump`'s `exclude` leaving out iterations' calls' children, as deep as `trace` nests (no recursion)."""
-    depth, stack, seen = 0, [(trace, 0)], set()
-    while stack:
-        current, level = stack.pop()
-        depth = max(depth, level)
-        for call in current.tool_calls:  # a handoff's child is reached twice: walk it once
-            if call.child is not None and (id(call.child), level) not in seen:
-                seen.add((id(call.child), level))
-                stack.append((call.child, level + 1))
-    exclude: dict[str, Any] = {"iterations": {"__all__": {"tool_calls": {"__all__": {"child"}}}}}
-    for _ in range(depth):
-        exclude = {**exclude, "tool_calls": {"__all__": {"child": exclude}}}
-    return exclude
+def _written_once(trace: Trace) -> dict[Any, Any]:
+    """`model_dump`'s `exclude` writing each nested run once, built without recursion (see `to_contract_json`)."""
+    order, stack, seen = [], [trace], {id(trace)}
+    while stack:  # every trace reachable, parents before children
+        current = stack.pop()
+        order.append(current)
+        for call in current.tool_calls:
+            if call.child is not None and not call.handoff and id(call.child) not in seen:
+                seen.add(id(call.child))
+                stack.append(call.child)
+    made: dict[int, dict[Any, Any]] = {}
+    for current in reversed(order):  # children first
+        calls: dict[Any, Any] = {}
+        for index, call in enumerate(current.tool_calls):
+            if call.child is not None:
+                calls[index] = {"child": _HANDOFF_CHILD if call.handoff else made[id(call.child)]}
+        made[id(current)] = {**_ITERATION_CHILDREN, **({"tool_calls": calls} if calls else {})}
+    return made[id(trace)]
+
+
+_ITERATION_CHILDREN: Final = {"iterations": {"__all__": {"tool_calls": {"__all__": {"child"}}}}}
+_HANDOFF_CHILD: Final = {"iterations": True, "tool_calls": True}
+"""A handoff's child is the rest of the chain, whose calls and iterations follow in the same lists."""
 
 
 ToolCall.model_rebuild()

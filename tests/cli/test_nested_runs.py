@@ -102,3 +102,28 @@ def test_a_3000_deep_chain_of_plain_spans_is_read(tmp_path: Path) -> None:
     _clean(done)
     assert done.returncode == 0
     assert json.loads(done.stdout)["output"] == "done"
+
+
+def test_a_handoff_chain_of_300_agents(tmp_path: Path) -> None:
+    """Each handoff's child is the rest of the chain: 300 handoffs nest 300 traces (and wrote 2^n of JSON)."""
+    rec = Recorder(tmp_path)
+    with rec.span("workflow"):
+        for k in range(DEPTH):
+            with rec.span(f"invoke_agent a{k}", agent_attrs(f"a{k}")):
+                handed = messages(("assistant", [tool_call(f"h{k}", "transfer", {})]))
+                chat(rec, "gpt-test", messages(("user", [text("go")])), handed, (1, 1))
+                with rec.span("execute_tool transfer", tool_attrs("transfer", f"h{k}", {}, f"a{k + 1}")):
+                    pass
+    rec.close()
+    done = evaltrace("traces", tmp_path, "--json", timeout=60)
+    _clean(done)
+    assert done.returncode == 0
+    (trace,) = [json.loads(line) for line in done.stdout.splitlines()]
+    split = DEPTH // (MAX_NESTED_RUNS + 1)
+    assert f"{split} handoff(s) more than {MAX_NESTED_RUNS} deep were not followed" in trace["warnings"][0]
+    assert len(done.stdout) < 2_000_000
+    spec = tmp_path / "evals.yaml"
+    spec.write_text(SPEC.replace("delegate", "a0"), encoding="utf-8")
+    scored = evaltrace("score", tmp_path, "--spec", spec, "--no-store", "--html", tmp_path / "r.html", timeout=60)
+    _clean(scored)
+    assert scored.returncode in (0, 1)
