@@ -357,3 +357,37 @@ def test_run_refuses_a_bad_results_target_before_the_agent_runs(tmp_path: Path) 
         "(the Langfuse project's API keys)"
     ]
     assert not (tmp_path / "ran").exists()
+
+
+def test_a_backend_that_keeps_failing_is_one_error_line_and_no_results_sent_line(tmp_path: Path) -> None:
+    class Unavailable(BaseHTTPRequestHandler):
+        posts = 0
+
+        def do_GET(self) -> None:
+            self._answer(200)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            type(self).posts += 1
+            self._answer(503)
+
+        def _answer(self, status: int) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, format: str, *args: object) -> None:
+            return None
+
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)) as port:
+        done = evaltrace("score", SAMPLE_RUNS, "--no-store", "--send-results", f"langfuse:http://127.0.0.1:{port}",
+                         env=KEYS)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"Error: --send-results http://127.0.0.1:{port}/api/public/scores: the backend answered HTTP 503 Service "
+        "Unavailable; 1 score not delivered"
+    ]
+    assert "results sent" not in done.stdout + done.stderr and "Traceback" not in done.stderr
+    assert Unavailable.posts > 1  # retried before giving up
