@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -150,3 +154,58 @@ def test_run_folders_without_scores_are_listed_and_labelled(judged: JudgedStore,
     assert (label.case_id, label.trace_id, label.scorer, label.label, label.run_id) == (
         case_id(0), judged.trace_ids[case_id(0)], "", "fail", None
     )  # fmt: skip
+
+
+ATTACKER = """<!DOCTYPE html><html><body>
+<form id="form" method="post" enctype="text/plain" action="REVIEW/api/labels">
+<input name='{"trace_id": "TRACE", "case_id": "case-00", "scorer": "", "label": "fail", "x": "' value='"}'>
+</form>
+<script>
+fetch("REVIEW/api/labels", {method: "POST", headers: {"X-Evaltrace-Token": "TOKEN",
+  "Content-Type": "application/json"}, body: JSON.stringify({trace_id: "TRACE", case_id: "case-00", label: "fail"})})
+  .then(function (r) { window.result = "answered " + r.status; })
+  .catch(function () { window.result = "blocked"; });
+</script></body></html>"""
+
+
+@contextmanager
+def attacker_site(page: str) -> Iterator[str]:
+    """Another origin on loopback (its own port) serving `page`."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = page.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_of_another_origin_cannot_label_even_with_the_token(judged: JudgedStore, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with review_server("--store", store, judged.runs, cwd=tmp_path) as server:
+        html = ATTACKER.replace("REVIEW", server.base).replace("TOKEN", server.token)
+        html = html.replace("TRACE", judged.trace_ids[case_id(0)])
+        with attacker_site(html) as url, headless_page(chromium_executable()) as page:
+            page.open(url)
+            wait_until(page, "window.result !== undefined")
+            assert page.evaluate("window.result") == "blocked"  # the preflight finds no CORS: never sent
+            # A form is a simple request (no preflight) but cannot carry the token header.
+            page.evaluate("document.getElementById('form').submit()")
+            wait_until(page, f"location.href.startsWith({json.dumps(server.base)})")
+            wait_until(page, "document.body && document.body.innerText.includes('error')")
+            assert "missing or wrong access token" in page.evaluate("document.body.innerText")
+    assert read_labels(store) == []
