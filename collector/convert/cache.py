@@ -5,7 +5,7 @@ traces and writes their traces table (`table.py`) as it goes; afterwards it read
 which skips reading spans and rebuilding traces altogether.
 
 Key. A table is named by a SHA-256 of: each input file's identity (`cachedir.file_identity`:
-resolved path, device, inode, size, mtime and ctime), in order; `CONVERTER_VERSION`
+resolved path, inode, size, mtime and ctime), in order; `CONVERTER_VERSION`
 (`version.py`), the table version, the evaltrace version and the size and mtime of the
 converter's and reader's source files (an edited checkout rebuilds without anyone bumping a
 version); `histories`; and the shard, for a sharded run's workers (each caches its own shard, so

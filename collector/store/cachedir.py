@@ -10,10 +10,11 @@ before each use. A folder owned by another user, or one that group or others may
 used (a warning names it; scoring goes on without the cache). One that group or others may only
 read (earlier versions created the folder 0755) is made 0700, with a warning saying so.
 
-Identity. `file_identity` is what both caches key an input file by: its resolved path, device,
-inode, size, mtime and ctime (ns). Nothing can set a file's ctime back: a file replaced in place
-(tar or `cp -p` writing over it, `rsync -t`), even with the same size, mtime and inode, gets a
-new ctime and so a new key.
+Identity. `file_identity` is what both caches key an input file by: its resolved path, inode,
+size, mtime and ctime (ns). Nothing can set a file's ctime back: a file replaced in place (tar or
+`cp -p` writing over it, `rsync -t`), even with the same size, mtime and inode, gets a new ctime
+and so a new key. The device number is left out: the nodes of a Ray cluster share one cache
+folder and see the same network file system under different device numbers.
 """
 
 from __future__ import annotations
@@ -83,7 +84,6 @@ def file_identity(path: Path) -> list[object]:
     found = path.stat()
     return [
         os.path.realpath(path),
-        found.st_dev,
         found.st_ino,
         found.st_size,
         found.st_mtime_ns,

@@ -4,8 +4,8 @@
 (`otlp_import.py`) the first time. Everything downstream (the reader, sharding, the traces cache)
 then reads ordinary run files, and scoring the same file again skips the conversion.
 
-Key. A SHA-256 of the file's identity (`cachedir.file_identity`: resolved path, device, inode,
-size, mtime and ctime), `IMPORT_VERSION`, the run-file schema versions, the evaltrace version and
+Key. A SHA-256 of the file's identity (`cachedir.file_identity`: resolved path, inode, size,
+mtime and ctime), `IMPORT_VERSION`, the run-file schema versions, the evaltrace version and
 the size and mtime of the decoder's and the store's source files (an edited checkout imports
 again). A file that changes gets a new key, so nothing stale is ever read (a file replaced with
 the same size, mtime and inode still has a new ctime); a file that changes while it is being
