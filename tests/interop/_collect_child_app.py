@@ -5,8 +5,8 @@ OTLP exporter, configured only by the environment collect gives it.
 $OTEL_EXPORTER_OTLP_PROTOCOL (HTTP protobuf or gRPC; endpoint and headers read from the
 environment as the SDK reads them), flushes them (`shutdown`) and exits with CODE.
 `python _collect_child_app.py env`: prints the OTLP variables it was given as JSON, exits 0.
-`python _collect_child_app.py wait-term CODE`: says `ready` on stdout, then on SIGTERM records one
-span named `terminated`, flushes and exits with CODE.
+`python _collect_child_app.py wait-term CODE`: says `ready` on stdout, then on SIGTERM or SIGINT
+waits a second, records one span naming how many signals it got, flushes and exits with CODE.
 `python _collect_child_app.py kill-self`: ends itself with SIGKILL.
 """
 
@@ -51,17 +51,17 @@ def send(count: int, code: int) -> None:
 
 def wait_term(code: int) -> None:
     provider = _provider()
-
-    def on_term(*_: object) -> None:
-        with provider.get_tracer("collect-child").start_as_current_span("terminated"):
-            pass
-        provider.shutdown()
-        sys.exit(code)
-
-    signal.signal(signal.SIGTERM, on_term)
+    received: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _: received.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, _: received.append(signum))
     print("ready", flush=True)
-    while True:
-        time.sleep(0.1)
+    while not received:
+        time.sleep(0.05)
+    time.sleep(1.0)  # a second copy of the signal (a Ctrl-C passed on again) would arrive by now
+    with provider.get_tracer("collect-child").start_as_current_span(f"terminated after {len(received)} signal(s)"):
+        pass
+    provider.shutdown()
+    sys.exit(code)
 
 
 def main() -> None:

@@ -8,12 +8,16 @@ own reader, which skips in-flight files: a span counted there is in a finished f
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -84,20 +88,60 @@ def test_an_endpoint_already_set_is_left_alone(tmp_path: Path) -> None:
     assert "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is already set" in done.stderr
 
 
-def test_sigterm_is_passed_to_the_command_and_its_last_spans_written(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_is_passed_to_the_command_and_its_last_spans_written(tmp_path: Path, sent: int) -> None:
+    # Sent to collect alone (a supervisor's kill, not a terminal's Ctrl-C, which reaches the whole
+    # process group): its own session, so no terminal is involved.
     folder = tmp_path / "runs"
     command = [sys.executable, "-m", "evaltrace.cli", "collect", "--dir", str(folder)]
     command += ["--http", "127.0.0.1:0", "--grpc", "off", "--", sys.executable, str(APP), "wait-term", "5"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), start_new_session=True
+    )
     try:
         assert process.stdout is not None and process.stdout.readline() == "ready\n"
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(sent)
         _, err = process.communicate(timeout=60)
     finally:
         process.kill()
         process.wait()
     assert process.returncode == 5, err
-    assert _names(folder) == ["terminated"]
+    assert _names(folder) == ["terminated after 1 signal(s)"]
+
+
+def test_ctrl_c_on_a_terminal_reaches_the_command_once(tmp_path: Path) -> None:
+    # Ctrl-C on a terminal interrupts its whole foreground process group, collect and the command
+    # alike: collect must not pass it on a second time (that would interrupt the command's own
+    # shutdown, before its exporter flushed). collect runs as the session leader of a new pty.
+    folder = tmp_path / "runs"
+    leader, follower = pty.openpty()
+    command = [sys.executable, "-m", "evaltrace.cli", "collect", "--dir", str(folder)]
+    command += ["--http", "127.0.0.1:0", "--grpc", "off", "--", sys.executable, str(APP), "wait-term", "5"]
+
+    def take_the_terminal() -> None:  # runs after setsid (start_new_session), before exec
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    process = subprocess.Popen(
+        command,
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(),
+        start_new_session=True,
+        preexec_fn=take_the_terminal,
+    )
+    os.close(follower)
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        os.write(leader, b"\x03")  # Ctrl-C
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+        os.close(leader)
+    assert process.returncode == 5, err
+    assert _names(folder) == ["terminated after 1 signal(s)"]
 
 
 def test_a_command_ended_by_a_signal_exits_128_plus_n(tmp_path: Path) -> None:
