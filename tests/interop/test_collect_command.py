@@ -149,6 +149,15 @@ def test_a_command_ended_by_a_signal_exits_128_plus_n(tmp_path: Path) -> None:
     assert done.returncode == 128 + signal.SIGKILL, done.stderr
 
 
+def test_a_receiver_that_could_not_write_exits_2_saying_why(tmp_path: Path) -> None:
+    # The command replaces the run folder with a file, then sends: its spans cannot be written.
+    app = f"{shlex.quote(sys.executable)} {shlex.quote(str(APP))} send 10 3"
+    done = _collect(tmp_path / "runs", "sh", "-c", f"rm -rf {tmp_path / 'runs'} && touch {tmp_path / 'runs'} && {app}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == "Error: 10 received items could not be written"
+    assert "Traceback" not in done.stderr
+
+
 def test_a_command_that_does_not_exist_is_one_error_line(tmp_path: Path) -> None:
     done = _collect(tmp_path / "runs", "no-such-command-h8", "--flag")
     assert done.returncode == 2
