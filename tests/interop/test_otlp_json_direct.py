@@ -10,6 +10,7 @@ the receiver's SDK limits, the same cuts as `receive/limits.py` makes on the pro
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -22,6 +23,8 @@ from opentelemetry.sdk.trace import SpanLimits
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp import decode, jsonformat
 from evaltrace.collector.receive import limits as receive_limits
+from evaltrace.collector.receive.handling import Intake, parse_body
+from evaltrace.collector.receive.workqueue import Signal, WorkQueue
 from evaltrace.collector.store import batches
 from tests.interop._otlp_json_gen import Gen, via_protobuf
 
@@ -145,3 +148,40 @@ def test_an_item_that_is_not_an_object_is_refused() -> None:
         InputError, match=r"resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[1\]: expected a JSON object, got a string"
     ):
         jsonformat.decode_spans(json.loads('{"resourceSpans": [{"scopeSpans": [{"spans": [{}, "x"]}]}]}'))
+
+
+def _otlp_json(message: Any) -> bytes:
+    """A protobuf request in OTLP/JSON (protobuf's JSON mapping with hex ids)."""
+
+    def hex_ids(node: Any) -> Any:
+        if isinstance(node, list):
+            return [hex_ids(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ids = ("traceId", "spanId", "parentSpanId")
+        return {k: base64.b64decode(v).hex() if k in ids else hex_ids(v) for k, v in node.items()}
+
+    return json.dumps(hex_ids(json_format.MessageToDict(message))).encode()
+
+
+def test_the_receiver_takes_json_as_it_takes_protobuf() -> None:
+    # Over the limits everywhere: spans' attributes, events, links, events' and links' attributes.
+    spans = Gen(3).request(logs=False)
+    span = spans["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    span[:] = [Gen(4).span() for _ in range(3)]
+    for item in span:
+        item.update(traceId="ab" * 16, spanId="cd" * 8)
+        item["attributes"] = [{"key": f"a{n}", "value": {"intValue": n}} for n in range(9)]
+        item["events"] = [{"name": "e", "attributes": item["attributes"]} for _ in range(4)]
+        item["links"] = [{"traceId": "01" * 16, "spanId": "02" * 8, "attributes": item["attributes"]} for _ in range(3)]
+    protobuf = via_protobuf(spans, logs=False)
+    answers, queued = [], []
+    for body, is_json in ((protobuf.SerializeToString(), False), (_otlp_json(protobuf), True)):
+        queue = WorkQueue(capacity=10_000)
+        intake = Intake(queue, span_limits=_TIGHT)
+        answers.append(intake.accept(Signal.TRACES, parse_body(Signal.TRACES, body, is_json, intake.limits)))
+        (work,) = queue.take(10_000) or []
+        queued.append((work.weight, encode_spans(work.items), intake.snapshot()))
+    assert answers[0] == answers[1]
+    assert answers[1].partial_success.error_message == "over the SDK limits, dropped: 9 events, 6 links, 69 attributes"
+    assert queued[0] == queued[1]
