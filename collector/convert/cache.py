@@ -155,8 +155,8 @@ def cache_rebuilt(
 
 def is_cached(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> bool:
     """Whether the cache folder holds a traces table for `files` (its soundness is checked on reading)."""
-    key = cache_key(files, histories=histories, shard=shard)
-    return key is not None and (traces_folder() / f"{key}.parquet").exists()
+    key, base = cache_key(files, histories=histories, shard=shard), private_root()
+    return key is not None and base is not None and (traces_folder(base) / f"{key}.parquet").exists()
 
 
 def cache_key(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> str | None:
