@@ -43,7 +43,7 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.store.cachedir import cache_root, file_identity, private_root
 from evaltrace.collector.store.layout import writer_version
 from evaltrace.collector.store.otlp_frames import OtlpFormat
-from evaltrace.collector.store.otlp_import import ImportTarget, import_otlp, run_label
+from evaltrace.collector.store.otlp_import import ImportTarget, cut_warning, import_otlp, run_label
 from evaltrace.collector.store.schema import LOGS_SCHEMA_VERSION, SCHEMA_VERSION
 
 logger = logging.getLogger("evaltrace")
@@ -55,6 +55,8 @@ MAX_IMPORT_BYTES: Final = 8 << 30
 """Past this much of imports, the least recently used are removed (never one used in the last `_IN_USE_S`)."""
 _IN_USE_S: Final = 3600.0
 _TEMP_SUFFIX: Final = ".tmp"
+_WARNING_FILE: Final = ".warning"
+"""In an import's folder: the warning its import gave (a cut last record), repeated on every read."""
 _fresh_this_process: set[str] = set()
 
 
@@ -83,6 +85,7 @@ def imported_files(path: Path, fmt: OtlpFormat, *, fresh: bool = False, root: Pa
     folder = imports_folder(base) / key
     if folder.is_dir() and not (fresh and key not in _fresh_this_process):
         _touch(folder)
+        _repeat_warning(folder)
         return _run_files(folder)
     temp = _imported(path, fmt, _temp_folder(folder), identity, key)
     _fresh_this_process.add(key)
@@ -93,11 +96,20 @@ def imported_files(path: Path, fmt: OtlpFormat, *, fresh: bool = False, root: Pa
 
 def _imported(path: Path, fmt: OtlpFormat, temp: Path, identity: list[object], key: str) -> Path:
     """Import `path` into the folder `temp`; raises if the file changed meanwhile."""
-    import_otlp(path, fmt, ImportTarget(temp, run_id=run_label(path), writer_id=key[:16]))
+    done = import_otlp(path, fmt, ImportTarget(temp, run_id=run_label(path), writer_id=key[:16]))
+    if done.skipped.cut:  # said again whenever the cached import is read: the loss is the file's
+        (temp / _WARNING_FILE).write_text(cut_warning(path, done.skipped), encoding="utf-8")
     if _identity(path) != identity:
         shutil.rmtree(temp, ignore_errors=True)
         raise InputError(f"{path}: the file changed while it was read; read it again once it is complete")
     return temp
+
+
+def _repeat_warning(folder: Path) -> None:
+    try:
+        logger.warning("%s", (folder / _WARNING_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        pass
 
 
 def _identity(path: Path) -> list[object]:

@@ -164,13 +164,7 @@ def _copy(
 
 def _warn_skipped(source: Path, fmt: OtlpFormat, skipped: Skipped) -> None:
     if skipped.cut:
-        logger.warning(
-            "evaltrace: %s: the last record, %s, is cut short (a writer stopped mid-record?): skipped, "
-            "the spans or log records it held are lost; the %d before it were read",
-            source,
-            skipped.cut,
-            skipped.read,
-        )
+        logger.warning("%s", cut_warning(source, skipped))
     if skipped.metrics:
         where = ", ".join(Frame(n, b"").where(fmt) for n in skipped.lines) + (", ..." if skipped.metrics > 3 else "")
         logger.warning(
@@ -179,3 +173,11 @@ def _warn_skipped(source: Path, fmt: OtlpFormat, skipped: Skipped) -> None:
             skipped.metrics,
             where,
         )
+
+
+def cut_warning(source: Path, skipped: Skipped) -> str:
+    """The warning for a file whose last record was cut short (`skipped.cut`), what was lost."""
+    return (
+        f"evaltrace: {source}: the last record, {skipped.cut}, is cut short (a writer stopped mid-record?): "
+        f"skipped, the spans or log records it held are lost; the {skipped.read} before it were read"
+    )
