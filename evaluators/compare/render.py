@@ -62,7 +62,7 @@ def render_markdown(comparison: Comparison) -> str:
         cells = [markdown_text(scorer_label(row)), *(cell.replace("|", "\\|") for cell in row_cells(row)[1:])]
         lines.append("| " + " | ".join(cells) + " |")
     if comparison.regressions:
-        lines += ["", f"### Regressions ({len(comparison.regressions)})", ""]
+        lines += ["", f"### Regressions: {changes_count(comparison.regressions)}", ""]
         lines += [f"- {_markdown_change(change)}" for change in comparison.regressions[:MAX_LISTED]]
         lines += _more(len(comparison.regressions))
     lines += _markdown_notes(comparison)
@@ -113,7 +113,7 @@ def row_cells(row: RateRow) -> list[str]:
 def _text_changes(comparison: Comparison) -> list[str]:
     lines = [""]
     if comparison.regressions:
-        lines.append(f"Regressions (passed -> failed), {len(comparison.regressions)}:")
+        lines.append(f"Regressions (passed -> failed), {changes_count(comparison.regressions)}:")
         lines += [f"  {_text_change(change)}" for change in comparison.regressions[:MAX_LISTED]]
         lines += _more(len(comparison.regressions))
     if comparison.fixes:
@@ -123,6 +123,12 @@ def _text_changes(comparison: Comparison) -> list[str]:
     if comparison.missing_cases:
         lines.append(f"Missing cases (only in base): {inline(_list(comparison.missing_cases))}")
     return lines
+
+
+def changes_count(changes: list[CaseChange]) -> str:
+    """`7 cases (14 outcomes)`: the cases, each once, and their outcome and scorer changes when more."""
+    cases = plural(len({change.key for change in changes}), "case")
+    return cases if len(changes) == len({c.key for c in changes}) else f"{cases} ({plural(len(changes), 'outcome')})"
 
 
 def _text_change(change: CaseChange) -> str:

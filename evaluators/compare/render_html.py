@@ -14,6 +14,7 @@ from evaltrace.collector.terminal import printable
 from evaltrace.evaluators.compare.model import CaseChange, Comparison, RateRow
 from evaltrace.evaluators.compare.render import (
     STAT_LABELS,
+    changes_count,
     configs_text,
     headline,
     row_cells,
@@ -111,7 +112,7 @@ def _changes(title: str, changes: list[CaseChange], css: str) -> list[str]:
     if not changes:
         return []
     parts = [
-        f"<h2>{_text(title)}: {len(changes)}</h2>",
+        f"<h2>{_text(title)}: {_text(changes_count(changes))}</h2>",
         "<table><tr><th>case</th><th>scorer</th><th>reason (new)</th></tr>",
     ]
     for change in changes[:MAX_CHANGES]:

@@ -116,6 +116,8 @@ def test_planted_regressions_exit_1_and_are_named_with_the_new_reasons(work: Pat
     markdown = (work / "cmp.md").read_text(encoding="utf-8")
     assert markdown.startswith("## evaltrace compare: ❌ regression (7 cases regressed)\n")
     assert "| (entries) | 100.0% | 30.0% | -70.0% * |" in markdown
+    assert "### Regressions: 7 cases (14 outcomes)" in markdown
+    assert "Regressions (passed -> failed), 7 cases (14 outcomes):" in lines
     assert "- `weather-quito` output:" in markdown
     assert len(re.findall(r"^- " + timed.replace("->", "-&gt;") + "$", markdown, re.M)) == 2, markdown
     assert "\x1b" not in markdown and "<b>" not in markdown and "&lt;b&gt;" in markdown
@@ -128,7 +130,8 @@ def test_the_html_page_is_self_contained_and_shows_the_regressions_as_text(work:
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert "<script" not in page and not re.search(r"""(src|href)=|url\(|@import""", page)  # nothing fetched or run
     assert "FAILED: REGRESSION: the pass rate fell significantly" in page
-    assert "<h2>Regressions (passed → failed): 14</h2>" in page  # 7 cases, each as entry and as output
+    # 7 cases, each as entry and as output: counted as cases, the outcomes beside.
+    assert "<h2>Regressions (passed → failed): 7 cases (14 outcomes)</h2>" in page
     for city in ["paris", "tokyo", "rome", "oslo", "lima", "cairo", "quito"]:
         assert f"<td>weather-{city}</td>" in page
     # The hostile answer quoted by a reason: escaped, its controls made visible.
@@ -147,7 +150,7 @@ def test_the_html_page_renders_in_chromium_with_nothing_run(work: Path) -> None:
         assert page.problems() == []  # no console error, CSP violation, exception or dialog
         assert page.evaluate("[document.scripts.length, document.images.length]") == [0, 0]
         shown = page.evaluate("document.body.innerText")
-        assert "Regressions (passed → failed): 14" in shown and "weather-quito" in shown
+        assert "Regressions (passed → failed): 7 cases (14 outcomes)" in shown and "weather-quito" in shown
         assert "<b>x</b>" in shown and "\\x1b[31mred" in shown  # the hostile answer as text
         bars = page.evaluate("[...document.querySelectorAll('svg rect.new')].map(r => r.getBBox().width)")
         assert len(bars) >= 2 and all(width >= 0 for width in bars) and max(bars) > 0  # drawn, not empty
