@@ -77,19 +77,27 @@ def sniff(path: Path) -> OtlpFormat | None:
     """The OTLP layout of the file at `path`, or `None` when it is not an OTLP file (Parquet or other).
 
     Raises:
-        InputError: the file cannot be read, or it is gzip-compressed but the stream is damaged.
+        InputError: the file cannot be read, or it is gzip-compressed but the stream is damaged or
+            holds no OTLP (said here: the run-file reader's error would be about Parquet).
     """
     try:
         with path.open("rb") as raw:
             head = raw.read(_SNIFF_BYTES)
             size: int | None = os.fstat(raw.fileno()).st_size
-            if head.startswith(_GZIP_MAGIC):
+            zipped = head.startswith(_GZIP_MAGIC)
+            if zipped:
                 raw.seek(0)
                 with gzip.GzipFile(fileobj=raw) as unzipped:
                     head, size = unzipped.read(_SNIFF_BYTES), None
     except _STREAM_ERRORS as exc:
         raise InputError(f"{path}: cannot read the file: {_reason(exc)}") from None
-    return _format_of(head, size)
+    found = _format_of(head, size)
+    if zipped and found is None:
+        raise InputError(
+            f"{path}: a gzip file holding neither OTLP JSON lines nor OTLP protobuf messages"
+            " (run files are plain Parquet)"
+        )
+    return found
 
 
 def _format_of(head: bytes, size: int | None) -> OtlpFormat | None:

@@ -10,6 +10,7 @@ file. The commands run as real subprocesses.
 
 from __future__ import annotations
 
+import gzip
 import json
 import struct
 from pathlib import Path
@@ -158,3 +159,14 @@ def test_damage_before_the_end_still_exits_2_naming_it(
         assert result.returncode == 2, result.stderr
         (error,) = result.stderr.strip().splitlines()
         assert error.startswith(f"Error: {path}: {where}"), error
+
+
+def test_a_gzip_file_that_is_not_otlp_is_named_as_gzip(tmp_path: Path) -> None:
+    path = tmp_path / "notes.gz"
+    path.write_bytes(gzip.compress(b"just some text\n" * 10))
+    result = evaltrace("traces", path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"Error: {path}: a gzip file holding neither OTLP JSON lines nor OTLP protobuf messages"
+        " (run files are plain Parquet)"
+    )
