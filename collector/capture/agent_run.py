@@ -32,12 +32,13 @@ import functools
 import inspect
 import json
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import TracebackType
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ParamSpec, TypeVar, cast
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from evaltrace.collector.capture._span_scope import SpanScope
 
 __all__ = ["AgentRun", "agent_run", "as_text", "record_error"]
 
@@ -106,7 +107,7 @@ class AgentRun:
             self.span.set_attribute("gen_ai.input.messages", _messages("user", as_text(value)))
 
 
-class agent_run:  # lower case: used as a function (`with agent_run(...)`, `@agent_run(...)`)
+class agent_run(SpanScope[AgentRun]):  # lower case: used as a function (`with agent_run(...)`, `@agent_run(...)`)
     """Make one `invoke_agent` span around an agent run (context manager or decorator).
 
     Args:
@@ -132,7 +133,7 @@ class agent_run:  # lower case: used as a function (`with agent_run(...)`, `@age
         self.input = input
         self.case_id = case_id
         self.conversation_id = conversation_id
-        self._active: list[Any] = []
+        super().__init__()
 
     def _attributes(self, input_value: Any) -> dict[str, str]:
         attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": self.name}
@@ -161,27 +162,8 @@ class agent_run:  # lower case: used as a function (`with agent_run(...)`, `@age
                 record_error(span, exc)
                 raise
 
-    # -- context manager ------------------------------------------------------------------
-
-    def __enter__(self) -> AgentRun:
-        context = self._run(self.input)
-        handle = context.__enter__()
-        self._active.append(context)
-        return handle
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        suppressed: bool | None = self._active.pop().__exit__(exc_type, exc, tb)
-        return suppressed
-
-    async def __aenter__(self) -> AgentRun:
-        return self.__enter__()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        return self.__exit__(exc_type, exc, tb)
+    def _open(self) -> AbstractContextManager[AgentRun]:
+        return self._run(self.input)
 
     # -- decorator ------------------------------------------------------------------------
 

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
-from types import TracebackType
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
+from evaltrace.collector.capture._span_scope import SpanScope
 from evaltrace.collector.capture.agent_run import as_text, record_error
 
 __all__ = ["ToolCallRun", "tool_call"]
@@ -63,7 +63,7 @@ class ToolCallRun:
             self.span.set_attribute("gen_ai.tool.call.result", as_text(value))
 
 
-class tool_call:  # lower case: used as a function (`with tool_call(...)`)
+class tool_call(SpanScope[ToolCallRun]):  # lower case: used as a function (`with tool_call(...)`)
     """Make one `execute_tool` span around a tool's run (a context manager, sync or async).
 
     Args:
@@ -87,7 +87,7 @@ class tool_call:  # lower case: used as a function (`with tool_call(...)`)
         self.arguments = arguments
         self.call_id = call_id
         self.tracer_provider = tracer_provider
-        self._active: list[Any] = []
+        super().__init__()
 
     def _attributes(self) -> dict[str, str]:
         attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": self.name}
@@ -116,25 +116,8 @@ class tool_call:  # lower case: used as a function (`with tool_call(...)`)
                 record_error(span, exc)
                 raise
 
-    def __enter__(self) -> ToolCallRun:
-        context = self._run()
-        handle = context.__enter__()
-        self._active.append(context)
-        return handle
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        suppressed: bool | None = self._active.pop().__exit__(exc_type, exc, tb)
-        return suppressed
-
-    async def __aenter__(self) -> ToolCallRun:
-        return self.__enter__()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        return self.__exit__(exc_type, exc, tb)
+    def _open(self) -> AbstractContextManager[ToolCallRun]:
+        return self._run()
 
 
 def _warn_outside_run(name: str) -> None:
