@@ -170,3 +170,13 @@ def test_a_gzip_file_that_is_not_otlp_is_named_as_gzip(tmp_path: Path) -> None:
         f"Error: {path}: a gzip file holding neither OTLP JSON lines nor OTLP protobuf messages"
         " (run files are plain Parquet)"
     )
+
+
+def test_a_complete_last_line_without_a_newline_is_read_without_a_warning(
+    requests: list[tuple[bytes, bytes]], tmp_path: Path
+) -> None:
+    path = tmp_path / "no-newline.jsonl"
+    path.write_bytes(b"\n".join(js for _, js in requests))
+    result = evaltrace("import", path, "--out", tmp_path / "out")
+    assert result.returncode == 0 and "8 spans" in result.stdout, result.stderr
+    assert result.stderr == ""
