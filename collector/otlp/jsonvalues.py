@@ -32,9 +32,15 @@ class Bad(ValueError):
 
 
 def get(item: dict[str, Any], camel: str, snake: str) -> Any:
-    """A field by its lowerCamelCase JSON name or its proto name (both are valid JSON); None if absent."""
-    value = item.get(camel)
-    return item.get(snake) if value is None else value
+    """A field by its lowerCamelCase JSON name or its proto name (both are valid JSON); None if absent.
+
+    A field given under both names is refused, as protobuf's parser refuses it.
+    """
+    if snake in item and camel != snake:
+        if camel in item:
+            raise Bad(f"{camel}: given twice (also as {snake})")
+        return item[snake]
+    return item.get(camel)
 
 
 def obj(value: Any, field: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 import pytest
@@ -141,13 +142,20 @@ def test_errors_name_the_field_and_item() -> None:
     )
 
 
-def test_an_item_that_is_not_an_object_is_refused() -> None:
-    # Stricter than protobuf's Python parser, which reads a string in a list of messages as an
-    # empty message (here: a span rejected for its missing ids); the JSON mapping has no such form.
-    with pytest.raises(
-        InputError, match=r"resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[1\]: expected a JSON object, got a string"
-    ):
-        jsonformat.decode_spans(json.loads('{"resourceSpans": [{"scopeSpans": [{"spans": [{}, "x"]}]}]}'))
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [
+        ('"x"', "spans[1]: expected a JSON object, got a string"),
+        ('{"startTimeUnixNano": "1", "start_time_unix_nano": "2"}', "startTimeUnixNano: given twice"),
+        ('{"spanId": "0102030405060708", "span_id": null}', "spanId: given twice (also as span_id)"),
+    ],
+)
+def test_stricter_than_protobufs_python_parser(span: str, message: str) -> None:
+    # Protobuf's Python parser reads a string in a list of messages as an empty message, and a
+    # field given under both its names as the later one (null clearing it); Go's and C++'s
+    # parsers refuse both, as the JSON mapping has no such forms. Refused here too.
+    with pytest.raises(InputError, match=re.escape(message)):
+        jsonformat.decode_spans(json.loads(_SPAN % ("{}, " + span)))
 
 
 def _otlp_json(message: Any) -> bytes:
