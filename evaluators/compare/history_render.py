@@ -113,6 +113,9 @@ def _points(delta: float) -> str:
 
 def _footnotes(history: History) -> list[str]:
     notes = []
+    if history.runs:  # the sparklines' time axis: one character per run, from the first start to the last
+        first, last = history.runs[0].started_at, history.runs[-1].started_at
+        notes.append(f"Runs from {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC, one character each.")
     changes = [
         f"{inline(series.scorer)} at run {n}"
         for series in history.scorers

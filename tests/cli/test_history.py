@@ -89,6 +89,14 @@ def expected_sparkline(rates: list[float | None], changes: list[bool]) -> str:
     return "".join(("|" if mark else "") + char for char, mark in zip(chars, changes, strict=True))
 
 
+def scored_history(scored: Scored) -> dict[str, Any]:
+    """`evaltrace history --json -` of the scored store."""
+    done = evaltrace("history", "--store", scored.store, "--json", "-")
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 def table_rows(stdout: str) -> dict[str, list[str]]:
     """The table's rows by label: the sparkline and figures, split on runs of two spaces."""
     lines = stdout.split("\n\n")[1].splitlines()
@@ -124,6 +132,10 @@ def test_the_table_shows_each_scorer_s_rates_as_a_sparkline_with_the_change_mark
     assert "the spec's content changed at run 2, run 3" in result.stdout
     listed = result.stdout.split("Runs, oldest first:\n")[1].splitlines()
     assert [line.split()[1] for line in listed] == scored.run_ids
+    # The sparklines' time axis: the first and the last run's start.
+    starts = [datetime.fromisoformat(r["started_at"]) for r in scored_history(scored)["runs"]]
+    span = f"Runs from {starts[0]:%Y-%m-%d %H:%M} to {starts[-1]:%Y-%m-%d %H:%M} UTC, one character each."
+    assert span in result.stdout.splitlines(), result.stdout
     assert "gate FAILED 66.7% (4/6)" in listed[1] and str(scored.variant) in listed[1]
 
 
@@ -195,7 +207,7 @@ def test_html_is_one_self_contained_page_with_a_chart_per_row(scored: Scored) ->
     assert parsed.headings[:3] == ["evaltrace history", "gate (entries)", "tool_call_validity"]
     assert parsed.tags.count("tr") == 1 + 3  # the runs table
     # The x axis is dated: under each chart, every run's start date and time (UTC), oldest first.
-    runs = json.loads(evaltrace("history", "--store", scored.store, "--json", "-").stdout)["runs"]
+    runs = scored_history(scored)["runs"]
     started = [datetime.fromisoformat(run["started_at"]) for run in runs]
     ticks = re.findall(r'<text class="axis tick"[^>]*>(\d{4}-\d{2}-\d{2})<tspan[^>]*>(\d{2}:\d{2})</tspan>', text)
     assert ticks == [(f"{s:%Y-%m-%d}", f"{s:%H:%M}") for s in started] * parsed.tags.count("svg"), ticks
