@@ -159,6 +159,8 @@ def _groups(
                 yield places, resource, _scope(scoped), items
     except Bad as exc:
         raise _invalid(place, exc) from None
+    except RecursionError:
+        raise InputError(f"not a valid OTLP/JSON request: {place}: values nested too deeply") from None
 
 
 def _collect(items: list[Any], build: _Build[T], places: tuple[str, str], out: decode.Decoded[T]) -> None:
