@@ -87,9 +87,12 @@ def record_run(folder: Path, project: str = "replay-test") -> None:
 
 
 def evaltrace(
-    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 120
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 120, python: str | Path = sys.executable
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m evaltrace.cli ARGS` as a subprocess, without inherited OTLP or proxy settings, plus `env`."""
+    """`python -m evaltrace.cli ARGS` as a subprocess, without inherited OTLP or proxy settings, plus `env`.
+
+    `python` is the interpreter (another venv's, to run evaltrace on other OTel releases).
+    """
     clean = {
         k: v
         for k, v in os.environ.items()
@@ -97,7 +100,7 @@ def evaltrace(
     }
     clean["NO_PROXY"] = clean["no_proxy"] = "127.0.0.1,localhost"
     return subprocess.run(
-        [sys.executable, "-m", "evaltrace.cli", *map(str, args)],
+        [str(python), "-m", "evaltrace.cli", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
