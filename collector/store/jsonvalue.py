@@ -1,10 +1,12 @@
 """Lossless JSON text for OTel attribute values.
 
-OTel attribute values are str, bool, int, float or homogeneous sequences of those. JSON keeps
-those types apart (`1` vs `1.0`, `true` vs `1`) except non-finite floats, which standard JSON
-cannot hold (DuckDB and Polars reject Python's bare `NaN`). Those are written as a one-key
-object `{"$float": "NaN" | "Infinity" | "-Infinity"}`: OTel values are never objects, so the
-marker cannot collide with a real value. Sequences come back as lists.
+OTel SDK attribute values are str, bool, int, float or homogeneous sequences of those; values
+received as OTLP may also be maps and bytes, nested at any depth (`kvlistValue`, `arrayValue`,
+`bytesValue`). JSON keeps the types apart (`1` vs `1.0`, `true` vs `1`) except non-finite floats,
+which standard JSON cannot hold (DuckDB and Polars reject Python's bare `NaN`). Those are written
+as a one-key object `{"$float": "NaN" | "Infinity" | "-Infinity"}`, at any depth: only an OTLP
+map holding exactly that one key and text could be mistaken for one. Bytes are written as their
+UTF-8 text (invalid bytes replaced). Sequences come back as lists, maps as dicts.
 
 Reading is strict where Python's `json` is lenient: the bare constants `NaN`, `Infinity` and
 `-Infinity` are not JSON, the writer never produces them, so text holding them is rejected
@@ -27,6 +29,8 @@ def _encode_value(value: Any) -> Any:
         return {_FLOAT_MARKER: "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
     if isinstance(value, (list, tuple)):
         return [_encode_value(v) for v in value]
+    if isinstance(value, Mapping):  # an OTLP map value (kvlistValue)
+        return {str(k): _encode_value(v) for k, v in value.items()}
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return value
@@ -46,8 +50,11 @@ STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _decode_value(value: Any) -> Any:
-    if isinstance(value, dict) and len(value) == 1 and _FLOAT_MARKER in value:
-        return _NON_FINITE[value[_FLOAT_MARKER]]
+    if isinstance(value, dict):
+        marker = value.get(_FLOAT_MARKER) if len(value) == 1 else None
+        if isinstance(marker, str) and marker in _NON_FINITE:
+            return _NON_FINITE[marker]
+        return {k: _decode_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_decode_value(v) for v in value]
     return value

@@ -76,3 +76,15 @@ def test_promoted_int_columns_take_only_int64_values_and_never_fail_the_batch() 
     assert column == [None, -(2**63), None, None, 42, None, None, 7]
     # The attribute itself is still stored whole (as text: JSON has no int64 limit).
     assert loads_attributes(batch.column("attributes")[0].as_py()) == {"gen_ai.usage.input_tokens": 2**70}
+
+
+def test_otlp_map_and_bytes_values_nested_at_any_depth_round_trip() -> None:
+    # OTLP values may be maps and bytes inside maps and arrays (kvlistValue, arrayValue, bytesValue);
+    # the encoder raised TypeError on nested bytes, failing a whole import with a traceback.
+    nested = {"m": {"b": b"\x00\x01ok", "inner": [{"nan": math.nan, "n": 1}, b"x"]}, "f": -math.inf}
+    [text] = dumps_many([nested])
+    decoded = loads_attributes(text)
+    assert decoded["m"]["b"] == "\x00\x01ok"
+    assert decoded["m"]["inner"][1] == "x"
+    assert math.isnan(decoded["m"]["inner"][0]["nan"]) and decoded["m"]["inner"][0]["n"] == 1
+    assert decoded["f"] == -math.inf
