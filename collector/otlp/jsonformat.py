@@ -15,6 +15,7 @@ them and counted as dropped, as `receive/limits.py` does to a protobuf request.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -59,21 +60,41 @@ _TRACE_LEVELS: Final = (("resourceSpans", "resource_spans"), ("scopeSpans", "sco
 _LOGS_LEVELS: Final = (("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"), ("logRecords", "log_records"))
 
 
+class NotJson(InputError):
+    """Bytes that are not JSON text (a line cut short is one): `msg`, `line` and `column` say where."""
+
+    def __init__(self, msg: str, line: int, column: int) -> None:
+        super().__init__(f"not valid JSON ({msg} at line {line} column {column})")
+        self.msg, self.line, self.column = msg, line, column
+
+
+def loads(data: bytes) -> Any:
+    """`data` parsed as UTF-8 JSON: the one JSON reader of OTLP/JSON requests and file lines.
+
+    Raises:
+        NotJson: not JSON syntax.
+        InputError: not UTF-8, nested too deeply, or a number too long for Python to read.
+    """
+    try:
+        # Decoded here: `json.loads` would guess UTF-16 or -32 from the bytes; OTLP/JSON is UTF-8.
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise NotJson(exc.msg, exc.lineno, exc.colno) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply") from None
+    except ValueError:  # int() refuses more digits than sys.get_int_max_str_digits() (4300)
+        raise InputError(f"a JSON number has more than {sys.get_int_max_str_digits()} digits") from None
+
+
 def document(data: bytes) -> dict[str, Any]:
     """A request body parsed as JSON (one JSON object).
 
     Raises:
         InputError: not UTF-8, not JSON, or not a JSON object.
     """
-    try:
-        # Decoded here: `json.loads` would guess UTF-16 or -32 from the bytes; OTLP/JSON is UTF-8.
-        parsed = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except RecursionError:
-        raise InputError("JSON nested too deeply") from None
+    parsed = loads(data)
     if not isinstance(parsed, dict):
         raise InputError("not an OTLP/JSON request (expected a JSON object)")
     return parsed

@@ -16,7 +16,6 @@ warning; anything damaged before the end is an error naming its line or message.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,15 +84,11 @@ def requests(path: Path, fmt: OtlpFormat, skipped: Skipped) -> Iterator[tuple[Fr
 def _json_items(frame: Frame) -> Items | str | None:
     """The line's items; None for a metrics or profiles line; a description when it is a cut last line."""
     try:
-        document = json.loads(frame.data)
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
+        document = jsonformat.loads(frame.data)
+    except jsonformat.NotJson as exc:
         if frame.unterminated:
             return f"{len(frame.data):,} bytes with no newline at the end, not complete JSON"
-        raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:
-        raise InputError("JSON nested too deeply") from None
+        raise InputError(f"not valid JSON ({exc.msg} at column {exc.column})") from None
     if not isinstance(document, dict):
         raise InputError("not an OTLP JSON request (a JSON object per line)")
     if "resourceSpans" in document or "resource_spans" in document:  # proto field names are valid JSON too

@@ -310,3 +310,10 @@ def test_a_malformed_trace_state_is_dropped_without_logging_it(caplog: pytest.Lo
     assert first.context.trace_state == TraceState()
     assert second.context.trace_state == TraceState([("a", "1"), ("b@vendor", "x y")])
     assert "\x1b" not in caplog.text
+
+
+def test_a_json_number_too_long_to_read_is_one_clear_error() -> None:
+    # Python refuses to turn more than 4300 digits into an int: a ValueError that is not a JSONDecodeError.
+    body = b'{"resourceSpans": [], "x": ' + b"1" * 5000 + b"}"
+    with pytest.raises(InputError, match=r"^a JSON number has more than \d+ digits$"):
+        jsonformat.document(body)

@@ -206,3 +206,14 @@ def test_old_imports_are_pruned_past_the_bound_but_recent_ones_kept(
     assert len(files) == 1 and files[0].exists()
     assert not old.exists()  # over the bound and unused for two hours
     assert recent.exists()  # over the bound too, but a scoring may be reading it
+
+
+def test_a_json_number_too_long_to_read_exits_2_naming_the_line(recorded: Writers, tmp_path: Path) -> None:
+    lines = recorded.traces_json.read_text(encoding="utf-8").splitlines(keepends=True)
+    path = tmp_path / "long-number.jsonl"
+    path.write_text(lines[0] + '{"resourceSpans": [], "x": ' + "1" * 5000 + "}\n", encoding="utf-8")
+    result = evaltrace("traces", path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    error = result.stderr.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("Error: ") and path.name in error[0], result.stderr
+    assert "line 2" in error[0] and "more than" in error[0], error[0]

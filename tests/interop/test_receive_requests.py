@@ -215,6 +215,13 @@ def test_grpc_answers(collector: Collector) -> None:
         assert not logs.Export(ExportLogsServiceRequest(), timeout=30).HasField("partial_success")
 
 
+def test_a_json_number_too_long_to_read_is_a_400(collector: Collector) -> None:
+    # More than 4300 digits: Python's int() refuses it with a ValueError, which must not drop the connection.
+    body = b'{"resourceSpans": [], "x": ' + b"1" * 5000 + b"}"
+    status, _, answer = post(collector, "/v1/traces", body, JSON)
+    assert status == 400 and "a JSON number has more than" in json.loads(answer)["message"]
+
+
 def test_zz_still_running_and_the_files_hold_what_was_acknowledged(collector: Collector) -> None:
     # Runs last (module order): after every bad request above, the receiver still takes requests.
     assert post(collector, "/v1/traces", _body(1, "last"), PROTOBUF)[0] == 200
