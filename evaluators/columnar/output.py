@@ -28,12 +28,10 @@ from evaltrace.evaluators.columnar.calls import RowCalls
 from evaltrace.evaluators.scorers.arguments import ArgumentMatch, ExpectedCall, clip, max_bipartite_matching
 from evaltrace.evaluators.scorers.base import Score, Scorer
 from evaltrace.evaluators.scorers.limits import Cost
+from evaltrace.evaluators.scorers.outcome import CUT_SHORT, cut_short
 from evaltrace.evaluators.scorers.output import Outcome, Output, StepRegex, Steps, strip_code_fence
 from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.scorers.tools import schema_errors
-
-_CUT_SHORT = frozenset({"length", "max_tokens", "content_filter"})
-"""Finish reasons that mean the model call was cut short (`outcome.py`)."""
 
 
 def final_answer(row: RowCalls) -> str | None:
@@ -265,10 +263,10 @@ def _failure_evidence(row: RowCalls, answer: str | None) -> str | None:
     if errors:
         if errors[-1]:
             return f"its last model call failed: {clip(errors[-1], 80)}"
-        reasons = cast("list[list[str]]", row.iteration_values("finish_reasons"))[-1]
-        cut = sorted(_CUT_SHORT.intersection(reason.lower() for reason in reasons))
-        if cut:
-            return f"its last model call was cut short ({', '.join(cut)})"
+        stop = cast("list[str | None]", row.iteration_values("stop_reason"))[-1]
+        if stop in CUT_SHORT:  # the recorded words (for the reason) read only then
+            cut = cut_short(stop, cast("list[list[str]]", row.iteration_values("finish_reasons"))[-1])
+            return f"its last model call was cut short ({cut})"
     failed = [error or None for error in cast("list[str | None]", row.call_values("error"))]
     if failed and all(failed):
         first = f"{row.names[0]}: {clip(failed[0] or '', 80)}"

@@ -37,7 +37,18 @@ def trace_outcome(trace: Trace) -> tuple[RunOutcome, str]:
     return "success", "the run returned normally"
 
 
-_CUT_SHORT = frozenset({"length", "max_tokens", "content_filter"})
+CUT_SHORT = frozenset({"length", "content_filter"})
+"""Normalised stop reasons (`Iteration.stop_reason`) that mean the reply was cut short: a token limit
+(OpenAI's `length`, Anthropic's `max_tokens`, Gemini's `MAX_TOKENS`, ...) or a content filter
+(`content_filter`, Anthropic's `refusal`, Gemini's `SAFETY`, ...)."""
+
+
+def cut_short(stop_reason: str | None, finish_reasons: list[str]) -> str | None:
+    """`length`, or `length: max_tokens` when recorded in the provider's words, if a model call was cut short."""
+    if stop_reason not in CUT_SHORT:
+        return None
+    recorded = next((text for reason in finish_reasons if (text := reason.strip().lower())), stop_reason)
+    return stop_reason if recorded == stop_reason else f"{stop_reason}: {recorded}"
 
 
 def _failure_evidence(trace: Trace) -> str | None:
@@ -49,9 +60,9 @@ def _failure_evidence(trace: Trace) -> str | None:
         last = trace.iterations[-1]
         if last.error:
             return f"its last model call failed: {clip(last.error, 80)}"
-        cut = sorted(_CUT_SHORT.intersection(r.lower() for r in last.finish_reasons))
+        cut = cut_short(last.stop_reason, last.finish_reasons)
         if cut:
-            return f"its last model call was cut short ({', '.join(cut)})"
+            return f"its last model call was cut short ({cut})"
     # A failed call is one with a recorded error (`calls.call_failure` without error results).
     errors = [c.error or None for c in trace.tool_calls]
     if errors and all(errors):

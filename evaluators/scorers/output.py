@@ -21,8 +21,8 @@ kept apart: `tool_errors` and `tool_efficiency` judge the steps):
 - `timeout`: the run was cut off (trace status timeout).
 - `error`: the run raised (status error, or a run-level error recorded).
 - `failure`: the run returned normally but did not get anywhere: its final answer is empty,
-  its last model call failed or was cut short (finish reason length, max_tokens or
-  content_filter), or every tool call it made failed.
+  its last model call failed or was cut short (its normalised `Iteration.stop_reason` is
+  `length` or `content_filter`, whatever the provider called it), or every tool call it made failed.
 - `success`: the run returned normally with an answer. A tool error the agent recovered from
   (a retry, another tool) is still a success here.
 - `unknown`: the run returned normally but no answer was recorded (content capture off, or

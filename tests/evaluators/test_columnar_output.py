@@ -60,6 +60,7 @@ def _iteration(draw: st.DrawFn, index: int) -> Iteration:
         model=draw(_MODELS),
         output_messages=draw(st.sampled_from([None, [], [Message(role="assistant")]]) | _ANSWERS.map(_reply)),
         finish_reasons=draw(st.lists(st.sampled_from(["stop", "LENGTH", "max_tokens", "tool_calls"]), max_size=2)),
+        stop_reason=draw(st.sampled_from([None, "stop", "tool_call", "length", "content_filter", "refusal"])),
         usage=Usage(input_tokens=draw(_COUNT), output_tokens=draw(_COUNT), cache_read_tokens=draw(_COUNT)),
         error=draw(st.sampled_from([None, None, "", "rate   limited"])),
     )
@@ -253,9 +254,24 @@ _FAILED = ToolCall(name="fetch", error="  connection\n refused  " + "x" * 90)
             "the run returned but its last model call failed: rate limited",
         ),
         (
-            {"iterations": [Iteration(index=0, error=""), Iteration(index=1, finish_reasons=["MAX_TOKENS", "length"])]},
+            {
+                "iterations": [
+                    Iteration(index=0, error=""),
+                    Iteration(index=1, finish_reasons=["MAX_TOKENS", "length"], stop_reason="length"),
+                ]
+            },
             "failure",
-            "the run returned but its last model call was cut short (length, max_tokens)",
+            "the run returned but its last model call was cut short (length: max_tokens)",
+        ),
+        (
+            {"iterations": [Iteration(index=0, finish_reasons=["SAFETY"], stop_reason="content_filter")]},
+            "failure",
+            "the run returned but its last model call was cut short (content_filter: safety)",
+        ),
+        (
+            {"iterations": [Iteration(index=0, finish_reasons=["length"], stop_reason="length")]},
+            "failure",
+            "the run returned but its last model call was cut short (length)",
         ),
         (
             {"tool_calls": [_FAILED]},

@@ -233,7 +233,10 @@ def test_steps_that_need_unrecorded_arguments_fail() -> None:
 
 
 FAILED_MODEL_CALL = iteration(0).model_copy(update={"error": "429"})
-CUT_SHORT = iteration(0).model_copy(update={"finish_reasons": ["length"]})
+CUT_SHORT = iteration(0).model_copy(update={"finish_reasons": ["length"], "stop_reason": "length"})
+# Gemini's and Anthropic's words for a filtered or length-cut reply, as the converter normalises them.
+FILTERED = iteration(0).model_copy(update={"finish_reasons": ["SAFETY"], "stop_reason": "content_filter"})
+MAX_TOKENS = iteration(0).model_copy(update={"finish_reasons": ["max_tokens"], "stop_reason": "length"})
 
 
 @pytest.mark.parametrize(
@@ -249,6 +252,8 @@ CUT_SHORT = iteration(0).model_copy(update={"finish_reasons": ["length"]})
         ({"output": "done", "iterations": [FAILED_MODEL_CALL]}, "failure"),
         ({"output": "done", "iterations": [FAILED_MODEL_CALL, iteration(1)]}, "success"),
         ({"output": "done", "iterations": [CUT_SHORT]}, "failure"),
+        ({"output": "done", "iterations": [FILTERED]}, "failure"),
+        ({"output": "done", "iterations": [MAX_TOKENS]}, "failure"),
         ({"status": "success", "output": "  "}, "failure"),
     ],
 )
