@@ -27,6 +27,8 @@ _CONTENT_OFF: dict[str, tuple[str, ...]] = {
     "OPENINFERENCE_HIDE_OUTPUT_MESSAGES": ("true", "1"),
     "TRACELOOP_TRACE_CONTENT": ("false", "0"),
     "ENABLE_SENSITIVE_DATA": ("false", "0", "no", "off"),  # Microsoft Agent Framework's content switch
+    # The anthropic SDK's own spans: content only in mode `content` (evaltrace's distro sets it when unset).
+    "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE": ("metadata_only", "metadata", "none", "off", "false", "0"),
 }
 """Variables that switch message content off, and the values that do it."""
 

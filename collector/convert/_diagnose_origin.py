@@ -44,7 +44,7 @@ PYTHON = Origin("python")
 _PY_CONTENT = (
     "turn content capture on: unset EVALTRACE_CAPTURE_CONTENT=0 and the instrumentation's own switch"
     " (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, OPENINFERENCE_HIDE_INPUTS/OUTPUTS,"
-    " TRACELOOP_TRACE_CONTENT, ENABLE_SENSITIVE_DATA)"
+    " TRACELOOP_TRACE_CONTENT, ENABLE_SENSITIVE_DATA, ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content)"
 )
 _WRAP = (
     "wrap each run of the agent in `with evaltrace.collector.agent_run('my-agent', input=question) as run:`"

@@ -108,6 +108,13 @@ def test_agent_framework_content_switched_off_is_said(tmp_path: Path) -> None:
     assert "ENABLE_SENSITIVE_DATA=false" in checks["content"]["message"]
 
 
+def test_anthropic_sdk_content_mode_off_is_said(tmp_path: Path) -> None:
+    code, checks = doctor_json(cwd=tmp_path, ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE="metadata_only")
+    assert code == 0
+    assert checks["content"]["status"] == "warn"
+    assert "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=metadata_only" in checks["content"]["message"]
+
+
 def _fake_distribution(site: Path, dist: str, name: str, module_source: str) -> None:
     """An installed distribution (dist-info with one instrumentor entry point) and its module."""
     module = f"{dist}_module"

@@ -282,6 +282,9 @@ def test_a_recording_with_content_capture_off_is_a_problem(tmp_path: Path) -> No
     assert "1 of 1 trace with model calls have no input, no answer and no message text" in found["message"]
     assert f"e.g. trace {trace_id}" in found["message"]
     assert "EVALTRACE_CAPTURE_CONTENT" in found["fix"]
+    # Every framework switch evaltrace's distro turns on is named (the Anthropic SDK's spans need its own).
+    assert "ENABLE_SENSITIVE_DATA" in found["fix"]
+    assert "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content" in found["fix"]
     assert checks["tool-stops"]["status"] == "ok"  # the reply's call ids and names are kept without content
 
 
