@@ -15,6 +15,7 @@ from evaltrace.evaluators.engine._numbers import ExactSum as ExactSum  # where t
 from evaltrace.evaluators.engine._score_merger import SCORES, SampleKey, ScoreMerger, earlier
 from evaltrace.evaluators.report.model import EntryResult, SampleResult, SampleStatus, ScorerCount, ScoreResult
 from evaltrace.evaluators.scorers.base import Score
+from evaltrace.evaluators.scorers.evidence import UNINSTRUMENTED_HINT
 from evaltrace.evaluators.spec.model import Case, RepeatPolicy
 
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
@@ -59,6 +60,8 @@ class ScorerTally:
                 count.not_applied += 1
             if score.details and score.details.get("unrecorded") is True:
                 count.unrecorded += 1
+                # The scorer chose the hint from the trace (`evidence.record_hint`); the summary follows it.
+                count.uninstrumented += UNINSTRUMENTED_HINT in (score.reason or "")
 
     def merge(self, other: ScorerTally) -> None:
         """Add `other`'s counts (scorers it saw first come after ours)."""
@@ -72,6 +75,7 @@ class ScorerTally:
             ours.errors += theirs.errors
             ours.not_applied += theirs.not_applied
             ours.unrecorded += theirs.unrecorded
+            ours.uninstrumented += theirs.uninstrumented
 
     def rows(self) -> list[ScorerCount]:
         """The counts, one row per scorer in the order first seen."""

@@ -69,6 +69,9 @@ class ScorerCount(_ReportModel):
     """Verdicts "does not apply" (given only by reference-free defaults: a spec check always applies)."""
     unrecorded: int = 0
     """Verdicts, of any kind, that met evidence which was not recorded (content capture off, no root span)."""
+    uninstrumented: int = 0
+    """Of `unrecorded`, those on a trace holding nothing of the agent's (no model or tool call, input or
+    output): what is missing is the client's instrumentation, not content capture."""
 
 
 class TokenUsage(_ReportModel):

@@ -16,7 +16,7 @@ from typing import Any
 
 from evaltrace.collector.terminal import inline, lines_text, plural
 from evaltrace.evaluators.report.model import EntryResult, Report, ScorerCount, ScoreResult
-from evaltrace.evaluators.scorers.evidence import RECORD_HINT
+from evaltrace.evaluators.scorers.evidence import RECORD_HINT, UNINSTRUMENTED_HINT
 
 _RULE = "-" * 70
 _MAX_REASON = 300
@@ -159,8 +159,20 @@ def _scorer_lines(counts: list[ScorerCount]) -> list[str]:
     if unrecorded:
         total = sum(c.unrecorded for c in unrecorded)
         which = ", ".join(f"{names[c.scorer]} {c.unrecorded}" for c in unrecorded)
-        lines.append(f"Warning: {plural(total, 'verdict')} met content that was not recorded ({which}): {RECORD_HINT}")
+        hint = _unrecorded_hint(total, sum(c.uninstrumented for c in unrecorded))
+        lines.append(f"Warning: {plural(total, 'verdict')} met content that was not recorded ({which}): {hint}")
     return lines
+
+
+def _unrecorded_hint(total: int, uninstrumented: int) -> str:
+    """The fix for unrecorded evidence: content capture, or instrumentation for traces holding nothing of the agent."""
+    if uninstrumented == total:
+        return UNINSTRUMENTED_HINT
+    if uninstrumented:
+        return (
+            f"{RECORD_HINT}; {uninstrumented} of them on traces holding nothing of the agent's: {UNINSTRUMENTED_HINT}"
+        )
+    return RECORD_HINT
 
 
 def _stats_lines(report: Report) -> list[str]:

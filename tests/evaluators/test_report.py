@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from evaltrace.collector.convert.records import Iteration, Trace
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.engine._aggregate import ScorerTally, aggregate_case, sample_status
+from evaltrace.evaluators.engine._aggregate import ScorerTally, aggregate_case, sample_status, score_result
 from evaltrace.evaluators.engine._numbers import percentile
 from evaltrace.evaluators.report.json_writer import ReportWriter, write_report
 from evaltrace.evaluators.report.model import (
@@ -27,6 +28,8 @@ from evaltrace.evaluators.report.model import (
 )
 from evaltrace.evaluators.report.terminal import MAX_LISTED, FailureDigest, render_summary
 from evaltrace.evaluators.report.writer import ReportEntry
+from evaltrace.evaluators.scorers.evidence import RECORD_HINT, UNINSTRUMENTED_HINT
+from evaltrace.evaluators.scorers.registry import create_scorer
 from evaltrace.evaluators.spec.model import Case, RepeatPolicy
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -316,3 +319,23 @@ def test_summary_shows_each_scorers_verdicts_and_warns_on_unrecorded_content() -
         "(is EVALTRACE_CAPTURE_CONTENT=0?) or wrap the agent in evaltrace.collector.agent_run(...)",
     ]
     assert "did not apply" not in render_summary(make_report([], passed=False))  # no scorer ran: no table
+
+
+def test_summary_gives_the_instrumentation_hint_for_traces_holding_nothing_of_the_agent() -> None:
+    # The outcome scorer on a bare root span (an agent whose client nothing instrumented) and on a
+    # trace recorded without content: the summary's fix follows what each trace lacked.
+    empty = Trace(trace_id="a" * 32, status="success")
+    no_content = empty.model_copy(update={"iterations": [Iteration(index=0, model="m")]})
+    scorer = create_scorer("outcome", {})
+
+    def summary(*traces: Trace) -> str:
+        tally = ScorerTally()
+        tally.add([score_result(scorer.score(trace)) for trace in traces])
+        report = make_report([], passed=False).model_copy(update={"scorer_counts": tally.rows()})
+        return next(line for line in render_summary(report).splitlines() if line.startswith("Warning:"))
+
+    assert summary(empty) == f"Warning: 1 verdict met content that was not recorded (outcome 1): {UNINSTRUMENTED_HINT}"
+    assert summary(no_content) == f"Warning: 1 verdict met content that was not recorded (outcome 1): {RECORD_HINT}"
+    assert summary(empty, no_content).endswith(
+        f"(outcome 2): {RECORD_HINT}; 1 of them on traces holding nothing of the agent's: {UNINSTRUMENTED_HINT}"
+    )
