@@ -99,8 +99,10 @@ def check_target(target: OtlpTarget) -> None:
         InputError: not an http(s) URL with a host, a port that is not a number, or headers over plain http.
     """
     check_url(target.endpoint, target.option)
-    if any(resolved_headers(target, signal) for signal in ("traces", "logs")):
-        check_secret_transport(target.endpoint, target.option, "headers (--header, OTEL_EXPORTER_OTLP_*HEADERS)")
+    headers = any(resolved_headers(target, signal) for signal in ("traces", "logs"))
+    check_secret_transport(
+        target.endpoint, target.option, "headers (--header, OTEL_EXPORTER_OTLP_*HEADERS)" if headers else None
+    )
 
 
 def check_url(url: str, option: str) -> None:
@@ -119,15 +121,20 @@ def check_url(url: str, option: str) -> None:
         raise InputError(f"{option}: the port of the endpoint is not a number")
 
 
-def check_secret_transport(url: str, option: str, secret: str) -> None:
-    """Refuse to send `secret` (what holds a key, as named in the error) over plain http to another host.
+def check_secret_transport(url: str, option: str, secret: str | None) -> None:
+    """Refuse to send a key over plain http to another host: the one rule of both HTTP clients.
+
+    `secret` names what holds a key (headers, an API key), None when nothing does; the URL's own
+    user info (`user:password@`) is one too: requests and httpx both send it as Basic auth.
 
     Raises:
-        InputError: an `http://` URL whose host is not this machine.
+        InputError: a key for an `http://` URL whose host is not this machine.
     """
     parts = urlsplit(url)
+    if secret is None and (parts.username or parts.password):
+        secret = "the URL's user info"
     host = parts.hostname or ""
-    if parts.scheme == "http" and not is_loopback(host):
+    if secret is not None and parts.scheme == "http" and not is_loopback(host):
         # The judge's rule for its key: plain http shows it to the network.
         raise InputError(
             f"{option} {shown_endpoint(url)}: refusing to send {secret} unencrypted over http:// to "

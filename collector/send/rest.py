@@ -35,8 +35,7 @@ class RestClient:
 
     def __init__(self, base: str, option: str, timeout: float, auth: dict[str, str] | None = None) -> None:
         check_url(base, option)
-        if auth:
-            check_secret_transport(base, option, "its key")
+        check_secret_transport(base, option, "its key" if auth else None)
         self.base = base.rstrip("/")
         self.option = option
         self._timeout = timeout

@@ -13,10 +13,12 @@ so a header sent anyway would be seen arriving.
 
 from __future__ import annotations
 
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from _send_fixtures import OtlpReceiver, evaltrace, record_run, running_receiver
+from _serving import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "x-api-key=very-secret-value"
@@ -95,3 +97,47 @@ def test_without_headers_plain_http_to_that_host_still_sends(runs: Path) -> None
         done = evaltrace("replay", runs, "--endpoint", f"http://127.1:{receiver.port}", "--no-logs")
     assert done.returncode == 0, done.stderr
     assert len(receiver.spans()) == 4
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Any request answered 200 with `{}`; its method, path and Authorization kept in `seen`."""
+
+    seen: list[tuple[str, str, str | None]]
+
+    def do_GET(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.seen.append((self.command, self.path, self.headers.get("Authorization")))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_POST = do_GET
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize("command", ["replay", "send-results phoenix"])
+def test_user_info_in_the_url_never_goes_over_plain_http_to_another_host(runs: Path, command: str) -> None:
+    # Both HTTP clients (requests for OTLP, httpx for REST APIs) send `user:password@` as a Basic
+    # Authorization header: a key like any header.
+    seen: list[tuple[str, str, str | None]] = []
+    handler = type("Handler", (_Recorder,), {"seen": seen})
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as port:
+        url = f"http://user:pass-word-123@127.1:{port}"
+        if command == "replay":
+            done = evaltrace("replay", runs, "--endpoint", url, "--no-logs")
+        else:
+            done = evaltrace(
+                "score", runs, "--no-store", "--send-results", f"phoenix:{url}", env={"PHOENIX_API_KEY": ""}
+            )
+    assert seen == []
+    assert done.returncode == 2, done.stderr
+    option = "--endpoint" if command == "replay" else "--send-results"
+    assert done.stderr.splitlines() == [
+        f"Error: {option} http://127.1:{port}: refusing to send the URL's user info unencrypted over http:// "
+        "to 127.1: use https:// or a loopback address"
+    ]
+    assert "pass-word-123" not in done.stdout + done.stderr
