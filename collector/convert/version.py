@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-CONVERTER_VERSION: Final = "2"
+CONVERTER_VERSION: Final = "3"
 """The version of what the converter makes of spans. Bump it in any change that alters the
 `Trace` records rebuilt from the same spans (a new rule, a fixed field, a new convention): the
 traces cache (`cache.py`) keys its tables by it, so a bump makes every cached table stale. (As a

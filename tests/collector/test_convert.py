@@ -384,3 +384,23 @@ def test_without_histories_prompts_are_none_but_results_and_input_taken_from_the
     assert [len(it.input_messages or []) for it in full.iterations] == [1, 3]
     assert [it.input_messages for it in lean.iterations] == [None, None]
     assert lean.model_dump(mode="json") == without_prompts(full.model_dump(mode="json"))
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        # One reader for every convention's tool definitions (`payload.tool_schema`): GenAI's
+        # definitions read parameters given as JSON text too, and empty names name no tool.
+        {"type": "function", "name": "search", "parameters": json.dumps({"type": "object", "properties": {}})},
+        {"name": "search", "inputSchema": {"type": "object", "properties": {}}},  # Strands
+        {"name": "search", "input_schema": {"type": "object", "properties": {}}},  # Anthropic
+    ],
+)
+def test_genai_tool_definitions_are_read_by_the_shared_reader(definition: dict[str, object]) -> None:
+    rec = Recorder()
+    with rec.span("invoke_agent a", agent_attrs("a")):
+        defs = json.dumps([definition, {"name": "", "parameters": {}}])
+        reply = messages(("assistant", [text("none needed")]))
+        chat(rec, "m", messages(("user", [text("hi")])), reply, (1, 1), **{"gen_ai.tool.definitions": defs})
+    (trace,) = _convert(rec)
+    assert [(s.name, s.parameters) for s in trace.tool_schemas] == [("search", {"type": "object", "properties": {}})]

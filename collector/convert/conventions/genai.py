@@ -38,6 +38,7 @@ from evaltrace.collector.convert._spanutil import (
     text_or_none,
     usage,
 )
+from evaltrace.collector.convert.conventions.payload import tool_schema
 from evaltrace.collector.convert.conventions.structure import base, genai_role
 from evaltrace.collector.convert.records import Message, ToolSchema, Usage
 from evaltrace.collector.store.spans import Span
@@ -72,23 +73,7 @@ _SCHEMAS_MAX = 64
 
 
 def _tool_schemas(value: Any) -> list[ToolSchema]:
-    schemas = []
-    for item in json_list(value) or []:
-        if not isinstance(item, dict):
-            continue
-        spec = item["function"] if isinstance(item.get("function"), dict) else item
-        name = spec.get("name")
-        if not isinstance(name, str):
-            continue
-        params = spec.get("parameters", spec.get("inputSchema", spec.get("input_schema")))  # OpenAI, Strands, Anthropic
-        schemas.append(
-            ToolSchema(
-                name=name,
-                description=spec.get("description") if isinstance(spec.get("description"), str) else None,
-                parameters=params if isinstance(params, dict) else None,
-            )
-        )
-    return schemas
+    return [schema for item in json_list(value) or [] if (schema := tool_schema(item)) is not None]
 
 
 # --- v1.37+ -----------------------------------------------------------------------------------

@@ -183,7 +183,8 @@ def tool_schema(definition: Any) -> ToolSchema | None:
     """A `ToolSchema` from one tool definition, or `None` when it names no tool.
 
     Accepts the OpenAI chat shape (`{"type": "function", "function": {...}}`), the Responses shape
-    (`{"type": "function", "name", ...}`) and a flat `{name, description, parameters}`.
+    (`{"type": "function", "name", ...}`) and a flat `{name, description, parameters}`, whose
+    parameters may be Strands' `inputSchema` or Anthropic's `input_schema` (and JSON text).
     """
     if not isinstance(definition, dict):
         return None
@@ -192,7 +193,7 @@ def tool_schema(definition: Any) -> ToolSchema | None:
     name = fields.get("name")
     if not isinstance(name, str) or not name:
         return None
-    parameters = fields.get("parameters", fields.get("input_schema"))
+    parameters = fields.get("parameters", fields.get("inputSchema", fields.get("input_schema")))
     if not isinstance(parameters, dict):
         parameters = json_object(parameters)
     description = fields.get("description")
