@@ -32,6 +32,7 @@ class ArgumentLookup:
         self._raw = raw
         self._found: dict[str, Any] | None = None
         self._errors: dict[str, str] = {}
+        self._marks: bool | None = None  # whether the raw request names `is_error` at all (looked up once)
 
     def _read(self) -> dict[str, Any]:
         if self._found is None:
@@ -49,7 +50,9 @@ class ArgumentLookup:
 
     def error(self, call_id: str | None) -> str | None:
         """The error of the tool result for `call_id` that the raw request marks failed (`is_error`), or `None`."""
-        if call_id is None or not isinstance(self._raw, str) or "is_error" not in self._raw:
+        if self._marks is None:  # one scan of the (large) request per span, not one per tool result in it
+            self._marks = isinstance(self._raw, str) and "is_error" in self._raw
+        if call_id is None or not self._marks:
             return None  # the common case (no failed result in the request) parses nothing
         self._read()
         return self._errors.get(call_id)
