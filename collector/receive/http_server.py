@@ -46,11 +46,13 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.receive.config import Address, ReceiverConfig, bearer_matches
 from evaltrace.collector.receive.handling import Intake, Refused, parse_body
 from evaltrace.collector.receive.wire import (
+    CHUNKED,
     DeadlineReader,
     Malformed,
     TooLarge,
     chunk_size,
     content_length,
+    framing,
     gunzip,
     linger_close,
 )
@@ -283,10 +285,10 @@ class _Handler(BaseHTTPRequestHandler):
             raise _bad_body(exc, close=False) from None
 
     def _read_raw(self, limit: int) -> bytes:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+        length_text = framing(self.headers.get_all("Content-Length") or [], self.headers.get_all("Transfer-Encoding"))
+        if length_text == CHUNKED:
             self._continue()
             return self._read_chunked(limit)
-        length_text = self.headers.get("Content-Length")
         if length_text is None:
             raise HttpError(411, "Content-Length is required", close=True)
         length = content_length(length_text, limit)

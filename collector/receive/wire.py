@@ -3,6 +3,7 @@
 - `DeadlineReader`: the connection's reads; while a request's headers are read, every read is
   bounded by one deadline counted from the request's first bytes (a client sending a header line
   every 20 s is cut off), while its body is read by another, otherwise by the idle timeout.
+- `framing`: one way to find a body's end (RFC 9112 6.3), never both headers, never one twice.
 - `content_length` and `chunk_size`: strict syntax (ASCII digits, ASCII hex, bounded length), so
   `²`, `-1` or `0x10` are malformed requests, never a negative read or an exception.
 - `gunzip`: every gzip member decoded in time linear in the body, output never past the limit.
@@ -93,6 +94,26 @@ def content_length(text: str, limit: int) -> int:
     if (length := int(raw)) > limit:
         raise TooLarge(f"the body of {length} bytes is over the limit of {limit}")
     return length
+
+
+CHUNKED = "chunked"
+
+
+def framing(lengths: list[str], codings: list[str] | None) -> str | None:
+    """How a request's body ends: `CHUNKED`, its one `Content-Length` value, or None (neither given).
+
+    Raises:
+        Malformed: a Transfer-Encoding other than chunked alone, one beside a Content-Length, or
+            two Content-Lengths. RFC 9112 6.3: the body's end is then ambiguous, and a proxy in
+            front may take what this server reads as the next request for body (request smuggling).
+    """
+    if codings is not None:
+        if lengths or [c.strip().lower() for c in ",".join(codings).split(",")] != [CHUNKED]:
+            raise Malformed("Transfer-Encoding must be chunked alone, with no Content-Length")
+        return CHUNKED
+    if len(lengths) > 1:
+        raise Malformed("Content-Length is given more than once")
+    return lengths[0] if lengths else None
 
 
 def chunk_size(line: bytes) -> int:

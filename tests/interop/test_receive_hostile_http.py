@@ -208,3 +208,27 @@ def test_a_body_sent_slowly_is_cut_off_at_its_deadline(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert answer.startswith(b"HTTP/1.1 408 "), answer
         assert time.monotonic() - started < 4
+
+
+_SMUGGLED = b"POST /v1/logs HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        # Both lengths: a proxy in front reading Content-Length takes the smuggled request for body.
+        f"Content-Length: {5 + len(_SMUGGLED)}\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: gzip, chunked\r\n",  # chunked not alone: the length cannot be trusted
+        "Transfer-Encoding: identity\r\nContent-Length: 5\r\n",
+        f"Content-Length: 5\r\nContent-Length: {5 + len(_SMUGGLED)}\r\n",  # two lengths
+    ],
+)
+def test_ambiguous_request_framing_is_a_400_that_closes(tmp_path: Path, framing: str) -> None:
+    # RFC 9112 6.3: such a request is refused (or at least its connection closed), so bytes one
+    # party takes for body are never read as the next request by the other.
+    head = f"POST /v1/traces HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-protobuf\r\n{framing}\r\n"
+    with _receiver(tmp_path) as address, socket.create_connection(address, timeout=5) as sock:
+        sock.sendall(head.encode() + b"0\r\n\r\n" + _SMUGGLED)
+        status, headers, body = _read_answer(sock, until_closed=True)  # one answer, then closed
+    assert (status, headers["connection"]) == (400, "close")
+    assert "Transfer-Encoding" in _message(body) or "Content-Length" in _message(body)
