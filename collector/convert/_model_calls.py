@@ -99,6 +99,8 @@ def same_model_call(first: NormalizedSpan, second: NormalizedSpan) -> bool:
         return a.response_id == b.response_id
     if first.span.scope_name == second.span.scope_name:
         return False  # one instrumentation's two spans are two calls (parallel calls overlap too)
+    if _told_apart(a, b):
+        return False  # parallel calls of two clients (each instrumented once) can match in window and usage
     holds = first.span.start_time_ns <= second.span.start_time_ns and second.span.end_time_ns <= first.span.end_time_ns
     counted = a.usage.input_tokens is not None and a.usage.output_tokens is not None
     return (
@@ -110,6 +112,20 @@ def same_model_call(first: NormalizedSpan, second: NormalizedSpan) -> bool:
             b.usage.output_tokens,
         )
     )
+
+
+def _told_apart(a: LlmCall, b: LlmCall) -> bool:
+    """Whether what both spans recorded shows two calls: other models, or other requested call ids.
+
+    A model named with and without its version or route (`gpt-4o`, `openai/gpt-4o-2024-08-06`) is one model.
+    """
+    if a.model and b.model:
+        model_a, model_b = a.model.lower(), b.model.lower()
+        if model_a not in model_b and model_b not in model_a:
+            return True
+    ids_a = {call.call_id for call in a.tool_calls if call.call_id}
+    ids_b = {call.call_id for call in b.tool_calls if call.call_id}
+    return bool(ids_a and ids_b and ids_a != ids_b)
 
 
 def merged(kept: NormalizedSpan, other: NormalizedSpan) -> NormalizedSpan:

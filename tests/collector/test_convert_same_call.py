@@ -384,3 +384,41 @@ def test_a_tool_span_outcome_wins_over_the_history(span_recorder: SpanRecorder) 
             pass
     (call,) = _only(span_recorder).tool_calls
     assert (call.result, call.error) == ("18C", None)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # Parallel calls of two clients, each instrumented by its own library: one window holds the
+        # other and the usage is equal, but the models (or the calls each reply requested) differ.
+        ({"gen_ai.request.model": "gpt-4o-mini"}, {"gen_ai.request.model": "claude-3-5-haiku"}),
+        ({"gen_ai.output.messages": _json(_call_reply("c1"))}, {"gen_ai.output.messages": _json(_call_reply("c2"))}),
+    ],
+)
+def test_two_instrumentations_parallel_calls_told_apart_stay_two(
+    span_recorder: SpanRecorder, first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 1}
+    with _run(span_recorder):
+        outer = span_recorder.provider.get_tracer("openai").start_span("chat", attributes={**attributes, **first})
+        inner = span_recorder.provider.get_tracer("anthropic").start_span("chat", attributes={**attributes, **second})
+        inner.end()
+        outer.end()
+    trace = _only(span_recorder)
+    assert len(trace.iterations) == 2 and trace.usage.input_tokens == 20
+    assert [it.merged_span_ids for it in trace.iterations] == [[], []]
+
+
+def test_one_model_named_with_and_without_its_version_is_merged(span_recorder: SpanRecorder) -> None:
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 1}
+    with _run(span_recorder):
+        outer = span_recorder.provider.get_tracer("one").start_span(
+            "chat", attributes={**attributes, "gen_ai.request.model": "gpt-4o"}
+        )
+        inner = span_recorder.provider.get_tracer("two").start_span(
+            "chat", attributes={**attributes, "gen_ai.response.model": "openai/GPT-4o-2024-08-06"}
+        )
+        inner.end()
+        outer.end()
+    trace = _only(span_recorder)
+    assert len(trace.iterations) == 1 and trace.usage.input_tokens == 10
