@@ -88,7 +88,9 @@ def integer(value: Any, field: str, bounds: tuple[int, int]) -> int:
     else:
         raise Bad(f"{field}: not an integer ({_kind(value)})")
     if not bounds[0] <= number <= bounds[1]:
-        raise Bad(f"{field}: {number} is out of range")
+        # Up to 4300 digits parse: the message quotes a short number only, so it stays one line.
+        shown = str(number) if abs(number) < 10**20 else f"a {len(str(abs(number)))}-digit number"
+        raise Bad(f"{field}: {shown} is out of range")
     return number
 
 
@@ -158,6 +160,8 @@ def enum(value: Any, field: str, names: dict[str, int]) -> int:
             return integer(int(value), field, _INT32)
         except ValueError:
             return 0  # an unknown name: ignored, as unknown fields are
+        except OverflowError:  # int(Infinity)
+            pass
     raise Bad(f"{field}: not an enum value ({_kind(value)})")
 
 

@@ -317,3 +317,20 @@ def test_a_json_number_too_long_to_read_is_one_clear_error() -> None:
     body = b'{"resourceSpans": [], "x": ' + b"1" * 5000 + b"}"
     with pytest.raises(InputError, match=r"^a JSON number has more than \d+ digits$"):
         jsonformat.document(body)
+
+
+@pytest.mark.parametrize(
+    ("field", "named"),
+    [
+        ('"kind": Infinity', r"spans\[0\]\.kind: not an enum value"),
+        ('"status": {"code": -Infinity}', r"spans\[0\]\.status\.code: not an enum value"),
+        ('"startTimeUnixNano": "' + "9" * 4000 + '"', r"spans\[0\]\.startTimeUnixNano: a 4000-digit number is out"),
+    ],
+)
+def test_hostile_json_numbers_are_one_short_error_naming_the_field(field: str, named: str) -> None:
+    # int(inf) raises OverflowError (was a traceback); a number out of range is not quoted whole.
+    span = '{"traceId": "' + "1" * 32 + '", "spanId": "' + "1" * 16 + '", ' + field + "}"
+    body = '{"resourceSpans": [{"scopeSpans": [{"spans": [' + span + "]}]}]}"
+    with pytest.raises(InputError, match=named) as raised:
+        jsonformat.decode_spans(jsonformat.document(body.encode()))
+    assert len(str(raised.value)) < 300
