@@ -258,6 +258,16 @@ def test_a_reply_cut_by_the_length_limit_is_a_failure(span_recorder: SpanRecorde
     assert outcome == "failure" and "cut short" in evidence
 
 
+def test_a_reply_stopped_by_a_providers_safety_filter_is_a_failure(span_recorder: SpanRecorder) -> None:
+    with _run(span_recorder):
+        with _chat(span_recorder, "gemini", TEXT_REPLY, (10, 1), **{"gen_ai.response.finish_reasons": ["SAFETY"]}):
+            pass
+    assert trace_outcome(_only(span_recorder)) == (
+        "failure",
+        "the run returned but its last model call was cut short (content_filter: safety)",
+    )
+
+
 # --- content blocks and the providers' message shape ----------------------------------------------
 
 
