@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaltrace.collector.convert.records import STOP_REASONS
+
 _STOP_REASONS = {
     # the conventions' own values
     "stop": "stop",
@@ -41,6 +43,7 @@ _STOP_REASONS = {
     "spii": "content_filter",
     "malformed_function_call": "error",
 }
+assert set(_STOP_REASONS.values()) == set(STOP_REASONS)  # every provider's word maps to a documented one
 
 
 def stop_reason(finish_reasons: list[str]) -> str | None:
@@ -50,11 +53,6 @@ def stop_reason(finish_reasons: list[str]) -> str | None:
         if text:
             return _STOP_REASONS.get(text, text)
     return None
-
-
-def cut_by_length(reason: str | None) -> bool:
-    """Whether a normalised stop reason says the reply was cut by a token limit (the answer is incomplete)."""
-    return reason == "length"
 
 
 # --- content blocks ---------------------------------------------------------------------------
