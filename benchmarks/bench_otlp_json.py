@@ -44,8 +44,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind
 
-from evaltrace.collector.otlp import decode
-from evaltrace.collector.receive import limits
+from evaltrace.collector.otlp import decode, limits
 from evaltrace.collector.receive.handling import parse_body
 from evaltrace.collector.receive.workqueue import Signal
 from evaltrace.collector.store.otlp_frames import OtlpFormat

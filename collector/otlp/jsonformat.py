@@ -9,7 +9,7 @@ sender's request still reads). `tests/interop/test_otlp_json_direct.py` holds th
 the same objects.
 
 A receiver passes its `SpanLimits`: lists past them are cut before any SDK object is made of
-them and counted as dropped, as `receive/limits.py` does to a protobuf request.
+them and counted as dropped, as `limits.py` does to a protobuf request.
 """
 
 from __future__ import annotations

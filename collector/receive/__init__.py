@@ -1,7 +1,7 @@
 """`evaltrace collect`: an OTLP receiver (HTTP and gRPC, traces and logs) writing run files.
 
 Requests are checked and decoded where they arrive (`handling.py`, shared by `http_server.py`
-and `grpc_server.py`; the HTTP wire level in `wire.py`, the SDK's limits in `limits.py`), so a bad
+and `grpc_server.py`; the HTTP wire level in `wire.py`, the SDK's limits in `otlp/limits.py`), so a bad
 request gets its answer at once; the decoded spans and log records then pass through a queue
 bounded in spans with their events and links, and log records (`workqueue.py`) to one writer thread (`writer.py`)
 that hands them to the in-process exporters (`ParquetSpanExporter`, `ParquetLogExporter`), so

@@ -1,6 +1,6 @@
 """One export request, whatever the transport: parse, decode, queue, answer.
 
-`Intake.accept` holds a request to the SDK's limits (`limits.py`), decodes it into SDK objects,
+`Intake.accept` holds a request to the SDK's limits (`otlp/limits.py`), decodes it into SDK objects,
 offers the valid ones to the queue (weighed by their spans, events and links) and returns the OTLP
 response: empty when everything was taken, a partial success naming how many items were rejected
 and why the first was (the OTLP specification's answer to invalid items, which the client must
@@ -28,8 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.trace import SpanLimits
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.otlp import decode, jsonformat
-from evaltrace.collector.receive import limits
+from evaltrace.collector.otlp import decode, jsonformat, limits
 from evaltrace.collector.receive.refusals import RefusalLog
 from evaltrace.collector.receive.workqueue import Signal, Work, WorkQueue
 

@@ -6,7 +6,9 @@ by `otlp/decode.py`. A protobuf message does not name its type, so it is told by
 span starts with its 16-byte trace id and 8-byte span id (fields 1 and 2), a log record never
 starts with field 1 as bytes (its field 1 is a fixed64 time). Metrics and profiles lines, which
 evaltrace does not read, are skipped and counted so the caller can say so; an empty request (`{}`)
-holds nothing and is skipped too.
+holds nothing and is skipped too. Each request is held to the SDK's limits (`OTEL_*_LIMIT`, 128
+events, links and attributes by default) before its objects are made, as the receiver holds one
+(`otlp/limits.py`): a line of a million empty events costs what 128 cost, the rest counted dropped.
 
 The file's last record may be cut short, as a writer that stopped (a Collector that crashed)
 leaves it: a last JSON line with no newline that is not complete JSON, or a last protobuf message
@@ -24,9 +26,11 @@ from typing import Any, Final
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import SpanLimits
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp import decode, jsonformat
+from evaltrace.collector.otlp.limits import hold_log_limits, hold_span_limits
 from evaltrace.collector.store.otlp_frames import Frame, OtlpFormat, frames
 
 _SPAN_HEAD: Final = b"\x0a\x10"  # field 1 (trace_id), 16 bytes
@@ -92,9 +96,9 @@ def _json_items(frame: Frame) -> Items | str | None:
     if not isinstance(document, dict):
         raise InputError("not an OTLP JSON request (a JSON object per line)")
     if "resourceSpans" in document or "resource_spans" in document:  # proto field names are valid JSON too
-        return Items(True, jsonformat.spans_from_request(document))
+        return Items(True, decode.all_or_error(jsonformat.decode_spans(document, SpanLimits()), "span"))
     if "resourceLogs" in document or "resource_logs" in document:
-        return Items(False, jsonformat.log_records_from_request(document))
+        return Items(False, decode.all_or_error(jsonformat.decode_log_records(document, SpanLimits()), "log record"))
     if any(key in document for key in _SKIPPED_KEYS):
         return None
     if not document:
@@ -109,9 +113,11 @@ def _proto_items(frame: Frame) -> Items | str:
     if _holds_spans(frame.data):
         spans = ExportTraceServiceRequest()
         _parse(spans, frame.data)
+        hold_span_limits(spans, SpanLimits())
         return Items(True, decode.spans_from_request(spans))
     logs = ExportLogsServiceRequest()
     _parse(logs, frame.data)
+    hold_log_limits(logs, SpanLimits())
     return Items(False, decode.log_records_from_request(logs))
 
 

@@ -5,7 +5,7 @@ resources, scopes, key and number spellings, invalid ids), the direct decoder mu
 JSON -> protobuf (`json_format.ParseDict`) -> `decode.py` gives: the same spans and log records
 (compared through the SDK's own protobuf encoder, which writes every field, and through the
 store's encoders, which make the run files), the same dropped counts, the same rejections; with
-the receiver's SDK limits, the same cuts as `receive/limits.py` makes on the protobuf request.
+the receiver's SDK limits, the same cuts as `otlp/limits.py` makes on the protobuf request.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import SpanLimits
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp import decode, jsonformat
-from evaltrace.collector.receive import limits as receive_limits
+from evaltrace.collector.otlp import limits as receive_limits
 from evaltrace.collector.receive.handling import Intake, parse_body
 from evaltrace.collector.receive.workqueue import Signal, WorkQueue
 from evaltrace.collector.store import batches

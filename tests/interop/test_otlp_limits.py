@@ -91,3 +91,34 @@ def test_a_message_of_exactly_the_limit_is_read_one_byte_more_is_not(tmp_path: P
     path.write_bytes(path.read_bytes() + struct.pack(">I", small_limit + 1) + b"\x0a" * (small_limit + 1))
     with pytest.raises(InputError, match=r"messages\.pb: message 2: 101 bytes, over"):
         list(frames(path, OtlpFormat.PROTO))
+
+
+def _span_of_events(events: int) -> dict[str, object]:
+    span = {"traceId": "1" * 32, "spanId": "1" * 16, "name": "x", "startTimeUnixNano": "1", "endTimeUnixNano": "2"}
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [{**span, "events": [{"name": "e"}] * events}]}]}]}
+
+
+@pytest.mark.parametrize("fmt", [OtlpFormat.JSON, OtlpFormat.PROTO])
+def test_an_imported_span_holds_the_sdk_limits_as_a_received_one_does(tmp_path: Path, fmt: OtlpFormat) -> None:
+    # A 64 MiB line of empty events made ~20 million SDK events (a 4 MiB line peaked at 690 MiB);
+    # the receiver cuts a request to the SDK's limits before decoding, and so does an import now.
+    import json
+
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from evaltrace.collector.store.otlp_requests import Skipped, requests
+
+    request = _span_of_events(300)
+    path = tmp_path / "events.otlp"
+    if fmt is OtlpFormat.JSON:
+        path.write_text(json.dumps(request) + "\n", encoding="utf-8")
+    else:
+        message = json_format.ParseDict(request, ExportTraceServiceRequest())  # ids: base64 in protobuf's JSON
+        span = message.resource_spans[0].scope_spans[0].spans[0]
+        span.trace_id, span.span_id = b"\x11" * 16, b"\x11" * 8
+        data = message.SerializeToString()
+        path.write_bytes(struct.pack(">I", len(data)) + data)
+    ((_, items),) = list(requests(path, fmt, Skipped()))
+    (span,) = items.items
+    assert (len(span.events), span.dropped_events) == (128, 172)

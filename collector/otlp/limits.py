@@ -1,4 +1,4 @@
-"""The SDK's limits, held by every received request before it is decoded, and each request's weight.
+"""The SDK's limits, held by every received request (and OTLP file import) before it is decoded, and a request's weight.
 
 An instrumented process's SDK keeps at most 128 events, links and attributes per span (and 128
 attributes per event, link and log record; `OTEL_SPAN_EVENT_COUNT_LIMIT`, `OTEL_ATTRIBUTE_COUNT_LIMIT`
