@@ -48,8 +48,8 @@ from evaltrace.collector.store.schema import LOGS_SCHEMA_VERSION, SCHEMA_VERSION
 
 logger = logging.getLogger("evaltrace")
 
-IMPORT_VERSION: Final = 1
-"""Bump when what an import writes for the same file changes."""
+IMPORT_VERSION: Final = 2
+"""Bump when what an import writes for the same file changes (2: spans held to the SDK's limits)."""
 IMPORTS_FOLDER: Final = "imports"
 MAX_IMPORT_BYTES: Final = 8 << 30
 """Past this much of imports, the least recently used are removed (never one used in the last `_IN_USE_S`)."""
