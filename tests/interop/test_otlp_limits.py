@@ -20,11 +20,16 @@ from evaltrace.collector.store import otlp_frames
 from evaltrace.collector.store.otlp_frames import OtlpFormat, frames
 
 _MIB = 1 << 20
+# The peak is the process's own memory's high-water mark (VmHWM), not getrusage's ru_maxrss: Linux
+# carries ru_maxrss over fork and exec, so a child of a large pytest process (~900 MiB late in the full
+# suite) reported the parent's size, whatever it used itself.
 _SCORE_AND_PEAK = """
-import resource, sys
+import sys
 from evaltrace.cli.main import main
 code = main(sys.argv[1:])
-print("peak-mib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "exit", code)
+with open("/proc/self/status") as status:
+    hwm_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print("peak-mib", hwm_kib // 1024, "exit", code)
 """
 
 
