@@ -37,7 +37,7 @@ SCRIPT = r"""
   "use strict";
   var token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
   var $ = function (id) { return document.getElementById(id); };
-  var state = { source: "", entries: [], at: -1, entry: null, targets: [], target: 0 };
+  var state = { source: "", entries: [], at: -1, entry: null, targets: [], target: 0, loads: 0 };
   function api(path, body) {
     var init = { headers: { "X-Evaltrace-Token": token } };
     if (body !== undefined) {
@@ -73,7 +73,11 @@ SCRIPT = r"""
     return q.toString();
   }
   function loadEntries() {
+    // Filters changed in quick succession send several requests whose answers may arrive out of
+    // order: only the latest request's answer is shown, so a stale list never replaces a newer one.
+    var mine = ++state.loads;
     return api("/api/entries?" + query()).then(function (data) {
+      if (mine !== state.loads) { return; }
       state.entries = data.entries; state.at = data.entries.length ? 0 : -1;
       var body = $("entries-body");
       body.replaceChildren();
