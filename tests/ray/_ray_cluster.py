@@ -162,14 +162,18 @@ class Cluster:
         script = (
             "import json, logging, ray\n"
             f"ray.init(address={self.address!r}, _node_ip_address={HEAD_IP!r}, logging_level=logging.ERROR)\n"
-            "print(json.dumps([n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']]))\n"
+            "print('ALIVE=' + json.dumps([n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']]))\n"
         )
         done = subprocess.run(
             [str(self.python), "-c", script], env=self.env, capture_output=True, text=True, timeout=120
         )
         if done.returncode != 0:
             return []
-        found: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+        # Ray prints its own warnings (lagging heartbeats on a busy machine) to stdout, after ours.
+        marked = [line for line in done.stdout.splitlines() if line.startswith("ALIVE=")]
+        if not marked:
+            return []
+        found: list[str] = json.loads(marked[-1].removeprefix("ALIVE="))
         return found
 
     def _wait_for(self, ip: str) -> None:
