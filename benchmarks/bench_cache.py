@@ -52,9 +52,9 @@ def _data(arg: str | None) -> Path:
 
 def _stage(stage: str, data: Path, cache: Path) -> dict[str, Any]:
     """One in-process stage, run in this (fresh) process."""
-    from evaltrace.collector.convert.cache import cached_traces
-    from evaltrace.collector.convert.rebuild import read_traces
-    from evaltrace.collector.store.reader import resolve_paths
+    from evaltrace.collector.runfiles.reader import resolve_paths
+    from evaltrace.collector.traces.cache import cached_traces
+    from evaltrace.collector.traces.rebuild import read_traces
 
     files = resolve_paths([data / "runs"])
     started, cpu = time.perf_counter(), time.process_time()

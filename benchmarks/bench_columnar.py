@@ -37,8 +37,8 @@ HERE = Path(__file__).resolve().parent
 
 def _table(folder: Path) -> tuple[pa.Table, Path]:
     os.environ["EVALTRACE_CACHE_DIR"] = str(HERE / "out" / "columnar-cache")
-    from evaltrace.collector.convert.cache import cache_key, traces_folder, traces_of
-    from evaltrace.collector.store.reader import resolve_paths
+    from evaltrace.collector.runfiles.reader import resolve_paths
+    from evaltrace.collector.traces.cache import cache_key, traces_folder, traces_of
 
     files = resolve_paths([folder / "runs"])
     for _ in traces_of(files, histories=False):  # builds the table the first time, reads it after
@@ -114,10 +114,10 @@ def _median(job: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 def _scorers(table_path: Path, folder: Path, repeats: int) -> None:
     """The columnar path against the reference `trajectory` on the decoded traces (CPU s, median)."""
-    from evaltrace.collector.convert.table import iter_table_traces
-    from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run, columnar_score
-    from evaltrace.evaluators.scorers.base import run_scorer
-    from evaltrace.evaluators.spec.loader import load_spec
+    from evaltrace.collector.traces.table import iter_table_traces
+    from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run, columnar_score
+    from evaltrace.evaluators.scoring.scorers.base import run_scorer
+    from evaltrace.evaluators.scoring.spec.loader import load_spec
 
     spec = load_spec(folder / "spec.json")
     batches = pq.ParquetFile(table_path).read().to_batches(max_chunksize=1024)
@@ -141,7 +141,7 @@ def _scorers(table_path: Path, folder: Path, repeats: int) -> None:
 _CLI = """
 import sys
 if sys.argv[1] == "off":
-    from evaltrace.evaluators.columnar import forms
+    from evaltrace.evaluators.scoring.columnar import forms
     forms.FORMS.clear()
 from evaltrace.cli.main import run
 sys.argv = ["evaltrace", "score", *sys.argv[2:]]

@@ -47,7 +47,7 @@ PHASES = ("imports", "spec", "read", "verdicts", "render", "reference", "store")
 
 def _spec_columns(spec_path: Path) -> dict[str, Any]:
     """Phase 1: the cases' expected names and argument texts as columns, by case id."""
-    from evaltrace.collector.convert.table import comparable_text as encode  # loaded by the imports phase
+    from evaltrace.collector.traces.table import comparable_text as encode  # loaded by the imports phase
 
     cases = json.loads(spec_path.read_text(encoding="utf-8"))["cases"]
     ids, names, texts, arguments, rules, meta = [], [], [], [], [], []
@@ -89,7 +89,7 @@ def _verdicts(table: Any, spec: dict[str, Any]) -> tuple[list[Any], list[int]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from evaltrace.evaluators.columnar import trajectory as form  # the form's own steps
+    from evaltrace.evaluators.scoring.columnar import trajectory as form  # the form's own steps
 
     position = {case_id: i for i, case_id in enumerate(spec["ids"])}
     case_index = pa.array([position.get(c) for c in table.column("case_id").to_pylist()], pa.int64())
@@ -133,7 +133,7 @@ _RULES: dict[str, Any] = {}
 
 def _rules(text: str) -> Any:
     """A case's argument-matching settings (one object per distinct setting)."""
-    from evaltrace.evaluators.scorers.arguments import ArgumentMatch
+    from evaltrace.evaluators.scoring.scorers.arguments import ArgumentMatch
 
     if text not in _RULES:
         _RULES[text] = ArgumentMatch.model_validate(json.loads(text))
@@ -149,8 +149,8 @@ def _iso(micros: int) -> str:
 
 def _render(table: Any, spec: dict[str, Any], decided: list[Any], cases: list[int]) -> list[bytes]:
     """Phase 4: each decided row's report entry, from the columns and a template."""
-    from evaltrace.collector.convert.records import Usage
-    from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES, call_cost, find_price
+    from evaltrace.collector.traces.records import Usage
+    from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, call_cost, find_price
 
     trace_ids = table.column("trace_id").to_pylist()
     roots = table.column("root_span_id").to_pylist()
@@ -239,8 +239,8 @@ def _reference(table: Any, spec: dict[str, Any], undecided_ids: set[str]) -> int
     """Phase 5: the undecided rows decoded by the real decoder and scored by the real reference."""
     import pyarrow.compute as pc
 
-    from evaltrace.collector.convert.table import from_table
-    from evaltrace.evaluators.scorers.trajectory import Trajectory
+    from evaltrace.collector.traces.table import from_table
+    from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 
     rows = table.filter(pc.is_in(table.column("trace_id"), value_set=_string_array(undecided_ids)))
     failed = 0
@@ -281,10 +281,10 @@ def child(table_path: Path, spec_path: Path, out: Path) -> None:
     mark = time.process_time()
     # Imports are a phase of their own: everything the later phases import.
 
-    import evaltrace.collector.convert.table
-    import evaltrace.evaluators.columnar.trajectory
-    import evaltrace.evaluators.scorers.prices
-    import evaltrace.evaluators.scorers.trajectory  # noqa: F401
+    import evaltrace.collector.traces.table
+    import evaltrace.evaluators.scoring.columnar.trajectory
+    import evaltrace.evaluators.scoring.scorers.prices
+    import evaltrace.evaluators.scoring.scorers.trajectory  # noqa: F401
 
     def lap(name: str) -> None:
         nonlocal mark

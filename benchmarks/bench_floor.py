@@ -56,7 +56,7 @@ def lean_traces(runs: Path) -> Iterator[Any]:
 
 
 def _lean_trace(rows: list[Row]) -> Any:
-    from evaltrace.collector.convert.records import Iteration, Trace, Usage
+    from evaltrace.collector.traces.records import Iteration, Trace, Usage
 
     agent = next(r for r in rows if r[OP] == "invoke_agent")
     chats = sorted((r for r in rows if r[OP] == "chat"), key=lambda r: r[START])
@@ -97,7 +97,7 @@ def _lean_trace(rows: list[Row]) -> Any:
 
 
 def _lean_call(part: dict[str, Any], tool: Row | None, iteration: int) -> Any:
-    from evaltrace.collector.convert.records import ToolCall
+    from evaltrace.collector.traces.records import ToolCall
 
     large = dict(tool[LARGE]) if tool is not None else {}
     result = large.get("gen_ai.tool.call.result")
@@ -115,7 +115,7 @@ def _lean_call(part: dict[str, Any], tool: Row | None, iteration: int) -> Any:
 
 
 def _lean_message(message: dict[str, Any]) -> Any:
-    from evaltrace.collector.convert.records import Message, MessagePart
+    from evaltrace.collector.traces.records import Message, MessagePart
 
     parts = [
         MessagePart(type="text", text=p["content"])
@@ -141,7 +141,7 @@ def _time(ns: int) -> datetime:
 
 def current_traces(runs: Path) -> Iterator[Any]:
     """The converter, as `evaltrace score` calls it for the benchmark's spec."""
-    from evaltrace.collector.convert.rebuild import read_traces
+    from evaltrace.collector.traces.rebuild import read_traces
 
     return read_traces([runs], histories=False)
 

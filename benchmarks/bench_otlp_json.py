@@ -44,11 +44,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind
 
-from evaltrace.collector.otlp import decode, limits
-from evaltrace.collector.receive.handling import parse_body
-from evaltrace.collector.receive.workqueue import Signal
-from evaltrace.collector.store.otlp_frames import OtlpFormat
-from evaltrace.collector.store.otlp_import import ImportTarget, import_otlp
+from evaltrace.collector.otlp.files.framing import OtlpFormat
+from evaltrace.collector.otlp.files.importer import ImportTarget, import_otlp
+from evaltrace.collector.otlp.receive.handling import parse_body
+from evaltrace.collector.otlp.receive.workqueue import Signal
+from evaltrace.collector.otlp.wire import decode, limits
 
 SPANS_PER_REQUEST = 512
 _WORDS = "the forecast shows mild temperatures light wind rain order shipped city paris tool result".split()

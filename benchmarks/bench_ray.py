@@ -93,7 +93,7 @@ import json, logging, sys, time
 from pathlib import Path
 import pyarrow as pa
 import ray, ray.data
-from evaltrace.collector.store.reader import resolve_locations
+from evaltrace.collector.runfiles.reader import resolve_locations
 from evaltrace.evaluators.engine import ray_data
 ray.init(address=sys.argv[1], _node_ip_address=sys.argv[2], logging_level=logging.ERROR, log_to_driver=False)
 ray_data._quiet_ray_data(ray.data.DataContext.get_current())

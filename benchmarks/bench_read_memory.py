@@ -23,9 +23,9 @@ PEER = HERE / "out" / "peer-10000-seed7"
 
 _CHILD = """
 import json, resource, sys, time
-from evaltrace.collector.store import runfiles
-from evaltrace.collector.store.reader import resolve_paths
-from evaltrace.collector.convert.rebuild import read_traces
+from evaltrace.collector.runfiles import runfiles
+from evaltrace.collector.runfiles.reader import resolve_paths
+from evaltrace.collector.traces.rebuild import read_traces
 runfiles.BATCH_ROWS = int(sys.argv[1])
 files = resolve_paths([sys.argv[2]])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

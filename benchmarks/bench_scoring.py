@@ -83,13 +83,13 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
     started, cpu_started = time.perf_counter(), time.process_time()
     spans = traces = workers = 0
     if stage == "read":
-        from evaltrace.collector.store.reader import iter_traces
+        from evaltrace.collector.runfiles.reader import iter_traces
 
         for group in iter_traces([str(runs)]):
             traces += 1
             spans += len(group)
     elif stage == "rebuild":
-        from evaltrace.collector.convert.rebuild import read_traces
+        from evaltrace.collector.traces.rebuild import read_traces
 
         for trace in read_traces([str(runs)], histories=False):
             traces += 1
@@ -97,8 +97,8 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
     elif stage == "sharded":
         from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
         from evaltrace.evaluators.engine.shards import available_cpus
-        from evaltrace.evaluators.report.json_writer import ReportWriter
-        from evaltrace.evaluators.spec.loader import load_spec
+        from evaltrace.evaluators.results.report.json_writer import ReportWriter
+        from evaltrace.evaluators.scoring.spec.loader import load_spec
 
         workers = available_cpus()
         with ReportWriter(str(runs.parent / "report-sharded.json")) as writer:
@@ -108,8 +108,8 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
         traces = run.report.counts.traces
     else:
         from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-        from evaltrace.evaluators.report.json_writer import ReportWriter
-        from evaltrace.evaluators.spec.loader import load_spec
+        from evaltrace.evaluators.results.report.json_writer import ReportWriter
+        from evaltrace.evaluators.scoring.spec.loader import load_spec
 
         with ReportWriter(str(runs.parent / "report.json")) as writer:
             options = ScoreOptions(paths=(str(runs),))
@@ -197,10 +197,10 @@ def scoring_alone(traces: int, seed: int, rounds: int, *, timeout_ab: bool = Fal
     """
     import gc
 
-    from evaltrace.collector.convert.rebuild import read_traces
+    from evaltrace.collector.traces.rebuild import read_traces
     from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces_to
-    from evaltrace.evaluators.report.json_writer import ReportWriter
-    from evaltrace.evaluators.spec.loader import load_spec
+    from evaltrace.evaluators.results.report.json_writer import ReportWriter
+    from evaltrace.evaluators.scoring.spec.loader import load_spec
 
     runs, spec_path, spans = dataset(traces, seed)
     built = list(read_traces([str(runs)], histories=False))

@@ -147,8 +147,8 @@ def measure(path: Path, stages: bool) -> dict[str, Any]:
     """Load `path` once in this process; wall and CPU seconds, peak RSS (MB), optional stage times."""
     import gc
 
-    from evaltrace.evaluators.scorers.registry import scorer_names
-    from evaltrace.evaluators.spec import loader
+    from evaltrace.evaluators.scoring.scorers.registry import scorer_names
+    from evaltrace.evaluators.scoring.spec import loader
 
     # Importing the built-in scorers is start-up, paid once by any scoring run with or without a
     # spec: reported apart. Building their validators on first use stays inside the timed load.
@@ -178,7 +178,7 @@ def _stages(path: Path) -> dict[str, float]:
     """CPU seconds of each stage of one more load, with the cyclic GC off as `load_spec` has it."""
     import gc
 
-    from evaltrace.evaluators.spec import loader
+    from evaltrace.evaluators.scoring.spec import loader
 
     gc.disable()
     clock = time.process_time()
@@ -206,7 +206,7 @@ def profile(path: Path, top: int) -> None:
     import cProfile
     import pstats
 
-    from evaltrace.evaluators.spec import loader
+    from evaltrace.evaluators.scoring.spec import loader
 
     profiler = cProfile.Profile()
     profiler.enable()

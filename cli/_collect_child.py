@@ -18,7 +18,7 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.receive.config import Address
+from evaltrace.collector.otlp.receive.config import Address
 from evaltrace.collector.terminal import inline
 
 ENDPOINT_VARIABLES = (

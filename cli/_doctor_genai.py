@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from importlib.metadata import Distribution, EntryPoint, PackageNotFoundError, entry_points, version
 
-from evaltrace.collector.convert.diagnose import Check
+from evaltrace.collector.traces.diagnose import Check
 
 _EVENTS_PACKAGE = "opentelemetry-instrumentation-openai-v2"
 """Sends message content as log records (GenAI events) unless told to put it on spans."""

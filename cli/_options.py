@@ -17,7 +17,7 @@ import typer
 from evaltrace.collector.errors import InputError
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators.spec.loader import LoadedSpec
+    from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 
 JUDGE = "Judge"
 SELECT = "Selection"
@@ -233,7 +233,7 @@ def alpha_level(alpha: float | None) -> float:
 def load_plugins(plugin: list[str] | None) -> None:
     """Register the scorers of the `--plugin` references, before any spec names them."""
     if plugin:
-        from evaltrace.evaluators.scorers.registry import load_plugins as load
+        from evaltrace.evaluators.scoring.scorers.registry import load_plugins as load
 
         load(plugin)
 
@@ -247,7 +247,7 @@ def report_destinations(
         InputError: a FILE names a folder, sits in a folder that does not exist (`--junit`,
             `--markdown`, `--html`), or is `-` for a format written to files only; the option is named.
     """
-    from evaltrace.evaluators.report.formats import check_destination
+    from evaltrace.evaluators.results.report.formats import check_destination
 
     asked = (("json", json_path), ("junit", junit_path), ("markdown", markdown_path), ("html", html_path))
     chosen = [(name, path) for name, path in asked if path is not None]
@@ -262,7 +262,7 @@ def store_choice(store: Path | None, no_store: bool) -> Path | None:
     Raises:
         InputError: both options were given, or the store cannot be written (the path is named).
     """
-    from evaltrace.evaluators.store.location import check_writable, store_folder
+    from evaltrace.evaluators.results.store.location import check_writable, store_folder
 
     if no_store and store is not None:
         raise InputError("--store and --no-store: give one or the other")
@@ -275,7 +275,7 @@ def store_choice(store: Path | None, no_store: bool) -> Path | None:
 
 def load_spec_arg(spec: str) -> tuple[LoadedSpec, str | None]:
     """Load `FILE` or `FILE::CASE_ID`; a case id the file does not define is an input error."""
-    from evaltrace.evaluators.spec.loader import load_spec, split_spec_arg
+    from evaltrace.evaluators.scoring.spec.loader import load_spec, split_spec_arg
 
     file, case_id = split_spec_arg(spec)
     loaded = load_spec(file)

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from evaltrace.collector.send.exporters import OtlpTarget
-    from evaltrace.collector.send.targets import ResultsTarget
+    from evaltrace.collector.otlp.send.exporters import OtlpTarget
+    from evaltrace.collector.otlp.send.targets import ResultsTarget
 
 SEND = "Sending over OTLP"
 
@@ -65,7 +65,7 @@ def otlp_target(
         InputError: an unknown protocol (the valid ones are listed), a malformed header or endpoint.
     """
     from evaltrace.collector.errors import InputError
-    from evaltrace.collector.send.exporters import PROTOCOLS, OtlpTarget, check_target, parse_headers
+    from evaltrace.collector.otlp.send.exporters import PROTOCOLS, OtlpTarget, check_target, parse_headers
 
     if protocol not in PROTOCOLS:
         raise InputError(f"--protocol {protocol!r}: not a protocol (protocols: {', '.join(PROTOCOLS)})")
@@ -90,7 +90,7 @@ def results_target(value: str | None, protocol: str, headers: list[str] | None) 
             needs that is missing or would go over plain http to another host.
     """
     from evaltrace.collector.errors import InputError
-    from evaltrace.collector.send.targets import OPTION, ResultsTarget, open_results, split_kind
+    from evaltrace.collector.otlp.send.targets import OPTION, ResultsTarget, open_results, split_kind
 
     otlp_only = bool(headers) or protocol != "http/protobuf"
     if value is None:

@@ -24,14 +24,14 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import inline
 
 if TYPE_CHECKING:
-    from evaltrace.collector.send.targets import ResultsTarget
-    from evaltrace.evaluators.compare.baseline import BaselineCheck
-    from evaltrace.evaluators.compare.comparison import CompareOptions
-    from evaltrace.evaluators.compare.sides import Side
-    from evaltrace.evaluators.report.results_writer import ResultsWriter
-    from evaltrace.evaluators.report.writer import ReportFormat
-    from evaltrace.evaluators.spec.loader import LoadedSpec
-    from evaltrace.evaluators.store.writer import StoreWriter
+    from evaltrace.collector.otlp.send.targets import ResultsTarget
+    from evaltrace.evaluators.results.compare.baseline import BaselineCheck
+    from evaltrace.evaluators.results.compare.comparison import CompareOptions
+    from evaltrace.evaluators.results.compare.sides import Side
+    from evaltrace.evaluators.results.report.results_writer import ResultsWriter
+    from evaltrace.evaluators.results.report.writer import ReportFormat
+    from evaltrace.evaluators.results.store.writer import StoreWriter
+    from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 the gate passed; 1 the gate failed; 2 bad input, usage or setup (one 'Error:' line on "
@@ -99,8 +99,8 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     # Imported here so that other commands start without the scoring machinery.
     from evaltrace.evaluators.engine.engines import EngineSettings, engine_named
     from evaltrace.evaluators.engine.scoring import ScoreOptions
-    from evaltrace.evaluators.report.formats import ReportTarget, open_formats
-    from evaltrace.evaluators.report.terminal import render_summary
+    from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
+    from evaltrace.evaluators.results.report.terminal import render_summary
 
     engine = engine_named(scoring.engine)  # an unknown name stops us before any scoring
     reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path)
@@ -158,15 +158,15 @@ def baseline_side(ref: str | None, store: Path | None) -> Side | None:
     """The `--baseline` run: a JSON report, or a scoring-run id looked up in `store` (else the default store)."""
     if ref is None:
         return None
-    from evaltrace.evaluators.compare.sides import load_side
-    from evaltrace.evaluators.store.location import store_folder
+    from evaltrace.evaluators.results.compare.sides import load_side
+    from evaltrace.evaluators.results.store.location import store_folder
 
     return load_side(ref, store if store is not None else store_folder())
 
 
 def _judged_scorers(loaded: LoadedSpec | None) -> frozenset[str]:
     """The scorers of this scoring whose verdicts an LLM judge gives."""
-    from evaltrace.evaluators.engine.scoring import default_scorers
+    from evaltrace.evaluators.scoring.scorers.registry import default_scorers
 
     turns = [t for turns in loaded.case_scorers.values() for t in turns] if loaded is not None else [default_scorers()]
     return frozenset(scorer.name for turn in turns for scorer in turn if scorer.uses_judge)
@@ -174,8 +174,8 @@ def _judged_scorers(loaded: LoadedSpec | None) -> frozenset[str]:
 
 def _check_judges(loaded: LoadedSpec | None, min_kappa: float, store: Path | None) -> None:
     """Refuse (exit 2) when a judge this scoring uses is calibrated below `min_kappa`; note the unchecked ones."""
-    from evaltrace.evaluators.review.calibration import judge_check
-    from evaltrace.evaluators.store.location import store_folder
+    from evaltrace.evaluators.results.review.calibration import judge_check
+    from evaltrace.evaluators.results.store.location import store_folder
 
     judges = _judged_scorers(loaded)
     for note in judge_check(store if store is not None else store_folder(), judges, min_kappa):
@@ -192,7 +192,7 @@ def compare_options(baseline: str | None, alpha: float | None, strict: bool) -> 
     Raises:
         InputError: either was given without `--baseline`, or `--alpha` is out of range.
     """
-    from evaltrace.evaluators.compare.comparison import CompareOptions
+    from evaltrace.evaluators.results.compare.comparison import CompareOptions
 
     if baseline is None and (alpha is not None or strict):
         raise InputError("--alpha and --strict test against a baseline: pass --baseline REF")
@@ -201,14 +201,14 @@ def compare_options(baseline: str | None, alpha: float | None, strict: bool) -> 
 
 def _with_baseline(writer: ReportFormat | None, baseline: Side, options: CompareOptions) -> BaselineCheck:
     """`writer` behind the comparison with the baseline, which its reports then carry."""
-    from evaltrace.evaluators.compare.baseline import BaselineCheck
+    from evaltrace.evaluators.results.compare.baseline import BaselineCheck
 
     return BaselineCheck(baseline, options, writer)
 
 
 def _against_baseline(check: BaselineCheck, err: bool) -> bool:
     """Print how this scoring compares with the baseline; whether that fails the gate."""
-    from evaltrace.evaluators.compare.render import render_baseline
+    from evaltrace.evaluators.results.compare.render import render_baseline
 
     assert check.comparison is not None  # the writers were finished
     # Reasons quote recorded content: `render_baseline` lays each out inert.
@@ -226,8 +226,8 @@ def _with_store(
     """
     if folder is None:
         return writer, None
-    from evaltrace.evaluators.report.formats import FanOut
-    from evaltrace.evaluators.store.writer import open_store
+    from evaltrace.evaluators.results.report.formats import FanOut
+    from evaltrace.evaluators.results.store.writer import open_store
 
     try:
         store = open_store(folder, loaded)
@@ -248,8 +248,8 @@ def _with_results(
     """
     if target is None:
         return writer, None
-    from evaltrace.evaluators.report.formats import FanOut
-    from evaltrace.evaluators.report.results_writer import ResultsWriter
+    from evaltrace.evaluators.results.report.formats import FanOut
+    from evaltrace.evaluators.results.report.results_writer import ResultsWriter
 
     try:
         results = ResultsWriter(target, judges)
@@ -269,6 +269,6 @@ def _stdout_is_terminal() -> bool:
 
 def _count_traces(paths: list[str]) -> int:
     """The recorded traces in `paths`, read from the trace-id column alone (~0.3% of scoring's time)."""
-    from evaltrace.collector.store.reader import find_trace_ids
+    from evaltrace.collector.runfiles.reader import find_trace_ids
 
     return len(find_trace_ids(paths, ""))

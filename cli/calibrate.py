@@ -37,10 +37,10 @@ def calibrate(
     ] = None,
 ) -> None:
     """Hold each judge's verdicts (and the entries' outcomes) against people's labels: agreement, Cohen's kappa."""
-    from evaltrace.evaluators.report.formats import check_destination
-    from evaltrace.evaluators.review.calibration import calibrate as run_calibration
-    from evaltrace.evaluators.review.calibration_text import render_text
-    from evaltrace.evaluators.store.location import store_folder
+    from evaltrace.evaluators.results.report.formats import check_destination
+    from evaltrace.evaluators.results.review.calibration import calibrate as run_calibration
+    from evaltrace.evaluators.results.review.calibration_text import render_text
+    from evaltrace.evaluators.results.store.location import store_folder
 
     if json_path is not None:
         check_destination("json", json_path)

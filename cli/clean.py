@@ -8,7 +8,7 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store.inflight import DEFAULT_MAX_AGE_S
+from evaltrace.collector.runfiles.inflight import DEFAULT_MAX_AGE_S
 from evaltrace.collector.terminal import printable
 
 
@@ -45,7 +45,7 @@ def clean(
 
 
 def _clean_cache() -> None:
-    from evaltrace.collector.convert.cache import clear_cache, traces_folder  # deferred: loads pyarrow
+    from evaltrace.collector.traces.cache import clear_cache, traces_folder  # deferred: loads pyarrow
 
     removed = clear_cache()
     size = f"{removed.bytes / 1e6:.1f} MB" if removed.bytes >= 100_000 else f"{removed.bytes} bytes"
@@ -55,7 +55,7 @@ def _clean_cache() -> None:
 
 
 def _clean_imports() -> None:
-    from evaltrace.collector.store.otlp_cache import clear_imports, imports_folder  # deferred: loads pyarrow
+    from evaltrace.collector.otlp.files.import_cache import clear_imports, imports_folder  # deferred: loads pyarrow
 
     if not imports_folder().is_dir():  # nothing was ever imported: nothing to say
         return
@@ -65,7 +65,7 @@ def _clean_imports() -> None:
 
 
 def _clean_inflight(paths: list[str], max_age: float) -> None:
-    from evaltrace.collector.store.reader import clean_stale_inflight  # deferred: the reader loads pyarrow
+    from evaltrace.collector.runfiles.reader import clean_stale_inflight  # deferred: the reader loads pyarrow
 
     removed = 0
     for folder in opt.folders(paths):

@@ -19,8 +19,8 @@ import typer
 from evaltrace.collector.terminal import inline, plural, printable
 
 if TYPE_CHECKING:
-    from evaltrace.collector.receive.config import ReceiverConfig
-    from evaltrace.collector.receive.server import Receiver, Summary
+    from evaltrace.collector.otlp.receive.config import ReceiverConfig
+    from evaltrace.collector.otlp.receive.server import Receiver, Summary
 
 _EXIT_UNWRITTEN = 1
 """Exit code when something received could not be written (the files' loss counts say how much)."""
@@ -91,8 +91,8 @@ def collect(
     # gRPC's C core logs its own errors (a port in use...) to stderr, before the one `Error:` line
     # this command prints for them; read when grpc is first imported, below.
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-    from evaltrace.collector.capture.exporter import ExporterSettings
-    from evaltrace.collector.receive.server import Receiver
+    from evaltrace.collector.otlp.receive.server import Receiver
+    from evaltrace.collector.record.exporter import ExporterSettings
 
     config = _config(http, grpc, directory, run_id, max_request_mb, queue_items, allow_unauthenticated)
     # Files say who wrote them (`evaltrace doctor` tells a sender's spans from an in-process recording's).
@@ -130,7 +130,7 @@ def _config(
     from pydantic import SecretStr, ValidationError
 
     from evaltrace.collector.errors import InputError
-    from evaltrace.collector.receive.config import TOKEN_ENV, ReceiverConfig, parse_address
+    from evaltrace.collector.otlp.receive.config import TOKEN_ENV, ReceiverConfig, parse_address
 
     token = os.environ.get(TOKEN_ENV)  # set but blank is refused by the config, not taken as "no token"
     try:
@@ -209,7 +209,7 @@ def _announce(receiver: Receiver, directory: Path, run_id: str, *, err: bool = F
 
 
 def _report(summary: Summary, directory: Path, *, err: bool = False) -> None:
-    from evaltrace.collector.receive.refusals import summary as refusal_summary
+    from evaltrace.collector.otlp.receive.refusals import summary as refusal_summary
 
     counts, written = summary.counts, summary.written
     typer.echo(

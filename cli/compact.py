@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evaltrace.cli import _options as opt
-from evaltrace.collector.store.schema import DEFAULT_MAX_ROWS
+from evaltrace.collector.runfiles.schema import DEFAULT_MAX_ROWS
 from evaltrace.collector.terminal import json_text, plural, printable
 
 if TYPE_CHECKING:
-    from evaltrace.collector.store.compact import Compaction
+    from evaltrace.collector.runfiles.compact import Compaction
 
 
 def compact(
@@ -25,7 +25,7 @@ def compact(
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON object per folder.")] = False,
 ) -> None:
     """Merge a folder's small span files into fewer, larger ones (per run id; no span is lost)."""
-    from evaltrace.collector.store.compact import compact_folder  # deferred: pyarrow only when compacting
+    from evaltrace.collector.runfiles.compact import compact_folder  # deferred: pyarrow only when compacting
 
     for folder in opt.folders(paths):
         done = compact_folder(folder, max_rows=max_rows, dry_run=dry_run)

@@ -16,7 +16,7 @@ from evaltrace.cli import _options as opt
 from evaltrace.collector.errors import InputError
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators.compare.model import Comparison
+    from evaltrace.evaluators.results.compare.model import Comparison
 
 COMPARE_EXIT_CODES = (
     "Exit codes: 0 no significant regression; 1 a significant regression at --alpha (with --strict: any "
@@ -58,12 +58,12 @@ def compare(
     ] = None,
 ) -> None:
     """Compare two scoring runs: regressions, fixes, pass-rate deltas with significance, latency, tokens, cost."""
-    from evaltrace.evaluators.compare.comparison import CompareOptions, compare_sides
-    from evaltrace.evaluators.compare.render import render_markdown, render_text
-    from evaltrace.evaluators.compare.render_html import render_html
-    from evaltrace.evaluators.compare.sides import load_side
-    from evaltrace.evaluators.report.formats import check_destination
-    from evaltrace.evaluators.store.location import store_folder
+    from evaltrace.evaluators.results.compare.comparison import CompareOptions, compare_sides
+    from evaltrace.evaluators.results.compare.render import render_markdown, render_text
+    from evaltrace.evaluators.results.compare.render_html import render_html
+    from evaltrace.evaluators.results.compare.sides import load_side
+    from evaltrace.evaluators.results.report.formats import check_destination
+    from evaltrace.evaluators.results.store.location import store_folder
 
     options = CompareOptions(opt.alpha_level(alpha), strict)
     for name, destination in (("json", json_path), ("markdown", markdown_path), ("html", html_path)):

@@ -4,7 +4,7 @@ Recording fails silently in several ways: no configurator for `opentelemetry-ins
 misspelt or uninstalled exporter name, metrics or logs exporters whose failure disables tracing,
 another distro winning the entry-point race, an unwritable folder, an instrumentation that does
 not load, content capture switched off. Given recorded runs, the doctor also reads them
-(`evaltrace.collector.convert.diagnose`): content left in unrecorded log records, traces without content,
+(`evaltrace.collector.traces.diagnose`): content left in unrecorded log records, traces without content,
 model calls that became traces of their own. Each check prints one line: `ok`, `warn` (works,
 but worth knowing) or `problem` (recording or scoring will not work as intended) with the fix.
 Exit 0 when there is no problem, 2 otherwise (1 is reserved for gate failures).
@@ -23,9 +23,9 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.cli._doctor_genai import genai_checks
-from evaltrace.collector.convert.diagnose import Check
 from evaltrace.collector.errors import EvaltraceError
 from evaltrace.collector.terminal import inline
+from evaltrace.collector.traces.diagnose import Check
 
 _PIN = "OTEL_PYTHON_DISTRO=evaltrace OTEL_PYTHON_CONFIGURATOR=evaltrace"
 _OTLP_NAMES = {"otlp", "otlp_proto_grpc", "otlp_proto_http"}
@@ -138,7 +138,7 @@ def signal_default(var: str) -> str:
     """What an unset `OTEL_<SIGNAL>_EXPORTER` becomes under the distro `opentelemetry-instrument` would use."""
     distro, _ = _chosen("opentelemetry_distro", "OTEL_PYTHON_DISTRO")
     if distro == "evaltrace":
-        from evaltrace.collector.capture.autoconf import apply_env_defaults
+        from evaltrace.collector.record.autoconf import apply_env_defaults
 
         # Asked of the distro itself, on a copy of the environment, so the two never disagree.
         return apply_env_defaults(dict(os.environ)).get(var, "none")
@@ -208,7 +208,7 @@ def check_sdk_enabled() -> Check:
 
 def check_redaction() -> Check:
     """Redaction patterns compile (bad ones are skipped at run time, with a logged error)."""
-    from evaltrace.collector.capture.redact import parse_env_patterns
+    from evaltrace.collector.record.redact import parse_env_patterns
 
     kept, errors = parse_env_patterns(os.environ.get("EVALTRACE_REDACT_PATTERNS", ""))
     if errors:
@@ -245,7 +245,7 @@ def doctor(
     logging.getLogger("evaltrace").disabled = True  # the checks report bad values themselves
     checks = run_checks()
     if paths:
-        from evaltrace.collector.convert.diagnose import recording_checks
+        from evaltrace.collector.traces.diagnose import recording_checks
 
         checks += recording_checks(paths)
     problems = sum(c.status == "problem" for c in checks)

@@ -54,11 +54,11 @@ def history(
     ] = None,
 ) -> None:
     """Show each scorer's pass rate across scoring runs, oldest first, as sparklines; '|' marks a changed scorer."""
-    from evaltrace.evaluators.compare.history import HistoryOptions, load_history
-    from evaltrace.evaluators.compare.history_html import render_html
-    from evaltrace.evaluators.compare.history_render import render_text
-    from evaltrace.evaluators.report.formats import check_destination
-    from evaltrace.evaluators.store.location import store_folder
+    from evaltrace.evaluators.results.compare.history import HistoryOptions, load_history
+    from evaltrace.evaluators.results.compare.history_html import render_html
+    from evaltrace.evaluators.results.compare.history_render import render_text
+    from evaltrace.evaluators.results.report.formats import check_destination
+    from evaltrace.evaluators.results.store.location import store_folder
 
     if json_path is not None:
         check_destination("json", json_path)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store.otlp_frames import OtlpFormat, sniff
+from evaltrace.collector.otlp.files.framing import OtlpFormat, sniff
 from evaltrace.collector.terminal import plural, printable
 
 
@@ -51,7 +51,7 @@ def _format(path: Path) -> OtlpFormat:
 
 def _import_one(path: Path, fmt: OtlpFormat, out: Path, run_id: str | None) -> None:
     # Deferred: the importer loads pyarrow and the OTLP decoder.
-    from evaltrace.collector.store.otlp_import import ImportTarget, import_otlp, run_label, source_id
+    from evaltrace.collector.otlp.files.importer import ImportTarget, import_otlp, run_label, source_id
 
     target = ImportTarget(out, run_id=run_id or run_label(path), writer_id=source_id(path))
     done = import_otlp(path, fmt, target)

@@ -30,9 +30,9 @@ def export_labels(
     store: StoreRead = None,
 ) -> None:
     """Write the store's labels (the latest per case, trace and scorer) to FILE."""
-    from evaltrace.evaluators.review.label_files import dump_labels, file_format
-    from evaltrace.evaluators.store.labels import read_labels
-    from evaltrace.evaluators.store.location import store_folder
+    from evaltrace.evaluators.results.review.label_files import dump_labels, file_format
+    from evaltrace.evaluators.results.store.labels import read_labels
+    from evaltrace.evaluators.results.store.location import store_folder
 
     kind = "jsonl" if file == "-" else file_format(file)
     labels = read_labels(store_folder(store))
@@ -50,9 +50,9 @@ def import_labels(
     ] = None,
 ) -> None:
     """Add the labels of FILE to the store (append-only: a later label of the same key wins)."""
-    from evaltrace.evaluators.review.label_files import load_labels
-    from evaltrace.evaluators.store.labels import write_labels
-    from evaltrace.evaluators.store.location import store_folder
+    from evaltrace.evaluators.results.review.label_files import load_labels
+    from evaltrace.evaluators.results.store.labels import write_labels
+    from evaltrace.evaluators.results.store.location import store_folder
 
     labels = load_labels(file)
     folder = store_folder(store)

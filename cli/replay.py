@@ -43,8 +43,8 @@ def replay(
 ) -> None:
     """Send stored spans and log records to an OTLP backend with their original trace and span ids."""
     from evaltrace.collector.errors import InputError
-    from evaltrace.collector.send.exporters import shown_endpoint
-    from evaltrace.collector.send.replay import replay as run_replay
+    from evaltrace.collector.otlp.send.exporters import shown_endpoint
+    from evaltrace.collector.otlp.send.replay import replay as run_replay
 
     if endpoint is None and not dry_run:
         raise InputError("--endpoint URL is required (or --dry-run to count what would be sent)")

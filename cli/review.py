@@ -1,7 +1,7 @@
 """`evaltrace review`: a local web app to read traces beside their scores and label them pass or fail.
 
 It listens on 127.0.0.1 only (no option changes that) and prints its URL, with a fresh access
-token, before anything else; see `evaluators/review/server.py` for what a request must show.
+token, before anything else; see `evaluators/results/review/server.py` for what a request must show.
 Exit codes: 0 stopped (Ctrl-C); 2 bad input or setup (the port is taken, the web stack is missing).
 """
 
@@ -42,12 +42,12 @@ def review(
     try:
         import uvicorn
 
-        from evaltrace.evaluators.review.data import ReviewData
-        from evaltrace.evaluators.review.server import Access, create_app
+        from evaltrace.evaluators.results.review.data import ReviewData
+        from evaltrace.evaluators.results.review.server import Access, create_app
     except ImportError as exc:
         raise InputError(f"evaltrace review needs its web stack: pip install 'evaltrace[review]' ({exc})") from None
-    from evaltrace.evaluators.store.labels import default_author
-    from evaltrace.evaluators.store.location import store_folder
+    from evaltrace.evaluators.results.store.labels import default_author
+    from evaltrace.evaluators.results.store.location import store_folder
 
     listener = _listen(port)
     chosen = listener.getsockname()[1]

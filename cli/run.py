@@ -30,7 +30,7 @@ from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
 if TYPE_CHECKING:
     from evaltrace.evaluators.runner.agent import CallRecord, RunResult
     from evaltrace.evaluators.runner.call import CallOutcome
-    from evaltrace.evaluators.spec.model import Case
+    from evaltrace.evaluators.scoring.spec.model import Case
 
 _RUN = "Run"
 _OUTCOMES: tuple[tuple[CallOutcome, str], ...] = (("ok", "ok"), ("error", "errors"), ("timeout", "timeouts"))
@@ -98,7 +98,7 @@ def run(
     header: otlp.Headers = None,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
-    from evaltrace.collector.capture.autoconf import instrument_installed
+    from evaltrace.collector.record.autoconf import instrument_installed
     from evaltrace.evaluators.engine.sample import check_judge_setup
     from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run, select_cases
     from evaltrace.evaluators.runner.agent import RunOptions, load_agent, new_run_directory, run_agent

@@ -11,7 +11,7 @@ from evaltrace.cli import _options as opt
 from evaltrace.collector.terminal import inline, json_text, plural
 
 if TYPE_CHECKING:
-    from evaltrace.collector.store.reader import RunsSummary, TraceSummary
+    from evaltrace.collector.runfiles.reader import RunsSummary, TraceSummary
 
 # `evaltrace runs` suggests compaction from this many files averaging fewer spans than this:
 # each file costs ~12 KB of footer and ~6 ms of reading (benchmarks/RESULTS.md, Compaction).
@@ -25,7 +25,7 @@ def runs(
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON object instead of text.")] = False,
 ) -> None:
     """Show what was recorded: files, spans, traces, services, run ids and time range."""
-    from evaltrace.collector.store.reader import summarize_runs  # deferred: pyarrow only when reading
+    from evaltrace.collector.runfiles.reader import summarize_runs  # deferred: pyarrow only when reading
 
     summary = summarize_runs(paths)
     if as_json:

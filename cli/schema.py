@@ -9,6 +9,6 @@ import typer
 
 def schema() -> None:
     """Print the JSON Schema of spec files (point your editor's YAML/JSON support at it)."""
-    from evaltrace.evaluators.spec.loader import shipped_schema
+    from evaltrace.evaluators.scoring.spec.loader import shipped_schema
 
     typer.echo(json.dumps(shipped_schema(), indent=2))

@@ -14,9 +14,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from evaltrace.cli import _options as opt
-from evaltrace.evaluators.scorers.base import is_builtin
-from evaltrace.evaluators.scorers.plugins import origin
-from evaltrace.evaluators.scorers.registry import scorer_class, scorer_names
+from evaltrace.evaluators.scoring.scorers.base import is_builtin
+from evaltrace.evaluators.scoring.scorers.plugins import origin
+from evaltrace.evaluators.scoring.scorers.registry import scorer_class, scorer_names
 
 
 def type_label(annotation: Any) -> str:

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from evaltrace.cli import _options as opt
-from evaltrace.collector.convert.records import Iteration, ToolCall, Trace
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import inline, json_text, plural
+from evaltrace.collector.traces.records import Iteration, ToolCall, Trace
 
 if TYPE_CHECKING:
-    from evaltrace.collector.convert.explain import SpanReading
+    from evaltrace.collector.traces.explain import SpanReading
 
 PathsArg = Annotated[list[str], typer.Argument(metavar="PATH", help=opt.PATHS_HELP)]
 _WIDTH = 48
@@ -35,8 +35,8 @@ def traces_command(
     ] = None,
 ) -> None:
     """List the traces rebuilt from span files (a table, or JSON lines with --json)."""
-    from evaltrace.collector.convert.rebuild import read_traces  # deferred: pyarrow only when reading
-    from evaltrace.collector.store.reader import resolve_paths
+    from evaltrace.collector.runfiles.reader import resolve_paths
+    from evaltrace.collector.traces.rebuild import read_traces  # deferred: pyarrow only when reading
 
     if explain is not None:
         _explain(explain, paths, json_lines)
@@ -72,7 +72,9 @@ def _summary(trace: Trace) -> list[str]:
 
 def _status(trace: Trace) -> str:
     """How the run ended, as the `outcome` scorer classifies it (one function, so they agree)."""
-    from evaltrace.evaluators.scorers.outcome import trace_outcome  # deferred: only commands listing traces need it
+    from evaltrace.evaluators.scoring.scorers.outcome import (
+        trace_outcome,  # deferred: only commands listing traces need it
+    )
 
     return trace_outcome(trace)[0]
 
@@ -104,7 +106,7 @@ def show_command(
     ] = False,
 ) -> None:
     """Show one trace as a tree: iterations, tool calls with arguments and results, output, usage."""
-    from evaltrace.collector.convert.rebuild import read_traces
+    from evaltrace.collector.traces.rebuild import read_traces
 
     for trace in read_traces(paths, trace_ids=[_one_trace_id(trace_id, paths)]):
         if as_json:
@@ -116,7 +118,7 @@ def show_command(
 
 def _one_trace_id(trace_id: str, paths: list[str]) -> str:
     """The one recorded trace id `trace_id` names (whole or a unique prefix), or an input error."""
-    from evaltrace.collector.store.reader import find_trace_ids
+    from evaltrace.collector.runfiles.reader import find_trace_ids
 
     # The id is resolved on the trace-id column alone, then only that trace's rows are decoded:
     # one trace of a large run shows in about the time it takes to decompress the files.
@@ -130,9 +132,9 @@ def _one_trace_id(trace_id: str, paths: list[str]) -> str:
 
 
 def _explain(trace_id: str, paths: list[str], as_json: bool) -> None:
-    from evaltrace.collector.convert.explain import explain_trace
-    from evaltrace.collector.convert.rebuild import convert_trace
-    from evaltrace.collector.store.reader import iter_traces
+    from evaltrace.collector.runfiles.reader import iter_traces
+    from evaltrace.collector.traces.explain import explain_trace
+    from evaltrace.collector.traces.rebuild import convert_trace
 
     wanted = _one_trace_id(trace_id, paths)
     for spans in iter_traces(paths, trace_ids=[wanted]):

@@ -11,37 +11,37 @@ from typing import TYPE_CHECKING
 from evaltrace.collector.lazy import lazy_package
 
 if TYPE_CHECKING:
-    from evaltrace.collector.capture.agent_run import AgentRun as AgentRun
-    from evaltrace.collector.capture.agent_run import agent_run as agent_run
-    from evaltrace.collector.capture.exporter import ParquetSpanExporter as ParquetSpanExporter
-    from evaltrace.collector.capture.log_exporter import ParquetLogExporter as ParquetLogExporter
-    from evaltrace.collector.capture.recording import Recorder as Recorder
-    from evaltrace.collector.capture.recording import record as record
-    from evaltrace.collector.capture.redact import RedactionSettings as RedactionSettings
-    from evaltrace.collector.capture.tool_call import ToolCallRun as ToolCallRun
-    from evaltrace.collector.capture.tool_call import tool_call as tool_call
-    from evaltrace.collector.convert.rebuild import convert_spans as convert_spans
-    from evaltrace.collector.convert.rebuild import convert_trace as convert_trace
-    from evaltrace.collector.convert.rebuild import group_conversations as group_conversations
-    from evaltrace.collector.convert.rebuild import read_traces as read_traces
-    from evaltrace.collector.convert.records import Conversation as Conversation
-    from evaltrace.collector.convert.records import Iteration as Iteration
-    from evaltrace.collector.convert.records import Message as Message
-    from evaltrace.collector.convert.records import MessagePart as MessagePart
-    from evaltrace.collector.convert.records import ToolCall as ToolCall
-    from evaltrace.collector.convert.records import ToolSchema as ToolSchema
-    from evaltrace.collector.convert.records import Trace as Trace
-    from evaltrace.collector.convert.records import Usage as Usage
     from evaltrace.collector.errors import EvaltraceError as EvaltraceError
     from evaltrace.collector.errors import InputError as InputError
-    from evaltrace.collector.store.reader import RunsSummary as RunsSummary
-    from evaltrace.collector.store.reader import TraceSummary as TraceSummary
-    from evaltrace.collector.store.reader import clean_stale_inflight as clean_stale_inflight
-    from evaltrace.collector.store.reader import find_stale_inflight as find_stale_inflight
-    from evaltrace.collector.store.reader import find_trace_ids as find_trace_ids
-    from evaltrace.collector.store.reader import iter_traces as iter_traces
-    from evaltrace.collector.store.reader import read_spans as read_spans
-    from evaltrace.collector.store.reader import resolve_paths as resolve_paths
-    from evaltrace.collector.store.reader import summarize_runs as summarize_runs
+    from evaltrace.collector.record.agent_run import AgentRun as AgentRun
+    from evaltrace.collector.record.agent_run import agent_run as agent_run
+    from evaltrace.collector.record.exporter import ParquetSpanExporter as ParquetSpanExporter
+    from evaltrace.collector.record.log_exporter import ParquetLogExporter as ParquetLogExporter
+    from evaltrace.collector.record.recording import Recorder as Recorder
+    from evaltrace.collector.record.recording import record as record
+    from evaltrace.collector.record.redact import RedactionSettings as RedactionSettings
+    from evaltrace.collector.record.tool_call import ToolCallRun as ToolCallRun
+    from evaltrace.collector.record.tool_call import tool_call as tool_call
+    from evaltrace.collector.runfiles.reader import RunsSummary as RunsSummary
+    from evaltrace.collector.runfiles.reader import TraceSummary as TraceSummary
+    from evaltrace.collector.runfiles.reader import clean_stale_inflight as clean_stale_inflight
+    from evaltrace.collector.runfiles.reader import find_stale_inflight as find_stale_inflight
+    from evaltrace.collector.runfiles.reader import find_trace_ids as find_trace_ids
+    from evaltrace.collector.runfiles.reader import iter_traces as iter_traces
+    from evaltrace.collector.runfiles.reader import read_spans as read_spans
+    from evaltrace.collector.runfiles.reader import resolve_paths as resolve_paths
+    from evaltrace.collector.runfiles.reader import summarize_runs as summarize_runs
+    from evaltrace.collector.traces.rebuild import convert_spans as convert_spans
+    from evaltrace.collector.traces.rebuild import convert_trace as convert_trace
+    from evaltrace.collector.traces.rebuild import group_conversations as group_conversations
+    from evaltrace.collector.traces.rebuild import read_traces as read_traces
+    from evaltrace.collector.traces.records import Conversation as Conversation
+    from evaltrace.collector.traces.records import Iteration as Iteration
+    from evaltrace.collector.traces.records import Message as Message
+    from evaltrace.collector.traces.records import MessagePart as MessagePart
+    from evaltrace.collector.traces.records import ToolCall as ToolCall
+    from evaltrace.collector.traces.records import ToolSchema as ToolSchema
+    from evaltrace.collector.traces.records import Trace as Trace
+    from evaltrace.collector.traces.records import Usage as Usage
 
 __getattr__, __dir__, __all__ = lazy_package(__name__)

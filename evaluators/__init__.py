@@ -23,29 +23,29 @@ if TYPE_CHECKING:
     from evaltrace.evaluators.engine.scoring import score_paths_to as score_paths_to
     from evaltrace.evaluators.engine.scoring import score_traces as score_traces
     from evaltrace.evaluators.engine.scoring import score_traces_to as score_traces_to
-    from evaltrace.evaluators.report.json_writer import ReportWriter as ReportWriter
-    from evaltrace.evaluators.report.json_writer import write_report as write_report
-    from evaltrace.evaluators.report.model import EntryResult as EntryResult
-    from evaltrace.evaluators.report.model import Report as Report
-    from evaltrace.evaluators.report.model import ScoreResult as ScoreResult
-    from evaltrace.evaluators.report.model import evaluate_gate as evaluate_gate
+    from evaltrace.evaluators.results.report.json_writer import ReportWriter as ReportWriter
+    from evaltrace.evaluators.results.report.json_writer import write_report as write_report
+    from evaltrace.evaluators.results.report.model import EntryResult as EntryResult
+    from evaltrace.evaluators.results.report.model import Report as Report
+    from evaltrace.evaluators.results.report.model import ScoreResult as ScoreResult
+    from evaltrace.evaluators.results.report.model import evaluate_gate as evaluate_gate
     from evaltrace.evaluators.runner.agent import CallRecord as CallRecord
     from evaltrace.evaluators.runner.agent import RunOptions as RunOptions
     from evaltrace.evaluators.runner.agent import RunResult as RunResult
     from evaltrace.evaluators.runner.agent import load_agent as load_agent
     from evaltrace.evaluators.runner.agent import run_agent as run_agent
-    from evaltrace.evaluators.scorers.base import Score as Score
-    from evaltrace.evaluators.scorers.base import Scorer as Scorer
-    from evaltrace.evaluators.scorers.base import run_scorer as run_scorer
-    from evaltrace.evaluators.scorers.registry import create_scorer as create_scorer
-    from evaltrace.evaluators.scorers.registry import register as register
-    from evaltrace.evaluators.scorers.registry import scorer_names as scorer_names
-    from evaltrace.evaluators.spec.loader import LoadedSpec as LoadedSpec
-    from evaltrace.evaluators.spec.loader import load_spec as load_spec
-    from evaltrace.evaluators.spec.model import Case as Case
-    from evaltrace.evaluators.spec.model import Expect as Expect
-    from evaltrace.evaluators.spec.model import RepeatPolicy as RepeatPolicy
-    from evaltrace.evaluators.spec.model import Spec as Spec
-    from evaltrace.evaluators.spec.model import Turn as Turn
+    from evaltrace.evaluators.scoring.scorers.base import Score as Score
+    from evaltrace.evaluators.scoring.scorers.base import Scorer as Scorer
+    from evaltrace.evaluators.scoring.scorers.base import run_scorer as run_scorer
+    from evaltrace.evaluators.scoring.scorers.registry import create_scorer as create_scorer
+    from evaltrace.evaluators.scoring.scorers.registry import register as register
+    from evaltrace.evaluators.scoring.scorers.registry import scorer_names as scorer_names
+    from evaltrace.evaluators.scoring.spec.loader import LoadedSpec as LoadedSpec
+    from evaltrace.evaluators.scoring.spec.loader import load_spec as load_spec
+    from evaltrace.evaluators.scoring.spec.model import Case as Case
+    from evaltrace.evaluators.scoring.spec.model import Expect as Expect
+    from evaltrace.evaluators.scoring.spec.model import RepeatPolicy as RepeatPolicy
+    from evaltrace.evaluators.scoring.spec.model import Spec as Spec
+    from evaltrace.evaluators.scoring.spec.model import Turn as Turn
 
 __getattr__, __dir__, __all__ = lazy_package(__name__)

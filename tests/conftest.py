@@ -11,9 +11,9 @@ from fake_llm import FakeLLM
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.traces.rebuild import read_traces
+from evaltrace.collector.traces.records import Trace
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -73,8 +73,8 @@ def span_recorder(tmp_path: Path) -> SpanRecorder:
 @pytest.fixture
 def isolated_registry() -> Iterator[None]:
     """Scorers registered during the test (a plugin, a sample scorer) are removed afterwards."""
-    from evaltrace.evaluators.scorers import registry
-    from evaltrace.evaluators.scorers.plugins import FILE_MODULE_PREFIX
+    from evaltrace.evaluators.scoring.scorers import registry
+    from evaltrace.evaluators.scoring.scorers.plugins import FILE_MODULE_PREFIX
 
     registry.scorer_names()  # the built-ins and installed plugins first, so they stay
     saved = registry.registered()

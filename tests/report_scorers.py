@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from evaltrace.collector import Trace
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.registry import register
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
 
 
 @register

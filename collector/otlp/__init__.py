@@ -1,8 +1,6 @@
-"""OTLP wire formats <-> the OTel SDK's objects: a leaf room, importing only the OTel packages.
+"""OTLP in and out: the wire formats, OTLP files read as run files, the receiver and sending.
 
-`decode.py` turns export requests (protobuf messages) into the SDK spans and log records the
-store's encoders take, every field kept and invalid items counted; `jsonformat.py` (values by
-`jsonvalues.py`) turns the OTLP/JSON encoding straight into the same objects, through the same
-`decode.new_*` builders, with no protobuf message in between. The receiver (`collector/receive`), the file
-reader (`collector/store/otlp_*.py`) and replay (`collector/send`) build on them.
+`wire/` translates the OTLP encodings to the SDK's objects (a leaf); `files/` reads OTLP files
+as run files; `receive/` is `evaltrace collect` (an OTLP receiver writing run files through the
+recorder's exporters); `send/` sends stored spans (`replay`) and score results back out.
 """

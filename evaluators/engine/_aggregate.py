@@ -1,7 +1,8 @@
 """From scores to sample outcomes, and from samples to an entry by the case's repeat rule.
 
-The rules are documented in `evaluators/report/model.py` (outcomes, the gate) and `evaluators/spec/model.py`
-(`repeat`). This module holds the arithmetic only, so it can be tested without traces.
+The rules are documented in `evaluators/results/report/model.py` (outcomes, the gate) and
+`evaluators/scoring/spec/model.py` (`repeat`). This module holds the arithmetic only, so it can be
+tested without traces.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import Any
 
 from evaltrace.evaluators.engine._numbers import ExactSum as ExactSum  # where tests and callers found it
 from evaltrace.evaluators.engine._score_merger import SCORES, SampleKey, ScoreMerger, earlier
-from evaltrace.evaluators.report.model import EntryResult, SampleResult, SampleStatus, ScorerCount, ScoreResult
-from evaltrace.evaluators.scorers.base import Score
-from evaltrace.evaluators.scorers.evidence import UNINSTRUMENTED_HINT
-from evaltrace.evaluators.spec.model import Case, RepeatPolicy
+from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, SampleStatus, ScorerCount, ScoreResult
+from evaltrace.evaluators.scoring.scorers.base import Score
+from evaltrace.evaluators.scoring.scorers.evidence import UNINSTRUMENTED_HINT
+from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
 
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
 

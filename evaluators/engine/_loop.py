@@ -11,10 +11,10 @@ import asyncio
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine._routers import Job, SampleSpill, SpecRouter, TraceRouter
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
-from evaltrace.evaluators.report.model import SampleResult
+from evaltrace.evaluators.results.report.model import SampleResult
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine.scoring import ScoreOptions

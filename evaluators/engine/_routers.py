@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol, get_args
 
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine._aggregate import (
     CaseTally,
     ScorerTally,
@@ -26,7 +26,7 @@ from evaltrace.evaluators.engine._aggregate import (
 )
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, score_conversation, score_trace
-from evaltrace.evaluators.report.model import (
+from evaltrace.evaluators.results.report.model import (
     EntryResult,
     EntryStatus,
     SampleResult,
@@ -34,13 +34,13 @@ from evaltrace.evaluators.report.model import (
     ScorerInfo,
     UnmatchedTrace,
 )
-from evaltrace.evaluators.report.terminal import FailureDigest
-from evaltrace.evaluators.report.writer import EntryFields, EntrySink, ReportEntry, head_json, park
-from evaltrace.evaluators.scorers.base import Scorer
-from evaltrace.evaluators.spec.loader import LoadedSpec
-from evaltrace.evaluators.spec.model import Case, RepeatPolicy
-from evaltrace.evaluators.store.identities import ScorerPairing
-from evaltrace.evaluators.store.sides import pack_side
+from evaltrace.evaluators.results.report.terminal import FailureDigest
+from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, head_json, park
+from evaltrace.evaluators.results.store.identities import ScorerPairing
+from evaltrace.evaluators.results.store.sides import pack_side
+from evaltrace.evaluators.scoring.scorers.base import Scorer
+from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
+from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
 
 _UNMATCHED_INPUT_CHARS = 200
 _SAMPLE_STATUSES: tuple[SampleStatus, ...] = get_args(SampleStatus)

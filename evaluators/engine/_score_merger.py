@@ -13,7 +13,7 @@ from typing import TypeVar
 from pydantic import TypeAdapter
 
 from evaltrace.evaluators.engine._numbers import ExactSum
-from evaltrace.evaluators.report.model import ScoreResult
+from evaltrace.evaluators.results.report.model import ScoreResult
 
 _T = TypeVar("_T")
 

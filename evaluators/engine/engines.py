@@ -15,8 +15,8 @@ from evaltrace.collector.errors import InputError
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions
-    from evaltrace.evaluators.report.writer import EntrySink
-    from evaltrace.evaluators.spec.loader import LoadedSpec
+    from evaltrace.evaluators.results.report.writer import EntrySink
+    from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 
 DEFAULT_ENGINE = "local"
 

@@ -42,10 +42,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store.layout import SCHEMA
-from evaltrace.collector.store.reader import SPAN_COLUMNS
-from evaltrace.collector.store.runfiles import Location, iter_batches
-from evaltrace.collector.store.shard import Shard, shard_keys
+from evaltrace.collector.runfiles.layout import SCHEMA
+from evaltrace.collector.runfiles.reader import SPAN_COLUMNS
+from evaltrace.collector.runfiles.runfiles import Location, iter_batches
+from evaltrace.collector.runfiles.shard import Shard, shard_keys
 from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine.ray_judges import score_in_task
@@ -53,7 +53,7 @@ from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
-    from evaltrace.collector.convert.records import Trace
+    from evaltrace.collector.traces.records import Trace
     from evaltrace.evaluators.engine.scoring import ScoreOptions
 
 MAX_RETRIES = 3
@@ -173,8 +173,8 @@ def _traces(rows: pa.Table, key: int, parts: RunParts) -> Iterator[Trace]:
     A re-scoring of the same local files then finds every shard's table and skips Ray Data
     altogether (`ray_engine`), as a local run skips the rebuild.
     """
-    from evaltrace.collector.convert.cache import cache_rebuilt
-    from evaltrace.collector.convert.rebuild import convert_span_rows
+    from evaltrace.collector.traces.cache import cache_rebuilt
+    from evaltrace.collector.traces.rebuild import convert_span_rows
 
     traces = convert_span_rows(rows_by_file(rows, parts.locations), histories=parts.histories)
     paths = [location for location in parts.locations if isinstance(location, Path)]

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store.reader import Shard
-from evaltrace.collector.store.runfiles import Location
+from evaltrace.collector.runfiles.reader import Shard
+from evaltrace.collector.runfiles.runfiles import Location
 from evaltrace.evaluators.engine._loop import Router, score_held
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.ray_data import MAX_RETRIES, ListSpill, RunParts, ShardResult, score_groups
@@ -53,8 +53,8 @@ from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions
-    from evaltrace.evaluators.report.writer import EntrySink
-    from evaltrace.evaluators.spec.loader import LoadedSpec
+    from evaltrace.evaluators.results.report.writer import EntrySink
+    from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 
 SHARDS_PER_CPU = 2
 """Shards per CPU of the cluster: several per CPU balance uneven nodes and give progress steps."""
@@ -207,8 +207,8 @@ def _holds_logs(files: Sequence[Location]) -> bool:
     Raises:
         InputError: a file is unreadable, or log-record files are given as URIs.
     """
-    from evaltrace.collector.store.runfiles import file_signal, is_uri
-    from evaltrace.collector.store.schema import SIGNAL_LOGS
+    from evaltrace.collector.runfiles.runfiles import file_signal, is_uri
+    from evaltrace.collector.runfiles.schema import SIGNAL_LOGS
 
     logs = [path for path in files if file_signal(path) == SIGNAL_LOGS]
     if any(is_uri(path) for path in files) and logs:
@@ -223,7 +223,7 @@ def _all_cached(files: Sequence[Location], count: int, histories: bool, cache: b
     Seen from the driver, so it holds where the nodes share the cache folder (one machine, or
     `EVALTRACE_CACHE_DIR` on the shared filesystem); a task on a node without the table rebuilds.
     """
-    from evaltrace.collector.convert.cache import is_cached
+    from evaltrace.collector.traces.cache import is_cached
 
     paths = [path for path in files if isinstance(path, Path)]
     if not cache or len(paths) < len(files):
@@ -335,9 +335,9 @@ def score_paths_ray(
     Raises:
         InputError: as `score_paths_to`; also Ray missing or unreachable, or judges not set up on the cluster.
     """
-    from evaltrace.collector.store.reader import recording_losses, resolve_locations
+    from evaltrace.collector.runfiles.reader import recording_losses, resolve_locations
     from evaltrace.evaluators.engine.scoring import _finish, new_run
-    from evaltrace.evaluators.scorers.base import reads_histories
+    from evaltrace.evaluators.scoring.scorers.base import reads_histories
 
     if shards is not None and shards < 1:
         raise ValueError(f"shards must be at least 1, not {shards}")

@@ -58,8 +58,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine._loop import Router, score_stream, score_stream_now
 from evaltrace.evaluators.engine.ray_ledger import (
     LEDGER_NAME,
@@ -70,10 +70,10 @@ from evaltrace.evaluators.engine.ray_ledger import (
     find_ledger,
 )
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
-from evaltrace.evaluators.judge import verdict as verdicts
-from evaltrace.evaluators.judge.prompts import RenderedPrompt
-from evaltrace.evaluators.judge.session import JudgeOutcome, JudgeSession, JudgeStats, serving
-from evaltrace.evaluators.judge.settings import JudgeSettings, JudgeSetupError
+from evaltrace.evaluators.scoring.judge import verdict as verdicts
+from evaltrace.evaluators.scoring.judge.prompts import RenderedPrompt
+from evaltrace.evaluators.scoring.judge.session import JudgeOutcome, JudgeSession, JudgeStats, serving
+from evaltrace.evaluators.scoring.judge.settings import JudgeSettings, JudgeSetupError
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine._routers import SampleSpill

@@ -21,9 +21,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from evaltrace.evaluators.judge import verdict as verdicts
-from evaltrace.evaluators.judge.session import JudgeSession, JudgeStats
-from evaltrace.evaluators.judge.settings import JudgeSettings
+from evaltrace.evaluators.scoring.judge import verdict as verdicts
+from evaltrace.evaluators.scoring.judge.session import JudgeSession, JudgeStats
+from evaltrace.evaluators.scoring.judge.settings import JudgeSettings
 
 LEDGER_NAME = "evaltrace-judge-ledger"
 _COUNTED = frozenset({"_errors", "_hits", "_misses"})

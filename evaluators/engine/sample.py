@@ -15,15 +15,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.columnar.scope import columnar_score
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine._aggregate import sample_status, score_result, status_passed
 from evaltrace.evaluators.engine._numbers import ExactSum, percentile
 from evaltrace.evaluators.engine.time_limit import Limiter, ScorerTimeout, current_limiter, timeout_message
-from evaltrace.evaluators.report.model import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
-from evaltrace.evaluators.scorers.base import Score, Scorer, arun_scorer, run_scorer
-from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
-from evaltrace.evaluators.spec.model import Case
+from evaltrace.evaluators.results.report.model import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
+from evaltrace.evaluators.scoring.columnar.scope import columnar_score
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, arun_scorer, run_scorer
+from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
+from evaltrace.evaluators.scoring.spec.model import Case
 
 
 @dataclass
@@ -252,8 +252,8 @@ async def judge_session_for(
         yield lambda: None
         return
     # Imported here: the judge pulls in the HTTP client, which rule-only scoring never needs.
-    from evaltrace.evaluators.judge.session import judge_session
-    from evaltrace.evaluators.judge.settings import JudgeSettings
+    from evaltrace.evaluators.scoring.judge.session import judge_session
+    from evaltrace.evaluators.scoring.judge.settings import JudgeSettings
 
     settings = JudgeSettings.from_env(**overrides)
     async with judge_session(settings) as session:
@@ -271,7 +271,7 @@ def check_judge_setup(scorers: Iterable[Scorer], overrides: dict[str, Any]) -> N
     """
     if not any(s.uses_judge for s in scorers):
         return
-    from evaltrace.evaluators.judge.settings import JudgeSettings
+    from evaltrace.evaluators.scoring.judge.settings import JudgeSettings
 
     JudgeSettings.from_env(**overrides).require_usable()
 

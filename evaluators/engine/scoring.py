@@ -34,38 +34,31 @@ from datetime import UTC, datetime
 from importlib.metadata import version as dist_version
 from typing import Any
 
-from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.gc_policy import bulk_collections, collections_paused
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine._loop import Router, score_held, score_stream
 from evaltrace.evaluators.engine._routers import SpecRouter, Totals, TraceRouter
 from evaltrace.evaluators.engine._routers import normalize_input as normalize_input  # public, kept importable here
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, judge_session_for
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT, scorer_time_limit
-from evaltrace.evaluators.report.model import (
+from evaltrace.evaluators.results.report.model import (
     Counts,
     Report,
     ReportInputs,
     gate_from_rates,
 )
-from evaltrace.evaluators.report.terminal import FailureDigest
-from evaltrace.evaluators.report.writer import EntryList, EntrySink
-from evaltrace.evaluators.scorers.base import Scorer, reads_histories
-from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES
-from evaltrace.evaluators.scorers.registry import create_scorer
-from evaltrace.evaluators.spec.loader import LoadedSpec
-from evaltrace.evaluators.spec.model import Case
+from evaltrace.evaluators.results.report.terminal import FailureDigest
+from evaltrace.evaluators.results.report.writer import EntryList, EntrySink
+from evaltrace.evaluators.scoring.scorers.base import reads_histories
+from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES
+from evaltrace.evaluators.scoring.scorers.registry import default_scorers
+from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
+from evaltrace.evaluators.scoring.spec.model import Case
 
 DEFAULT_CONFIDENCE = 1.0
 """Without `confidence` in the spec or `--confidence`, every entry must pass."""
-DEFAULT_SCORERS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("tool_errors", {}),
-    ("tool_call_validity", {}),
-    ("tool_efficiency", {}),
-    ("outcome", {"expected": "success"}),
-)
-"""The reference-free scorers applied to every trace when there is no spec."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +83,7 @@ class ScoreOptions:
     """Seconds one scorer may take on one entry (`None`: no limit); past it, the scorer's result
     is an error naming it. Judge scorers are bounded by the judge's own timeout instead."""
     cache: bool = True
-    """Read span files through the traces cache (`collector/convert/cache.py`): a re-scoring of
+    """Read span files through the traces cache (`collector/traces/cache.py`): a re-scoring of
     unchanged files reads their traces table instead of rebuilding the traces (`--no-cache`: off)."""
     store_values: bool = True
     """Pack each scored sample's score-store values beside its JSON where it is scored (in a sharded
@@ -126,11 +119,6 @@ def select_cases(spec: LoadedSpec, options: ScoreOptions) -> list[Case]:
 def _describe_selection(options: ScoreOptions) -> str:
     parts = [f"--tier {t}" for t in options.tiers] + [f"--tag {t}" for t in options.tags]
     return " ".join(parts + [f"--case {c}" for c in options.cases]) or "all cases"
-
-
-def default_scorers() -> tuple[Scorer, ...]:
-    """The reference-free scorers used without a spec."""
-    return tuple(create_scorer(name, config) for name, config in DEFAULT_SCORERS)
 
 
 def score_traces(traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions | None = None) -> Report:
@@ -252,10 +240,10 @@ def score_paths_to(
         InputError: a path names nothing or a file is unreadable; the selection keeps no case;
             there was no trace to score without a spec.
     """
-    from evaltrace.collector.convert.cache import traces_of
-    from evaltrace.collector.store.reader import recording_losses, resolve_paths
-    from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run
+    from evaltrace.collector.runfiles.reader import recording_losses, resolve_paths
+    from evaltrace.collector.traces.cache import traces_of
     from evaltrace.evaluators.engine import shards
+    from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run
 
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")

@@ -3,7 +3,7 @@
 Reading, rebuilding and rule-scoring traces is pure-Python work, so one process uses one core.
 A sharded run forks `workers` processes; worker i reads every file but keeps only the traces of
 shard i (chosen on the Arrow trace-id column before any row is decoded, see
-`collector/store/shard.py`), rebuilds them (or reads its shard's traces table from the traces
+`collector/runfiles/shard.py`), rebuilds them (or reads its shard's traces table from the traces
 cache, keyed by the shard: a re-scoring with as many workers is warm) and scores them with its
 inherited copy of the router, and streams each scored sample's JSON back to the parent, which
 parks it on its own spill. When a worker's input ends it hands over what its router still holds
@@ -34,18 +34,18 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaltrace.collector.convert.cache import traces_of
 from evaltrace.collector.errors import EvaltraceError, InputError
-from evaltrace.collector.store.reader import Shard
-from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run
+from evaltrace.collector.runfiles.reader import Shard
+from evaltrace.collector.traces.cache import traces_of
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
+from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run
 
 if TYPE_CHECKING:
-    from evaltrace.collector.convert.records import Trace
+    from evaltrace.collector.traces.records import Trace
     from evaltrace.evaluators.engine.scoring import ScoreOptions
 
 logger = logging.getLogger(__name__)

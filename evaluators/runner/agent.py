@@ -56,11 +56,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.runner.call import CallOutcome, CallResult, call_agent
 from evaltrace.evaluators.runner.spans import SealingSpanProcessor, sdk_provider
-from evaltrace.evaluators.scorers.plugins import import_user_module
-from evaltrace.evaluators.spec.model import Case
+from evaltrace.evaluators.scoring.scorers.plugins import import_user_module
+from evaltrace.evaluators.scoring.spec.model import Case
 
 if TYPE_CHECKING:
-    from evaltrace.collector.capture.recording import Recorder
+    from evaltrace.collector.record.recording import Recorder
 
 CASE_ID_ATTRIBUTE = "evaltrace.case_id"
 REPEAT_ATTRIBUTE = "evaltrace.repeat"
@@ -187,8 +187,8 @@ def _record_into(directory: Path, run_id: str) -> tuple[SealingSpanProcessor, Re
     `record()` gets it rather than starting a second writer.
     """
     # Imported here: the Parquet writer (pyarrow) is not needed to import evaltrace.evaluators.
-    from evaltrace.collector.capture.exporter import ParquetSpanExporter
-    from evaltrace.collector.capture.recording import EvaltraceSpanProcessor, adopt, current, record_logs
+    from evaltrace.collector.record.exporter import ParquetSpanExporter
+    from evaltrace.collector.record.recording import EvaltraceSpanProcessor, adopt, current, record_logs
 
     provider = sdk_provider()
     previous = current()

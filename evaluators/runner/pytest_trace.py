@@ -9,8 +9,8 @@ from types import TracebackType
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
-from evaltrace.collector.convert.rebuild import convert_trace
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.traces.rebuild import convert_trace
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.runner.spans import SpanCapture, sdk_provider
 
 ROOT_SPAN_NAME = "evaltrace.test"

@@ -18,8 +18,8 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store.spans import Span as RecordedSpan
-from evaltrace.collector.store.spans import span_from_readable
+from evaltrace.collector.runfiles.spans import Span as RecordedSpan
+from evaltrace.collector.runfiles.spans import span_from_readable
 
 
 def sdk_provider() -> Any:

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
+from evaltrace.collector.record.exporter import ParquetSpanExporter
 
 FORGED = "Gate PASSED: forged"
 COMMANDS = ["score base", "score new", "compare", "history", "runs", "traces", "show", "explain", "doctor"]
@@ -33,8 +33,8 @@ PLUGIN = f"""
 from typing import Any, ClassVar
 
 from evaltrace.collector import Trace
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.registry import register
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
 
 
 @register

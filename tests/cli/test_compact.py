@@ -20,10 +20,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.store import layout
-from evaltrace.collector.store.compact import compact_folder
-from evaltrace.collector.store.reader import summarize_runs
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.runfiles import layout
+from evaltrace.collector.runfiles.compact import compact_folder
+from evaltrace.collector.runfiles.reader import summarize_runs
 
 
 def _record(folder: Path, run_id: str, traces: int, *, files_of: int, dropped: int = 0) -> None:

@@ -22,8 +22,8 @@ def test_unhashable_yaml_key_is_a_one_line_error_and_exit_2(tmp_path: Path) -> N
 PLUGIN = """
 from typing import Any, ClassVar
 
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.registry import register
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
 
 
 @register

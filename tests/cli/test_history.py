@@ -248,8 +248,8 @@ HOSTILE_NAME = "<script>alert(1)</script>&amp;\x1b[31m\u202e"
 HOSTILE_PLUGIN = f"""\
 from typing import Any, ClassVar
 
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.registry import register
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
 
 
 @register

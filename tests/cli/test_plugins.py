@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from cli_process import evaltrace
 
-from evaltrace.collector.convert.records import ToolCall, Trace
+from evaltrace.collector.traces.records import ToolCall, Trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_RUNS = ROOT / "samples" / "runs"

@@ -18,10 +18,10 @@ from cli_process import evaltrace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.capture.recording import EvaltraceSpanProcessor
-from evaltrace.collector.store import batches
-from evaltrace.collector.store.reader import summarize_runs
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.record.recording import EvaltraceSpanProcessor
+from evaltrace.collector.runfiles import batches
+from evaltrace.collector.runfiles.reader import summarize_runs
 
 
 def _metadata(path: Path) -> dict[str, str]:

@@ -12,9 +12,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from evaltrace.cli._options import _literal_glob
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.store.reader import summarize_runs
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.runfiles.reader import summarize_runs
+from evaltrace.collector.traces.rebuild import read_traces
 
 # 2026-01-01T00:00:00.123456999Z: as a float of seconds this rounds up to .123457.
 START = 1_767_225_600_123_456_999

@@ -29,17 +29,17 @@ print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
 """
 
 _NOT_FOR_TRAJECTORIES = (
-    "evaltrace.evaluators.scorers.judges",
-    "evaltrace.evaluators.judge.session",
-    "evaltrace.evaluators.scorers.output",
-    "evaltrace.evaluators.scorers.tools",
-    "evaltrace.evaluators.scorers.answer",
-    "evaltrace.evaluators.scorers.limits",
-    "evaltrace.evaluators.scorers.calls",
-    "evaltrace.evaluators.scorers.reliability",
-    "evaltrace.evaluators.columnar.output",
-    "evaltrace.evaluators.columnar.tools",
-    "evaltrace.evaluators.columnar.answer",
+    "evaltrace.evaluators.scoring.scorers.judges",
+    "evaltrace.evaluators.scoring.judge.session",
+    "evaltrace.evaluators.scoring.scorers.output",
+    "evaltrace.evaluators.scoring.scorers.tools",
+    "evaltrace.evaluators.scoring.scorers.answer",
+    "evaltrace.evaluators.scoring.scorers.limits",
+    "evaltrace.evaluators.scoring.scorers.calls",
+    "evaltrace.evaluators.scoring.scorers.reliability",
+    "evaltrace.evaluators.scoring.columnar.output",
+    "evaltrace.evaluators.scoring.columnar.tools",
+    "evaltrace.evaluators.scoring.columnar.answer",
     "jsonschema",
     "yaml",
 )
@@ -62,8 +62,8 @@ def test_a_trajectory_spec_imports_no_other_scorer_nor_the_judge_stack(tmp_path:
     code, modules, stderr = _modules_after(*args, cwd=tmp_path)
     assert code in (0, 1), stderr
     assert json.loads(report.read_text())["entries"], "the spec's case was scored"
-    assert "evaltrace.evaluators.scorers.trajectory" in modules
-    assert "evaltrace.evaluators.columnar.trajectory" in modules
+    assert "evaltrace.evaluators.scoring.scorers.trajectory" in modules
+    assert "evaltrace.evaluators.scoring.columnar.trajectory" in modules
     assert sorted(modules & set(_NOT_FOR_TRAJECTORIES)) == []
 
 
@@ -73,30 +73,34 @@ def test_a_yaml_spec_still_loads_and_names_its_scorers_modules_only(tmp_path: Pa
     args = ("score", ROOT / "samples" / "runs", "--spec", spec, "--no-store")
     code, modules, stderr = _modules_after(*args, cwd=tmp_path)
     assert code in (0, 1), stderr
-    assert {"yaml", "evaltrace.evaluators.scorers.output"} <= modules
-    assert "evaltrace.evaluators.scorers.judges" not in modules
+    assert {"yaml", "evaltrace.evaluators.scoring.scorers.output"} <= modules
+    assert "evaltrace.evaluators.scoring.scorers.judges" not in modules
 
 
 def test_score_help_imports_no_scorer_module() -> None:
     code, modules, _ = _modules_after("score", "--help", cwd=ROOT)
     assert code == 0
-    assert not {m for m in modules if m.startswith(("evaltrace.evaluators.scorers.", "evaltrace.evaluators.judge"))} - {
-        "evaltrace.evaluators.scorers.base",
-        "evaltrace.evaluators.scorers.plugins",
-        "evaltrace.evaluators.scorers.registry",
+    assert not {
+        m
+        for m in modules
+        if m.startswith(("evaltrace.evaluators.scoring.scorers.", "evaltrace.evaluators.scoring.judge"))
+    } - {
+        "evaltrace.evaluators.scoring.scorers.base",
+        "evaltrace.evaluators.scoring.scorers.plugins",
+        "evaltrace.evaluators.scoring.scorers.registry",
     }
 
 
 _REGISTRY_CHECK = """
 import json
 from evaltrace.evaluators.errors import UnknownScorerError
-from evaltrace.evaluators.scorers import registry
+from evaltrace.evaluators.scoring.scorers import registry
 try:
     registry.scorer_class("trajectroy")
 except UnknownScorerError as exc:
     message = str(exc)
 loaded_after_error = sorted(registry.registered())
-from evaltrace.evaluators.scorers import builtin
+from evaltrace.evaluators.scoring.scorers import builtin
 table = {name: (cls.__module__.rsplit(".", 1)[1], cls.__qualname__) for name, cls in registry.registered().items()}
 print(json.dumps({"message": message, "loaded": loaded_after_error, "table": table,
                   "declared": {k: list(v) for k, v in registry._BUILTINS.items()}}))
@@ -116,8 +120,8 @@ def test_the_registry_lists_every_built_in_without_importing_them() -> None:
 
 _FORMS_CHECK = """
 import json
-from evaltrace.evaluators.columnar import answer, counts, limits, output, tools, forms
-from evaltrace.evaluators.scorers import registry
+from evaltrace.evaluators.scoring.columnar import answer, counts, limits, output, tools, forms
+from evaltrace.evaluators.scoring.scorers import registry
 eager = {**answer.FORMS, **output.FORMS, **tools.FORMS,
          registry.scorer_class("trajectory"): forms.trajectory_form,
          registry.scorer_class("tool_errors"): counts.tool_errors_form,

@@ -17,7 +17,7 @@ from cli_process import evaltrace
 from readme_blocks import sql_block
 from report_runs import HOSTILE, PLUGIN, record_runs, write_spec
 
-from evaltrace.evaluators.store.reader import list_runs, read_scores
+from evaltrace.evaluators.results.store.reader import list_runs, read_scores
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_RUNS = REPO / "samples" / "runs"

@@ -11,10 +11,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from evaltrace.collector import agent_run
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.convert.records import Trace
-from evaltrace.collector.store.reader import read_spans
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.runfiles.reader import read_spans
+from evaltrace.collector.traces.rebuild import read_traces
+from evaltrace.collector.traces.records import Trace
 
 
 @pytest.fixture

@@ -22,16 +22,16 @@ from genai_scenarios import old_events_no_agent, parallel_nested, sequential, un
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 from pydantic import BaseModel
 
-import evaltrace.collector.convert as convert_package
-from evaltrace.collector.convert import _genai_messages
-from evaltrace.collector.convert._construct import RecordFactory
-from evaltrace.collector.convert._fields import iteration
-from evaltrace.collector.convert._match import ToolSpan, merge
-from evaltrace.collector.convert._normalized import LlmCall, NormalizedSpan, ToolExec
-from evaltrace.collector.convert._spanutil import usage
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.convert.records import Iteration, Message, ToolCall, Trace, Usage
-from evaltrace.collector.store.spans import Span
+import evaltrace.collector.traces as convert_package
+from evaltrace.collector.runfiles.spans import Span
+from evaltrace.collector.traces import _genai_messages
+from evaltrace.collector.traces._construct import RecordFactory
+from evaltrace.collector.traces._fields import iteration
+from evaltrace.collector.traces._match import ToolSpan, merge
+from evaltrace.collector.traces._normalized import LlmCall, NormalizedSpan, ToolExec
+from evaltrace.collector.traces._spanutil import usage
+from evaltrace.collector.traces.rebuild import read_traces
+from evaltrace.collector.traces.records import Iteration, Message, ToolCall, Trace, Usage
 
 SCENARIOS: dict[str, Callable[[Recorder], None]] = {
     "sequential": sequential,

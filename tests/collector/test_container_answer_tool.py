@@ -19,10 +19,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 
-from evaltrace.collector.convert.conventions.envelopes import unwrap_answer, unwrap_arguments
-from evaltrace.collector.convert.rebuild import convert_spans
-from evaltrace.collector.convert.records import Trace
-from evaltrace.collector.store.spans import span_from_readable
+from evaltrace.collector.runfiles.spans import span_from_readable
+from evaltrace.collector.traces.conventions.envelopes import unwrap_answer, unwrap_arguments
+from evaltrace.collector.traces.rebuild import convert_spans
+from evaltrace.collector.traces.records import Trace
 
 TASK = "What's the weather in Paris?"
 

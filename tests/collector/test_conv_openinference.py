@@ -17,9 +17,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
-from evaltrace.collector.convert._flatten import nest, nest_list
-from evaltrace.collector.convert.conventions.openinference import extract
-from evaltrace.collector.store.spans import Span, span_from_readable
+from evaltrace.collector.runfiles.spans import Span, span_from_readable
+from evaltrace.collector.traces._flatten import nest, nest_list
+from evaltrace.collector.traces.conventions.openinference import extract
 
 
 class Spans:

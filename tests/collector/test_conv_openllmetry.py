@@ -26,8 +26,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Span as OtelSpan
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
-from evaltrace.collector.convert.conventions.openllmetry import extract
-from evaltrace.collector.store.spans import Span, span_from_readable
+from evaltrace.collector.runfiles.spans import Span, span_from_readable
+from evaltrace.collector.traces.conventions.openllmetry import extract
 
 FIXTURES = Path(__file__).parent / "test_conv_openllmetry"
 USER = "What's the weather in Paris?"

@@ -17,10 +17,10 @@ from genai_spans import (
     without_prompts,
 )
 
-from evaltrace.collector.convert._lenient_json import parse_json, parse_json_deep
-from evaltrace.collector.convert.rebuild import convert_spans, group_conversations
-from evaltrace.collector.convert.records import Trace
-from evaltrace.collector.store.spans import span_from_readable
+from evaltrace.collector.runfiles.spans import span_from_readable
+from evaltrace.collector.traces._lenient_json import parse_json, parse_json_deep
+from evaltrace.collector.traces.rebuild import convert_spans, group_conversations
+from evaltrace.collector.traces.records import Trace
 
 
 def _convert(rec: Recorder, *, histories: bool = True) -> list[Trace]:
@@ -358,9 +358,9 @@ def test_tool_span_and_requested_arguments_merge(
 
 
 def test_cut_short_span_arguments_give_way_to_the_models_object() -> None:
-    from evaltrace.collector.convert._match import merged_arguments
-    from evaltrace.collector.convert._normalized import ToolExec
-    from evaltrace.collector.convert.records import ToolCall
+    from evaltrace.collector.traces._match import merged_arguments
+    from evaltrace.collector.traces._normalized import ToolExec
+    from evaltrace.collector.traces.records import ToolCall
 
     execution = ToolExec(name="f", arguments='{"city": "Par', arguments_truncated=True)
     assert merged_arguments(execution, ToolCall(name="f", arguments={"city": "Paris"})) == ({"city": "Paris"}, False)

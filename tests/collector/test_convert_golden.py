@@ -20,7 +20,7 @@ import pytest
 from genai_scenarios import old_events_no_agent, parallel_nested, sequential, unfinished_parent
 from genai_spans import Recorder, without_prompts
 
-from evaltrace.collector.convert.rebuild import read_traces
+from evaltrace.collector.traces.rebuild import read_traces
 
 GOLDEN = Path(__file__).with_name("test_convert")
 REGEN = os.environ.get("EVALTRACE_REGEN_GOLDEN") == "1"

@@ -15,9 +15,9 @@ from contextlib import contextmanager
 
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call, tool_response
 
-from evaltrace.collector.convert.rebuild import convert_spans
-from evaltrace.collector.convert.records import Trace
-from evaltrace.collector.store.spans import span_from_readable
+from evaltrace.collector.runfiles.spans import span_from_readable
+from evaltrace.collector.traces.rebuild import convert_spans
+from evaltrace.collector.traces.records import Trace
 
 ADK_SCOPE = "gcp.vertex.agent"
 STRANDS_SCOPE = "strands.telemetry.tracer"

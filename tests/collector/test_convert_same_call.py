@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from conftest import SpanRecorder
 
-from evaltrace.collector.convert.explain import explain_trace
-from evaltrace.collector.convert.records import Trace
-from evaltrace.collector.store.reader import iter_traces
-from evaltrace.evaluators.scorers.outcome import trace_outcome
+from evaltrace.collector.runfiles.reader import iter_traces
+from evaltrace.collector.traces.explain import explain_trace
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.scorers.outcome import trace_outcome
 
 QUESTION = "Weather in Paris?"
 ANSWER = "18C in Paris."
@@ -216,7 +216,7 @@ def test_explain_names_merged_spans_and_duplicate_calls(span_recorder: SpanRecor
 
 
 def _only_from(spans: list[Any]) -> list[Trace]:
-    from evaltrace.collector.convert.rebuild import convert_trace
+    from evaltrace.collector.traces.rebuild import convert_trace
 
     return convert_trace(spans)
 

@@ -9,9 +9,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from evaltrace.collector.store.batches import encode_spans
-from evaltrace.collector.store.encode import dumps_many
-from evaltrace.collector.store.jsonvalue import loads_attributes
+from evaltrace.collector.runfiles.batches import encode_spans
+from evaltrace.collector.runfiles.encode import dumps_many
+from evaltrace.collector.runfiles.jsonvalue import loads_attributes
 
 
 def _spans(attribute_sets: list[dict[str, Any]]) -> list[ReadableSpan]:

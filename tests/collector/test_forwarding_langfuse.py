@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from readme_blocks import bash_block, recipes, run_lines, user_env
 
-from evaltrace.collector.store.reader import read_spans
+from evaltrace.collector.runfiles.reader import read_spans
 
 PUBLIC, SECRET = "pk-lf-test-1234", "sk-lf-test-5678"
 

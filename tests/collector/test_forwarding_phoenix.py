@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from _phoenix import PhoenixServer, running_phoenix, without_proxies
 
-from evaltrace.collector.store.reader import read_spans
+from evaltrace.collector.runfiles.reader import read_spans
 
 TESTS = Path(__file__).resolve().parents[1]
 INSTRUMENT = str(Path(sys.executable).parent / "opentelemetry-instrument")

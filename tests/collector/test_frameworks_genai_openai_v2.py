@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.traces.rebuild import read_traces
+from evaltrace.collector.traces.records import Trace
 
 APP = Path(__file__).with_name("genai_openai_v2_app.py")
 MODES = {

@@ -21,7 +21,7 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.traces.records import Trace
 
 PROMPT = "What's the weather in Paris and Rome?"
 

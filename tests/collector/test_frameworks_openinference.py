@@ -25,7 +25,7 @@ import pytest
 from conftest import SpanRecorder
 from fake_llm import FakeLLM, Turn, call, text_turn, tool_turn
 
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.traces.records import Trace
 
 USER = "What's the weather in Paris?"
 

@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.gc_policy import BULK_YOUNG_THRESHOLD, bulk_collections, collections_paused
-from evaltrace.evaluators.scorers.base import Score, Scorer
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "runs"
 

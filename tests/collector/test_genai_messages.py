@@ -13,11 +13,11 @@ import pytest
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_call, tool_response
 from pydantic import ValidationError
 
-from evaltrace.collector.convert import _genai_messages as gm
-from evaltrace.collector.convert._lenient_json import json_list, parse_json
-from evaltrace.collector.convert.rebuild import convert_spans
-from evaltrace.collector.convert.records import Message
-from evaltrace.collector.store.spans import span_from_readable
+from evaltrace.collector.runfiles.spans import span_from_readable
+from evaltrace.collector.traces import _genai_messages as gm
+from evaltrace.collector.traces._lenient_json import json_list, parse_json
+from evaltrace.collector.traces.rebuild import convert_spans
+from evaltrace.collector.traces.records import Message
 
 SYSTEM = ("system", [text("Be brief.")])
 USER = ("user", [text("weather in Paris?")])

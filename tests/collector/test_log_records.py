@@ -24,12 +24,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from evaltrace.collector import agent_run
-from evaltrace.collector.capture.exporter import ExporterSettings, ParquetSpanExporter
-from evaltrace.collector.capture.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
-from evaltrace.collector.capture.redact import RedactionSettings
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.store.compact import compact_folder
-from evaltrace.collector.store.reader import LogAttachment, Shard, iter_traces, split_signals, summarize_runs
+from evaltrace.collector.record.exporter import ExporterSettings, ParquetSpanExporter
+from evaltrace.collector.record.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
+from evaltrace.collector.record.redact import RedactionSettings
+from evaltrace.collector.runfiles.compact import compact_folder
+from evaltrace.collector.runfiles.reader import LogAttachment, Shard, iter_traces, split_signals, summarize_runs
+from evaltrace.collector.traces.rebuild import read_traces
 
 SECRET = "sk-THISISASECRETKEY1234567890"
 QUESTION = f"Weather in Paris? my key is {SECRET}"

@@ -17,11 +17,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 
-from evaltrace.collector.convert.conventions.envelopes import unwrap_arguments, unwrap_result
-from evaltrace.collector.convert.conventions.payload import output_text
-from evaltrace.collector.convert.rebuild import convert_spans
-from evaltrace.collector.convert.records import Trace
-from evaltrace.collector.store.spans import span_from_readable
+from evaltrace.collector.runfiles.spans import span_from_readable
+from evaltrace.collector.traces.conventions.envelopes import unwrap_arguments, unwrap_result
+from evaltrace.collector.traces.conventions.payload import output_text
+from evaltrace.collector.traces.rebuild import convert_spans
+from evaltrace.collector.traces.records import Trace
 
 PROMPT = "What's the weather in Paris?"
 LANGCHAIN_SCOPE = "opentelemetry.instrumentation.langchain"

@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
-from evaltrace.collector.convert.rebuild import convert_spans, read_traces
-from evaltrace.collector.store.reader import read_spans
-from evaltrace.collector.store.spans import span_from_readable
+from evaltrace.collector.runfiles.reader import read_spans
+from evaltrace.collector.runfiles.spans import span_from_readable
+from evaltrace.collector.traces.rebuild import convert_spans, read_traces
 
 ROLES = ("agent", "chat", "tool", "plain")
 NAMES = ("get_weather", "lookup", "research")

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from genai_scenarios import sequential
 from genai_spans import Recorder
 
-from evaltrace.collector.store.reader import read_spans
+from evaltrace.collector.runfiles.reader import read_spans
 
 _COUNTS = ("dropped_attributes_count", "dropped_events_count", "dropped_links_count")
 
@@ -49,7 +49,7 @@ def test_reading_spans_does_not_import_pandas(tmp_path: Path) -> None:
     path = _recorded(tmp_path)
     code = (
         "import sys\n"
-        "from evaltrace.collector.convert.rebuild import read_traces\n"
+        "from evaltrace.collector.traces.rebuild import read_traces\n"
         f"assert list(read_traces([{str(path)!r}]))\n"
         "print('pandas' in sys.modules)\n"
     )

@@ -1,4 +1,4 @@
-"""Round trip, dedupe, grouping and streaming of `evaltrace.collector.store.reader` over real files."""
+"""Round trip, dedupe, grouping and streaming of `evaltrace.collector.runfiles.reader` over real files."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.store import _decode, reader, runfiles
-from evaltrace.collector.store._decode import SpanBatch
-from evaltrace.collector.store.reader import Shard, find_trace_ids, iter_traces, read_spans, resolve_paths
-from evaltrace.collector.store.shard import RowFilter
-from evaltrace.collector.store.spans import Span, span_from_readable
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.runfiles import _decode, reader, runfiles
+from evaltrace.collector.runfiles._decode import SpanBatch
+from evaltrace.collector.runfiles.reader import Shard, find_trace_ids, iter_traces, read_spans, resolve_paths
+from evaltrace.collector.runfiles.shard import RowFilter
+from evaltrace.collector.runfiles.spans import Span, span_from_readable
+from evaltrace.collector.traces.rebuild import read_traces
 
 RUN = "run-1"
 

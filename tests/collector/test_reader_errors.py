@@ -18,10 +18,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from evaltrace.collector import InputError
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.store.batches import encode_spans
-from evaltrace.collector.store.layout import write_parquet
-from evaltrace.collector.store.reader import (
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.runfiles.batches import encode_spans
+from evaltrace.collector.runfiles.layout import write_parquet
+from evaltrace.collector.runfiles.reader import (
     clean_stale_inflight,
     find_stale_inflight,
     iter_traces,

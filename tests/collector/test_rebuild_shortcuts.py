@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import evaltrace.collector.convert._lenient_json as lenient
-import evaltrace.collector.convert._spanutil as spanutil
-from evaltrace.collector.convert._lenient_json import _loads, parse_json
-from evaltrace.collector.convert._spanutil import keys_may_contain
-from evaltrace.collector.convert.conventions import openllmetry
-from evaltrace.collector.convert.rebuild import convert_trace
-from evaltrace.collector.store.spans import Span
+import evaltrace.collector.traces._lenient_json as lenient
+import evaltrace.collector.traces._spanutil as spanutil
+from evaltrace.collector.runfiles.spans import Span
+from evaltrace.collector.traces._lenient_json import _loads, parse_json
+from evaltrace.collector.traces._spanutil import keys_may_contain
+from evaltrace.collector.traces.conventions import openllmetry
+from evaltrace.collector.traces.rebuild import convert_trace
 
 TEXTS = [
     "1",

@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 import pytest
 from fake_llm import FakeLLM, call, text_turn, tool_turn
 
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.store.reader import summarize_runs
+from evaltrace.collector.runfiles.reader import summarize_runs
+from evaltrace.collector.traces.rebuild import read_traces
 
 RECIPE = Path(__file__).parent / "recipes" / "openai_v2_agent.py"
 INSTRUMENT = str(Path(sys.executable).parent / "opentelemetry-instrument")

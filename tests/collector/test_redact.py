@@ -12,9 +12,9 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.capture.redact import MASK, RedactionSettings, Redactor
-from evaltrace.collector.store.jsonvalue import loads_attributes
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.record.redact import MASK, RedactionSettings, Redactor
+from evaltrace.collector.runfiles.jsonvalue import loads_attributes
 
 MESSAGES = json.dumps(
     [

@@ -34,10 +34,10 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.capture.redact import MASK, RedactionSettings, Redactor
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.store.jsonvalue import loads_attributes
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.record.redact import MASK, RedactionSettings, Redactor
+from evaltrace.collector.runfiles.jsonvalue import loads_attributes
+from evaltrace.collector.traces.rebuild import read_traces
 
 NO_CONTENT = RedactionSettings(capture_content=False)
 

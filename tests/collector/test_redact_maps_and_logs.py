@@ -25,10 +25,10 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 
-from evaltrace.collector.capture.exporter import ParquetSpanExporter
-from evaltrace.collector.capture.log_exporter import ParquetLogExporter
-from evaltrace.collector.capture.redact import MASK, RedactionSettings
-from evaltrace.collector.otlp.decode import spans_from_request
+from evaltrace.collector.otlp.wire.decode import spans_from_request
+from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.record.log_exporter import ParquetLogExporter
+from evaltrace.collector.record.redact import MASK, RedactionSettings
 
 MASKED = RedactionSettings(mask_patterns=("acme-[0-9]+",))
 PLAIN = RedactionSettings()

@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from evaltrace.collector.convert.rebuild import convert_span_rows, read_traces
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store.reader import Shard, resolve_locations
-from evaltrace.collector.store.shard import shard_keys
+from evaltrace.collector.runfiles.reader import Shard, resolve_locations
+from evaltrace.collector.runfiles.shard import shard_keys
+from evaltrace.collector.traces.rebuild import convert_span_rows, read_traces
 from evaltrace.evaluators.engine.ray_data import ERROR, KEY, read_file, rows_by_file
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "runs"

@@ -14,9 +14,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert._table_encode import to_json
-from evaltrace.collector.convert.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace
-from evaltrace.collector.convert.table import SCHEMA, TableEncoder, from_table, to_table
+from evaltrace.collector.traces._table_encode import to_json
+from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace
+from evaltrace.collector.traces.table import SCHEMA, TableEncoder, from_table, to_table
 
 
 def _parameters() -> dict[str, Any]:

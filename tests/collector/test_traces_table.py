@@ -25,12 +25,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from readme_blocks import sql_block
 
-from evaltrace.collector.convert import cache
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.convert.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace, Usage
-from evaltrace.collector.convert.table import SCHEMA, TABLE_VERSION, from_table, iter_table_traces, to_table
-from evaltrace.collector.store.reader import resolve_paths
-from evaltrace.collector.store.shard import Shard
+from evaltrace.collector.runfiles.reader import resolve_paths
+from evaltrace.collector.runfiles.shard import Shard
+from evaltrace.collector.traces import cache
+from evaltrace.collector.traces.rebuild import read_traces
+from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace, Usage
+from evaltrace.collector.traces.table import SCHEMA, TABLE_VERSION, from_table, iter_table_traces, to_table
 
 SAMPLE_RUNS = Path(__file__).resolve().parents[2] / "samples" / "runs"
 SCENARIOS: dict[str, Callable[[Recorder], None]] = {
@@ -286,10 +286,10 @@ def test_a_warm_read_does_not_import_the_converter(runs: list[Path], tmp_path: P
     expected = [t.trace_id for t in cache.cached_traces(runs, root=root)]  # builds the table
     files = [str(r) for r in runs]
     script = (
-        "import sys; from pathlib import Path; from evaltrace.collector.convert import cache\n"
+        "import sys; from pathlib import Path; from evaltrace.collector.traces import cache\n"
         f"traces = cache.cached_traces([Path(p) for p in {files!r}], root=Path({str(root)!r}))\n"
         "print([t.trace_id for t in traces])\n"
-        "print(sorted(m for m in sys.modules if m.startswith('evaltrace.collector.convert.')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('evaltrace.collector.traces.')))\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     ids, modules = result.stdout.splitlines()
@@ -545,7 +545,7 @@ def test_rescoring_an_unchanged_run_does_not_rebuild(
     runs: list[Path], tmp_path: Path, spy: ConverterSpy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-    from evaltrace.evaluators.report.writer import EntryList
+    from evaltrace.evaluators.results.report.writer import EntryList
 
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.collector.convert.table import from_table, to_table
-from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run, columnar_score
-from evaltrace.evaluators.scorers.base import Score, Scorer, run_scorer
+from evaltrace.collector.traces.records import Trace
+from evaltrace.collector.traces.table import from_table, to_table
+from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run, columnar_score
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 
 
 def columnar(trace: Trace, scorer: Scorer) -> tuple[Score | None, Trace]:

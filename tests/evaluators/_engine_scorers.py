@@ -7,9 +7,9 @@ import signal
 import time
 from typing import Any, ClassVar
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.registry import register
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
 
 
 @register

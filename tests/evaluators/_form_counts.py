@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.columnar import forms
-from evaltrace.evaluators.columnar.calls import RowCalls
-from evaltrace.evaluators.scorers.base import Score
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.columnar import forms
+from evaltrace.evaluators.scoring.columnar.calls import RowCalls
+from evaltrace.evaluators.scoring.scorers.base import Score
 
 Form = Callable[[Any, RowCalls, Trace], Score | None]
 

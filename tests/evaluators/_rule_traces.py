@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from evaltrace.collector.convert.records import Iteration, ToolCall, ToolSchema, Trace, Usage
-from evaltrace.evaluators.spec.loader import LoadedSpec, compile_spec, parse_spec_text, validate_spec_data
+from evaltrace.collector.traces.records import Iteration, ToolCall, ToolSchema, Trace, Usage
+from evaltrace.evaluators.scoring.spec.loader import LoadedSpec, compile_spec, parse_spec_text, validate_spec_data
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -206,7 +206,7 @@ def closed_port_url() -> str:
 
 def judge_settings(base_url: str, cache_dir: Any, **overrides: Any) -> Any:
     """Test settings: fast backoff, short timeout, cache in `cache_dir`."""
-    from evaltrace.evaluators.judge.settings import JudgeSettings
+    from evaltrace.evaluators.scoring.judge.settings import JudgeSettings
 
     values: dict[str, Any] = {
         "model": "judge-model",

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaltrace.evaluators.engine._aggregate import CaseTally, ExactSum, aggregate_case, decide_case, sample_order
-from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult
-from evaltrace.evaluators.spec.model import Case, RepeatPolicy
+from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult
+from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 CASE = Case(id="c", input="q")

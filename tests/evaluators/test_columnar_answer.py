@@ -18,14 +18,14 @@ from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert.records import Iteration, Message, MessagePart, ToolCall, Trace
-from evaltrace.evaluators.columnar import forms
-from evaltrace.evaluators.columnar.calls import RowCalls
+from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, Trace
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-from evaltrace.evaluators.report.json_writer import ReportWriter
-from evaltrace.evaluators.scorers.answer import AnswerQuality, Completeness, Correctness, Groundedness
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.results.report.json_writer import ReportWriter
+from evaltrace.evaluators.scoring.columnar import forms
+from evaltrace.evaluators.scoring.columnar.calls import RowCalls
+from evaltrace.evaluators.scoring.scorers.answer import AnswerQuality, Completeness, Correctness, Groundedness
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 _SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _PASSING = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,9 +8,9 @@ from _columnar_check import check_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert.records import Iteration, ToolCall, Trace
-from evaltrace.evaluators.scorers.base import Scorer
-from evaltrace.evaluators.scorers.calls import Budget, ToolErrors
+from evaltrace.collector.traces.records import Iteration, ToolCall, Trace
+from evaltrace.evaluators.scoring.scorers.base import Scorer
+from evaltrace.evaluators.scoring.scorers.calls import Budget, ToolErrors
 
 # Results that are failures and results that only look like them to a text search.
 _RESULTS = st.sampled_from(

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.columnar import forms
-from evaltrace.evaluators.columnar.calls import RowCalls
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-from evaltrace.evaluators.report.json_writer import ReportWriter
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.trajectory import Trajectory
-from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.results.report.json_writer import ReportWriter
+from evaltrace.evaluators.scoring.columnar import forms
+from evaltrace.evaluators.scoring.columnar.calls import RowCalls
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 SPEC = """\
 confidence: 0.5

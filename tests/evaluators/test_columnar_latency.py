@@ -9,8 +9,8 @@ from _columnar_check import check_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert.records import Iteration, ToolCall, Trace
-from evaltrace.evaluators.scorers.limits import Latency
+from evaltrace.collector.traces.records import Iteration, ToolCall, Trace
+from evaltrace.evaluators.scoring.scorers.limits import Latency
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # Microsecond times around the bounds, so durations land on both sides and exactly on them.

@@ -8,8 +8,8 @@ from _columnar_check import check_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert.records import Iteration, Trace, Usage
-from evaltrace.evaluators.scorers.limits import UsageLimits
+from evaltrace.collector.traces.records import Iteration, Trace, Usage
+from evaltrace.evaluators.scoring.scorers.limits import UsageLimits
 
 _COUNT = st.none() | st.integers(0, 300)
 _METRIC = st.sampled_from(["input_tokens", "output", "total", "input+output", "cached", "reasoning_tokens"])

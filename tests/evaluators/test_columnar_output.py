@@ -15,12 +15,12 @@ from _columnar_check import check_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert.records import Iteration, Message, MessagePart, ToolCall, Trace, Usage
-from evaltrace.collector.convert.table import to_table
-from evaltrace.evaluators.columnar.calls import BatchCalls
-from evaltrace.evaluators.scorers.base import Scorer
-from evaltrace.evaluators.scorers.limits import Cost
-from evaltrace.evaluators.scorers.output import Outcome, Output, Steps
+from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, Trace, Usage
+from evaltrace.collector.traces.table import to_table
+from evaltrace.evaluators.scoring.columnar.calls import BatchCalls
+from evaltrace.evaluators.scoring.scorers.base import Scorer
+from evaltrace.evaluators.scoring.scorers.limits import Cost
+from evaltrace.evaluators.scoring.scorers.output import Outcome, Output, Steps
 
 _SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _WORDS = ["Paris", "paris", "rain", "18", "error", "ok", "Sunny day"]

@@ -17,10 +17,10 @@ from _form_counts import count_form_answers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-from evaltrace.evaluators.report.json_writer import ReportWriter
-from evaltrace.evaluators.scorers.limits import Cost
-from evaltrace.evaluators.scorers.output import Outcome, Output, Steps
-from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.results.report.json_writer import ReportWriter
+from evaltrace.evaluators.scoring.scorers.limits import Cost
+from evaltrace.evaluators.scoring.scorers.output import Outcome, Output, Steps
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 SPEC = """\
 confidence: 0.5

@@ -15,11 +15,11 @@ from _columnar_check import check_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert.records import ToolCall, ToolSchema, Trace
-from evaltrace.evaluators.scorers.base import Scorer
-from evaltrace.evaluators.scorers.calls import ToolEfficiency
-from evaltrace.evaluators.scorers.reliability import ToolDescriptionReliability, ToolNameReliability
-from evaltrace.evaluators.scorers.tools import ToolCallValidity, ToolCorrectness
+from evaltrace.collector.traces.records import ToolCall, ToolSchema, Trace
+from evaltrace.evaluators.scoring.scorers.base import Scorer
+from evaltrace.evaluators.scoring.scorers.calls import ToolEfficiency
+from evaltrace.evaluators.scoring.scorers.reliability import ToolDescriptionReliability, ToolNameReliability
+from evaltrace.evaluators.scoring.scorers.tools import ToolCallValidity, ToolCorrectness
 
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _PASSING = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,11 +13,11 @@ from _columnar_check import columnar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert.records import ToolCall, Trace
-from evaltrace.collector.convert.table import to_table
-from evaltrace.evaluators.columnar.scope import RunCalls, columnar_run, columnar_score
-from evaltrace.evaluators.scorers.base import Score, Scorer, run_scorer
-from evaltrace.evaluators.scorers.trajectory import Trajectory
+from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.collector.traces.table import to_table
+from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run, columnar_score
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
+from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 
 _NAMES = st.sampled_from(["search", "fetch", "book", "pay", "mail", "ask"])
 # Values the argument matcher treats specially: 1 and 1.0 and True, padded and cased strings.

@@ -16,15 +16,15 @@ from _columnar_check import columnar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert.arguments import Rules, arguments_match
-from evaltrace.collector.convert.records import ToolCall, Trace
-from evaltrace.collector.convert.table import to_table
-from evaltrace.evaluators.columnar.calls import BatchCalls
-from evaltrace.evaluators.columnar.scope import KEPT_BATCHES, RunCalls
-from evaltrace.evaluators.columnar.trajectory import kuhn_matching, trajectory_form
-from evaltrace.evaluators.scorers.arguments import max_bipartite_matching
-from evaltrace.evaluators.scorers.base import Scorer, run_scorer
-from evaltrace.evaluators.scorers.trajectory import Trajectory
+from evaltrace.collector.traces.arguments import Rules, arguments_match
+from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.collector.traces.table import to_table
+from evaltrace.evaluators.scoring.columnar.calls import BatchCalls
+from evaltrace.evaluators.scoring.columnar.scope import KEPT_BATCHES, RunCalls
+from evaltrace.evaluators.scoring.columnar.trajectory import kuhn_matching, trajectory_form
+from evaltrace.evaluators.scoring.scorers.arguments import max_bipartite_matching
+from evaltrace.evaluators.scoring.scorers.base import Scorer, run_scorer
+from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 
 _SCALARS = st.sampled_from([1, 2, 1.0, True, False, "Paris", " Paris ", "PARIS", "Lima", None])
 _ARGS = st.dictionaries(st.sampled_from(["city", "n", "q"]), _SCALARS, min_size=1, max_size=3)

@@ -8,7 +8,7 @@ from scipy import stats as sp
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, proportions_ztest
 
-from evaltrace.evaluators.compare.stats import (
+from evaltrace.evaluators.results.compare.stats import (
     PairedTable,
     mcnemar_exact,
     newcombe_paired,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from evaltrace.evaluators.compare.comparison import CompareOptions, compare_sides
-from evaltrace.evaluators.compare.render import markdown_heading, render_markdown, render_text, status
-from evaltrace.evaluators.compare.sides import Outcome, RunStats, Side, SideEntry
+from evaltrace.evaluators.results.compare.comparison import CompareOptions, compare_sides
+from evaltrace.evaluators.results.compare.render import markdown_heading, render_markdown, render_text, status
+from evaltrace.evaluators.results.compare.sides import Outcome, RunStats, Side, SideEntry
 
 SCORERS = ("output", "trajectory", "judge")
 

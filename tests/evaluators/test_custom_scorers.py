@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.scorers.base import Score, Scorer, arun_scorer, run_scorer
-from evaltrace.evaluators.scorers.registry import load_plugins, register, scorer_class
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, arun_scorer, run_scorer
+from evaltrace.evaluators.scoring.scorers.registry import load_plugins, register, scorer_class
 
 TRACE = Trace(trace_id="t1", output="hello")
 

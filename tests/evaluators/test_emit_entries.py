@@ -22,9 +22,9 @@ from evaltrace.evaluators.engine._aggregate import (
     scores_from_json,
 )
 from evaltrace.evaluators.engine._routers import Decided, RouterState, SpecRouter
-from evaltrace.evaluators.report.model import EntryResult, SampleResult
-from evaltrace.evaluators.report.writer import EntryFields, ReportEntry, head_json, park
-from evaltrace.evaluators.spec.loader import compile_spec, validate_strictly
+from evaltrace.evaluators.results.report.model import EntryResult, SampleResult
+from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, head_json, park
+from evaltrace.evaluators.scoring.spec.loader import compile_spec, validate_strictly
 
 
 def _parked(samples: list[SampleResult]) -> list[bytes]:

@@ -16,10 +16,10 @@ import pytest
 from test_engine_shards import record_spec_run
 
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-from evaltrace.evaluators.report.model import ScorerInfo
-from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
-from evaltrace.evaluators.store.identities import ScorerPairing
-from evaltrace.evaluators.store.writer import open_store
+from evaltrace.evaluators.results.report.model import ScorerInfo
+from evaltrace.evaluators.results.store.identities import ScorerPairing
+from evaltrace.evaluators.results.store.writer import open_store
+from evaltrace.evaluators.scoring.spec.loader import LoadedSpec, load_spec
 
 
 @pytest.fixture(scope="module")

@@ -13,14 +13,14 @@ from typing import Any, ClassVar
 import pytest
 from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F401 - registers the test scorers
 
-from evaltrace.collector.convert.records import Iteration, ToolCall, Trace, Usage
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.traces.records import Iteration, ToolCall, Trace, Usage
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces
-from evaltrace.evaluators.report.model import EntryResult, Report
-from evaltrace.evaluators.report.terminal import render_summary
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.registry import register
-from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
+from evaltrace.evaluators.results.report.model import EntryResult, Report
+from evaltrace.evaluators.results.report.terminal import render_summary
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
+from evaltrace.evaluators.scoring.spec.loader import LoadedSpec, load_spec
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -363,7 +363,7 @@ def test_without_a_spec_a_trace_no_default_applied_to_fails(monkeypatch: pytest.
     # Before: such traces were left out of the pass rate, so a run passed its gate on the traces
     # something applied to while the others (here, the ones that called tools) verified nothing.
     from evaltrace.evaluators.engine import scoring
-    from evaltrace.evaluators.scorers.registry import create_scorer
+    from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
     scorers = (create_scorer("t_engine_na", {}), create_scorer("t_engine_answer_if_any", {}))
     monkeypatch.setattr(scoring, "default_scorers", lambda: scorers)

@@ -16,14 +16,14 @@ import pytest
 from _engine_scorers import KillsWorker, PromptsSeen, Sleeps  # noqa: F401 - registers the test scorers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.collector.convert.rebuild import read_traces
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store.reader import Shard, iter_traces
+from evaltrace.collector.runfiles.reader import Shard, iter_traces
+from evaltrace.collector.traces.rebuild import read_traces
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.engine.shards import WorkerError, available_cpus, plan_workers, quota_cpus
-from evaltrace.evaluators.report.json_writer import ReportWriter
-from evaltrace.evaluators.report.model import load_report
-from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.results.report.json_writer import ReportWriter
+from evaltrace.evaluators.results.report.model import load_report
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 SPEC = """\
 confidence: 0.4

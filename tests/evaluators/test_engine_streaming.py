@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F401 - registers the test scorers
 
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces, score_traces_to
-from evaltrace.evaluators.report.json_writer import ReportWriter
-from evaltrace.evaluators.report.model import SampleResult, load_report
-from evaltrace.evaluators.report.terminal import render_summary
-from evaltrace.evaluators.report.writer import ReportEntry
-from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
+from evaltrace.evaluators.results.report.json_writer import ReportWriter
+from evaltrace.evaluators.results.report.model import SampleResult, load_report
+from evaltrace.evaluators.results.report.terminal import render_summary
+from evaltrace.evaluators.results.report.writer import ReportEntry
+from evaltrace.evaluators.scoring.spec.loader import LoadedSpec, load_spec
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 

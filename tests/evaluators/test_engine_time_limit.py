@@ -12,12 +12,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces
-from evaltrace.evaluators.report.model import Report
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.registry import register
-from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec
+from evaltrace.evaluators.results.report.model import Report
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
+from evaltrace.evaluators.scoring.spec.loader import LoadedSpec, load_spec
 
 
 @register

@@ -14,14 +14,14 @@ import pytest
 from report_runs import PLUGIN, SPEC, record_runs, write_spec
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.compare.history import HistoryOptions, load_history
-from evaltrace.evaluators.compare.history_html import render_html
-from evaltrace.evaluators.compare.history_render import level, render_text, sparkline
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-from evaltrace.evaluators.report.model import Report
-from evaltrace.evaluators.scorers.registry import load_plugins
-from evaltrace.evaluators.spec.loader import load_spec
-from evaltrace.evaluators.store.writer import open_store
+from evaltrace.evaluators.results.compare.history import HistoryOptions, load_history
+from evaltrace.evaluators.results.compare.history_html import render_html
+from evaltrace.evaluators.results.compare.history_render import level, render_text, sparkline
+from evaltrace.evaluators.results.report.model import Report
+from evaltrace.evaluators.results.store.writer import open_store
+from evaltrace.evaluators.scoring.scorers.registry import load_plugins
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 
 @pytest.fixture

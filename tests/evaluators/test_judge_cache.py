@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from judge_server import JudgeServer, Reply, judge_settings, verdict
 
-from evaltrace.collector.convert.records import ToolCall, Trace
-from evaltrace.evaluators.judge import prompts as _judge_prompts
-from evaltrace.evaluators.judge.cache import CachedVerdict, VerdictCache, cache_key
-from evaltrace.evaluators.judge.session import JudgeStats, judge_session
-from evaltrace.evaluators.scorers.base import Score, Scorer, arun_scorer
-from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.evaluators.scoring.judge import prompts as _judge_prompts
+from evaltrace.evaluators.scoring.judge.cache import CachedVerdict, VerdictCache, cache_key
+from evaltrace.evaluators.scoring.judge.session import JudgeStats, judge_session
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, arun_scorer
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
 
 @pytest.fixture
@@ -172,7 +172,7 @@ def test_concurrent_processes_write_and_read_safely(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         from pathlib import Path
-        from evaltrace.evaluators.judge.cache import CachedVerdict, VerdictCache, cache_key
+        from evaltrace.evaluators.scoring.judge.cache import CachedVerdict, VerdictCache, cache_key
         cache = VerdictCache(Path({str(folder)!r}))
         for round in range(3):
             for i in range(60):

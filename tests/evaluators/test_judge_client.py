@@ -11,13 +11,18 @@ from typing import Any
 import pytest
 from judge_server import JudgeServer, Reply, closed_port_url, judge_settings, verdict
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.judge.prompts import SEMANTIC_OUTPUT, render
-from evaltrace.evaluators.judge.session import JudgeOutcome, JudgeSession, judge_session
-from evaltrace.evaluators.judge.settings import JudgeSetupError
-from evaltrace.evaluators.judge.verdict import VERDICT_SCHEMA, JudgeBudgetError, JudgeReplyError, JudgeUnavailableError
-from evaltrace.evaluators.scorers.base import Score, arun_scorer
-from evaltrace.evaluators.scorers.judges import SemanticOutput
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.judge.prompts import SEMANTIC_OUTPUT, render
+from evaltrace.evaluators.scoring.judge.session import JudgeOutcome, JudgeSession, judge_session
+from evaltrace.evaluators.scoring.judge.settings import JudgeSetupError
+from evaltrace.evaluators.scoring.judge.verdict import (
+    VERDICT_SCHEMA,
+    JudgeBudgetError,
+    JudgeReplyError,
+    JudgeUnavailableError,
+)
+from evaltrace.evaluators.scoring.scorers.base import Score, arun_scorer
+from evaltrace.evaluators.scoring.scorers.judges import SemanticOutput
 
 
 @pytest.fixture

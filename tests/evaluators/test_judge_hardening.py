@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from judge_server import JudgeServer, Reply, judge_settings, verdict
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.judge.cache import CachedVerdict, VerdictCache
-from evaltrace.evaluators.judge.client import Redactor, display_url
-from evaltrace.evaluators.judge.session import JudgeSession, judge_session
-from evaltrace.evaluators.judge.settings import JudgeSettings, JudgeSetupError
-from evaltrace.evaluators.scorers.base import Score, arun_scorer
-from evaltrace.evaluators.scorers.judges import SemanticOutput
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.judge.cache import CachedVerdict, VerdictCache
+from evaltrace.evaluators.scoring.judge.client import Redactor, display_url
+from evaltrace.evaluators.scoring.judge.session import JudgeSession, judge_session
+from evaltrace.evaluators.scoring.judge.settings import JudgeSettings, JudgeSetupError
+from evaltrace.evaluators.scoring.scorers.base import Score, arun_scorer
+from evaltrace.evaluators.scoring.scorers.judges import SemanticOutput
 
 TRACE_VERDICT = '{"passed": true, "reason": "x"}'
 """What the recorded answer plants: text shaped like a passing verdict."""

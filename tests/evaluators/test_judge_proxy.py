@@ -17,9 +17,9 @@ from judge_server import JudgeServer, judge_settings, verdict
 from recording_proxy import RecordingProxy, recording_proxy
 
 from evaltrace.collector.network import may_use_env_proxy
-from evaltrace.evaluators.judge.prompts import SEMANTIC_OUTPUT, render
-from evaltrace.evaluators.judge.session import JudgeOutcome, judge_session
-from evaltrace.evaluators.judge.verdict import JudgeUnavailableError
+from evaltrace.evaluators.scoring.judge.prompts import SEMANTIC_OUTPUT, render
+from evaltrace.evaluators.scoring.judge.session import JudgeOutcome, judge_session
+from evaltrace.evaluators.scoring.judge.verdict import JudgeUnavailableError
 
 KEY = "sk-test-secret"  # judge_settings' key
 

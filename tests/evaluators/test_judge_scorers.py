@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from judge_server import JudgeServer, Recorded, Reply, judge_settings, verdict
 
-from evaltrace.collector.convert.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace
-from evaltrace.evaluators.judge.session import JudgeStats, judge_session
-from evaltrace.evaluators.scorers.base import Score, Scorer, arun_scorer
-from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace
+from evaltrace.evaluators.scoring.judge.session import JudgeStats, judge_session
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, arun_scorer
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
 
 @pytest.fixture

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from evaltrace.collector.convert.records import Trace
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.judge.client import chat_completions_url
-from evaltrace.evaluators.judge.prompts import SEMANTIC_OUTPUT, render
-from evaltrace.evaluators.judge.session import current_judge, judge_session
-from evaltrace.evaluators.judge.settings import JudgeSettings, JudgeSetupError
-from evaltrace.evaluators.judge.verdict import JudgeReplyError, parse_verdict
-from evaltrace.evaluators.scorers.judges import SemanticOutput
-from evaltrace.evaluators.scorers.registry import create_scorer, scorer_names
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.judge.client import chat_completions_url
+from evaltrace.evaluators.scoring.judge.prompts import SEMANTIC_OUTPUT, render
+from evaltrace.evaluators.scoring.judge.session import current_judge, judge_session
+from evaltrace.evaluators.scoring.judge.settings import JudgeSettings, JudgeSetupError
+from evaltrace.evaluators.scoring.judge.verdict import JudgeReplyError, parse_verdict
+from evaltrace.evaluators.scoring.scorers.judges import SemanticOutput
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer, scorer_names
 
 # --- verdict parsing -------------------------------------------------------------------------
 

@@ -7,8 +7,8 @@ from _rule_traces import call
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from evaltrace.collector.convert.records import ToolCall
-from evaltrace.evaluators.scorers.arguments import (
+from evaltrace.collector.traces.records import ToolCall
+from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
     argument_diffs,

@@ -8,7 +8,7 @@ pytest_plugins = ["pytester"]
 
 # `-p no:evaltrace` blocks the installed entry point so the module is loaded exactly once, whether
 # or not this checkout's entry points are installed.
-PLUGIN = ("-p", "no:evaltrace", "-p", "evaltrace.evaluators.pytest_plugin", "-p", "no:cacheprovider")
+PLUGIN = ("-p", "no:evaltrace", "-p", "evaltrace.evaluators.runner.pytest_plugin", "-p", "no:cacheprovider")
 
 AGENT = """
 import json

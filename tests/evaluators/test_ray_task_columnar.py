@@ -17,15 +17,15 @@ import pytest
 from _form_counts import count_form_answers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.collector.store.reader import resolve_paths
-from evaltrace.collector.store.shard import Shard
+from evaltrace.collector.runfiles.reader import resolve_paths
+from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.evaluators.engine.ray_data import ShardResult
 from evaltrace.evaluators.engine.ray_engine import score_shard
 from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run
-from evaltrace.evaluators.report.writer import unpark
-from evaltrace.evaluators.scorers.output import Output
-from evaltrace.evaluators.scorers.trajectory import Trajectory
-from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.results.report.writer import unpark
+from evaltrace.evaluators.scoring.scorers.output import Output
+from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 SPEC = """\
 cases:

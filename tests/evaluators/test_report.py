@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from evaltrace.collector.convert.records import Iteration, Trace
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.traces.records import Iteration, Trace
 from evaltrace.evaluators.engine._aggregate import ScorerTally, aggregate_case, sample_status, score_result
 from evaltrace.evaluators.engine._numbers import percentile
-from evaltrace.evaluators.report.json_writer import ReportWriter, write_report
-from evaltrace.evaluators.report.model import (
+from evaltrace.evaluators.results.report.json_writer import ReportWriter, write_report
+from evaltrace.evaluators.results.report.model import (
     Counts,
     EntryResult,
     EntryStatus,
@@ -26,11 +26,11 @@ from evaltrace.evaluators.report.model import (
     evaluate_gate,
     load_report,
 )
-from evaltrace.evaluators.report.terminal import MAX_LISTED, FailureDigest, render_summary
-from evaltrace.evaluators.report.writer import ReportEntry
-from evaltrace.evaluators.scorers.evidence import RECORD_HINT, UNINSTRUMENTED_HINT
-from evaltrace.evaluators.scorers.registry import create_scorer
-from evaltrace.evaluators.spec.model import Case, RepeatPolicy
+from evaltrace.evaluators.results.report.terminal import MAX_LISTED, FailureDigest, render_summary
+from evaltrace.evaluators.results.report.writer import ReportEntry
+from evaltrace.evaluators.scoring.scorers.evidence import RECORD_HINT, UNINSTRUMENTED_HINT
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
+from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -8,9 +8,16 @@ from pathlib import Path
 
 from test_report import make_report
 
-from evaltrace.evaluators.report.json_writer import ReportWriter
-from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult, load_report
-from evaltrace.evaluators.report.writer import EntryFields, EntryList, ReportEntry, ReportFormat, head_json, park
+from evaltrace.evaluators.results.report.json_writer import ReportWriter
+from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult, load_report
+from evaltrace.evaluators.results.report.writer import (
+    EntryFields,
+    EntryList,
+    ReportEntry,
+    ReportFormat,
+    head_json,
+    park,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -14,11 +14,11 @@ import pytest
 from report_runs import PLUGIN, record_runs, write_spec
 
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-from evaltrace.evaluators.report import html_writer
-from evaltrace.evaluators.report.formats import ReportTarget, open_formats
-from evaltrace.evaluators.report.html_writer import HtmlWriter
-from evaltrace.evaluators.scorers.registry import load_plugins
-from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.results.report import html_writer
+from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
+from evaltrace.evaluators.results.report.html_writer import HtmlWriter
+from evaltrace.evaluators.scoring.scorers.registry import load_plugins
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 
 @pytest.fixture

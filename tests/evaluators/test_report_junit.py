@@ -17,12 +17,19 @@ from report_runs import HOSTILE, PLUGIN, record_runs, write_spec
 
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions, score_paths_to
-from evaltrace.evaluators.report.formats import ReportTarget, open_formats
-from evaltrace.evaluators.report.junit_writer import JUnitWriter, xml_attribute, xml_text
-from evaltrace.evaluators.report.model import Counts, EntryResult, Report, ReportInputs, SampleResult, ScoreResult
-from evaltrace.evaluators.report.writer import ReportEntry, ReportFormat
-from evaltrace.evaluators.scorers.registry import load_plugins
-from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
+from evaltrace.evaluators.results.report.junit_writer import JUnitWriter, xml_attribute, xml_text
+from evaltrace.evaluators.results.report.model import (
+    Counts,
+    EntryResult,
+    Report,
+    ReportInputs,
+    SampleResult,
+    ScoreResult,
+)
+from evaltrace.evaluators.results.report.writer import ReportEntry, ReportFormat
+from evaltrace.evaluators.scoring.scorers.registry import load_plugins
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 SCHEMA = xmlschema.XMLSchema(str(Path(__file__).with_name("junit-10.xsd")))
 

@@ -14,11 +14,11 @@ from report_runs import HOSTILE, PLUGIN, RUNS, record_runs, write_spec
 
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions, score_paths_to
-from evaltrace.evaluators.report.formats import ReportTarget, open_formats
-from evaltrace.evaluators.report.markdown_writer import MarkdownWriter, markdown_text
-from evaltrace.evaluators.report.writer import ReportFormat
-from evaltrace.evaluators.scorers.registry import load_plugins
-from evaltrace.evaluators.spec.loader import load_spec
+from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
+from evaltrace.evaluators.results.report.markdown_writer import MarkdownWriter, markdown_text
+from evaltrace.evaluators.results.report.writer import ReportFormat
+from evaltrace.evaluators.scoring.scorers.registry import load_plugins
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 # CommonMark with GitHub's tables: how GitHub lays out a job summary or a PR comment.
 RENDERER = MarkdownIt("commonmark").enable("table")

@@ -7,8 +7,8 @@ import pytest
 from _rule_traces import call, trace
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.scorers._text import key_terms, mentions, numbers
-from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.evaluators.scoring.scorers._text import key_terms, mentions, numbers
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
 PRICE_ALIASES = ["price", "$", "USD", "cost"]
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from _rule_traces import call, iteration, schema, trace
 
-from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
 
 def test_tool_errors_counts_recorded_errors_and_error_results() -> None:
@@ -50,7 +50,7 @@ def test_efficiency_retry_after_failure_is_not_redundant_unless_counted() -> Non
 
 
 def test_efficiency_never_flags_calls_whose_arguments_were_not_recorded_nor_passes_them() -> None:
-    from evaltrace.collector.convert.records import ToolCall
+    from evaltrace.collector.traces.records import ToolCall
 
     # Before: such calls passed as distinct (value 1.0), so a recording without content passed.
     unrecorded = [ToolCall(name="search", arguments=None), ToolCall(name="search", arguments=None)]

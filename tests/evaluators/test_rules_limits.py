@@ -5,10 +5,10 @@ from datetime import timedelta
 import pytest
 from _rule_traces import T0, call, iteration, trace
 
-from evaltrace.collector.convert.records import Trace, Usage
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.scorers.prices import DEFAULT_PRICES, find_price
-from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.collector.traces.records import Trace, Usage
+from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, find_price
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
 
 def two_models() -> Trace:
@@ -157,7 +157,7 @@ def test_cost_without_limit_or_model_calls() -> None:
 
 
 def test_estimate_cost_uses_the_runs_only_model_when_a_call_lacks_one() -> None:
-    from evaltrace.evaluators.scorers.limits import estimate_cost
+    from evaltrace.evaluators.scoring.scorers.limits import estimate_cost
 
     its = [iteration(0, None, input_tokens=1_000_000, output_tokens=0)]
     assert estimate_cost(trace(iterations=its, models=["gpt-4o-mini"])).usd == pytest.approx(0.15)
@@ -166,7 +166,7 @@ def test_estimate_cost_uses_the_runs_only_model_when_a_call_lacks_one() -> None:
 
 
 def test_call_cost_prices_cache_reads_as_a_subset_of_input() -> None:
-    from evaltrace.evaluators.scorers.prices import ModelPrice, call_cost
+    from evaltrace.evaluators.scoring.scorers.prices import ModelPrice, call_cost
 
     price = ModelPrice(input_per_mtok=3.0, output_per_mtok=15.0, cached_input_per_mtok=0.3)
     # OpenAI and the OTel conventions: 200k of the 1M input tokens came from the cache.
@@ -182,7 +182,7 @@ def test_call_cost_prices_cache_reads_as_a_subset_of_input() -> None:
 
 def test_cost_scorer_and_run_cost_agree_when_cache_reads_exceed_input() -> None:
     from evaltrace.evaluators.engine.sample import RunStats
-    from evaltrace.evaluators.scorers.limits import estimate_cost
+    from evaltrace.evaluators.scoring.scorers.limits import estimate_cost
 
     its = [iteration(0, "claude-sonnet-4", input_tokens=100, output_tokens=10, cache_read_tokens=10_000)]
     run = trace(iterations=its)

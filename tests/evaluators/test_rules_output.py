@@ -6,11 +6,11 @@ from typing import Any
 import pytest
 from _rule_traces import call, iteration, load, trace
 
-from evaltrace.collector.convert.records import ToolCall
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.traces.records import ToolCall
 from evaltrace.evaluators.errors import SpecError
-from evaltrace.evaluators.scorers.output import _strip_code_fence
-from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.evaluators.scoring.scorers.output import _strip_code_fence
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
 
 def output(**config: Any) -> Any:
@@ -136,7 +136,7 @@ def test_fence_stripper_keeps_what_the_fence_wraps(text: str, inner: str | None)
 
 
 def test_output_falls_back_to_last_model_reply() -> None:
-    from evaltrace.collector.convert.records import Message, MessagePart
+    from evaltrace.collector.traces.records import Message, MessagePart
 
     it = iteration(0)
     it = it.model_copy(

@@ -4,9 +4,9 @@ import pytest
 from _rule_traces import call, iteration, schema, trace
 from rule_scorer_names import RULE_SCORERS
 
-from evaltrace.collector.convert.records import ToolCall, Trace
-from evaltrace.evaluators.scorers.base import run_scorer
-from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.evaluators.scoring.scorers.base import run_scorer
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
 ODD = trace(
     call("search", '{"q": "tru', arguments_truncated=True, result=None),

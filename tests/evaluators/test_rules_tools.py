@@ -5,9 +5,9 @@ from typing import Any
 import pytest
 from _rule_traces import call, schema, trace
 
-from evaltrace.collector.convert.records import ToolCall
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.scorers.registry import create_scorer
+from evaltrace.collector.traces.records import ToolCall
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
 WEATHER = {
     "type": "object",
@@ -196,7 +196,7 @@ def test_correctness_empty_sides() -> None:
 
 
 def test_calls_without_recorded_arguments_are_skipped_and_reported() -> None:
-    from evaltrace.collector.convert.records import ToolCall
+    from evaltrace.collector.traces.records import ToolCall
 
     actual = trace(
         call("get_weather", {"city": "Paris"}), ToolCall(name="get_weather", arguments=None), tool_schemas=OFFERED

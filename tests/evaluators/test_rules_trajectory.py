@@ -5,9 +5,9 @@ from typing import Any
 import pytest
 from _rule_traces import call, load, trace
 
-from evaltrace.collector.convert.records import ToolCall
-from evaltrace.evaluators.scorers.registry import create_scorer
-from evaltrace.evaluators.scorers.trajectory import Trajectory
+from evaltrace.collector.traces.records import ToolCall
+from evaltrace.evaluators.scoring.scorers.registry import create_scorer
+from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 
 
 def traj(expected: list[dict[str, Any]] | None, mode: str = "in_order", **config: Any) -> Trajectory:

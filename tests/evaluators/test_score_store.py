@@ -23,21 +23,21 @@ from report_runs import HOSTILE, PLUGIN, SPEC, record_runs, write_spec
 from evaltrace.collector import ParquetSpanExporter, agent_run
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-from evaltrace.evaluators.report.formats import FanOut
-from evaltrace.evaluators.report.json_writer import ReportWriter
-from evaltrace.evaluators.report.model import Report, load_report
-from evaltrace.evaluators.scorers.registry import load_plugins
-from evaltrace.evaluators.spec.loader import load_spec
-from evaltrace.evaluators.store.reader import find_run, list_runs, read_scores
-from evaltrace.evaluators.store.schema import RUNS_SCHEMA, SCORES_SCHEMA, STORE_SCHEMA_VERSION
-from evaltrace.evaluators.store.writer import StoreWriter, open_store
+from evaltrace.evaluators.results.report.formats import FanOut
+from evaltrace.evaluators.results.report.json_writer import ReportWriter
+from evaltrace.evaluators.results.report.model import Report, load_report
+from evaltrace.evaluators.results.store.reader import find_run, list_runs, read_scores
+from evaltrace.evaluators.results.store.schema import RUNS_SCHEMA, SCORES_SCHEMA, STORE_SCHEMA_VERSION
+from evaltrace.evaluators.results.store.writer import StoreWriter, open_store
+from evaltrace.evaluators.scoring.scorers.registry import load_plugins
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
 
 # Each entry's outcome and pass rate, and the gate, from the scores and runs tables only (the
 # `entry_*` columns, the engine's own verdict, are not read). The rules are the report model's
-# (evaluators/report/model.py) and the repeat rules' (evaluators/spec/model.py).
+# (evaluators/results/report/model.py) and the repeat rules' (evaluators/scoring/spec/model.py).
 RECOMPUTE = """
 WITH rows AS (
     SELECT * FROM read_parquet($scores)
@@ -316,7 +316,7 @@ def test_a_store_that_cannot_be_written_is_refused_before_scoring(tmp_path: Path
 
 
 def test_a_writer_is_a_report_format(tmp_path: Path) -> None:
-    from evaltrace.evaluators.report.writer import ReportFormat
+    from evaltrace.evaluators.results.report.writer import ReportFormat
 
     writer: ReportFormat = open_store(tmp_path / "store", None)
     assert isinstance(writer, StoreWriter)

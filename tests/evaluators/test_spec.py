@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evaltrace.evaluators.errors import SpecError
-from evaltrace.evaluators.spec.loader import LoadedSpec, load_spec, split_spec_arg
-from evaltrace.evaluators.spec.model import RepeatPolicy, resolve_repeat
+from evaltrace.evaluators.scoring.spec.loader import LoadedSpec, load_spec, split_spec_arg
+from evaltrace.evaluators.scoring.spec.model import RepeatPolicy, resolve_repeat
 
 CONTRACT_SPEC = """\
 confidence: 0.8

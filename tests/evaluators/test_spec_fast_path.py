@@ -27,8 +27,8 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from evaltrace.evaluators.errors import SpecError
-from evaltrace.evaluators.spec import _yaml
-from evaltrace.evaluators.spec.loader import (
+from evaltrace.evaluators.scoring.spec import _yaml
+from evaltrace.evaluators.scoring.spec.loader import (
     load_spec,
     parse_spec_text,
     shipped_schema,

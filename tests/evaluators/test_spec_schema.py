@@ -9,17 +9,18 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from evaltrace.evaluators.scorers.registry import load_plugins
-from evaltrace.evaluators.spec.loader import load_spec, shipped_schema
-from evaltrace.evaluators.spec.model import spec_json_schema
+from evaltrace.evaluators.scoring.scorers.registry import load_plugins
+from evaltrace.evaluators.scoring.spec.loader import load_spec, shipped_schema
+from evaltrace.evaluators.scoring.spec.model import spec_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "evaluators" / "spec" / "spec_schema.json"
 
 
 def test_shipped_schema_is_what_the_models_generate() -> None:
-    # Regenerate with: python -c "import json; from evaltrace.evaluators.spec.model import spec_json_schema as s;
-    #   open('evaluators/spec/spec_schema.json', 'w').write(json.dumps(s(), indent=2) + '\n')"
+    # Regenerate with:
+    # python -c "import json; from evaltrace.evaluators.scoring.spec.model import spec_json_schema as s;
+    #   open('evaluators/scoring/spec/spec_schema.json', 'w').write(json.dumps(s(), indent=2) + '\n')"
     assert json.loads(SHIPPED.read_text(encoding="utf-8")) == spec_json_schema()
     assert shipped_schema() == spec_json_schema()
 

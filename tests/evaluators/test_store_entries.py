@@ -23,15 +23,15 @@ from report_runs import PLUGIN
 from test_score_store import prepare, score_into
 
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
-from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult
-from evaltrace.evaluators.report.writer import EntryFields, ReportEntry, head_json, park
-from evaltrace.evaluators.scorers.registry import load_plugins
-from evaltrace.evaluators.spec.loader import load_spec
-from evaltrace.evaluators.store.arrays import bitmap, column
-from evaltrace.evaluators.store.identities import ScorerIdentity
-from evaltrace.evaluators.store.schema import RUNS_SCHEMA, SCORES_SCHEMA
-from evaltrace.evaluators.store.sides import pack_side, sample_side, unpack_side
-from evaltrace.evaluators.store.writer import open_store
+from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult
+from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, head_json, park
+from evaltrace.evaluators.results.store.arrays import bitmap, column
+from evaltrace.evaluators.results.store.identities import ScorerIdentity
+from evaltrace.evaluators.results.store.schema import RUNS_SCHEMA, SCORES_SCHEMA
+from evaltrace.evaluators.results.store.sides import pack_side, sample_side, unpack_side
+from evaltrace.evaluators.results.store.writer import open_store
+from evaltrace.evaluators.scoring.scorers.registry import load_plugins
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 VOLATILE = ("run_id", "run_started_at")
 UTC_ZONE: tzinfo = UTC
@@ -157,10 +157,10 @@ def test_the_store_writes_its_arrays_without_importing_pandas(tmp_path: Path) ->
         f"""
         import sys
         from pathlib import Path
-        from evaltrace.evaluators.report.model import load_report
-        from evaltrace.evaluators.report.writer import ReportEntry
-        from evaltrace.evaluators.spec.loader import load_spec
-        from evaltrace.evaluators.store.writer import open_store
+        from evaltrace.evaluators.results.report.model import load_report
+        from evaltrace.evaluators.results.report.writer import ReportEntry
+        from evaltrace.evaluators.scoring.spec.loader import load_spec
+        from evaltrace.evaluators.results.store.writer import open_store
 
         report = load_report({str(tmp_path / "report.json")!r})
         writer = open_store(Path({str(tmp_path / "second")!r}), load_spec({str(spec_file)!r}))

@@ -21,8 +21,8 @@ from typing import Any
 
 from fake_llm import FakeLLM, Turn, call, text_turn, tool_turn
 
-from evaltrace.collector.convert.rebuild import read_traces
-from evaltrace.collector.convert.records import Trace
+from evaltrace.collector.traces.rebuild import read_traces
+from evaltrace.collector.traces.records import Trace
 
 APPS = Path(__file__).resolve().with_name("apps")
 REPO = Path(__file__).resolve().parents[2]

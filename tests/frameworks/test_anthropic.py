@@ -24,8 +24,8 @@ from _venvs import cached_venv
 from fake_llm import call, text_turn, tool_turn
 from harness import ANSWERS, PROMPTS, SCENARIOS, Recorded, assert_facts, check_readme_recipe, record
 
-from evaltrace.collector.convert.records import Trace
-from evaltrace.evaluators.scorers.outcome import trace_outcome
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.scorers.outcome import trace_outcome
 
 SDK = "anthropic==2.10.0"
 ROUTES: dict[str, tuple[str, ...]] = {

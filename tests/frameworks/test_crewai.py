@@ -17,8 +17,8 @@ import pytest
 from _venvs import cached_venv
 from harness import PROMPTS, SCENARIOS, assert_facts, check_readme_recipe, record
 
-from evaltrace.collector.convert.explain import explain_trace
-from evaltrace.collector.store.reader import iter_traces
+from evaltrace.collector.runfiles.reader import iter_traces
+from evaltrace.collector.traces.explain import explain_trace
 
 REQUIREMENTS = (
     "crewai==1.15.30",

@@ -19,8 +19,8 @@ import pytest
 from _venvs import cached_venv
 from harness import SCENARIOS, assert_facts, check_readme_recipe, record
 
-from evaltrace.collector.convert.explain import explain_trace
-from evaltrace.collector.store.reader import iter_traces
+from evaltrace.collector.runfiles.reader import iter_traces
+from evaltrace.collector.traces.explain import explain_trace
 from tests.frameworks.apps._tools import PROMPTS
 
 REQUIREMENTS = (

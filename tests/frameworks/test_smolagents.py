@@ -19,8 +19,8 @@ from _venvs import cached_venv
 from fake_llm import Turn, call, tool_turn
 from harness import ANSWERS, PROMPTS, SCENARIOS, assert_facts, check_readme_recipe, record
 
-from evaltrace.collector.convert.explain import explain_trace
-from evaltrace.collector.store.reader import iter_traces
+from evaltrace.collector.runfiles.reader import iter_traces
+from evaltrace.collector.traces.explain import explain_trace
 
 REQUIREMENTS = ("smolagents[openai]==1.26.0", "openinference-instrumentation-smolagents==0.1.43")
 

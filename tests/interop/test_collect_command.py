@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 from _receive_process import clean_env
 
-from evaltrace.collector.store.reader import read_spans
+from evaltrace.collector.runfiles.reader import read_spans
 
 APP = Path(__file__).with_name("_collect_child_app.py")
 NODE_APP = Path(__file__).with_name("_collect_node_app.js")

@@ -40,8 +40,8 @@ from opentelemetry.trace import (
 )
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.otlp import decode, jsonformat
-from evaltrace.collector.store import batches
+from evaltrace.collector.otlp.wire import decode, jsonformat
+from evaltrace.collector.runfiles import batches
 
 _REMOTE = SpanContext(
     0x0AF7651916CD43DD8448EB211C80319C,

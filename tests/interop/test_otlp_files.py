@@ -145,8 +145,8 @@ cases:
 
 
 def test_a_long_import_is_written_as_several_complete_files(recorded: Writers, tmp_path: Path) -> None:
-    from evaltrace.collector.store.otlp_frames import OtlpFormat
-    from evaltrace.collector.store.otlp_import import ImportTarget, import_otlp
+    from evaltrace.collector.otlp.files.framing import OtlpFormat
+    from evaltrace.collector.otlp.files.importer import ImportTarget, import_otlp
 
     target = ImportTarget(tmp_path, run_id="original", writer_id="w", max_rows=2, batch_rows=1)
     done = import_otlp(recorded.traces_proto, OtlpFormat.PROTO, target)

@@ -19,7 +19,7 @@ import pytest
 from _otlp_file_fixtures import Writers, gzipped, record_rich
 from _send_fixtures import evaltrace
 
-from evaltrace.collector.store.otlp_frames import OtlpFormat, frames, sniff
+from evaltrace.collector.otlp.files.framing import OtlpFormat, frames, sniff
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def test_empty_otlp_files_metrics_lines_and_folders_are_explained(recorded: Writ
 def test_old_imports_are_pruned_past_the_bound_but_recent_ones_kept(
     recorded: Writers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evaltrace.collector.store import otlp_cache
+    from evaltrace.collector.otlp.files import import_cache as otlp_cache
 
     root = tmp_path / "cache"
     old, recent = root / "imports" / "old", root / "imports" / "recent"

@@ -22,11 +22,11 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import SpanLimits
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.otlp import decode, jsonformat
-from evaltrace.collector.otlp import limits as receive_limits
-from evaltrace.collector.receive.handling import Intake, parse_body
-from evaltrace.collector.receive.workqueue import Signal, WorkQueue
-from evaltrace.collector.store import batches
+from evaltrace.collector.otlp.receive.handling import Intake, parse_body
+from evaltrace.collector.otlp.receive.workqueue import Signal, WorkQueue
+from evaltrace.collector.otlp.wire import decode, jsonformat
+from evaltrace.collector.otlp.wire import limits as receive_limits
+from evaltrace.collector.runfiles import batches
 from tests.interop._otlp_json_gen import Gen, via_protobuf
 
 _SEEDS = range(60)

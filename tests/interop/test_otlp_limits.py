@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.store import otlp_frames
-from evaltrace.collector.store.otlp_frames import OtlpFormat, frames
+from evaltrace.collector.otlp.files import framing as otlp_frames
+from evaltrace.collector.otlp.files.framing import OtlpFormat, frames
 
 _MIB = 1 << 20
 # The peak is the process's own memory's high-water mark (VmHWM), not getrusage's ru_maxrss: Linux
@@ -112,7 +112,7 @@ def test_an_imported_span_holds_the_sdk_limits_as_a_received_one_does(tmp_path: 
     from google.protobuf import json_format
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from evaltrace.collector.store.otlp_requests import Skipped, requests
+    from evaltrace.collector.otlp.files.messages import Skipped, requests
 
     request = _span_of_events(300)
     path = tmp_path / "events.otlp"

@@ -12,7 +12,7 @@ import pytest
 from _receive_process import clean_env, rows, running_collector
 from test_receive_requests import PROTOBUF, _body, post
 
-from evaltrace.collector.receive.config import parse_address
+from evaltrace.collector.otlp.receive.config import parse_address
 
 
 def _collect(*args: str, folder: Path) -> subprocess.CompletedProcess[str]:

@@ -27,9 +27,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from pydantic import SecretStr
 from test_receive_requests import PROTOBUF, _body, post
 
-from evaltrace.collector.receive.config import Address, ReceiverConfig
-from evaltrace.collector.receive.handling import Intake, Refused
-from evaltrace.collector.receive.workqueue import Signal, WorkQueue
+from evaltrace.collector.otlp.receive.config import Address, ReceiverConfig
+from evaltrace.collector.otlp.receive.handling import Intake, Refused
+from evaltrace.collector.otlp.receive.workqueue import Signal, WorkQueue
 
 TOKEN = "s3cret-token-0123456789"
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

@@ -30,9 +30,9 @@ from google.rpc import status_pb2
 from test_receive_refusals import _head, _read_answer
 from test_receive_requests import _body
 
-from evaltrace.collector.capture.exporter import ExporterSettings
-from evaltrace.collector.receive.config import Address, ReceiverConfig
-from evaltrace.collector.receive.server import Receiver
+from evaltrace.collector.otlp.receive.config import Address, ReceiverConfig
+from evaltrace.collector.otlp.receive.server import Receiver
+from evaltrace.collector.record.exporter import ExporterSettings
 
 
 @contextmanager

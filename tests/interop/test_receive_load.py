@@ -31,9 +31,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from evaltrace.collector.capture.exporter import ExporterSettings
-from evaltrace.collector.receive.config import Address, ReceiverConfig
-from evaltrace.collector.receive.server import Receiver
+from evaltrace.collector.otlp.receive.config import Address, ReceiverConfig
+from evaltrace.collector.otlp.receive.server import Receiver
+from evaltrace.collector.record.exporter import ExporterSettings
 
 CLIENT = Path(__file__).with_name("_receive_load_client.py")
 

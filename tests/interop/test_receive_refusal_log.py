@@ -18,7 +18,7 @@ import pytest
 from _receive_process import NO_PROXY, Collector, rows, running_collector
 from test_receive_requests import PROTOBUF, _body, post
 
-from evaltrace.collector.receive.refusals import RefusalLog, summary
+from evaltrace.collector.otlp.receive.refusals import RefusalLog, summary
 
 _SERVICES = {
     "traces": "/opentelemetry.proto.collector.trace.v1.TraceService/Export",

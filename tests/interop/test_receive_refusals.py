@@ -40,9 +40,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
 
-from evaltrace.collector.capture.exporter import ExporterSettings
-from evaltrace.collector.receive.config import Address, ReceiverConfig
-from evaltrace.collector.receive.server import Receiver
+from evaltrace.collector.otlp.receive.config import Address, ReceiverConfig
+from evaltrace.collector.otlp.receive.server import Receiver
+from evaltrace.collector.record.exporter import ExporterSettings
 
 LIMIT = 1024 * 1024
 BODY = 4 * LIMIT

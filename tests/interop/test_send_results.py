@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from _send_fixtures import OtlpReceiver, attributes, evaltrace, running_receiver
 
-from evaltrace.collector.store.reader import read_spans
+from evaltrace.collector.runfiles.reader import read_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_RUNS = ROOT / "samples" / "runs"
@@ -147,8 +147,8 @@ def test_sending_options_without_send_results_are_refused() -> None:
 
 
 def test_each_turn_of_a_conversation_goes_to_its_own_trace() -> None:
-    from evaltrace.evaluators.report.model import EntryResult, SampleResult, ScoreResult
-    from evaltrace.evaluators.report.results_writer import evaluation_results
+    from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult
+    from evaltrace.evaluators.results.report.results_writer import evaluation_results
 
     first, second = "a" * 32, "b" * 32
     sample = SampleResult(

@@ -35,7 +35,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from readme_blocks import bash_block, run_lines
 
-from evaltrace.collector.store.reader import read_spans
+from evaltrace.collector.runfiles.reader import read_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_RUNS = ROOT / "samples" / "runs"

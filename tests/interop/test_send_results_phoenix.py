@@ -23,7 +23,7 @@ from _phoenix import PhoenixServer, running_phoenix
 from _send_fixtures import evaltrace, record_run
 from _serving import serving
 
-from evaltrace.collector.store.reader import read_spans
+from evaltrace.collector.runfiles.reader import read_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_RUNS = ROOT / "samples" / "runs"
@@ -152,8 +152,8 @@ def test_phoenix_api_key_is_sent_as_bearer_only_when_set(key: str) -> None:
 
 
 def test_a_trace_without_a_root_span_is_counted_not_sent() -> None:
-    from evaltrace.collector.send.annotations import PhoenixAnnotations
-    from evaltrace.collector.send.results import EvaluationResult
+    from evaltrace.collector.otlp.send.annotations import PhoenixAnnotations
+    from evaltrace.collector.otlp.send.results import EvaluationResult
 
     seen: list[tuple[str, str, str | None, Any]] = []
     handler = type("Handler", (_PhoenixStandIn,), {"seen": seen})

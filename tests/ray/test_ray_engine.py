@@ -180,8 +180,8 @@ def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tupl
 PLUGIN = """\
 from typing import Any, ClassVar
 
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.registry import register
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
 
 
 @register

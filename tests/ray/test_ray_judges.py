@@ -328,8 +328,8 @@ ASYNC_PLUGIN = """\
 import asyncio
 from typing import Any, ClassVar
 
-from evaltrace.evaluators.scorers.base import Score, Scorer
-from evaltrace.evaluators.scorers.registry import register
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
 
 
 @register

@@ -1,4 +1,4 @@
-"""Cohen's kappa and its 95% interval (evaluators/review/kappa.py) against statsmodels, on many tables."""
+"""Cohen's kappa and its 95% interval (evaluators/results/review/kappa.py) against statsmodels, on many tables."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import warnings
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from evaltrace.evaluators.review.kappa import Confusion, agreement
+from evaltrace.evaluators.results.review.kappa import Confusion, agreement
 
 TABLES = [t for t in itertools.product(range(0, 7, 2), range(0, 5), range(0, 5), range(1, 8, 3)) if sum(t) >= 2]
 

@@ -25,7 +25,7 @@ from _chromium import Page, chromium_executable, headless_page
 from review_server import review_server
 from review_store import CASES, JudgedStore, case_id, judged_store
 
-from evaltrace.evaluators.store.labels import read_labels
+from evaltrace.evaluators.results.store.labels import read_labels
 
 _KEYS = {"Enter": ("Enter", 13, "\r"), "Escape": ("Escape", 27, "")}
 

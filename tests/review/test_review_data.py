@@ -8,7 +8,7 @@ import pytest
 from cli_process import evaltrace
 from review_store import record_traces
 
-from evaltrace.evaluators.review.data import Filters, ReviewData
+from evaltrace.evaluators.results.review.data import Filters, ReviewData
 
 
 def test_a_runs_trace_is_found_among_the_path_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ from cli_process import evaltrace
 from review_server import Server, review_server
 from review_store import record_traces
 
-from evaltrace.evaluators.store.labels import read_labels
+from evaltrace.evaluators.results.store.labels import read_labels
 
 LABEL = {"case_id": "case-01", "trace_id": "", "scorer": "", "label": "fail", "note": "x"}
 """A label of the second trace (its trace id is filled in from the app's own list)."""

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from evaltrace.evaluators.errors import SpecError
-from evaltrace.evaluators.scorers.base import Scorer
-from evaltrace.evaluators.scorers.tools import ToolCorrectness
-from evaltrace.evaluators.scorers.trajectory import Trajectory
-from evaltrace.evaluators.spec.loader import load_spec
-from evaltrace.evaluators.spec.model import RepeatPolicy, resolve_repeat
+from evaltrace.evaluators.scoring.scorers.base import Scorer
+from evaltrace.evaluators.scoring.scorers.tools import ToolCorrectness
+from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
+from evaltrace.evaluators.scoring.spec.loader import load_spec
+from evaltrace.evaluators.scoring.spec.model import RepeatPolicy, resolve_repeat
 
 _TWO_CASES = """\
 cases:

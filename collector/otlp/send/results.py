@@ -1,0 +1,149 @@
+"""Evaluation results as OTel GenAI `gen_ai.evaluation.result` events, sent as OTLP log records.
+
+The GenAI semantic conventions define this event for exactly what `score --send-results` reports:
+one event per evaluation, named by the log record's `event_name`, with the attributes
+`gen_ai.evaluation.name` (required), `gen_ai.evaluation.score.value` and
+`gen_ai.evaluation.score.label` (when there is one), `gen_ai.evaluation.explanation` and
+`error.type` (when the evaluation itself failed). The event should be parented to the span it
+evaluates: each record carries the evaluated trace's trace id and the span id of its root span,
+so a backend shows the score on that trace.
+
+The records come from a resource of their own (`service.name=evaltrace`, overridable with the
+standard `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES`) and the instrumentation scope
+`evaltrace`. They are sent in batches through the SDK's OTLP log exporter (`exporters.Sender`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaltrace.collector.otlp.send.exporters import OtlpTarget, Sender, shown_endpoint, signal_url
+from evaltrace.collector.otlp.send.sdk_objects import LogFields, ResourceCache, readable_log_record
+from evaltrace.collector.terminal import plural
+
+EVENT_NAME = "gen_ai.evaluation.result"
+SCOPE_NAME = "evaltrace"
+DEFAULT_BATCH = 512
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """One evaluation of one trace, as the event reports it."""
+
+    name: str
+    """The evaluator (scorer) name."""
+    trace_id: str
+    """The evaluated trace (32 hex digits)."""
+    span_id: str | None
+    """Its root span (16 hex digits), `None` when the trace has no root span."""
+    score_value: float | None = None
+    score_label: str | None = None
+    explanation: str | None = None
+    error_type: str | None = None
+    judged: bool = False
+    """Whether an LLM judge gave the verdict (Phoenix's annotator kind; not an OTLP attribute)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """More attributes (`evaltrace.case_id`, ...)."""
+
+    def attributes(self) -> dict[str, Any]:
+        """The event's attributes by the conventions (absent values left out), then `extra`."""
+        named = {
+            "gen_ai.evaluation.name": self.name,
+            "gen_ai.evaluation.score.value": self.score_value,
+            "gen_ai.evaluation.score.label": self.score_label,
+            "gen_ai.evaluation.explanation": self.explanation,
+            "error.type": self.error_type,
+        }
+        return {k: v for k, v in {**named, **self.extra}.items() if v is not None}
+
+
+class ResultsSender:
+    """Sends `EvaluationResult`s to one OTLP backend, `batch_size` records per request."""
+
+    def __init__(self, target: OtlpTarget, batch_size: int = DEFAULT_BATCH) -> None:
+        from opentelemetry.sdk.resources import Resource
+
+        self._sender = Sender(target, "logs")
+        self._batch_size = batch_size
+        self._pending: list[Any] = []
+        self._resources = ResourceCache()
+        # `Resource.create` adds OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES and the SDK's own attributes.
+        self._resource = dict(Resource.create({"service.name": SCOPE_NAME}).attributes)
+        self._version = _version()
+
+    @property
+    def sent(self) -> int:
+        """Records the backend has taken."""
+        return self._sender.sent
+
+    @property
+    def where(self) -> str:
+        """The backend, as it may be shown."""
+        target = self._sender.target
+        return shown_endpoint(target.endpoint if target.protocol == "grpc" else signal_url(target.endpoint, "logs"))
+
+    def summary(self) -> str:
+        """What was sent, for the line printed after scoring."""
+        return f"results sent: {plural(self.sent, 'evaluation event')} to {self.where}"
+
+    def check(self) -> None:
+        """Send an empty request, so an unreachable or refusing backend is found before any scoring.
+
+        Raises:
+            InputError: the backend could not be reached or refused the request.
+        """
+        self._sender.send_empty()
+
+    def add(self, result: EvaluationResult) -> None:
+        """Queue one result; a full batch is sent at once.
+
+        Raises:
+            InputError: the backend could not be reached or refused a batch.
+        """
+        self._pending.append(self._record(result))
+        if len(self._pending) >= self._batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send what is queued.
+
+        Raises:
+            InputError: the backend could not be reached or refused the batch.
+        """
+        batch, self._pending = self._pending, []
+        self._sender.send(batch)
+
+    def close(self) -> None:
+        """Drop what is still queued and shut the exporter down."""
+        self._pending = []
+        self._sender.close()
+
+    def _record(self, result: EvaluationResult) -> Any:
+        now = time.time_ns()
+        fields = LogFields(
+            trace_id=result.trace_id,
+            span_id=result.span_id,
+            trace_flags=1,  # the evaluated trace was recorded, hence sampled
+            time_ns=now,
+            observed_time_ns=now,
+            severity_number=None,
+            severity_text=None,
+            event_name=EVENT_NAME,
+            body=None,
+            attributes=result.attributes(),
+            resource=self._resource,
+            scope_name=SCOPE_NAME,
+            scope_version=self._version,
+        )
+        return readable_log_record(fields, self._resources)
+
+
+def _version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("evaltrace")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return None

@@ -1,0 +1,214 @@
+"""`ParquetSpanExporter`: the OTel span exporter that records spans to local Parquet files.
+
+Write path (see `_rolling.py`):
+
+- `export()` runs on the BatchSpanProcessor's worker thread. It converts the batch straight to
+  Arrow columns and appends the record batch to an in-memory buffer.
+- The buffer is rolled into ONE complete Parquet file by size, age, `force_flush()` and
+  `shutdown()`, written under a hidden in-flight name and renamed atomically to
+  `<run_id>--<utc-ts>--<host>-<pid>-<seq>.parquet`, so `*.parquet` only ever names complete files
+  and processes never share a file.
+- A failed write is logged and retried at the next roll (bounded); counts of spans dropped by the
+  processor queue and spans never written are stored in each file's metadata, with an id of the
+  writer, so `evaltrace runs` can show what a run lost.
+- After `fork()` the child starts with an empty buffer, so nothing is written twice.
+
+`ExporterSettings` is shared with the log-record exporter (`log_exporter.py`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaltrace.collector.record._rolling import FileKind, RollingFilesMixin, RollingWriter
+from evaltrace.collector.record.redact import RedactionSettings, Redactor, build_redactor
+from evaltrace.collector.runfiles import batches, layout
+from evaltrace.collector.runfiles.schema import DEFAULT_MAX_ROWS
+
+logger = logging.getLogger("evaltrace")
+
+__all__ = ["ExporterSettings", "ParquetSpanExporter"]
+
+
+def default_run_id() -> str:
+    """A run id unique to this process: UTC timestamp plus random hex."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+_latest_span_run_id: str | None = None
+
+
+def latest_span_run_id() -> str | None:
+    """The run id of the span exporter built last in this process (the log exporter shares it)."""
+    return _latest_span_run_id
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        logger.error("evaltrace: %s=%r is not a number; using %s", name, raw, default)
+        return default
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        logger.error("evaltrace: %s=%r is not an integer; using %s", name, raw, default)
+        return default
+
+
+class ExporterSettings(BaseModel):
+    """Configuration of `ParquetSpanExporter`; `from_env` gives the environment defaults."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    directory: Path = Path("runs")
+    """Folder the files are written to (created when the first file is written)."""
+    run_id: str = Field(default_factory=default_run_id, min_length=1)
+    """Label stored in every row's `run_id` column and used as the file-name prefix."""
+    flush_interval: float = Field(default=10.0, gt=0)
+    """Seconds after which buffered spans are written even if `max_rows` is not reached."""
+    max_rows: int = Field(default=DEFAULT_MAX_ROWS, gt=0)
+    """Buffered rows that trigger a file."""
+    max_buffered_rows: int = Field(default=500_000, gt=0)
+    """Bound of the buffer while writes fail; older batches beyond it are dropped and counted."""
+    redaction: RedactionSettings = Field(default_factory=RedactionSettings)
+    """What to remove or mask before writing."""
+    file_labels: dict[str, str] = Field(default_factory=dict)
+    """Extra `evaltrace.<key>` entries of every file's metadata (`evaltrace collect` sets `received_by`)."""
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> ExporterSettings:
+        """Settings from `EVALTRACE_*` variables; keyword arguments that are not None win."""
+        values: dict[str, Any] = {
+            "directory": Path(os.environ.get("EVALTRACE_DIR") or "runs"),
+            "flush_interval": _env_float("EVALTRACE_FLUSH_INTERVAL", 10.0),
+            "max_rows": _env_int("EVALTRACE_MAX_ROWS", DEFAULT_MAX_ROWS),
+            "redaction": RedactionSettings.from_env(),
+        }
+        if os.environ.get("EVALTRACE_RUN_ID"):
+            values["run_id"] = os.environ["EVALTRACE_RUN_ID"]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        if values["flush_interval"] <= 0 or values["max_rows"] <= 0:
+            logger.error("evaltrace: EVALTRACE_FLUSH_INTERVAL and EVALTRACE_MAX_ROWS must be > 0; using defaults")
+            values["flush_interval"], values["max_rows"] = 10.0, DEFAULT_MAX_ROWS
+        return cls(**values)
+
+    @classmethod
+    def from_arguments(
+        cls,
+        directory: str | os.PathLike[str] | None,
+        run_id: str | None,
+        flush_interval: float | None,
+        max_rows: int | None,
+        redaction: RedactionSettings | None,
+    ) -> ExporterSettings:
+        """An exporter's settings from its keyword arguments, the environment filling the ones left out."""
+        return cls.from_env(
+            directory=Path(directory) if directory is not None else None,
+            run_id=run_id,
+            flush_interval=flush_interval,
+            max_rows=max_rows,
+            redaction=redaction,
+        )
+
+    def rolling_writer(self, kind: FileKind) -> RollingWriter:
+        """A writer of `kind` files with these settings (folder, run id, roll thresholds)."""
+        return RollingWriter(
+            kind,
+            self.directory,
+            self.run_id,
+            flush_interval=self.flush_interval,
+            max_rows=self.max_rows,
+            max_buffered_rows=self.max_buffered_rows,
+            labels=self.file_labels,
+        )
+
+
+class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
+    """Records spans to Parquet files in a folder (`EVALTRACE_DIR`, default `runs`).
+
+    Built with no arguments by OTel auto-configuration (`OTEL_TRACES_EXPORTER=evaltrace`), it
+    reads `EVALTRACE_DIR`, `EVALTRACE_RUN_ID`, `EVALTRACE_FLUSH_INTERVAL`, `EVALTRACE_MAX_ROWS`
+    and the redaction variables. Keyword arguments override the environment.
+
+    Args:
+        directory: target folder.
+        run_id: label stored with every span.
+        flush_interval: seconds before buffered spans are written.
+        max_rows: buffered rows that trigger a file.
+        redaction: redaction settings (default: from the environment).
+        settings: a complete `ExporterSettings` (the other arguments must then be omitted).
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        run_id: str | None = None,
+        flush_interval: float | None = None,
+        max_rows: int | None = None,
+        redaction: RedactionSettings | None = None,
+        settings: ExporterSettings | None = None,
+    ) -> None:
+        if settings is None:
+            settings = ExporterSettings.from_arguments(directory, run_id, flush_interval, max_rows, redaction)
+        self.settings = settings
+        global _latest_span_run_id
+        _latest_span_run_id = settings.run_id
+        self._redactor: Redactor | None = build_redactor(settings.redaction)
+        layout.writer_version()  # looked up now, not in a roll at interpreter exit
+        self._writer = settings.rolling_writer(_SPAN_FILES)
+
+    @property
+    def unwritten_spans(self) -> int:
+        """Spans this process encoded but could not write and had to drop (or failed to encode)."""
+        return self._writer.unwritten
+
+    @property
+    def dropped_spans(self) -> int:
+        """Spans dropped by the batch processor's full queue before reaching the exporter."""
+        return self._writer.dropped
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Encode a batch and buffer it; writes a file when the row threshold is reached."""
+        if self._writer.closed:
+            return SpanExportResult.FAILURE
+        try:
+            batch = batches.encode_spans(spans, self.settings.run_id, self._redactor)
+        except Exception:
+            logger.exception("evaltrace: could not encode %d spans; they are dropped", len(spans))
+            self._writer.note_unwritten(len(spans))
+            return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS if self._buffer(batch) else SpanExportResult.FAILURE
+
+
+def _span_metadata(run_id: str, dropped: int, unwritten: int, writer_id: str) -> dict[str, str]:
+    return layout.file_metadata(run_id, dropped, unwritten, writer_id=writer_id)
+
+
+def _write_spans(batches: Sequence[Any], path: str, metadata: dict[str, str]) -> int:
+    return layout.write_parquet(batches, path, metadata)  # looked up per call: tests replace it
+
+
+_SPAN_FILES = FileKind(
+    noun="spans",
+    suffix=".parquet",
+    write=_write_spans,
+    rows=layout.batch_rows,
+    metadata=_span_metadata,
+)

@@ -1,0 +1,146 @@
+"""`ParquetLogExporter`: the OTel log-record exporter that records GenAI events beside the spans.
+
+Instrumentations such as `opentelemetry-instrumentation-openai-v2` (in its default mode) send
+message content as OTel log records ("GenAI events": `gen_ai.user.message`, `gen_ai.choice`,
+...), not as span attributes. This exporter writes them to `*.logs.parquet` files in the same
+folder as the span files (`EVALTRACE_DIR`), with the same rules (`_rolling.py`): buffered, rolled
+by size, age, `force_flush()` and `shutdown()`, written under a hidden in-flight name and renamed
+atomically; never raising into the application and never writing on its threads unless asked.
+The redaction settings of the span exporter (`EVALTRACE_CAPTURE_CONTENT`, `EVALTRACE_REDACT_*`)
+apply to log bodies and attributes too.
+
+Registered in the entry-point group `opentelemetry_logs_exporter` as `evaltrace`, so
+`OTEL_LOGS_EXPORTER=evaltrace` selects it (evaltrace's distro does so by default when
+`OTEL_TRACES_EXPORTER` names `evaltrace`). The reader attaches each record that has a trace and
+span id to its span as a span event.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+else:
+    try:  # the SDK renamed its log exporter interface; older ones have the first names only
+        from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+    except ImportError:  # pragma: no cover - depends on the installed SDK
+        from opentelemetry.sdk._logs.export import LogExporter as LogRecordExporter
+        from opentelemetry.sdk._logs.export import LogExportResult as LogRecordExportResult
+
+from evaltrace.collector.record._rolling import FileKind, RollingFilesMixin
+from evaltrace.collector.record.exporter import ExporterSettings, latest_span_run_id
+from evaltrace.collector.record.redact import RedactionSettings, build_redactor
+from evaltrace.collector.runfiles import batches, logs_layout
+from evaltrace.collector.runfiles.layout import writer_version
+from evaltrace.collector.runfiles.schema import LOGS_FILE_SUFFIX
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk._logs import ReadableLogRecord
+
+logger = logging.getLogger("evaltrace")
+
+__all__ = ["EvaltraceLogRecordProcessor", "ParquetLogExporter"]
+
+
+def _write_logs(batches: Sequence[Any], path: str, metadata: dict[str, str]) -> int:
+    return logs_layout.write_logs_parquet(batches, path, metadata)  # looked up per call: tests replace it
+
+
+def _logs_metadata(run_id: str, dropped: int, unwritten: int, writer_id: str) -> dict[str, str]:
+    return logs_layout.logs_file_metadata(run_id, dropped, unwritten, writer_id=writer_id)
+
+
+_LOG_FILES = FileKind(
+    noun="log records",
+    suffix=LOGS_FILE_SUFFIX,
+    write=_write_logs,
+    rows=logs_layout.batch_rows,
+    metadata=_logs_metadata,
+)
+
+
+class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
+    """Records OTel log records to `*.logs.parquet` files in a folder (`EVALTRACE_DIR`, default `runs`).
+
+    Built with no arguments by OTel auto-configuration (`OTEL_LOGS_EXPORTER=evaltrace`), it reads
+    the same variables as `ParquetSpanExporter`. Keyword arguments override the environment.
+    Without a run id (argument or `EVALTRACE_RUN_ID`), it takes that of the span exporter built
+    in this process (auto-configuration builds that one first), so a run's spans and log records
+    carry one run id.
+
+    Args:
+        directory: target folder.
+        run_id: label stored with every record.
+        flush_interval: seconds before buffered records are written.
+        max_rows: buffered records that trigger a file.
+        redaction: redaction settings (default: from the environment).
+        settings: a complete `ExporterSettings` (the other arguments must then be omitted).
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        run_id: str | None = None,
+        flush_interval: float | None = None,
+        max_rows: int | None = None,
+        redaction: RedactionSettings | None = None,
+        settings: ExporterSettings | None = None,
+    ) -> None:
+        if settings is None:
+            if run_id is None and not os.environ.get("EVALTRACE_RUN_ID"):
+                run_id = latest_span_run_id()
+            settings = ExporterSettings.from_arguments(directory, run_id, flush_interval, max_rows, redaction)
+        self.settings = settings
+        self._encoder = batches.LogEncoder(settings.run_id, build_redactor(settings.redaction))
+        writer_version()  # looked up now, not in a roll at interpreter exit
+        self._writer = settings.rolling_writer(_LOG_FILES)
+
+    @property
+    def unwritten_records(self) -> int:
+        """Records this process could not write and had to drop (or failed to encode)."""
+        return self._writer.unwritten
+
+    @property
+    def dropped_records(self) -> int:
+        """Records dropped by the batch processor's full queue before reaching the exporter."""
+        return self._writer.dropped
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        """Encode a batch and buffer it; writes a file when the row threshold is reached."""
+        if self._writer.closed:
+            return LogRecordExportResult.FAILURE
+        try:
+            encoded = self._encoder.encode(batch, self._writer.writer_id)
+        except Exception:
+            logger.exception("evaltrace: could not encode %d log records; they are dropped", len(batch))
+            self._writer.note_unwritten(len(batch))
+            return LogRecordExportResult.FAILURE
+        return LogRecordExportResult.SUCCESS if self._buffer(encoded) else LogRecordExportResult.FAILURE
+
+
+class EvaltraceLogRecordProcessor(BatchLogRecordProcessor):
+    """A `BatchLogRecordProcessor` that writes the exporter's file on `force_flush` and counts queue drops.
+
+    The SDK's batch processor never calls the exporter's `force_flush`, so without this a
+    `provider.force_flush()` would leave records buffered until the next timed roll.
+    """
+
+    def __init__(self, exporter: ParquetLogExporter, *args: Any, **kwargs: Any) -> None:
+        super().__init__(exporter, *args, **kwargs)
+        self.exporter = exporter
+        from evaltrace.collector.record.recording import count_queue_drops
+
+        count_queue_drops(self, exporter.note_dropped, "log records")
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Export the queue, then write the exporter's buffer to a file."""
+        if not super().force_flush(timeout_millis):
+            return False
+        return self.exporter.force_flush()

@@ -1,0 +1,131 @@
+"""`tool_call`: one `execute_tool` span around a tool a hand-written loop runs.
+
+An instrumented model client records the model asking for a tool; nothing records the tool
+running, its result or its failure unless the loop writes that span. `tool_call` writes it by the
+OTel GenAI conventions the converter reads for every framework: named `execute_tool {name}`, with
+`gen_ai.operation.name=execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, the arguments as
+`gen_ai.tool.call.arguments` and the result as `gen_ai.tool.call.result` (JSON text unless the
+value is already text)::
+
+    with agent_run("weather", input=question) as run:
+        ...
+        with tool_call("get_weather", {"city": "Paris"}, call_id=call.id) as call:
+            call.result = get_weather("Paris")
+
+An exception raised inside is the call's error (status ERROR, an `exception` event, `error.type`)
+and propagates. Inside an `agent_run` (or any current span) the span is its child. Outside one
+it is still recorded, as a trace of its own (as a model call made outside a run is), and the
+`evaltrace` logger warns once: a tool span with no run around it is no agent's tool call, so the
+converter rebuilds no tool call from it. The span goes to whatever
+tracer provider is set, and `EVALTRACE_CAPTURE_CONTENT=0` (or a redaction setting) removes the
+arguments and the result from the files as it does for every span.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind
+
+from evaltrace.collector.record._span_scope import SpanScope
+from evaltrace.collector.record.agent_run import as_text, record_error
+
+__all__ = ["ToolCallRun", "tool_call"]
+
+_TRACER_NAME = "evaltrace.collector.tool_call"
+logger = logging.getLogger("evaltrace")
+_warned_outside_run = False
+
+
+class ToolCallRun:
+    """The handle of one tool call: set `result` to what the tool returned."""
+
+    def __init__(self, span: Span, name: str, arguments: Any, call_id: str | None) -> None:
+        self.span = span
+        self.name = name
+        self.arguments = arguments
+        self.call_id = call_id
+        self._result: Any = None
+
+    @property
+    def result(self) -> Any:
+        """What the tool returned, as given (`None` until set)."""
+        return self._result
+
+    @result.setter
+    def result(self, value: Any) -> None:
+        self._result = value
+        if value is not None:
+            self.span.set_attribute("gen_ai.tool.call.result", as_text(value))
+
+
+class tool_call(SpanScope[ToolCallRun]):  # lower case: used as a function (`with tool_call(...)`)
+    """Make one `execute_tool` span around a tool's run (a context manager, sync or async).
+
+    Args:
+        name: the tool's name (`gen_ai.tool.name`; the span is `execute_tool {name}`).
+        arguments: the call's arguments (`gen_ai.tool.call.arguments`): a mapping or value kept as
+            JSON, or the JSON text the model sent.
+        call_id: the model's id for the call (`gen_ai.tool.call.id`), which pairs the run with
+            the request in the model's reply.
+        tracer_provider: the provider to make the span with (default: the global one).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        arguments: Any = None,
+        call_id: str | None = None,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+    ) -> None:
+        self.name = name
+        self.arguments = arguments
+        self.call_id = call_id
+        self.tracer_provider = tracer_provider
+        super().__init__()
+
+    def _attributes(self) -> dict[str, str]:
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": self.name}
+        if self.call_id is not None:
+            attributes["gen_ai.tool.call.id"] = self.call_id
+        if self.arguments is not None:
+            attributes["gen_ai.tool.call.arguments"] = as_text(self.arguments)
+        return attributes
+
+    @contextmanager
+    def _run(self) -> Iterator[ToolCallRun]:
+        tracer = trace.get_tracer(_TRACER_NAME, tracer_provider=self.tracer_provider)
+        outside = not trace.get_current_span().get_span_context().is_valid
+        with tracer.start_as_current_span(
+            f"execute_tool {self.name}",
+            kind=SpanKind.INTERNAL,
+            attributes=self._attributes(),
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            if outside and span.is_recording():
+                _warn_outside_run(self.name)
+            try:
+                yield ToolCallRun(span, self.name, self.arguments, self.call_id)
+            except BaseException as exc:
+                record_error(span, exc)
+                raise
+
+    def _open(self) -> AbstractContextManager[ToolCallRun]:
+        return self._run()
+
+
+def _warn_outside_run(name: str) -> None:
+    global _warned_outside_run
+    if not _warned_outside_run:  # once per process: a loop would repeat it for every call
+        _warned_outside_run = True
+        logger.warning(
+            "tool_call %r ran outside any agent_run: recorded as a trace of its own, which no agent run "
+            "holds; wrap the loop in agent_run(...) to record it as the run's tool call",
+            name,
+        )

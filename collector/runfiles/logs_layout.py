@@ -1,0 +1,84 @@
+"""The Arrow/Parquet layout of log-record files (logs schema version 1) and their encoding.
+
+OTel log records (GenAI events such as `gen_ai.user.message` or `gen_ai.choice`) are written to
+their own files beside the span files, one row per record. A record keeps its trace and span ids
+(hex, null when it was emitted outside a span), times, severity, event name (the SDK's
+`event_name`, else the `event.name` attribute), body and attributes (JSON text, after redaction),
+run id, service and resource. `log_id` (writer id + a per-writer sequence number) names each
+record, so readers drop copies of a record found in two files.
+
+Redaction applies to the body and the attributes as it does to span attributes: a body that is
+a map is redacted key by key (so `content` goes with `EVALTRACE_CAPTURE_CONTENT=0` and a
+`message` or `tool_calls` value keeps its structure without its content); any other body is
+treated as content. Nested values are handed to the `Redactor` as JSON text, the form it strips
+and masks, and decoded again after.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from evaltrace.collector.runfiles.layout import write_parquet, writer_version
+from evaltrace.collector.runfiles.schema import (
+    LOG_COLUMNS,
+    LOGS_SCHEMA_VERSION,
+    METADATA_SCHEMA_VERSION,
+    METADATA_SIGNAL,
+    SIGNAL_LOGS,
+)
+
+if TYPE_CHECKING:
+    pass
+
+_TS = pa.timestamp("ns", tz="UTC")
+_TYPES: dict[str, pa.DataType] = {
+    "trace_id": pa.string(),
+    "span_id": pa.string(),
+    "trace_flags": pa.int32(),
+    "time": _TS,
+    "observed_time": _TS,
+    "severity_number": pa.int32(),
+    "severity_text": pa.string(),
+    "event_name": pa.string(),
+    "body": pa.string(),
+    "attributes": pa.string(),
+    "log_id": pa.string(),
+    "run_id": pa.string(),
+    "service_name": pa.string(),
+    "scope_name": pa.string(),
+    "scope_version": pa.string(),
+    "resource": pa.string(),
+    "dropped_attributes_count": pa.int32(),
+}
+_NOT_NULL = {"observed_time", "attributes", "log_id"}
+LOGS_SCHEMA = pa.schema([pa.field(c, _TYPES[c], nullable=c not in _NOT_NULL) for c in LOG_COLUMNS])
+
+
+def batch_rows(batch: Any) -> int:
+    """Rows of an encoded batch."""
+    return int(batch.num_rows)
+
+
+def write_logs_parquet(batches: Sequence[Any], path: str, metadata: Mapping[str, str]) -> int:
+    """Write `batches` of log rows as one Parquet file at `path` (settings as for span files)."""
+    return write_parquet(batches, path, metadata, LOGS_SCHEMA)
+
+
+def logs_file_metadata(run_id: str, dropped: int, unwritten: int, **extra: str) -> dict[str, str]:
+    """The key-value metadata of every log-record file (`extra` adds `evaltrace.<key>` entries)."""
+    return {
+        METADATA_SIGNAL.decode(): SIGNAL_LOGS,
+        METADATA_SCHEMA_VERSION.decode(): str(LOGS_SCHEMA_VERSION),
+        "evaltrace.writer_version": writer_version(),
+        "evaltrace.host": socket.gethostname(),
+        "evaltrace.pid": str(os.getpid()),
+        "evaltrace.run_id": run_id,
+        "evaltrace.dropped_log_records": str(dropped),
+        "evaltrace.unwritten_log_records": str(unwritten),
+        **{f"evaltrace.{key}": value for key, value in extra.items()},
+    }

@@ -1,0 +1,182 @@
+"""Rebuild agent traces (`Trace` records) from recorded spans, whatever instrumentation wrote them.
+
+Each span is classified by the first extractor in `DETECTION_ORDER` that recognises it (the
+convention is detected from the attributes present, never from a library name), the spans of a
+trace are arranged into a tree (children may arrive before parents, in any file), and `Trace`
+records are assembled from the tree by `_assemble.py` (its module docstring states what counts as
+an iteration, a tool call and a nested agent).
+
+Typical use::
+
+    from evaltrace.collector.traces.rebuild import read_traces
+
+    for trace in read_traces(["runs/"]):
+        print(trace.input, [c.name for c in trace.tool_calls], trace.output)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final
+
+from evaltrace.collector.gc_policy import collections_paused
+from evaltrace.collector.runfiles.spans import Span
+from evaltrace.collector.traces._assemble import Assembler
+from evaltrace.collector.traces._normalized import NormalizedSpan
+from evaltrace.collector.traces._spanutil import span_error, span_label
+from evaltrace.collector.traces._tree import SpanTree, build_tree
+from evaltrace.collector.traces.conventions import adk, genai, openinference, openllmetry, structure
+from evaltrace.collector.traces.records import Conversation, Trace
+from evaltrace.collector.traces.version import CONVERTER_VERSION as CONVERTER_VERSION  # defined there, bumped there
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from evaltrace.collector.runfiles.runfiles import Location
+    from evaltrace.collector.runfiles.shard import Shard
+
+logger = logging.getLogger(__name__)
+
+Extractor = Callable[[Span], NormalizedSpan | None]
+
+DETECTION_ORDER: Final[tuple[Extractor, ...]] = (
+    openinference.extract,
+    openllmetry.extract,
+    genai.extract,
+    genai.extract_events,
+    genai.extract_pydantic_ai,
+    adk.extract,
+    structure.extract,
+)
+"""Extractors in the order they are tried (most specific first):
+OpenInference, OpenLLMetry, GenAI v1.37+, GenAI per-message events, pydantic-ai's own
+attributes, Google ADK's vendor content attributes, then bare `gen_ai.operation.name`
+structure. The first that returns a result wins. A new convention is one module in
+`conventions/` and one entry here."""
+
+
+def _label(extract: Extractor) -> str:
+    return f"{extract.__module__}:{extract.__name__}"
+
+
+def classify(span: Span) -> NormalizedSpan:
+    """What `span` is, per the first extractor that recognises it; `other` when none does."""
+    for extract in DETECTION_ORDER:
+        try:
+            found = extract(span)
+        except Exception as exc:  # one malformed span must not make a whole run unreadable
+            logger.warning("extractor %s failed on %s", _label(extract), span_label(span), exc_info=True)
+            fallback = NormalizedSpan(span=span, role="other", convention="none", error=span_error(span))
+            fallback.warnings.append(
+                f"{span_label(span)}: {_label(extract)} failed ({type(exc).__name__}: {exc}); span ignored"
+            )
+            return fallback
+        if found is not None:
+            return found
+    return NormalizedSpan(span=span, role="other", convention="none", error=span_error(span))
+
+
+def convert_trace(spans: list[Span], *, histories: bool = True) -> list[Trace]:
+    """Rebuild the traces of one OTel trace.
+
+    Args:
+        spans: All spans of one trace id, in any order (duplicates are ignored).
+        histories: Fill in each iteration's prompt (`Iteration.input_messages`). With `False`
+            they stay `None`, which saves up to a quarter of the work, since every model call
+            resends the conversation so far; tool results and the input still come from them.
+
+    Returns:
+        One `Trace` per root span (normally exactly one); empty for no spans.
+    """
+    if not spans:
+        return []
+    # Rebuilding allocates many small objects and no garbage cycles (temporaries go with their
+    # last reference): the cyclic GC's collections during it free nothing. Paused per trace, it
+    # cost ~10% of a cold rebuild; what the trace keeps is scanned by the next collection after.
+    with collections_paused():
+        return _convert_tree(build_tree(spans), histories)
+
+
+def _convert_tree(tree: SpanTree, histories: bool) -> list[Trace]:
+    classified = {span_id: classify(span) for span_id, span in tree.spans.items()}
+    if histories:
+        # Every model span's prompt, iteration or not, so each one reports its own parse warnings.
+        for normalized in classified.values():
+            if normalized.llm is not None:
+                normalized.llm.inputs()
+    return Assembler(tree, classified, histories=histories).traces()
+
+
+def convert_spans(spans: Iterable[Span], *, histories: bool = True) -> list[Trace]:
+    """Rebuild the traces of spans from any number of trace ids, ordered by start time.
+
+    `histories` as for `convert_trace`.
+    """
+    by_trace: dict[str, list[Span]] = {}
+    for span in spans:
+        by_trace.setdefault(span.trace_id, []).append(span)
+    traces = [trace for group in by_trace.values() for trace in convert_trace(group, histories=histories)]
+    return sorted(traces, key=_start_key)
+
+
+def read_traces(
+    paths: Iterable[str | os.PathLike[str]],
+    shard: Shard | None = None,
+    *,
+    histories: bool = True,
+    trace_ids: Iterable[str] | None = None,
+) -> Iterator[Trace]:
+    """Read span files and yield their traces, one recorded trace at a time.
+
+    Args:
+        paths: Files, folders (every `*.parquet` in them) or globs, as the CLI accepts them.
+        shard: Only the recorded traces of this shard (see `reader.Shard`); all when `None`.
+        histories: Fill in the iterations' prompts (see `convert_trace`).
+        trace_ids: Only the recorded traces with these ids (exact); only their rows are decoded.
+
+    Raises:
+        InputError: A path matches no file, or a file is not an evaltrace span file.
+    """
+    from evaltrace.collector.runfiles.reader import iter_traces
+
+    for spans in iter_traces(paths, shard, trace_ids=trace_ids):
+        yield from convert_trace(spans, histories=histories)
+
+
+def convert_span_rows(
+    parts: Sequence[tuple[Location, Sequence[pa.RecordBatch]]], *, histories: bool = True
+) -> Iterator[Trace]:
+    """`read_traces` over span rows already read, file by file (see `reader.span_groups_of_rows`).
+
+    Raises:
+        InputError: a row is malformed (named with its file).
+    """
+    from evaltrace.collector.runfiles.reader import span_groups_of_rows
+
+    for spans in span_groups_of_rows(parts):
+        yield from convert_trace(spans, histories=histories)
+
+
+def group_conversations(traces: Iterable[Trace]) -> list[Conversation]:
+    """Group traces into conversations by `conversation_id`, ordered by start time.
+
+    A trace without a conversation id forms a conversation of its own, keyed by its trace id.
+    Traces inside a conversation, and the conversations themselves, are ordered by start time.
+    """
+    groups: dict[str, list[Trace]] = {}
+    for trace in traces:
+        groups.setdefault(trace.conversation_id or trace.trace_id, []).append(trace)
+    conversations = [
+        Conversation(conversation_id=key, traces=sorted(members, key=_start_key)) for key, members in groups.items()
+    ]
+    return sorted(conversations, key=lambda c: _start_key(c.traces[0]))
+
+
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+
+def _start_key(trace: Trace) -> tuple[datetime, str, str]:
+    return trace.start_time or _EARLIEST, trace.trace_id, trace.root_span_id or ""

@@ -1,0 +1,197 @@
+"""What every report writer receives: typed entries, one at a time, in report order, then the header.
+
+Scored samples wait on disk as compact JSON until their entry is written, so memory does not grow
+with the number of traces. A `ReportEntry` is typed (`result()` gives the `EntryResult`, parsing
+the waiting JSON only then) and keeps that JSON beside it (`json_chunks()`), so the JSON
+writer copies it without parsing. A new format is a module with a class satisfying
+`ReportFormat` and one line in `formats.FORMATS` (which also feeds several formats at once).
+
+The engine parks each sample as a *record* (`park`): its JSON plus a side part for writers that
+want the sample's values without parsing that JSON (the score store's rows). An entry a scoring
+worker decided comes as its JSON up to its samples and the fields the store's rows repeat
+(`ReportEntry.decided`, `EntryFields`): the parent makes no model of it unless a writer asks.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple, Protocol
+
+from evaltrace.evaluators.results.report.model import EntryResult, EntryStatus, Report
+
+_LENGTH = struct.Struct("<I")
+
+
+def park(json: bytes, side: bytes) -> bytes:
+    """One sample's record: its compact JSON and a side part, as `unpark` splits them again."""
+    return _LENGTH.pack(len(json)) + json + side
+
+
+def unpark(record: bytes) -> tuple[bytes, bytes]:
+    """A record's JSON and side part."""
+    end = _LENGTH.size + _LENGTH.unpack_from(record)[0]
+    return record[_LENGTH.size : end], record[end:]
+
+
+class EntryFields(NamedTuple):
+    """An entry's own values, without its scores and samples: what the score store's rows repeat."""
+
+    case_id: str | None
+    tier: str | None
+    tags: tuple[str, ...]
+    rule: str | None
+    status: EntryStatus
+    passed: bool | None
+    pass_rate: float | None
+
+    @classmethod
+    def of(cls, entry: EntryResult) -> EntryFields:
+        """`entry`'s fields."""
+        return cls(
+            entry.case_id, entry.tier, tuple(entry.tags), entry.rule, entry.status, entry.passed, entry.pass_rate
+        )
+
+
+def head_json(entry: EntryResult, scores: bytes | None = None) -> bytes:
+    """`entry`'s compact JSON object up to its samples' (`...,"samples":[`): they come last.
+
+    `scores`: its scores as a JSON list (as `decide_case_json` keeps them), `entry.scores` being empty.
+
+    Raises:
+        ValueError: `scores` given for an entry that has its own.
+    """
+    if scores is not None and entry.scores:
+        raise ValueError("an entry given its scores as JSON must leave its own scores empty")
+    # The serializer's bytes, without `model_dump_json`'s round trip through `str`.
+    head = entry.__pydantic_serializer__.to_json(entry, exclude={"samples"})
+    if scores is not None:
+        head = _with_scores(head, scores)
+    return head[:-1] + b',"samples":['
+
+
+class ReportEntry:
+    """One entry of the report as the engine hands it to the writers.
+
+    An entry comes whole (`of`), as its JSON (`from_json`), or as a scoring worker `decided` it: its
+    JSON up to its samples, its fields, and its samples' records, read from disk on first use.
+    `result()` parses the entry at most once and the records are read once, so an entry given to
+    several writers (`formats.FanOut`) is read and parsed once for all of them.
+    """
+
+    __slots__ = ("_entry", "_json", "_records", "_result", "_head")
+
+    def __init__(
+        self,
+        entry: EntryResult | None,
+        json: bytes | None,
+        head: tuple[bytes, EntryFields, Callable[[], Iterable[bytes]]] | None = None,
+    ) -> None:
+        self._entry = entry
+        self._json = json
+        self._head = head
+        """A `decided` entry's JSON up to its samples, its fields and its records' reader."""
+        self._records: list[tuple[bytes, bytes]] | None = None
+        """The samples as (JSON, side part) pairs, once read."""
+        self._result: EntryResult | None = entry
+
+    @classmethod
+    def of(cls, entry: EntryResult) -> ReportEntry:
+        """An entry held whole in memory."""
+        return cls(entry, None)
+
+    @classmethod
+    def from_json(cls, payload: bytes) -> ReportEntry:
+        """An entry given as its compact JSON object (parsed only if `result()` is asked)."""
+        return cls(None, payload)
+
+    @classmethod
+    def decided(cls, head: bytes, fields: EntryFields, records: Callable[[], Iterable[bytes]]) -> ReportEntry:
+        """An entry given as its JSON up to its samples (`head_json`) and its fields, with its records.
+
+        The samples' records (see `park`) are read on first use. A scoring worker decided the entry:
+        nothing is parsed unless `result()` is asked.
+        """
+        return cls(None, None, (head, fields, records))
+
+    def fields(self) -> EntryFields | None:
+        """The entry's fields when it was `decided`, else `None`."""
+        return self._head[1] if self._head is not None else None
+
+    def sides(self) -> list[bytes] | None:
+        """The side parts of the samples' records, in order; `None` unless every record has one."""
+        records = self._samples()
+        if records is None or any(not side for _, side in records):
+            return None
+        return [side for _, side in records]
+
+    def result(self) -> EntryResult:
+        """The entry, samples included: parsed from its JSON (once), as a reader of the JSON report sees it."""
+        if self._result is None:
+            self._result = EntryResult.model_validate_json(self.json_bytes())
+        return self._result
+
+    def json_bytes(self) -> bytes:
+        """The entry's compact JSON object in one piece (what `json_chunks` gives, joined)."""
+        return b"".join(self.json_chunks())
+
+    def json_chunks(self) -> Iterator[bytes]:
+        """The entry as the pieces of its compact JSON object: the samples' JSON copied as stored."""
+        if self._json is not None:
+            yield self._json
+            return
+        records = self._samples()
+        if records is None or self._head is None:
+            assert self._entry is not None
+            yield self._entry.model_dump_json().encode()
+            return
+        yield self._head[0]
+        for index, (payload, _) in enumerate(records):
+            yield b"," + payload if index else payload
+        yield b"]}"
+
+    def _samples(self) -> list[tuple[bytes, bytes]] | None:
+        if self._records is None and self._head is not None:
+            self._records = [unpark(record) for record in self._head[2]()]
+        return self._records
+
+
+_NO_SCORES = b',"scores":[],'
+
+
+def _with_scores(head: bytes, scores: bytes) -> bytes:
+    """An entry's JSON object (scores empty) with `scores` as its scores.
+
+    The first `,"scores":[],` is the key's: the fields before it are plain values, and inside a JSON
+    string every quote is escaped, so the text cannot appear within one.
+    """
+    at = head.index(_NO_SCORES)
+    return b"".join((head[:at], b',"scores":', scores, b",", head[at + len(_NO_SCORES) :]))
+
+
+class EntrySink(Protocol):
+    """Where the engine sends the entries, in report order."""
+
+    def add(self, entry: ReportEntry) -> None:
+        """Take one entry."""
+
+
+class ReportFormat(EntrySink, Protocol):
+    """A report writer: the entries as they come, then the header once scoring is done."""
+
+    def finish(self, report: Report) -> None:
+        """Write `report`'s header (its `entries` were given to `add`) and publish the output."""
+
+    def abort(self) -> None:
+        """Drop an unfinished output."""
+
+
+class EntryList:
+    """An `EntrySink` keeping the entries in memory (for `score_traces`)."""
+
+    def __init__(self) -> None:
+        self.entries: list[EntryResult] = []
+
+    def add(self, entry: ReportEntry) -> None:
+        """Keep the entry, samples parsed."""
+        self.entries.append(entry.result())

@@ -1,0 +1,100 @@
+"""A scored sample's values for the scores table, packed when the sample is parked.
+
+The engine parks each sample's JSON until the end of the run (`engine/_spill.py`); beside it goes
+this side part (`report.writer.park`), so the score store makes its rows from the values the
+sample had when it was scored, without parsing the JSON back into models. `marshal` packs plain
+values only (no code, no objects): times travel as microseconds since the epoch, the scorer's
+details as the JSON text the store keeps. A result's columns are packed in the row's order, its
+scorer's version and configuration hash included (paired in the process that scored the sample,
+so a sharded run hashes the scorers in its workers), so the store only prefixes the entry's columns.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+from evaltrace.evaluators.results.report.model import SampleResult
+from evaltrace.evaluators.results.store.identities import ScorerIdentity
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+RESULT_COLUMNS = ("trace_id", "turn", "scorer", "scorer_version", "config_hash", "passed", "value", "reason", "error")
+"""A result's columns of the scores table as `SampleSide.results` holds them, followed by `details`."""
+ERROR_AT = RESULT_COLUMNS.index("error")
+
+
+class SampleSide(NamedTuple):
+    """One sample's values for the scores table, as its rows hold them."""
+
+    values: tuple[str | int | float | None, ...]
+    """The sample's columns after `sample_index`: conversation id, start time (microseconds since
+    the epoch, UTC), duration, input and output tokens, cost."""
+    trace_id: str | None
+    """The sample's trace: the trace id of the one row of a sample without results."""
+    results: tuple[tuple[Any, ...], ...]
+    """Per scorer result, its columns (`RESULT_COLUMNS`, then the details as JSON text)."""
+
+
+def micros(moment: datetime | None) -> int | None:
+    """`moment` as microseconds since the epoch, as Arrow stores a UTC timestamp (a naive time is UTC)."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+_DETAILS = json.JSONEncoder(ensure_ascii=False, default=str)
+"""What `json.dumps(details, ensure_ascii=False, default=str)` gives, without making an encoder per call."""
+
+
+def details_text(details: dict[str, Any] | None) -> str | None:
+    """The scorer's details as the store keeps them (JSON text; objects JSON lacks as their `str`)."""
+    return None if details is None else _DETAILS.encode(details)
+
+
+def pack_side(sample: SampleResult, identities: Sequence[ScorerIdentity | None]) -> bytes:
+    """A sample's values for its rows, packed; empty when one cannot be packed (the store then parses the JSON).
+
+    Args:
+        sample: the scored sample.
+        identities: the scorer of each of its results (`ScorerPairing.identities`).
+    """
+    try:
+        return marshal.dumps(tuple(sample_side(sample, identities)))  # marshal takes no tuple subclass
+    except ValueError:  # a value of a type marshal does not take (a plugin's str subclass, say)
+        return b""
+
+
+def unpack_side(data: bytes) -> SampleSide:
+    """A side packed by `pack_side`."""
+    return SampleSide(*marshal.loads(data))
+
+
+def sample_side(sample: SampleResult, identities: Sequence[ScorerIdentity | None]) -> SampleSide:
+    """A sample's values for its rows (what `pack_side` packs); `identities` as for `pack_side`."""
+    usage = sample.usage
+    values = (sample.conversation_id, micros(sample.start_time), sample.duration_seconds, usage.input_tokens)
+    trace_id, trace_ids = sample.trace_id, sample.trace_ids
+    results = tuple(
+        (
+            *(_trace_of(trace_id, trace_ids, score.turn), score.turn, score.scorer),
+            *((identity.version, identity.config_hash) if identity is not None else (None, None)),
+            *(score.passed, score.value, score.reason, score.error, details_text(score.details)),
+        )
+        for score, identity in zip(sample.scores, identities, strict=True)
+    )
+    return SampleSide((*values, usage.output_tokens, sample.cost_usd), trace_id, results)
+
+
+def _trace_of(trace_id: str | None, trace_ids: Sequence[str], turn: int | None) -> str | None:
+    """The trace a result was computed on: a turn's own trace in a conversation, else the sample's."""
+    if turn is None or not trace_ids:
+        return trace_id
+    return trace_ids[turn - 1] if turn <= len(trace_ids) else None

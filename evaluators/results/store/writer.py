@@ -1,0 +1,227 @@
+"""Writing one scoring run into the score store: a `ReportFormat` fed the entries as they come.
+
+Both files of the run are opened under hidden temporary names when the writer is made (so a store
+that cannot be written is reported before any scoring work). Entries become rows of the scores
+table, written to Parquet a row group at a time, so memory stays bounded by one batch. `finish`
+renames the scores file into place, then writes and renames the run's row: the run is listed
+only once complete. Nothing already in the store is ever rewritten, and two scorings at once
+write different files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evaltrace.collector.errors import InputError
+from evaltrace.evaluators.results.report.model import REPORT_SCHEMA_VERSION, Report
+from evaltrace.evaluators.results.report.writer import ReportEntry
+from evaltrace.evaluators.results.store.arrays import column
+from evaltrace.evaluators.results.store.location import new_run_id, store_error
+from evaltrace.evaluators.results.store.rows import RunContext, ScorerIndex, ScoreRows
+from evaltrace.evaluators.results.store.schema import RUNS_FOLDER, RUNS_SCHEMA, SCORES_FOLDER, SCORES_SCHEMA
+from evaltrace.evaluators.results.store.sides import unpack_side
+from evaltrace.evaluators.scoring.scorers.registry import default_scorers
+from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
+
+_COMPRESSION = "zstd"
+
+
+class _TempFile:
+    """A hidden file beside `destination`, renamed to it by `publish` (removed by `discard`)."""
+
+    def __init__(self, destination: Path, store: Path) -> None:
+        self.destination = destination
+        self._store = store
+        self.path = destination.with_name(f".{destination.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+        try:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            # Mode 0o666 less the umask, as a plainly written file gets (a temp file would be 0o600).
+            self.handle: IO[bytes] | None = os.fdopen(
+                os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb"
+            )
+        except OSError as exc:
+            raise store_error(store, exc) from None
+
+    def publish(self) -> None:
+        """Close the file and rename it into place."""
+        try:
+            if self.handle is not None:
+                self.handle.close()
+                self.handle = None
+            os.replace(self.path, self.destination)
+        except OSError as exc:
+            raise store_error(self._store, exc) from None
+
+    def discard(self) -> None:
+        """Remove the unfinished file."""
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+        self.path.unlink(missing_ok=True)
+
+
+def publish_table(store: Path, destination: Path, table: pa.Table) -> None:
+    """Write `table` as the new file `destination` in `store`: under a hidden name, then renamed into place.
+
+    Raises:
+        InputError: the store cannot be written.
+    """
+    file = _TempFile(destination, store)
+    try:
+        pq.write_table(table, file.handle, compression=_COMPRESSION)
+    except OSError as exc:
+        file.discard()
+        raise store_error(store, exc) from None
+    file.publish()
+
+
+def open_store(folder: Path, spec: LoadedSpec | None, *, batch_rows: int = 8192) -> StoreWriter:
+    """A writer of one scoring run with `spec` (or, without one, the reference-free defaults) into `folder`.
+
+    Raises:
+        InputError: the store cannot be written.
+    """
+    index = ScorerIndex(spec, default_scorers() if spec is None else ())
+    return StoreWriter(folder, index, spec_file=spec.path if spec is not None else None, batch_rows=batch_rows)
+
+
+class StoreWriter:
+    """Streams one scoring run into the store at `folder` (see the module docstring)."""
+
+    def __init__(
+        self, folder: Path, index: ScorerIndex, *, spec_file: str | None = None, batch_rows: int = 8192
+    ) -> None:
+        """Open the run's two files.
+
+        Args:
+            folder: the store.
+            index: the scorers of each entry (for versions and configuration hashes).
+            spec_file: the spec file scored with (its bytes are hashed into the run's row).
+            batch_rows: rows per Parquet row group (what memory holds at most).
+
+        Raises:
+            InputError: the store cannot be written (a file in the way, permissions, ...).
+        """
+        self.folder = folder
+        self.run_id = new_run_id()
+        self._started = datetime.now(UTC)
+        self._spec_sha256 = _file_sha256(spec_file) if spec_file is not None else None
+        self._scores = _TempFile(folder / SCORES_FOLDER / f"{self.run_id}.parquet", folder)
+        try:
+            self._run = _TempFile(folder / RUNS_FOLDER / f"{self.run_id}.parquet", folder)
+        except InputError:
+            self._scores.discard()
+            raise
+        self._rows = ScoreRows(RunContext(self.run_id, self._started), index, batch_rows)
+        self._parquet: pq.ParquetWriter | None = None
+        self._entries = 0
+        self.published = False
+
+    def add(self, entry: ReportEntry) -> None:
+        """Turn the entry into rows; write a row group whenever a batch is full."""
+        fields, sides = entry.fields(), entry.sides()
+        if fields is not None and sides is not None:
+            # The samples' values were packed when they were scored: no JSON is parsed.
+            batches = self._rows.add_sides(self._entries, fields, [unpack_side(side) for side in sides])
+        else:
+            batches = self._rows.add_entry(self._entries, entry.result())
+        for batch in batches:
+            self._write(batch)
+        self._entries += 1
+
+    def finish(self, report: Report) -> None:
+        """Write the last rows, publish the scores file, then the run's row."""
+        self._write(self._rows.flush())  # opens the Parquet writer too, when no row group was written yet
+        assert self._parquet is not None
+        try:
+            self._parquet.close()
+        except OSError as exc:
+            raise store_error(self.folder, exc) from None
+        self._parquet = None
+        self._scores.publish()
+        row = self._run_row(report)
+        columns = [column([row[field.name]], field.type) for field in RUNS_SCHEMA]
+        table = pa.Table.from_arrays(columns, schema=RUNS_SCHEMA)
+        self._write_file(table, self._run)
+        self._run.publish()
+        self.published = True
+
+    def abort(self) -> None:
+        """Drop the unfinished run: neither file is left."""
+        if self.published:
+            return
+        if self._parquet is not None:
+            self._parquet.close()
+            self._parquet = None
+        self._scores.discard()
+        self._run.discard()
+
+    def _write(self, batch: pa.RecordBatch | None) -> None:
+        try:
+            if self._parquet is None:
+                self._parquet = pq.ParquetWriter(self._scores.handle, SCORES_SCHEMA, compression=_COMPRESSION)
+            if batch is not None:
+                self._parquet.write_batch(batch)
+        except OSError as exc:
+            raise store_error(self.folder, exc) from None
+
+    def _write_file(self, table: pa.Table, file: _TempFile) -> None:
+        try:
+            pq.write_table(table, file.handle, compression=_COMPRESSION)
+        except OSError as exc:
+            raise store_error(self.folder, exc) from None
+
+    def _run_row(self, report: Report) -> dict[str, Any]:
+        counts, inputs = report.counts, report.inputs
+        return {
+            "run_id": self.run_id,
+            "started_at": self._started,
+            "finished_at": report.created_at,
+            "spec": inputs.spec,
+            "spec_sha256": self._spec_sha256,
+            "inputs": inputs.paths,
+            "tiers": inputs.tiers,
+            "tags": inputs.tags,
+            "cases": inputs.cases,
+            "evaltrace_version": report.evaltrace_version,
+            "report_schema_version": REPORT_SCHEMA_VERSION,
+            "gate_passed": report.passed,
+            "gate_pass_rate": report.pass_rate,
+            "gate_confidence": report.confidence,
+            "gate_reason": report.gate_reason,
+            "entries": counts.entries,
+            "entries_passed": counts.passed,
+            "entries_failed": counts.failed,
+            "entries_missing": counts.missing,
+            "entries_not_applicable": counts.not_applicable,
+            "traces": counts.traces,
+            "traces_unmatched": counts.unmatched,
+            "score_rows": self._rows.total,
+            "scorer_errors": self._rows.errors,
+            "scorers": [
+                {"name": s.name, "version": s.version, "config_hash": s.config_hash, "config": s.config_json()}
+                for s in report.scorers
+            ],
+            "latency_p50_seconds": report.latency.p50_seconds,
+            "latency_p95_seconds": report.latency.p95_seconds,
+            "input_tokens": report.usage.input_tokens,
+            "output_tokens": report.usage.output_tokens,
+            "cost_usd": report.cost.estimated_usd,
+            "scores_file": f"{SCORES_FOLDER}/{self.run_id}.parquet",
+        }
+
+
+def _file_sha256(path: str) -> str | None:
+    """The hash of the spec file's bytes; `None` if it cannot be read now."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None

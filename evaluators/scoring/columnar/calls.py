@@ -1,0 +1,238 @@
+"""The tool calls of a traces-table batch, read column by column.
+
+One record batch of the traces table (`evaltrace.collector.traces.table`) becomes flat Python
+lists, each made by one Arrow call (`to_pylist` on a flat array), plus the list offsets that cut
+them per row. No `Trace` or `ToolCall` record is built: a row's calls are slices of those lists,
+looked up by trace id. A list is made the first time a form asks for it, once per batch: a run
+whose scorers read only the calls' names never converts the usage or time columns.
+
+Only top-level rows (`parent_row` null) are indexed: they are the traces the engine scores (a
+nested agent's row usually shares its parent's trace id). A trace id held by two top-level rows is
+left out (`RunCalls` tracks ids across batches), so a lookup never answers for the wrong trace.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+class RowCalls:
+    """One top-level row of a batch: its tool calls (`Trace.tool_calls`) and its columns, read lazily."""
+
+    __slots__ = ("_batch", "_index", "_start", "_end", "names")
+
+    def __init__(self, batch: BatchCalls, index: int) -> None:
+        self._batch = batch
+        self._index = index
+        self._start = start = batch.offsets[index]
+        self._end = end = batch.offsets[index + 1]
+        self.names: list[str] = batch.names[start:end]
+        """Tool names, in call order (every lookup reads them: `RunCalls.row` checks them)."""
+
+    # The properties the trajectory form reads on every row index the batch's lists directly: a
+    # lookup through `call_values` costs two more Python calls each, on ~10,000 rows a scoring.
+    @property
+    def arguments(self) -> list[str | None]:
+        """Each call's arguments as the table's JSON text (`None`: not recorded)."""
+        return self._batch.arguments[self._start : self._end]
+
+    @property
+    def truncated(self) -> bool:
+        """Whether any call's arguments were cut when recorded."""
+        return any(self._batch.truncated[self._start : self._end])
+
+    @property
+    def nested(self) -> bool:
+        """Whether any call started a nested agent run (`child_row` set)."""
+        children = self.call_values("child_row")
+        return children.count(None) != len(children)
+
+    @property
+    def failed(self) -> bool:
+        """Whether any call has an error recorded (a non-empty `error`)."""
+        return any(self._batch.failed[self._start : self._end])
+
+    @property
+    def error_text(self) -> bool:
+        """Whether any call's result text holds `"error"` (so may be an object with an `error` field)."""
+        return any(self._batch.error_text[self._start : self._end])
+
+    @property
+    def model_calls(self) -> int:
+        """How many model calls (iterations) the row has."""
+        return self._batch.model_calls[self._index]
+
+    @property
+    def usage(self) -> dict[str, int | None]:
+        """The run's token usage (`Trace.usage`) by field name."""
+        return cast("dict[str, int | None]", self.value("usage"))
+
+    @property
+    def run_micros(self) -> int | None:
+        """The run's wall time in microseconds (`None`: start or end not recorded)."""
+        return self._batch.run_micros[self._index]
+
+    @property
+    def call_micros(self) -> list[int | None]:
+        """Each call's wall time in microseconds, in call order."""
+        return self._batch.call_micros[self._start : self._end]
+
+    def value(self, column: str) -> object:
+        """The row's value of a top-level column of the traces table (`output`, `tool_schemas`, ...)."""
+        return self._batch.column(column)[self._index]
+
+    def call_values(self, field_name: str) -> list[object]:
+        """One field of the row's tool calls (`result_json`, `error`, ...), in call order."""
+        return self._batch.call_field(field_name)[self._start : self._end]
+
+    def iteration_values(self, field_name: str) -> list[object]:
+        """One field of the row's model calls (`model`, `usage`, `error`, `finish_reasons`, ...), in order.
+
+        Converts that field alone: the whole `iterations` column (`value`) costs ~20x more.
+        """
+        start, end = self._batch.iteration_bounds(self._index)
+        return self._batch.iteration_field(field_name)[start:end]
+
+
+class BatchCalls:
+    """The tool calls of one traces-table batch, by top-level trace id; each column converted on first use."""
+
+    def __init__(self, batch: pa.RecordBatch) -> None:
+        calls = batch.column("tool_calls")
+        self._values = calls.values  # `offsets` index into the unsliced child array
+        self.offsets: list[int] = calls.offsets.to_pylist()
+        """Where each row's calls start in the flat call lists (row `i`: `offsets[i]` to `offsets[i + 1]`)."""
+        self._batch = batch
+        self._columns: dict[str, list[object]] = {}
+        self._call_fields: dict[str, list[object]] = {}
+        self._rows = _top_rows(batch)
+
+    @property
+    def trace_ids(self) -> list[str]:
+        """The trace ids this batch answers for."""
+        return list(self._rows)
+
+    def rows(self) -> list[tuple[str, int]]:
+        """The trace ids this batch answers for, each with its row's position in the batch."""
+        return list(self._rows.items())
+
+    def forget(self, trace_id: str) -> None:
+        """Stop answering for `trace_id` (another batch holds it too)."""
+        self._rows.pop(trace_id, None)
+
+    def row(self, trace_id: str) -> RowCalls | None:
+        """The top-level row of `trace_id`, or `None` when this batch has no such single row."""
+        index = self._rows.get(trace_id)
+        return None if index is None else RowCalls(self, index)
+
+    def column(self, name: str) -> list[object]:
+        """A top-level column of the batch as Python values (converted once, on first use)."""
+        found = self._columns.get(name)
+        if found is None:
+            found = self._columns[name] = self._batch.column(name).to_pylist()
+        return found
+
+    def call_field(self, name: str) -> list[object]:
+        """One field of every call in the batch, flat, as Python values (converted once, on first use)."""
+        found = self._call_fields.get(name)
+        if found is None:
+            found = self._call_fields[name] = pc.struct_field(self._values, name).to_pylist()
+        return found
+
+    def iteration_bounds(self, index: int) -> tuple[int, int]:
+        """Where row `index`'s model calls start and end in the flat iteration lists."""
+        return self._iteration_offsets[index], self._iteration_offsets[index + 1]
+
+    def iteration_field(self, name: str) -> list[object]:
+        """One field of every model call in the batch, flat, as Python values (converted once, on first use)."""
+        key = f"iterations.{name}"  # call fields share the cache: a key no call field can have
+        found = self._call_fields.get(key)
+        if found is None:
+            values = self._batch.column("iterations").values  # offsets index into the unsliced array
+            found = self._call_fields[key] = pc.struct_field(values, name).to_pylist()
+        return found
+
+    @functools.cached_property
+    def names(self) -> list[str]:
+        """Every call's tool name, flat."""
+        return cast("list[str]", self.call_field("name"))
+
+    @functools.cached_property
+    def arguments(self) -> list[str | None]:
+        """Every call's arguments as JSON text, flat (`None`: not recorded)."""
+        return cast("list[str | None]", self.call_field("arguments_json"))
+
+    @functools.cached_property
+    def truncated(self) -> list[bool | None]:
+        """Per call, flat: whether its arguments were cut when recorded."""
+        return cast("list[bool | None]", self.call_field("arguments_truncated"))
+
+    @functools.cached_property
+    def _iteration_offsets(self) -> list[int]:
+        offsets: list[int] = self._batch.column("iterations").offsets.to_pylist()
+        return offsets
+
+    @functools.cached_property
+    def model_calls(self) -> list[int]:
+        """Each row's count of model calls (iterations)."""
+        counts: list[int] = pc.list_value_length(self._batch.column("iterations")).to_pylist()
+        return counts
+
+    @functools.cached_property
+    def run_micros(self) -> list[int | None]:
+        """Each row's wall time in microseconds."""
+        return _micros(self._batch.column("start_time"), self._batch.column("end_time"))
+
+    @functools.cached_property
+    def call_micros(self) -> list[int | None]:
+        """Each call's wall time in microseconds, flat."""
+        return _micros(pc.struct_field(self._values, "start_time"), pc.struct_field(self._values, "end_time"))
+
+    # The error flags cost more than all the other columns together (string kernels over every
+    # call's error and result): computed once per batch, and only if a form asks.
+    @functools.cached_property
+    def failed(self) -> list[bool]:
+        """Per call, flat: whether it has a non-empty error."""
+        lengths = pc.utf8_length(pc.struct_field(self._values, "error"))
+        failed: list[bool] = pc.fill_null(pc.greater(lengths, 0), False).to_pylist()
+        return failed
+
+    @functools.cached_property
+    def error_text(self) -> list[bool]:
+        """Per call, flat: whether its result's JSON text holds `"error"`."""
+        # Written by evaltrace's own encoder, which never escapes a letter: a result object with an
+        # `error` key holds the text `"error"`. Its absence proves there is none; its presence proves nothing.
+        results = pc.struct_field(self._values, "result_json")
+        found: list[bool] = pc.fill_null(pc.match_substring(results, '"error"'), False).to_pylist()
+        return found
+
+
+def _micros(start: pa.Array, end: pa.Array) -> list[int | None]:
+    """End minus start in whole microseconds (the table's unit), null where either is missing.
+
+    `timedelta.total_seconds()` divides the same integer by 10**6, so `micros / 1_000_000` is the
+    reference's float exactly.
+    """
+    micros: list[int | None] = pc.subtract(pc.cast(end, pa.int64()), pc.cast(start, pa.int64())).to_pylist()
+    return micros
+
+
+def _top_rows(batch: pa.RecordBatch) -> dict[str, int]:
+    """Row position by trace id, for top-level rows whose trace id no other top-level row holds."""
+    ids: list[str] = batch.column("trace_id").to_pylist()
+    top: list[bool] = pc.is_null(batch.column("parent_row")).to_pylist()
+    rows: dict[str, int] = {}
+    twice: set[str] = set()
+    for index, (trace_id, is_top) in enumerate(zip(ids, top, strict=True)):
+        if not is_top:
+            continue
+        if trace_id in rows:
+            twice.add(trace_id)
+        rows[trace_id] = index
+    for trace_id in twice:
+        del rows[trace_id]
+    return rows

@@ -1,0 +1,214 @@
+"""The scorer interface and its result type.
+
+A scorer is a small pydantic model whose fields are its configuration (unknown keys rejected),
+registered by name. `score(trace, case)` returns a `Score`; `passed=None` means the scorer does
+not apply to that entry. Every scorer runs through `run_scorer`, which turns an exception into
+an error result: one broken scorer never stops a run and never counts as a pass.
+
+A scorer written in a spec is a check, and a check always applies (README.md, "Score"): the spec
+loader marks it (`as_spec_check`), a scorer whose evidence was not recorded reports it with
+`missing` (a failure for a check, "does not apply" for a reference-free default), and
+`run_scorer` turns any `passed=None` a check still returns into a failure, so no spec check can
+pass silently. "Does not apply" is left to the reference-free defaults of a run without a spec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic_core import to_jsonable_python
+
+from evaltrace.collector.traces.records import Trace
+
+_HASHES: dict[int, tuple[weakref.ref[Scorer], str]] = {}
+"""`config_hash` by scorer object: a 10,000-case spec has 10,000 scorers, each hashed by the report
+and by the score store. Keyed by `id` (a configuration holds dicts, so a scorer is unhashable) and
+dropped when the scorer dies, so an id reused by a later object never finds a stale digest. A scorer
+is frozen: its configuration, and so its digest, never changes."""
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str, check_circular=False)
+"""The configuration's canonical text (what `json.dumps(config, sort_keys=True, default=str)` gives:
+the digests of earlier reports stay valid). One encoder for every scorer; a JSON-mode dump has no
+cycles to check for."""
+
+
+class Score(BaseModel):
+    """One scorer's verdict on one entry."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scorer: str
+    """Registered name of the scorer."""
+    passed: bool | None
+    """`True`/`False`, or `None` when the scorer does not apply (or could not run: see `error`)."""
+    value: float | None = None
+    """A graded value in [0, 1] where the scorer has one."""
+    reason: str | None = None
+    """Why, in one or two sentences a person can act on."""
+    error: str | None = None
+    """Set when the scorer failed to run: the entry then fails, it never passes by default."""
+    details: dict[str, Any] | None = None
+    """Structured extras (per-call findings, judge usage, cache hit)."""
+
+
+class Scorer(BaseModel, ABC):
+    """Base of every scorer: fields are configuration, `name` is the registry key."""
+
+    # Attribute docstrings become field descriptions, which `evaltrace scorers` lists. Validators
+    # are built when a scorer is first configured (`defer_build`): a run uses a few of the
+    # registered scorers, and building all of them made up a tenth of a small run's start-up.
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, defer_build=True)
+
+    name: ClassVar[str]
+    version: ClassVar[int] = 1
+    """Bumped when a scorer's verdicts change for the same input, so old reports can be compared."""
+    uses_judge: ClassVar[bool] = False
+    """Whether `ascore` asks the LLM judge (the run then opens one judge session for all of them).
+    An async custom scorer that does its own I/O keeps the default."""
+    reads_histories: ClassVar[bool] = True
+    """Whether `score` reads the iterations' prompts (`Iteration.input_messages`). A run whose
+    scorers all say no reads traces without them (up to a quarter less work); such a scorer sees
+    them as `None`. Custom scorers keep the safe default."""
+
+    _spec_check: bool = PrivateAttr(default=False)
+    # Not a field: whether a scorer is a spec check is where it came from, not configuration a
+    # spec could set (and a private attribute stays out of `model_dump` and the JSON Schema).
+
+    @property
+    def spec_check(self) -> bool:
+        """Whether this scorer is a check written in a spec: it then always applies."""
+        return self._spec_check
+
+    def as_spec_check(self) -> Self:
+        """A copy marked as written in a spec."""
+        return self.model_copy().mark_spec_check()
+
+    def mark_spec_check(self) -> Self:
+        """This scorer, marked in place as written in a spec; only for one nothing else holds yet.
+
+        The spec loader marks every scorer it builds this way: a copy of each (`as_spec_check`)
+        was a fifth of compiling a 10,000-case spec. The mark is part of `config_hash`, so a digest
+        computed before is dropped.
+        """
+        self._spec_check = True
+        _HASHES.pop(id(self), None)
+        return self
+
+    def configuration_problem(self) -> str | None:
+        """Why this configuration checks nothing (a spec naming it is then an error), or `None`.
+
+        Scorers whose options are all optional override it: `output: {}` in a spec is a mistake
+        to report when the spec is loaded, not a check that quietly never runs.
+        """
+        return None
+
+    @abstractmethod
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Score one trace against an optional case (the spec's expectations for it)."""
+
+    async def ascore(self, trace: Trace, case: Any | None = None) -> Score:
+        """Async entry point; judges override it to run concurrently. Rule scorers stay sync."""
+        return self.score(trace, case)
+
+    def config_hash(self) -> str:
+        """A short, stable hash of the configuration, carried in reports.
+
+        A spec check hashes apart from the same scorer used as a default: its verdicts differ
+        where evidence is missing (a failure rather than "does not apply").
+        """
+        key = id(self)
+        known = _HASHES.get(key)
+        if known is not None and known[0]() is self:
+            return known[1]
+        blob = _CANONICAL.encode(self.model_dump(mode="json"))
+        # Read from the private-attribute store directly: `self._spec_check` goes through
+        # `BaseModel.__getattr__`, a tenth of this function's time for a 10,000-case spec.
+        mark = ":check" if (self.__pydantic_private__ or {}).get("_spec_check") else ""
+        digest = hashlib.sha256(f"{self.name}:{self.version}{mark}:{blob}".encode()).hexdigest()[:12]
+        _HASHES[key] = (weakref.ref(self, lambda _: _HASHES.pop(key, None)), digest)
+        return digest
+
+    def result(
+        self, passed: bool | None, value: float | None = None, reason: str | None = None, **details: Any
+    ) -> Score:
+        """Build this scorer's `Score`."""
+        return Score(scorer=self.name, passed=passed, value=value, reason=reason, details=details or None)
+
+    def missing(self, reason: str, **details: Any) -> Score:
+        """The result when the evidence this scorer needs was not recorded.
+
+        A spec check fails (value 0) with `reason`, which says what is missing and how to record
+        it; a reference-free default does not apply.
+        """
+        if self._spec_check:
+            return self.result(False, 0.0, reason, unrecorded=True, **details)
+        return self.result(None, reason=reason, unrecorded=True, **details)
+
+
+def reads_histories(scorers: Iterable[Scorer]) -> bool:
+    """Whether any of `scorers` reads the iterations' prompts (so traces must be read with them)."""
+    return any(scorer.reads_histories for scorer in scorers)
+
+
+def check_applies(scorer: Scorer, score: Score) -> Score:
+    """`score`, or for a spec check that did not apply, the failure it stands for."""
+    if score.passed is not None or score.error is not None or not scorer.spec_check:
+        return score
+    why = " ".join((score.reason or "no reason given").split())
+    reason = f"{why} A check written in a spec must apply, so this counts as a failure."
+    return score.model_copy(
+        update={"passed": False, "value": 0.0 if score.value is None else score.value, "reason": reason}
+    )
+
+
+def error_score(name: str, exc: BaseException) -> Score:
+    """The result standing in for a scorer that raised."""
+    return Score(
+        scorer=name, passed=False, reason=f"scorer failed: {type(exc).__name__}: {exc}", error=type(exc).__name__
+    )
+
+
+def run_scorer(scorer: Scorer, trace: Trace, case: Any | None = None) -> Score:
+    """Run one scorer, turning any exception (or a result that is not a `Score`) into an error result."""
+    try:
+        return check_applies(scorer, _checked(scorer, scorer.score(trace, case)))
+    except Exception as exc:  # a broken scorer must not stop the run
+        return error_score(scorer.name, exc)
+
+
+async def arun_scorer(scorer: Scorer, trace: Trace, case: Any | None = None) -> Score:
+    """Async twin of `run_scorer`."""
+    try:
+        return check_applies(scorer, _checked(scorer, await scorer.ascore(trace, case)))
+    except Exception as exc:  # a broken scorer must not stop the run
+        return error_score(scorer.name, exc)
+
+
+def _checked(scorer: Scorer, result: object) -> Score:
+    # Custom scorers are plain Python: one that returns a bool or forgets `return` must give an
+    # error result, not crash the report writer later.
+    if not isinstance(result, Score):
+        raise TypeError(f"{type(scorer).__qualname__}.score returned {type(result).__name__}, not a Score")
+    if is_builtin(type(scorer)):
+        return result  # the built-in scorers' results are tested to hold what follows
+    if result.value is not None and not 0.0 <= result.value <= 1.0:
+        raise ValueError(f"{type(scorer).__qualname__}.score gave value {result.value!r}, outside [0, 1]")
+    if result.details:
+        # The report is JSON: objects it cannot encode are shown by their `str` rather than
+        # failing the run when the report is written.
+        safe = to_jsonable_python(result.details, fallback=str)
+        if safe != result.details:
+            return result.model_copy(update={"details": safe})
+    return result
+
+
+def is_builtin(cls: type[Scorer]) -> bool:
+    """Whether a scorer class ships with evaltrace (rather than coming from a plugin or a test)."""
+    return cls.__module__.startswith("evaltrace.")

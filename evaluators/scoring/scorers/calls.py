@@ -1,0 +1,198 @@
+"""Reference-free rule scorers over the calls an agent made: errors, redundancy, budgets.
+
+- `tool_errors`: a call failed when the instrumentation recorded an error for it, or (with
+  `error_results`) when its result is a JSON object whose top-level `error` field is set. A
+  result that was not captured is not a failure: `None` means "not recorded" (a failure is
+  recorded as the span's status, which content capture does not remove).
+- `tool_efficiency`: two calls are redundant when they have the same name and the same
+  arguments (numbers by value). A repeat right after a failed call is a retry, not redundancy,
+  unless `count_retries`. Runs of identical consecutive calls are reported as loops. Calls
+  whose arguments were not recorded are never counted as repeats; when such a call shares its
+  tool with another, "no repeats" cannot be shown: a spec check fails and names the calls, a
+  default does not apply.
+- `budget`: counts of tool calls, model calls (iterations) and steps (model calls plus tool
+  calls) against maxima.
+
+With no tool calls, `tool_errors` and `tool_efficiency` have nothing to find: written in a spec
+they pass (no call failed, none repeated), as defaults they do not apply.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.evaluators.scoring.scorers.arguments import call_label, canonical_arguments, clip, format_call, short
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
+from evaltrace.evaluators.scoring.scorers.registry import register
+
+
+def call_failure(call: ToolCall, error_results: bool) -> str | None:
+    """The error of a failed call, or `None` when it succeeded (or its outcome was not recorded)."""
+    if call.error:
+        return call.error
+    if error_results and isinstance(call.result, dict) and call.result.get("error") not in (None, False, ""):
+        return f"result error: {short(call.result['error'])}"
+    return None
+
+
+@register
+class ToolErrors(Scorer):
+    """Tool calls succeed: at most `max_errors` failed calls; value = fraction of calls that succeeded."""
+
+    name: ClassVar[str] = "tool_errors"
+    reads_histories: ClassVar[bool] = False
+
+    max_errors: int = Field(default=0, ge=0)
+    """Largest number of failed calls that still passes."""
+    error_results: bool = True
+    """Also count a result that is a JSON object with a non-empty top-level `error` field as a failure."""
+    nested: bool = False
+    """Also count the calls made by nested agents."""
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Count the failed calls."""
+        calls = trace.all_tool_calls(nested=self.nested)
+        if not calls:
+            if self.spec_check:
+                return self.result(True, 1.0, "The agent made no tool calls, so none failed.")
+            return self.result(None, reason="The agent made no tool calls.")
+        failures = []
+        for i, call in enumerate(calls):
+            error = call_failure(call, self.error_results)
+            if error is not None:
+                failures.append(f"{call_label(i, call)}: {clip(error)}")
+        value = (len(calls) - len(failures)) / len(calls)
+        passed = len(failures) <= self.max_errors
+        if failures:
+            head = f"{len(failures)} of {len(calls)} tool calls failed (max {self.max_errors})"
+            reason = f"{head}: " + "; ".join(failures[:3])
+        else:
+            reason = f"All {len(calls)} tool calls succeeded."
+        return self.result(passed, value, reason, failures=failures)
+
+
+@register
+class ToolEfficiency(Scorer):
+    """No redundant tool calls (same name and arguments); value = distinct calls / calls."""
+
+    name: ClassVar[str] = "tool_efficiency"
+    version: ClassVar[int] = 2
+    """2: calls of one tool with unrecorded arguments no longer pass as distinct."""
+    reads_histories: ClassVar[bool] = False
+
+    max_redundant: int = Field(default=0, ge=0)
+    """Largest number of redundant calls that still passes."""
+    max_loop: int | None = Field(default=None, ge=1)
+    """Longest allowed run of the same call repeated back to back (2 = one immediate repeat); None: no extra limit."""
+    count_retries: bool = False
+    """Count a repeat of a call that failed as redundant (by default it is a legitimate retry)."""
+    nested: bool = False
+    """Also check the calls made by nested agents."""
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Find repeated calls and loops."""
+        calls = trace.all_tool_calls(nested=self.nested)
+        if not calls:
+            if self.spec_check:
+                return self.result(True, 1.0, "The agent made no tool calls, so none was redundant.")
+            return self.result(None, reason="The agent made no tool calls.")
+        keys = [_call_key(i, c) for i, c in enumerate(calls)]
+        redundant = self._redundant(calls, keys)
+        loops = find_loops(keys)
+        longest = max((n for _, n in loops), default=1)
+        value = len(set(keys)) / len(calls)
+        passed = len(redundant) <= self.max_redundant and (self.max_loop is None or longest <= self.max_loop)
+        parts = []
+        if redundant:
+            parts.append(f"{len(redundant)} redundant (max {self.max_redundant}): " + ", ".join(redundant[:3]))
+        for start, n in loops[:3]:
+            repeated = format_call(calls[start].name, calls[start].arguments)
+            parts.append(f"loop: {repeated} {n} times in a row from #{start + 1}")
+        details = {"redundant": redundant, "loops": [[s, n] for s, n in loops]}
+        blind = _incomparable(calls)
+        if passed and blind:
+            why = f"Repeats cannot be ruled out: {arguments_not_recorded(blind)}."
+            return self.missing(why, **details)
+        reason = "; ".join(parts) + "." if parts else f"No redundant calls among {len(calls)}."
+        return self.result(passed, value, reason, **details)
+
+    def _redundant(self, calls: list[ToolCall], keys: list[tuple[str, str]]) -> list[str]:
+        seen: dict[tuple[str, str], int] = {}
+        redundant: list[str] = []
+        for i, key in enumerate(keys):
+            first = seen.get(key)
+            if first is None:
+                seen[key] = i
+                continue
+            if not self.count_retries and call_failure(calls[i - 1], True) is not None and keys[i - 1] == key:
+                continue  # an immediate retry of a failed call
+            redundant.append(f"#{i + 1} repeats #{first + 1} {calls[i].name}")
+        return redundant
+
+
+def _call_key(index: int, call: ToolCall) -> tuple[str, str]:
+    # Arguments that were not recorded cannot be compared: such a call never counts as a repeat.
+    if call.arguments is None:
+        return call.name, f"<not recorded #{index}>"
+    return call.name, canonical_arguments(call.arguments)
+
+
+def _incomparable(calls: list[ToolCall]) -> list[str]:
+    """Labels of calls whose arguments were not recorded while another call used the same tool."""
+    uses = Counter(call.name for call in calls)
+    labels = unrecorded_labels(calls)
+    return [label for label, call in zip(labels, calls, strict=True) if label and uses[call.name] > 1]
+
+
+def find_loops(keys: list[tuple[str, str]]) -> list[tuple[int, int]]:
+    """Runs of identical consecutive calls, as `(start index, length)` with length >= 2."""
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[start]:
+            if i - start >= 2:
+                runs.append((start, i - start))
+            start = i
+    return runs
+
+
+@register
+class Budget(Scorer):
+    """The run stays within step budgets: tool calls, model calls and steps (model calls + tool calls)."""
+
+    name: ClassVar[str] = "budget"
+    reads_histories: ClassVar[bool] = False
+
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    """Most tool calls allowed."""
+    max_model_calls: int | None = Field(default=None, ge=0)
+    """Most model calls (iterations) allowed."""
+    max_steps: int | None = Field(default=None, ge=0)
+    """Most steps allowed, counting each model call and each tool call as one step."""
+    nested: bool = False
+    """Also count the tool calls of nested agents."""
+
+    def configuration_problem(self) -> str | None:
+        """No limit set."""
+        if (self.max_tool_calls, self.max_model_calls, self.max_steps) != (None, None, None):
+            return None
+        return "no budget limit is configured: give max_tool_calls, max_model_calls or max_steps"
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        """Compare the counts with the limits that are set."""
+        tool_calls = len(trace.all_tool_calls(nested=self.nested))
+        model_calls = len(trace.iterations)
+        counts = {"tool calls": tool_calls, "model calls": model_calls, "steps": tool_calls + model_calls}
+        limits = {"tool calls": self.max_tool_calls, "model calls": self.max_model_calls, "steps": self.max_steps}
+        checked = {k: (counts[k], lim) for k, lim in limits.items() if lim is not None}
+        if not checked:  # a spec cannot get here: `configuration_problem` rejects it
+            return self.result(None, reason="No budget limit is configured.")
+        over = [f"{k}: {n} > max {lim}" for k, (n, lim) in checked.items() if n > lim]
+        within = ", ".join(f"{k} {n}/{lim}" for k, (n, lim) in checked.items())
+        reason = ("Over budget: " + "; ".join(over)) if over else f"Within budget ({within})"
+        return self.result(not over, None, reason + ".", **{k.replace(" ", "_"): n for k, n in counts.items()})
