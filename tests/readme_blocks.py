@@ -1,8 +1,9 @@
-"""Code blocks of the README, for the tests that run them exactly as a user would copy them.
+"""Code blocks of the user documentation, for the tests that run them exactly as a user would copy them.
 
-A recipe is marked in README.md by `<!-- recipe: NAME -->` right before its ```python block (the
-user's app.py); the ```bash block after it holds the commands. Other blocks are found by their
-first line.
+The documentation is README.md and the pages of the docs site (docs/*.md); every helper here reads
+all of them, so a block is found wherever it lives. A recipe is marked by `<!-- recipe: NAME -->`
+right before its ```python block (the user's app.py); the ```bash block after it holds the commands.
+Other blocks are found by their first line or content, and must be unique across the documentation.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from fake_llm import FakeLLM
 
 BIN = Path(sys.executable).parent
 """The venv's scripts (python, opentelemetry-instrument, evaltrace), first on the user's PATH."""
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+DOCS = REPO / "docs"
 _RECIPE = re.compile(r"<!-- recipe: ([\w-]+) -->\n```python\n(.*?)```\n\n```bash\n(.*?)```", re.DOTALL)
 _BASH = re.compile(r"```bash\n(.*?)```", re.DOTALL)
 _PIP_EXTRA = re.compile(r"^pip install 'evaltrace\[([\w,-]+)\]'$")
@@ -43,30 +46,35 @@ class Recipe:
         return [line for line in self.commands if not line.startswith("pip install")]
 
 
-def readme_text() -> str:
-    """README.md as text."""
-    return README.read_text(encoding="utf-8")
+def doc_pages() -> dict[Path, str]:
+    """README.md and every page of the docs site, by path, as text."""
+    return {path: path.read_text(encoding="utf-8") for path in [README, *sorted(DOCS.glob("*.md"))]}
+
+
+def docs_text() -> str:
+    """The whole user documentation as one text (README.md, then the docs pages in name order)."""
+    return "\n\n".join(doc_pages().values())
 
 
 def recipes() -> dict[str, Recipe]:
-    """Every recipe of the README by name."""
+    """Every recipe of the documentation by name."""
     return {
         name: Recipe(name, app, [line for line in commands.splitlines() if line.strip()])
-        for name, app, commands in _RECIPE.findall(readme_text())
+        for name, app, commands in _RECIPE.findall(docs_text())
     }
 
 
 def bash_block(first_line_prefix: str) -> str:
-    """The one ```bash block whose first line starts with `first_line_prefix`."""
-    found = [block for block in _BASH.findall(readme_text()) if block.startswith(first_line_prefix)]
-    assert len(found) == 1, f"expected one README bash block starting {first_line_prefix!r}, found {len(found)}"
+    """The one ```bash block of the documentation whose first line starts with `first_line_prefix`."""
+    found = [block for block in _BASH.findall(docs_text()) if block.startswith(first_line_prefix)]
+    assert len(found) == 1, f"expected one bash block starting {first_line_prefix!r} in the docs, found {len(found)}"
     return found[0]
 
 
 def sql_block(containing: str) -> str:
-    """The one ```sql block of the README that contains `containing`."""
-    found = [block for block in re.findall(r"```sql\n(.*?)```", readme_text(), re.DOTALL) if containing in block]
-    assert len(found) == 1, f"expected one README sql block containing {containing!r}, found {len(found)}"
+    """The one ```sql block of the documentation that contains `containing`."""
+    found = [block for block in re.findall(r"```sql\n(.*?)```", docs_text(), re.DOTALL) if containing in block]
+    assert len(found) == 1, f"expected one sql block containing {containing!r} in the docs, found {len(found)}"
     return found[0]
 
 

@@ -1,28 +1,35 @@
-"""Every `evaltrace` command the README runs on the shipped samples works as the README says.
+"""Every `evaltrace` command the documentation runs on the shipped samples works as it says.
 
-The README is what a new user types first; a command in it that fails (a stale trace id, a
-renamed option) is a broken product for them. Each command runs as a real subprocess in a fresh
-folder holding the samples, as in a user's clone, with the exit code the README promises: 0, or
-1 where its comment says "exit 1".
+The documentation (README.md and the docs site's pages) is what a new user types first; a command
+in it that fails (a stale trace id, a renamed option) is a broken product for them. Each command
+runs as a real subprocess in a fresh folder holding the samples, as in a user's clone, with the
+exit code the page promises: 0, or 1 where its comment says "exit 1". The README's first
+record-and-score example runs as written too, wherever it is shown.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
 from cli_process import evaltrace
+from readme_blocks import BIN, README, doc_pages, docs_text
 
 REPO = Path(__file__).resolve().parents[2]
 _BASH_BLOCK = re.compile(r"```bash\n(.*?)```", re.DOTALL)
+_EXAMPLE = re.compile(
+    r"<!-- example: record-and-score -->\n```python\n(.*?)```\n\n```yaml\n(.*?)```\n\n```bash\n(.*?)```", re.DOTALL
+)
 
 
 def _sample_commands() -> list[tuple[str, dict[str, str], list[str], int]]:
-    """(line, environment, evaltrace arguments, expected exit code) of each README sample command."""
+    """(line, environment, evaltrace arguments, expected exit code) of each documented sample command, once."""
     commands = []
-    for block in _BASH_BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8")):
+    for block in _BASH_BLOCK.findall(docs_text()):
         for line in block.replace("\\\n", " ").splitlines():
             line, _, comment = line.partition("#")
             for command in line.split("&&"):  # the quick start installs, then scores
@@ -33,24 +40,27 @@ def _sample_commands() -> list[tuple[str, dict[str, str], list[str], int]]:
                     env[key] = value
                 if words[:1] not in (["evaltrace"], [".venv/bin/evaltrace"]) or not any("samples" in w for w in words):
                     continue  # placeholders such as runs/*.parquet, and install lines
-                commands.append((" ".join(words), env, words[1:], 1 if "exit 1" in comment else 0))
+                found = (" ".join(words), env, words[1:], 1 if "exit 1" in comment else 0)
+                if found not in commands:  # the quick start is in the README and in Getting started
+                    commands.append(found)
     return commands
 
 
 SAMPLE_COMMANDS = _sample_commands()
 
 
-def test_the_readme_has_sample_commands() -> None:
-    # Guards the parsing above: a README rewrite that hid every command would pass the test below.
+def test_the_docs_have_sample_commands() -> None:
+    # Guards the parsing above: a rewrite that hid every command would pass the test below.
     verbs = {arguments[0] for _, _, arguments, _ in SAMPLE_COMMANDS}
-    assert {"score", "runs", "traces", "show", "run", "scorers"} <= verbs, SAMPLE_COMMANDS
+    assert {"score", "runs", "traces", "show", "run", "scorers", "replay"} <= verbs, SAMPLE_COMMANDS
+    assert len(SAMPLE_COMMANDS) >= 13, SAMPLE_COMMANDS  # as many as the README ran before the docs site
 
 
 @pytest.mark.parametrize(
     ("env", "arguments", "expected"),
     [pytest.param(env, arguments, expected, id=line) for line, env, arguments, expected in SAMPLE_COMMANDS],
 )
-def test_readme_command(tmp_path: Path, env: dict[str, str], arguments: list[str], expected: int) -> None:
+def test_documented_command(tmp_path: Path, env: dict[str, str], arguments: list[str], expected: int) -> None:
     (tmp_path / "samples").symlink_to(REPO / "samples", target_is_directory=True)
     done = evaltrace(*arguments, cwd=tmp_path, env=env, timeout=300)
     assert done.returncode == expected, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
@@ -58,8 +68,34 @@ def test_readme_command(tmp_path: Path, env: dict[str, str], arguments: list[str
 
 
 def test_ci_runs_the_readme_test_command() -> None:
-    readme_blocks = [block.strip() for block in _BASH_BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8"))]
+    readme_blocks = [block.strip() for block in _BASH_BLOCK.findall(README.read_text(encoding="utf-8"))]
     ci_lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     test_command = ci_lines[-1]
     assert "pytest" in test_command
     assert test_command in readme_blocks  # the quick start's second command, as its own block
+
+
+EXAMPLES = [
+    (path.relative_to(REPO).as_posix(), found) for path, text in doc_pages().items() for found in _EXAMPLE.findall(text)
+]
+
+
+def test_the_readme_and_getting_started_show_the_record_and_score_example() -> None:
+    assert [page for page, _ in EXAMPLES] == ["README.md", "docs/getting-started.md"]
+
+
+@pytest.mark.parametrize(("app", "spec", "commands"), [pytest.param(*found, id=page) for page, found in EXAMPLES])
+def test_the_record_and_score_example_runs_as_written(tmp_path: Path, app: str, spec: str, commands: str) -> None:
+    (tmp_path / "app.py").write_text(app, encoding="utf-8")
+    (tmp_path / "evals.yaml").write_text(spec, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "EVALTRACE_"))}
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", EVALTRACE_CACHE_DIR=str(tmp_path / "cache"))
+    done = []
+    for line in commands.splitlines():
+        proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"{line!r} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        assert "Traceback" not in proc.stderr, proc.stderr
+        done.append(proc.stdout)
+    assert done[1].rstrip().endswith("1 trace") and "What is 2 + 2?" in done[1], done[1]
+    assert "Gate PASSED" in done[2], done[2]
+    assert "1 passed" in done[2] or "1/1" in done[2], done[2]

@@ -1,10 +1,11 @@
-"""The README's install lines work on a fresh machine as written, with evaltrace not on PyPI.
+"""The documented install lines work on a fresh machine as written, with evaltrace not on PyPI.
 
-The "Install" block runs as written with bash in a copy of the source tree (as a clone), a new
-empty venv first on PATH and a new HOME: it builds the wheel, points PIP_FIND_LINKS at it and
-`pip install evaltrace` installs it (its requirements from the package index). The installed
-copy (not the source tree) then scores the samples. The GitHub Actions example's install step
-then runs as written in a folder holding the wheel in `wheels/`, as a repository that committed it.
+The "Install" block of docs/getting-started.md runs as written with bash in a copy of the source
+tree (as a clone), a new empty venv first on PATH and a new HOME: it builds the wheel, points
+PIP_FIND_LINKS at it and `pip install evaltrace` installs it (its requirements from the package
+index). The installed copy (not the source tree) then scores the samples. The GitHub Actions
+example's install step (docs/ci.md) then runs as written in a folder holding the wheel in
+`wheels/`, as a repository that committed it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from readme_blocks import bash_block, readme_text
+from readme_blocks import bash_block, docs_text
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,7 +42,7 @@ def _shell(venv: Path, home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
-    """(the clone, the venv evaltrace was installed into by the README's lines, their shell environment)."""
+    """(the clone, the venv evaltrace was installed into by the documented lines, their shell environment)."""
     root = tmp_path_factory.mktemp("install")
     clone, home, venv = root / "evaltrace", root / "home", root / "venv"
     _clone(clone)
@@ -75,7 +76,7 @@ def test_the_github_actions_step_installs_the_committed_wheel(
     fresh: tuple[Path, Path, dict[str, str]], tmp_path: Path
 ) -> None:
     _, venv, env = fresh
-    workflow = re.search(r"```yaml\n(# \.github/workflows/evals\.yml\n.*?)```", readme_text(), re.DOTALL)
+    workflow = re.search(r"```yaml\n(# \.github/workflows/evals\.yml\n.*?)```", docs_text(), re.DOTALL)
     assert workflow is not None
     steps = yaml.safe_load(workflow.group(1))["jobs"]["evals"]["steps"]
     (install,) = [step["run"] for step in steps if "pip install" in step.get("run", "")]

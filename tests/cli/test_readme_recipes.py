@@ -1,4 +1,4 @@
-"""Every "Record your own agent" recipe of the README works exactly as written.
+"""Every recipe of docs/frameworks.md ("Frameworks and recipes") works exactly as written.
 
 Each recipe's app is saved as app.py in a fresh folder and its shell lines run in bash, as a user
 would run them, against `FakeLLM` standing in for OpenAI (reached through `OPENAI_BASE_URL`, which

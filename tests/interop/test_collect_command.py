@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 from _receive_process import clean_env
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import read_spans
 
 APP = Path(__file__).with_name("_collect_child_app.py")
@@ -40,7 +41,7 @@ def _collect(
 
 
 def _names(folder: Path) -> list[str]:
-    return [span.name for span in read_spans([folder])]
+    return [span.name for span in read_spans(resolve_paths([folder]))]
 
 
 @pytest.mark.parametrize(
@@ -181,9 +182,10 @@ def test_a_protocol_with_no_listener_is_one_error_line(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 def test_the_readmes_ci_recipe_records_a_node_app(tmp_path: Path) -> None:
-    # The README's line, as written, in a folder holding app.js: a Node.js app exporting OTLP/JSON.
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    line = next(line for line in readme.splitlines() if "- run: evaltrace collect" in line)
+    # The docs' line (CI gating), as written, in a folder holding app.js: a Node.js app exporting OTLP/JSON.
+    from readme_blocks import docs_text
+
+    line = next(line for line in docs_text().splitlines() if "- run: evaltrace collect" in line)
     words = shlex.split(line.split("run:", 1)[1])
     assert words[:2] == ["evaltrace", "collect"] and words[-3:] == ["--", "node", "app.js"]
     shutil.copy(NODE_APP, tmp_path / "app.js")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from cli_process import evaltrace
-from review_store import CASES, JUDGE_PASSES, ROOT, JudgedStore, case_id, judged_store
+from review_store import CASES, JUDGE_PASSES, JudgedStore, case_id, judged_store
 from statsmodels.stats.inter_rater import cohens_kappa
 
 # The person fails these cases (the judge passes cases in JUDGE_PASSES): disagreements on both sides.
@@ -190,13 +190,13 @@ def test_score_min_judge_kappa_refuses_a_poorly_calibrated_judge(judged: JudgedS
 
 
 def _readme_commands() -> list[list[str]]:
-    """The `$ evaltrace labels|calibrate ...` lines of the README's "Review traces and calibrate judges"."""
+    """The `$ evaltrace labels|calibrate ...` lines of the docs ("Review traces and calibrate judges")."""
     import re
     import shlex
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Review traces and calibrate judges", 1)[1].split("\n### ", 1)[0]
-    lines = re.findall(r"^\$ evaltrace ((?:labels|calibrate) .*)$", section, re.MULTILINE)
+    from readme_blocks import docs_text
+
+    lines = re.findall(r"^\$ evaltrace ((?:labels|calibrate) .*)$", docs_text(), re.MULTILINE)
     return [shlex.split(line) for line in lines]
 
 
