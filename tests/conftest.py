@@ -76,14 +76,13 @@ def isolated_registry() -> Iterator[None]:
     from evaltrace.evaluators.scoring.scorers import registry
     from evaltrace.evaluators.scoring.scorers.plugins import FILE_MODULE_PREFIX
 
-    registry.scorer_names()  # the built-ins and installed plugins first, so they stay
-    saved = registry.registered()
+    saved = set(registry.scorer_names())  # the built-ins and installed plugins (loaded now), so they stay
     modules = set(sys.modules)
     try:
         yield
     finally:
-        registry._SCORERS.clear()
-        registry._SCORERS.update(saved)
+        for name in set(registry.scorer_names()) - saved:
+            registry.SCORERS.remove(name)
         # Plugin files imported by the test go too, so a later test loading them registers again.
         for name in set(sys.modules) - modules:
             if name.startswith(FILE_MODULE_PREFIX):

@@ -1,8 +1,11 @@
 """The report formats by name (`json`, `junit`, `markdown`, `html`), and one writer feeding several at once.
 
-A format is a factory taking a `ReportTarget` and returning a `ReportFormat`; a new format is one
-module and one line in `FORMATS`. `open_formats` opens every requested writer before scoring starts
-(so an unwritable destination is reported first) and returns them as one `ReportFormat`.
+A format is a factory taking a `ReportTarget` and returning a `ReportFormat` (each writer module's
+`for_target`); a new format is one module and one row in `FORMATS`, whose modules are imported
+only when their format is asked for. Installed distributions add formats through the entry-point
+group `evaltrace.report_formats` (`csv = my_reports:open_csv`), used as `--report csv=FILE`.
+`open_formats` opens every requested writer before scoring starts (so an unwritable destination is
+reported first) and returns them as one `ReportFormat`.
 """
 
 from __future__ import annotations
@@ -13,15 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.results.report.html_writer import HtmlWriter
-from evaltrace.evaluators.results.report.json_writer import ReportWriter
-from evaltrace.evaluators.results.report.junit_writer import JUnitWriter
-from evaltrace.evaluators.results.report.markdown_writer import MarkdownWriter
+from evaltrace.collector.registry import Registry
 from evaltrace.evaluators.results.report.model import Report
 from evaltrace.evaluators.results.report.writer import ReportEntry, ReportFormat
-
-STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
-"""The file GitHub Actions shows as the job's summary; the Markdown summary is appended to it."""
 
 
 @dataclass(frozen=True)
@@ -38,30 +35,16 @@ class ReportTarget:
 
 FormatFactory = Callable[[ReportTarget], ReportFormat]
 
-FORMATS: dict[str, FormatFactory] = {
-    "json": lambda target: ReportWriter(target.destination),
-    "junit": lambda target: JUnitWriter(target.destination, spec=target.spec),
-    "markdown": lambda target: MarkdownWriter(target.destination, step_summary=os.environ.get(STEP_SUMMARY_ENV)),
-    "html": lambda target: HtmlWriter(target.destination, cache=target.cache),
-}
-"""Every report format, by the name `--FORMAT FILE` gives it."""
+FORMATS: Registry[FormatFactory] = Registry("report format", group="evaltrace.report_formats")
+"""Every report format, by the name `--FORMAT FILE` (or `--report FORMAT=FILE`) gives it."""
+
+for _name in ("json", "junit", "markdown", "html"):
+    FORMATS.lazy(_name, f"{__package__}.{_name}_writer:for_target")
 
 STDOUT_FORMATS = frozenset({"json"})
 """Formats that may be written to stdout (`-`)."""
 CREATES_FOLDERS = frozenset({"json"})
 """Formats whose writer creates a missing folder (the JSON report always has); the others refuse one."""
-
-
-def format_factory(name: str) -> FormatFactory:
-    """The factory of the format `name`.
-
-    Raises:
-        InputError: no format has that name (the message lists the valid ones).
-    """
-    factory = FORMATS.get(name)
-    if factory is None:
-        raise InputError(f"unknown report format {name!r} (formats: {', '.join(sorted(FORMATS))})")
-    return factory
 
 
 def check_destination(name: str, destination: str, option: str | None = None) -> None:
@@ -77,7 +60,7 @@ def check_destination(name: str, destination: str, option: str | None = None) ->
             not exist (for the formats not in `CREATES_FOLDERS`).
     """
     option = option or f"--{name}"
-    format_factory(name)
+    FORMATS.get(name)
     if destination == "-":
         if name in STDOUT_FORMATS:
             return
@@ -100,7 +83,7 @@ def open_formats(requests: Sequence[tuple[str, ReportTarget]]) -> ReportFormat |
     writers: list[ReportFormat] = []
     try:
         for name, target in requests:
-            writers.append(format_factory(name)(target))
+            writers.append(FORMATS.get(name)(target))
     except BaseException:
         for writer in writers:
             writer.abort()

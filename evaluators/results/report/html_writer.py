@@ -26,7 +26,7 @@ import tempfile
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from evaltrace.evaluators.results.report import _html_page as page
 from evaltrace.evaluators.results.report._html_page import text
@@ -35,6 +35,9 @@ from evaltrace.evaluators.results.report._html_trace import write_trees
 from evaltrace.evaluators.results.report._publish import AtomicFile
 from evaltrace.evaluators.results.report.model import EntryResult, Report, SampleResult, ScoreResult
 from evaltrace.evaluators.results.report.writer import ReportEntry
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.results.report.formats import ReportTarget
 
 MAX_DETAILED_FAILED = 100
 """Failed and missing entries shown with their drill-down; later ones are compact rows."""
@@ -296,3 +299,8 @@ def _sample_facts(sample: SampleResult) -> str:
     if sample.cost_usd is not None:
         facts.append(f"${sample.cost_usd:.4f}")
     return (" · " + " · ".join(facts)) if facts else ""
+
+
+def for_target(target: ReportTarget) -> HtmlWriter:
+    """The `html` format (`formats.FORMATS`)."""
+    return HtmlWriter(target.destination, cache=target.cache)

@@ -6,12 +6,15 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import json_safe_bytes
 from evaltrace.evaluators.results.report.model import Report
 from evaltrace.evaluators.results.report.writer import ReportEntry
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.results.report.formats import ReportTarget
 
 
 def write_report(report: Report, destination: str) -> None:
@@ -108,3 +111,8 @@ class ReportWriter:
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         self.abort()
+
+
+def for_target(target: ReportTarget) -> ReportWriter:
+    """The `json` format (`formats.FORMATS`)."""
+    return ReportWriter(target.destination)

@@ -27,12 +27,15 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from evaltrace.collector.terminal import printable
 from evaltrace.evaluators.results.report._publish import AtomicFile
 from evaltrace.evaluators.results.report.model import EntryResult, Report, SampleResult, ScoreResult
 from evaltrace.evaluators.results.report.writer import ReportEntry
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.results.report.formats import ReportTarget
 
 _MAX_REASON = 2000
 """Characters of one reason in a testcase body (the JSON report has them whole)."""
@@ -266,3 +269,8 @@ def _properties(report: Report) -> str:
         rows.append((f"evaltrace.scorer.{name}.config_hashes", " ".join(sorted(hashes[name]))))
     lines = [f'      <property name="{xml_attribute(n)}" value="{xml_attribute(v)}"/>\n' for n, v in rows]
     return "    <properties>\n" + "".join(lines) + "    </properties>\n"
+
+
+def for_target(target: ReportTarget) -> JUnitWriter:
+    """The `junit` format (`formats.FORMATS`)."""
+    return JUnitWriter(target.destination, spec=target.spec)

@@ -22,13 +22,18 @@ points), so a report never pings anyone or offers a link its reader did not writ
 
 from __future__ import annotations
 
+import os
 import re
+from typing import TYPE_CHECKING
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import plural, printable
 from evaltrace.evaluators.results.report._publish import AtomicFile
 from evaltrace.evaluators.results.report.model import BaselineResult, EntryResult, Report, ScorerCount, ScoreResult
 from evaltrace.evaluators.results.report.writer import ReportEntry
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.results.report.formats import ReportTarget
 
 MAX_FAILED = 20
 """Failed and missing entries listed with their reasons; the others are counted."""
@@ -233,3 +238,12 @@ def _stats(report: Report) -> list[str]:
 
 def _seconds(value: float) -> str:
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+"""The file GitHub Actions shows as the job's summary; the Markdown summary is appended to it."""
+
+
+def for_target(target: ReportTarget) -> MarkdownWriter:
+    """The `markdown` format (`formats.FORMATS`), appended to the job's summary on GitHub Actions."""
+    return MarkdownWriter(target.destination, step_summary=os.environ.get(STEP_SUMMARY_ENV))

@@ -4,7 +4,7 @@ Scored samples wait on disk as compact JSON until their entry is written, so mem
 with the number of traces. A `ReportEntry` is typed (`result()` gives the `EntryResult`, parsing
 the waiting JSON only then) and keeps that JSON beside it (`json_chunks()`), so the JSON
 writer copies it without parsing. A new format is a module with a class satisfying
-`ReportFormat` and one line in `formats.FORMATS` (which also feeds several formats at once).
+`ReportFormat`, its `for_target`, and one row in `formats.FORMATS` (which also feeds several formats at once).
 
 The engine parks each sample as a *record* (`park`): its JSON plus a side part for writers that
 want the sample's values without parsing that JSON (the score store's rows). An entry a scoring

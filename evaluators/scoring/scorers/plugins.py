@@ -1,6 +1,7 @@
 """Scorers from outside evaltrace: installed plugins and `--plugin` modules.
 
-This module finds and imports them; the registry (`registry.py`) registers what they name, so a
+This module imports `--plugin` references and checks what entry points name; the registry
+(`registry.py`, its entry-point group loaded by `collector/registry.py`) registers them, so a
 plugin's scorers are named in spec files like the built-in ones and listed by `evaltrace scorers`.
 Two ways in:
 
@@ -24,7 +25,6 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -32,26 +32,8 @@ from typing import Any, Final
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.scoring.scorers.base import Scorer
 
-ENTRY_POINT_GROUP: Final = "evaltrace.scorers"
-"""The entry-point group installed packages declare their scorers in."""
-
 FILE_MODULE_PREFIX: Final = "evaltrace_plugin_"
 """Module names of plugin files start with this, so a file never shadows an installed module."""
-
-
-def entry_point_objects() -> Iterator[tuple[str, Any]]:
-    """What every installed `evaltrace.scorers` entry point names, with a description of it.
-
-    Raises:
-        InputError: an entry point does not import.
-    """
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        where = _describe(entry)
-        try:
-            loaded = entry.load()
-        except (Exception, SystemExit) as exc:  # any failure of third-party import code is the plugin's
-            raise InputError(f"{where}: could not be loaded ({type(exc).__name__}: {exc})") from None
-        yield where, loaded
 
 
 def import_plugin(ref: str) -> tuple[str, ModuleType, Any | None]:
@@ -163,9 +145,3 @@ def origin(cls: type[Scorer]) -> str:
     if cls.__module__.startswith(FILE_MODULE_PREFIX):
         return str(getattr(sys.modules.get(cls.__module__), "__file__", None) or cls.__module__)
     return cls.__module__
-
-
-def _describe(entry: EntryPoint) -> str:
-    dist = entry.dist
-    source = f" (from {dist.name} {dist.version})" if dist is not None else ""
-    return f"scorer plugin {entry.name} = {entry.value}{source}"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from evaltrace.evaluators.errors import did_you_mean
+from evaltrace.collector.registry import did_you_mean
 
 if TYPE_CHECKING:  # jsonschema is imported only when an invalid spec's message is looked for
     from jsonschema import ValidationError as SchemaError

@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from evaltrace.evaluators.errors import SpecError, UnknownScorerError, did_you_mean
+from evaltrace.collector.registry import did_you_mean
+from evaltrace.evaluators.errors import SpecError, UnknownScorerError
 from evaltrace.evaluators.scoring.scorers.arguments import ArgumentMatch
 from evaltrace.evaluators.scoring.scorers.base import Scorer
 from evaltrace.evaluators.scoring.scorers.registry import scorer_class, scorer_names
