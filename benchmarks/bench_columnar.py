@@ -10,7 +10,7 @@ the median of `--repeats` runs over the whole table, from the Arrow batches to o
 Every engine's answers must be the same. Then the columnar path itself (`RunCalls` plus the
 `trajectory` form, scores built for the passing rows) against the reference scorer on the same traces.
 With `--cli PAIRS`: the whole warm `evaltrace score --workers 1`, columnar forms on and cleared
-(`FORMS.clear()`), interleaved, CPU of each child process, and the two JSON reports compared.
+(`RunCalls.score` answering `None`), interleaved, CPU of each child process, and the two JSON reports compared.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def _median(job: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 def _scorers(table_path: Path, folder: Path, repeats: int) -> None:
     """The columnar path against the reference `trajectory` on the decoded traces (CPU s, median)."""
     from evaltrace.collector.traces.table import iter_table_traces
-    from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run, columnar_score
+    from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run, columnar_score
     from evaltrace.evaluators.scoring.scorers.base import run_scorer
     from evaltrace.evaluators.scoring.spec.loader import load_spec
 
@@ -141,8 +141,8 @@ def _scorers(table_path: Path, folder: Path, repeats: int) -> None:
 _CLI = """
 import sys
 if sys.argv[1] == "off":
-    from evaltrace.evaluators.scoring.columnar import forms
-    forms.FORMS.clear()
+    from evaltrace.evaluators.scoring.columns import RunCalls
+    RunCalls.score = lambda *args: None  # every scorer scored by its reference
 from evaltrace.cli.main import run
 sys.argv = ["evaltrace", "score", *sys.argv[2:]]
 run()

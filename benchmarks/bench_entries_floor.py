@@ -89,7 +89,7 @@ def _verdicts(table: Any, spec: dict[str, Any]) -> tuple[list[Any], list[int]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from evaltrace.evaluators.scoring.columnar import trajectory as form  # the form's own steps
+    from evaltrace.evaluators.scoring.scorers import trajectory as form  # the form's own steps
 
     position = {case_id: i for i, case_id in enumerate(spec["ids"])}
     case_index = pa.array([position.get(c) for c in table.column("case_id").to_pylist()], pa.int64())
@@ -123,8 +123,8 @@ def _verdicts(table: Any, spec: dict[str, Any]) -> tuple[list[Any], list[int]]:
         case = cases[row]
         match = _rules(spec["rules"][case])
         expected_arguments = spec["arguments"][case]
-        compared = form._compared(match, row_names, expected_arguments)
-        decided[row] = form._matching(match, expected_arguments, compared, row_names, texts[start:end])
+        compared = form.compared_flags(match, row_names, expected_arguments)
+        decided[row] = form._matching(form.RowPairs(match, row_names, expected_arguments, compared, texts[start:end]))
     return decided, cases
 
 
@@ -282,7 +282,6 @@ def child(table_path: Path, spec_path: Path, out: Path) -> None:
     # Imports are a phase of their own: everything the later phases import.
 
     import evaltrace.collector.traces.table
-    import evaltrace.evaluators.scoring.columnar.trajectory
     import evaltrace.evaluators.scoring.scorers.prices
     import evaltrace.evaluators.scoring.scorers.trajectory  # noqa: F401
 

@@ -20,7 +20,7 @@ from evaltrace.evaluators.engine._aggregate import sample_status, score_result, 
 from evaltrace.evaluators.engine._numbers import ExactSum, percentile
 from evaltrace.evaluators.engine.time_limit import Limiter, ScorerTimeout, current_limiter, timeout_message
 from evaltrace.evaluators.results.report.model import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
-from evaltrace.evaluators.scoring.columnar.scope import columnar_score
+from evaltrace.evaluators.scoring.columns import columnar_score
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, arun_scorer, run_scorer
 from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.scoring.spec.model import Case

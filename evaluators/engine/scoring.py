@@ -243,7 +243,7 @@ def score_paths_to(
     from evaltrace.collector.runfiles.reader import recording_losses, resolve_paths
     from evaltrace.collector.traces.cache import traces_of
     from evaltrace.evaluators.engine import shards
-    from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run
+    from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")

@@ -42,7 +42,7 @@ from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
-from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run
+from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
 if TYPE_CHECKING:
     from evaltrace.collector.traces.records import Trace

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evaltrace.collector.traces.records import Trace
 from evaltrace.collector.traces.table import from_table, to_table
-from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run, columnar_score
+from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run, columnar_score
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from evaltrace.collector.traces.records import Trace
-from evaltrace.evaluators.scoring.columnar import forms
-from evaltrace.evaluators.scoring.columnar.calls import RowCalls
+from evaltrace.evaluators.scoring import columns as forms
+from evaltrace.evaluators.scoring.columns import RowCalls
 from evaltrace.evaluators.scoring.scorers.base import Score
 
 Form = Callable[[Any, RowCalls, Trace], Score | None]

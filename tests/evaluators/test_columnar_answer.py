@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, Trace
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
-from evaltrace.evaluators.scoring.columnar import forms
-from evaltrace.evaluators.scoring.columnar.calls import RowCalls
+from evaltrace.evaluators.scoring import columns as forms
+from evaltrace.evaluators.scoring.columns import RowCalls
 from evaltrace.evaluators.scoring.scorers.answer import AnswerQuality, Completeness, Correctness, Groundedness
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.spec.loader import load_spec

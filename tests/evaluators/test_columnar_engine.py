@@ -19,10 +19,10 @@ from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs,
 from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
-from evaltrace.evaluators.scoring.columnar import forms
-from evaltrace.evaluators.scoring.columnar.calls import RowCalls
+from evaltrace.evaluators.scoring import columns as forms
+from evaltrace.evaluators.scoring.columns import RowCalls
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
-from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
+from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory, trajectory_form
 from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 SPEC = """\
@@ -83,7 +83,7 @@ def test_warm_scoring_takes_the_columnar_path_with_the_reference_report(
     answered: list[Score] = []
 
     def counted(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
-        found = forms.trajectory_form(scorer, row, trace)
+        found = trajectory_form(scorer, row, trace)
         if found is not None:
             answered.append(found)
         return found

@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 
 from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, Trace, Usage
 from evaltrace.collector.traces.table import to_table
-from evaltrace.evaluators.scoring.columnar.calls import BatchCalls
+from evaltrace.evaluators.scoring.columns import BatchCalls
 from evaltrace.evaluators.scoring.scorers.base import Scorer
 from evaltrace.evaluators.scoring.scorers.limits import Cost
-from evaltrace.evaluators.scoring.scorers.output import Outcome, Output, Steps
+from evaltrace.evaluators.scoring.scorers.output import Outcome, Output
+from evaltrace.evaluators.scoring.scorers.steps import Steps
 
 _SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _WORDS = ["Paris", "paris", "rain", "18", "error", "ok", "Sunny day"]

@@ -19,7 +19,8 @@ from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs,
 from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
 from evaltrace.evaluators.scoring.scorers.limits import Cost
-from evaltrace.evaluators.scoring.scorers.output import Outcome, Output, Steps
+from evaltrace.evaluators.scoring.scorers.output import Outcome, Output
+from evaltrace.evaluators.scoring.scorers.steps import Steps
 from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 SPEC = """\

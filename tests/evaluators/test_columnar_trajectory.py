@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.collector.traces.table import to_table
-from evaltrace.evaluators.scoring.columnar.scope import RunCalls, columnar_run, columnar_score
+from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run, columnar_score
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 

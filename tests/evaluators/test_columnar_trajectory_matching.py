@@ -19,12 +19,10 @@ from hypothesis import strategies as st
 from evaltrace.collector.traces.arguments import Rules, arguments_match
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.collector.traces.table import to_table
-from evaltrace.evaluators.scoring.columnar.calls import BatchCalls
-from evaltrace.evaluators.scoring.columnar.scope import KEPT_BATCHES, RunCalls
-from evaltrace.evaluators.scoring.columnar.trajectory import kuhn_matching, trajectory_form
+from evaltrace.evaluators.scoring.columns import KEPT_BATCHES, BatchCalls, RunCalls
 from evaltrace.evaluators.scoring.scorers.arguments import max_bipartite_matching
 from evaltrace.evaluators.scoring.scorers.base import Scorer, run_scorer
-from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
+from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory, trajectory_form
 
 _SCALARS = st.sampled_from([1, 2, 1.0, True, False, "Paris", " Paris ", "PARIS", "Lima", None])
 _ARGS = st.dictionaries(st.sampled_from(["city", "n", "q"]), _SCALARS, min_size=1, max_size=3)
@@ -135,7 +133,7 @@ def _graph(draw: st.DrawFn) -> tuple[list[str], set[tuple[int, int]]]:
 
 @settings(max_examples=300, deadline=None)
 @given(_graph())
-def test_kuhn_matching_is_max_bipartite_matching(graph: tuple[list[str], set[tuple[int, int]]]) -> None:
+def test_matching_over_each_names_calls_is_the_full_matching(graph: tuple[list[str], set[tuple[int, int]]]) -> None:
     names, edges = graph
     asked: list[tuple[int, int]] = []
 
@@ -143,7 +141,8 @@ def test_kuhn_matching_is_max_bipartite_matching(graph: tuple[list[str], set[tup
         asked.append((i, j))
         return (i, j) in edges
 
-    found = kuhn_matching(names, compatible)
+    by_name = [[j for j, name in enumerate(names) if name == names[i]] for i in range(len(names))]
+    found = max_bipartite_matching(len(names), len(names), compatible, by_name.__getitem__)
     assert found == max_bipartite_matching(len(names), len(names), lambda i, j: (i, j) in edges)
     assert all(names[i] == names[j] for i, j in asked)  # pairs of different names are never asked
 

@@ -9,7 +9,7 @@ from _rule_traces import call, iteration, load, trace
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.traces.records import ToolCall
 from evaltrace.evaluators.errors import SpecError
-from evaltrace.evaluators.scoring.scorers.output import _strip_code_fence
+from evaltrace.evaluators.scoring.scorers.output import strip_code_fence as _strip_code_fence
 from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
 

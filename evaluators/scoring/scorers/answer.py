@@ -32,21 +32,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evaltrace.collector.traces.records import Trace
-
-# Re-exported (`as`): the columnar forms of these scorers (`evaluators/scoring/columnar/answer.py`) match text
-# with the very same helpers, and `_text` is private to this package.
-from evaltrace.evaluators.scoring.scorers._text import contains_number as contains_number
-from evaltrace.evaluators.scoring.scorers._text import key_terms as key_terms
-from evaltrace.evaluators.scoring.scorers._text import mentions as mentions
-from evaltrace.evaluators.scoring.scorers._text import numbers as numbers
-from evaltrace.evaluators.scoring.scorers._text import parse_number as parse_number
+from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
+from evaltrace.evaluators.scoring.scorers._text import contains_number, key_terms, mentions, numbers, parse_number
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.evidence import RECORD_HINT, no_answer
+from evaltrace.evaluators.scoring.scorers.output import final_answer
 from evaltrace.evaluators.scoring.scorers.registry import register
 
 
@@ -114,11 +109,13 @@ class _AnswerScorer(Scorer):
         answer = trace.final_answer()
         if answer is None:
             return Axis(None, _sentence(no_answer(trace)), unrecorded=True)
-        if self.require_tool_call and not trace.tool_calls:
+        return self.grounded(answer, numbers(answer), bool(trace.tool_calls), _sources(trace))
+
+    def grounded(self, answer: str, answer_numbers: list[float], called: bool, sources: str) -> Axis:
+        """The groundedness axis of a recorded answer (and its numbers), whether a tool was called, the sources."""
+        if self.require_tool_call and not called:
             return Axis(0.0, "The agent answered without calling any tool.")
-        sources = _sources(trace)
         source_numbers = numbers(sources)
-        answer_numbers = numbers(answer)
         claimed_numbers = [n for n in dict.fromkeys(answer_numbers) if abs(n) >= self.ignore_numbers_below]
         claimed_facts = [f for f in self.facts if parse_number(f) is None and self._found(f, answer, answer_numbers)]
         claims = [_number_label(n) for n in claimed_numbers] + claimed_facts
@@ -151,14 +148,18 @@ class _AnswerScorer(Scorer):
         if answer is None:
             # Configured facts or fields with no answer to look in: a failure, not "does not apply".
             return Axis(0.0, _sentence(no_answer(trace)), {"missing": list(terms)}, unrecorded=True)
-        answer_numbers = numbers(answer)
+        return self.covered(answer, numbers(answer), terms, what)
+
+    def covered(self, answer: str, answer_numbers: list[float], terms: list[str], what: str) -> Axis:
+        """The fraction of `terms` a recorded answer (its numbers given) states, as an axis."""
         missing = [t for t in terms if not self._found(t, answer, answer_numbers)]
         value = (len(terms) - len(missing)) / len(terms)
         reason = f"{len(terms) - len(missing)} of {len(terms)} {what} found"
         reason += f"; missing: {', '.join(missing)}." if missing else "."
         return Axis(value, reason, {"missing": missing})
 
-    def _score_axis(self, axis: Axis, passed: bool | None = None) -> Score:
+    def score_axis(self, axis: Axis, passed: bool | None = None) -> Score:
+        """The `Score` of one axis: it passes at the threshold, or by `passed` when given."""
         if axis.value is None:
             return self.missing(axis.reason) if axis.unrecorded else self.result(None, reason=axis.reason)
         verdict = axis.value >= self.threshold if passed is None else passed
@@ -202,7 +203,7 @@ class Groundedness(_AnswerScorer):
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Check the answer's claims against the sources."""
         axis = self.groundedness(trace)
-        return self._score_axis(axis, None if axis.value is None else axis.value == 1.0)
+        return self.score_axis(axis, None if axis.value is None else axis.value == 1.0)
 
 
 @register
@@ -216,7 +217,7 @@ class Correctness(_AnswerScorer):
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Count the expected facts found in the answer."""
-        return self._score_axis(self.correctness(trace, case))
+        return self.score_axis(self.correctness(trace, case))
 
 
 @register
@@ -230,7 +231,7 @@ class Completeness(_AnswerScorer):
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Count the fields mentioned in the answer."""
-        return self._score_axis(self.completeness(trace))
+        return self.score_axis(self.completeness(trace))
 
 
 @register
@@ -249,12 +250,16 @@ class AnswerQuality(_AnswerScorer):
             "correctness": self.correctness(trace, case),
             "completeness": self.completeness(trace),
         }
-        weights = self.weights.model_dump()
+        return self.weighted(axes)
+
+    def weighted(self, axes: dict[str, Axis]) -> Score:
+        """The weighted score of the axes that apply."""
         if self.spec_check:  # a check cannot leave out what it could not see: such an axis counts 0
             axes = {
                 k: Axis(0.0, a.reason, a.details, True) if a.unrecorded and a.value is None else a
                 for k, a in axes.items()
             }
+        weights = self.weights.model_dump()
         applicable = {k: a for k, a in axes.items() if a.value is not None and weights[k] > 0}
         if not applicable:
             why = " ".join(a.reason for a in axes.values())
@@ -270,3 +275,107 @@ class AnswerQuality(_AnswerScorer):
         axes_detail = {k: {"value": a.value, "reason": a.reason} for k, a in axes.items()}
         extra = {"unrecorded": True} if any(a.unrecorded for a in applicable.values()) else {}
         return self.result(passed, value, reason if reason.endswith(".") else reason + ".", axes=axes_detail, **extra)
+
+
+# The columnar forms (see `columns.py`): a sure pass with the reference's exact `Score`, else `None`,
+# each axis computed by the reference's own methods from the row's columns. The answer is the
+# `output` column, else the last model reply's text (`output.final_answer`); a row with no answer
+# is left to the reference. Groundedness's sources are the `input` column and the calls' results,
+# each decoded from its JSON text and written back as the reference writes it (`json.dumps`: the
+# table's compact text differs, and `[1,234]` would read as the number 1234); a call that started a
+# nested agent (not a handoff) adds the nested run's results and answer, in other rows: left to the
+# reference. Correctness's facts from the case's expected output (a form is not given the case) too.
+
+AnswerScorer = Groundedness | Correctness | Completeness | AnswerQuality
+
+# `json.loads` and the reference's `json.dumps(result, default=str, ensure_ascii=False)`, built once:
+# `json.dumps` with options builds a new encoder per call, a third of the sources' cost.
+_loads = json.JSONDecoder().decode
+_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+class _Answer(NamedTuple):
+    """The row's answer and the numbers in it (read once: every axis looks for them)."""
+
+    text: str
+    numbers: list[float]
+
+
+def _answer(row: RowCalls) -> _Answer | None:
+    text = final_answer(row)
+    return None if text is None else _Answer(text, numbers(text))
+
+
+def _row_sources(row: RowCalls) -> str | None:
+    """The reference's sources (input, then each call's result), or `None` when a nested agent adds to them."""
+    nested = zip(row.call_values("child_row"), row.call_values("handoff"), strict=True)
+    if any(child is not None and not handoff for child, handoff in nested):
+        return None
+    parts = [cast("str | None", row.value("input")) or ""]
+    for text in cast("list[str | None]", row.call_values("result_json")):
+        result = None if text is None else _loads(text)
+        if result is not None:
+            parts.append(result if isinstance(result, str) else _dumps(result))
+    return "\n".join(parts)
+
+
+def _groundedness(scorer: AnswerScorer, row: RowCalls, answer: _Answer) -> Axis | None:
+    """The groundedness axis of a row with an answer, or `None` when its sources are in other rows."""
+    sources = _row_sources(row)
+    return None if sources is None else scorer.grounded(answer.text, answer.numbers, bool(row.names), sources)
+
+
+def _correctness(scorer: AnswerScorer, answer: _Answer) -> Axis | None:
+    """The correctness axis, or `None` when the facts would come from the case (not given to a form)."""
+    if not scorer.facts and not scorer.expected:
+        return None
+    facts = scorer.facts or key_terms(scorer.expected or "")
+    if not facts:
+        return Axis(None, "No expected facts or expected answer are configured.")
+    return scorer.covered(answer.text, answer.numbers, facts, "expected facts")
+
+
+def _completeness(scorer: AnswerScorer, answer: _Answer) -> Axis:
+    wanted = scorer.fields or scorer.facts
+    if not wanted:
+        return Axis(None, "No fields or facts are configured.")
+    return scorer.covered(answer.text, answer.numbers, wanted, "fields")
+
+
+def _passing(found: Score) -> Score | None:
+    return found if found.passed is True else None
+
+
+@columnar_form(Groundedness)
+def groundedness_form(scorer: Groundedness, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `groundedness` when every claim of the answer is in the sources, else `None`."""
+    answer = _answer(row)
+    axis = None if answer is None else _groundedness(scorer, row, answer)
+    return _passing(scorer.score_axis(axis, True)) if axis is not None and axis.value == 1.0 else None
+
+
+@columnar_form(Correctness)
+def correctness_form(scorer: Correctness, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `correctness` when enough expected facts are in the answer, else `None`."""
+    answer = _answer(row)
+    axis = None if answer is None else _correctness(scorer, answer)
+    return None if axis is None else _passing(scorer.score_axis(axis))
+
+
+@columnar_form(Completeness)
+def completeness_form(scorer: Completeness, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `completeness` when enough asked-for fields are in the answer, else `None`."""
+    answer = _answer(row)
+    return None if answer is None else _passing(scorer.score_axis(_completeness(scorer, answer)))
+
+
+@columnar_form(AnswerQuality)
+def answer_quality_form(scorer: AnswerQuality, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `answer_quality` when the weighted axes reach the threshold, else `None`."""
+    answer = _answer(row)
+    correct = None if answer is None else _correctness(scorer, answer)  # first: it may need the case
+    grounded = None if answer is None or correct is None else _groundedness(scorer, row, answer)
+    if answer is None or correct is None or grounded is None:
+        return None
+    axes = {"groundedness": grounded, "correctness": correct, "completeness": _completeness(scorer, answer)}
+    return _passing(scorer.weighted(axes))

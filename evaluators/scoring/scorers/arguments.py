@@ -16,7 +16,7 @@ needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +31,7 @@ from evaltrace.collector.traces.arguments import (
 from evaltrace.collector.traces.arguments import short as short
 from evaltrace.collector.traces.arguments import value_diffs as value_diffs
 from evaltrace.collector.traces.records import ToolCall
+from evaltrace.collector.traces.table import comparable_text
 
 
 class _Config(BaseModel):
@@ -125,33 +126,53 @@ def describe_raw_arguments(call: ToolCall) -> str:
     return describe_raw(call.arguments, call.arguments_truncated)
 
 
-def max_bipartite_matching(n_left: int, n_right: int, compatible: Callable[[int, int], bool]) -> dict[int, int]:
-    """A maximum matching between left and right items (Kuhn's algorithm, O(V * E)).
+def max_bipartite_matching(
+    n_left: int,
+    n_right: int,
+    compatible: Callable[[int, int], bool],
+    candidates: Callable[[int], Iterable[int]] | None = None,
+) -> dict[int, int]:
+    """A maximum matching between left and right items (Kuhn's augmenting paths, O(V * E)).
 
     Args:
         n_left: Number of left items (e.g. expected calls).
         n_right: Number of right items (e.g. actual calls).
-        compatible: Whether left item i may be paired with right item j.
+        compatible: Whether left item i may be paired with right item j; asked only of the pairs
+            the search reaches, so a lazy answer (a matcher's) is asked as little as possible.
+        candidates: The right items left item i may pair with, ascending (default: all); a
+            narrower list (the calls of one tool name) gives the same matching, sooner.
 
     Returns:
-        The pairs as `{left: right}`; its size is the largest possible.
+        The pairs as `{left: right}`; its size is the largest possible. Left items are taken in
+        turn, each trying right items in ascending order: every caller gets the same pairs.
     """
-    adjacency = [[j for j in range(n_right) if compatible(i, j)] for i in range(n_left)]
-    right_owner: dict[int, int] = {}
+    search = _Kuhn(compatible, candidates or (lambda i: range(n_right)))
+    for i in range(n_left):
+        search.augment(i, set())
+    return {i: j for j, i in search.owner.items()}
 
-    def augment(i: int, seen: set[int]) -> bool:
-        for j in adjacency[i]:
-            if j in seen:
+
+class _Kuhn:
+    """The augmenting-path search of `max_bipartite_matching`, from one left item at a time.
+
+    A class, not a recursive closure: a closure that calls itself is a reference cycle per call,
+    left for the garbage collector, which then ran many times as often over a scoring's heap.
+    """
+
+    def __init__(self, compatible: Callable[[int, int], bool], candidates: Callable[[int], Iterable[int]]) -> None:
+        self.compatible, self.candidates = compatible, candidates
+        self.owner: dict[int, int] = {}
+
+    def augment(self, i: int, seen: set[int]) -> bool:
+        owner = self.owner
+        for j in self.candidates(i):
+            if j in seen or not self.compatible(i, j):
                 continue
             seen.add(j)
-            if j not in right_owner or augment(right_owner[j], seen):
-                right_owner[j] = i
+            if j not in owner or self.augment(owner[j], seen):
+                owner[j] = i
                 return True
         return False
-
-    for i in range(n_left):
-        augment(i, set())
-    return {i: j for j, i in right_owner.items()}
 
 
 def lcs_pairs(n_left: int, n_right: int, compatible: Callable[[int, int], bool]) -> list[tuple[int, int]]:
@@ -184,6 +205,128 @@ def lcs_pairs(n_left: int, n_right: int, compatible: Callable[[int, int], bool])
         else:
             j += 1
     return pairs
+
+
+Arguments = dict[str, Any] | None
+"""An expected call's arguments (`None`: not compared)."""
+
+
+def compared_flags(match: ArgumentMatch, names: list[str], arguments: list[Arguments]) -> list[bool]:
+    """Per expected call, whether its arguments are compared (given, and its tool's mode not `ignore`)."""
+    if match.per_tool:
+        return [
+            a is not None and match.for_tool(name).mode != "ignore" for name, a in zip(names, arguments, strict=True)
+        ]
+    if match.mode == "ignore":
+        return [False] * len(arguments)
+    return [True] * len(arguments) if None not in arguments else [a is not None for a in arguments]
+
+
+def same_texts(arguments: list[Arguments], compared: list[bool], texts: list[str | None]) -> bool:
+    """Whether each compared expected call's arguments encode to the text (a table's) of the call paired with it.
+
+    Equal values match under every setting. One encoding and one string comparison: the encoder
+    writes an array as its items' texts joined by commas, so the arrays' texts are equal exactly
+    when the items' texts are.
+    """
+    every = all(compared)
+    try:
+        text = comparable_text(
+            arguments if every else [a if c else None for a, c in zip(arguments, compared, strict=True)]
+        )
+    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
+        return False
+    parts = texts if every else ["null" if not c else t for c, t in zip(compared, texts, strict=True)]
+    return None not in parts and "[" + ",".join(parts) + "]" == text  # type: ignore[arg-type]
+
+
+class RowPairs:
+    """Whether expected call `i` matches a table row's call `j` of the same name: `call_matches` on the row's texts.
+
+    The row's arguments are parsed once (one JSON array of them all) and only if a pair is asked;
+    each pair is asked of the argument matcher at most once. `compatible` and `crossed` serve a row
+    whose call `i` is known to match expected call `i` (the columnar `trajectory`'s position check).
+    """
+
+    def __init__(
+        self,
+        match: ArgumentMatch,
+        names: list[str],
+        arguments: list[Arguments],
+        compared: list[bool],
+        texts: list[str | None],
+    ) -> None:
+        self._match, self.names, self._arguments, self._compared, self._texts = (
+            match,
+            names,
+            arguments,
+            compared,
+            texts,
+        )
+        # With the same keys required at every depth and strings compared as they are, the matcher
+        # accepts only values Python finds equal (it is stricter: `True` is not `1`), so unequal
+        # values need no asking: one comparison in C, where the matcher walks the values in Python.
+        self._plain_exact = not match.per_tool and match.mode == "exact" and not match.trim and not match.casefold
+        self._known: dict[tuple[int, int], bool] = {}
+        self._values: list[Any] | None = None
+        self.unsure = False
+        """Set when the row's texts did not parse as one JSON value each (not a table evaltrace wrote)."""
+
+    def all_match(self, pairs: Iterable[tuple[int, int]]) -> bool:
+        """Whether expected call `i` matches call `j` for every pair whose arguments are compared."""
+        return all(not self._compared[i] or self.answer(i, j) for i, j in pairs) and not self.unsure
+
+    def crossed(self) -> bool:
+        """Whether some expected call `i` matches an earlier call `j` of its name (a pair below the diagonal)."""
+        earlier: dict[str, list[int]] = {}
+        for i, name in enumerate(self.names):
+            before = earlier.setdefault(name, [])
+            if any(self.compatible(i, j) for j in before):
+                return True
+            before.append(i)
+        return False
+
+    def compatible(self, i: int, j: int) -> bool:
+        """Whether expected call `i` matches call `j` (the two of one name), call `i` matching expected call `i`."""
+        texts = self._texts
+        if i == j or not self._compared[i] or texts[j] == texts[i]:
+            return True  # text i is expected call i's (the position check), so text j is too
+        return self.answer(i, j)
+
+    def answer(self, i: int, j: int) -> bool:
+        """The matcher's answer for expected call `i` (compared) and call `j`, each pair asked at most once."""
+        found = self._known.get((i, j))
+        if found is None:
+            found = self._known[(i, j)] = self._ask(i, j)
+        return found
+
+    def _ask(self, i: int, j: int) -> bool:
+        values = self._values if self._values is not None else self._parse()
+        if values is None:
+            self.unsure = True
+            return False
+        wanted, actual, match = self._arguments[i], values[j], self._match
+        assert wanted is not None  # compared
+        if self._plain_exact:
+            return wanted == actual and arguments_match(wanted, actual, False, match)
+        return arguments_match(wanted, actual, False, match.for_tool(self.names[i]))
+
+    def _parse(self) -> list[Any] | None:
+        """The row's arguments as the decoder parses them, once per row; `None` if not one JSON value each."""
+        texts = self._texts
+        present = ["null" if text is None else text for text in texts] if None in texts else texts
+        text = "[" + ",".join(present) + "]"  # type: ignore[arg-type]
+        try:
+            values, end = _decode(text)  # `json.loads` minus its checks for whitespace and bytes
+        except ValueError:
+            return None
+        if end != len(text) or not isinstance(values, list) or len(values) != len(texts):
+            return None
+        self._values = values
+        return values
+
+
+_decode = json.JSONDecoder().raw_decode
 
 
 def canonical_arguments(arguments: Any) -> str:

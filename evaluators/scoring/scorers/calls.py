@@ -19,12 +19,16 @@ they pass (no call failed, none repeated), as defaults they do not apply.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.arguments import call_label, canonical_arguments, clip, format_call, short
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
@@ -102,7 +106,7 @@ class ToolEfficiency(Scorer):
                 return self.result(True, 1.0, "The agent made no tool calls, so none was redundant.")
             return self.result(None, reason="The agent made no tool calls.")
         keys = [_call_key(i, c) for i, c in enumerate(calls)]
-        redundant = self._redundant(calls, keys)
+        redundant = redundant_calls(keys, self.count_retries, lambda i: call_failure(calls[i], True) is not None)
         loops = find_loops(keys)
         longest = max((n for _, n in loops), default=1)
         value = len(set(keys)) / len(calls)
@@ -121,19 +125,6 @@ class ToolEfficiency(Scorer):
         reason = "; ".join(parts) + "." if parts else f"No redundant calls among {len(calls)}."
         return self.result(passed, value, reason, **details)
 
-    def _redundant(self, calls: list[ToolCall], keys: list[tuple[str, str]]) -> list[str]:
-        seen: dict[tuple[str, str], int] = {}
-        redundant: list[str] = []
-        for i, key in enumerate(keys):
-            first = seen.get(key)
-            if first is None:
-                seen[key] = i
-                continue
-            if not self.count_retries and call_failure(calls[i - 1], True) is not None and keys[i - 1] == key:
-                continue  # an immediate retry of a failed call
-            redundant.append(f"#{i + 1} repeats #{first + 1} {calls[i].name}")
-        return redundant
-
 
 def _call_key(index: int, call: ToolCall) -> tuple[str, str]:
     # Arguments that were not recorded cannot be compared: such a call never counts as a repeat.
@@ -147,6 +138,21 @@ def _incomparable(calls: list[ToolCall]) -> list[str]:
     uses = Counter(call.name for call in calls)
     labels = unrecorded_labels(calls)
     return [label for label, call in zip(labels, calls, strict=True) if label and uses[call.name] > 1]
+
+
+def redundant_calls(keys: list[tuple[str, str]], count_retries: bool, failed: Callable[[int], bool]) -> list[str]:
+    """Repeats of an earlier call (by key), but for immediate retries of a failed call unless `count_retries`."""
+    seen: dict[tuple[str, str], int] = {}
+    redundant: list[str] = []
+    for i, key in enumerate(keys):
+        first = seen.get(key)
+        if first is None:
+            seen[key] = i
+            continue
+        if not count_retries and keys[i - 1] == key and failed(i - 1):
+            continue  # an immediate retry of a failed call
+        redundant.append(f"#{i + 1} repeats #{first + 1} {key[0]}")
+    return redundant
 
 
 def find_loops(keys: list[tuple[str, str]]) -> list[tuple[int, int]]:
@@ -196,3 +202,91 @@ class Budget(Scorer):
         within = ", ".join(f"{k} {n}/{lim}" for k, (n, lim) in checked.items())
         reason = ("Over budget: " + "; ".join(over)) if over else f"Within budget ({within})"
         return self.result(not over, None, reason + ".", **{k.replace(" ", "_"): n for k, n in counts.items()})
+
+
+# The columnar forms (see `columns.py`): a sure pass with the reference's exact `Score`, else `None`.
+# `tool_errors`: no call has an error recorded and, with `error_results`, no result's JSON text holds
+# `"error"` (so no result is an object with an `error` field). `budget`: the counts within every
+# limit set. `tool_efficiency`: calls compared by name and canonical arguments, as the reference
+# does, from the decoded JSON; a call whose arguments were not recorded, sharing its tool with
+# another, is left to it. With `nested`, a row whose calls started nested agents is left to the
+# reference (their calls count).
+
+
+@columnar_form(ToolErrors)
+def tool_errors_form(scorer: ToolErrors, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `tool_errors` when no call can have failed, else `None`."""
+    if (scorer.nested and row.nested) or row.failed or (scorer.error_results and row.error_text):
+        return None
+    if not row.names:
+        return scorer.result(True, 1.0, "The agent made no tool calls, so none failed.") if scorer.spec_check else None
+    return scorer.result(True, 1.0, f"All {len(row.names)} tool calls succeeded.", failures=[])
+
+
+@columnar_form(Budget)
+def budget_form(scorer: Budget, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `budget` when every count set a limit is within it, else `None`."""
+    if scorer.nested and row.nested:
+        return None
+    tool_calls, model_calls = len(row.names), row.model_calls
+    counts = {"tool calls": tool_calls, "model calls": model_calls, "steps": tool_calls + model_calls}
+    limits = {"tool calls": scorer.max_tool_calls, "model calls": scorer.max_model_calls, "steps": scorer.max_steps}
+    checked = {k: (counts[k], limit) for k, limit in limits.items() if limit is not None}
+    if not checked or any(n > limit for n, limit in checked.values()):
+        return None
+    within = ", ".join(f"{k} {n}/{limit}" for k, (n, limit) in checked.items())
+    return scorer.result(
+        True, None, f"Within budget ({within}).", tool_calls=tool_calls, model_calls=model_calls, steps=counts["steps"]
+    )
+
+
+@columnar_form(ToolEfficiency)
+def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `tool_efficiency` when repeats and loops are within limits, else `None`."""
+    if scorer.nested and row.nested:
+        return None
+    names = row.names
+    if not names:
+        return (
+            scorer.result(True, 1.0, "The agent made no tool calls, so none was redundant.")
+            if scorer.spec_check
+            else None
+        )
+    arguments = row.argument_values()
+    if _unrecorded_repeat(names, arguments, row.call_values("arguments_truncated")):
+        return None  # repeats cannot be ruled out: the reference reports the unrecorded calls
+    keys = [
+        (name, f"<not recorded #{i}>" if value is None else canonical_arguments(value))
+        for i, (name, value) in enumerate(zip(names, arguments, strict=True))
+    ]
+    redundant = redundant_calls(keys, scorer.count_retries, functools.partial(_failed, row))
+    loops = find_loops(keys)
+    longest = max((n for _, n in loops), default=1)
+    if len(redundant) > scorer.max_redundant or (scorer.max_loop is not None and longest > scorer.max_loop):
+        return None
+    parts = []
+    if redundant:
+        parts.append(f"{len(redundant)} redundant (max {scorer.max_redundant}): " + ", ".join(redundant[:3]))
+    for start, n in loops[:3]:
+        parts.append(f"loop: {format_call(names[start], arguments[start])} {n} times in a row from #{start + 1}")
+    reason = "; ".join(parts) + "." if parts else f"No redundant calls among {len(names)}."
+    value = len(set(keys)) / len(names)
+    return scorer.result(True, value, reason, redundant=redundant, loops=[[s, n] for s, n in loops])
+
+
+def _unrecorded_repeat(names: list[str], arguments: list[Any], truncated: list[object]) -> bool:
+    """Whether a call's arguments were not recorded while another call used the same tool."""
+    uses = Counter(names)
+    return any(
+        value is None and not cut and uses[name] > 1
+        for name, value, cut in zip(names, arguments, truncated, strict=True)
+    )
+
+
+def _failed(row: RowCalls, index: int) -> bool:
+    """Whether call `index` failed: an error recorded, or a result object whose `error` field is set."""
+    if row.call_values("error")[index]:
+        return True
+    text = row.call_values("result_json")[index]
+    result = None if text is None else json.loads(str(text))
+    return isinstance(result, dict) and result.get("error") not in (None, False, "")

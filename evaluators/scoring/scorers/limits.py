@@ -24,12 +24,13 @@ needs `max_usd` or `unknown_model: fail`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Literal, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evaltrace.collector.traces.records import Trace, Usage
+from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.scoring.scorers.registry import register
@@ -293,14 +294,98 @@ def estimate_cost(trace: Trace, prices: Mapping[str, ModelPrice] | None = None) 
     Returns:
         The estimate and the calls it leaves out.
     """
-    table = {**DEFAULT_PRICES, **(prices or {})}
     fallback = trace.models[0] if len(trace.models) == 1 else None
+    return price_calls(((it.model, it.usage, it.index) for it in trace.iterations), fallback, prices)
+
+
+def price_calls(
+    calls: Iterable[tuple[str | None, Usage, int]], fallback: str | None, prices: Mapping[str, ModelPrice] | None
+) -> CostEstimate:
+    """`estimate_cost` of model calls given as `(model, usage, index)`; `fallback`: the run's only model."""
+    table = {**DEFAULT_PRICES, **(prices or {})}
     usd, unpriced = 0.0, []
-    for it in trace.iterations:
-        model = it.model or fallback
-        price = find_price(model, table) if model else None
-        if price is None or (it.usage.input_tokens is None and it.usage.output_tokens is None):
-            unpriced.append(f"model call {it.index} ({model or 'model not recorded'})")
+    found: dict[str, ModelPrice | None] = {}  # a run calls few models: look each up once
+    for recorded, usage, index in calls:
+        model = recorded or fallback
+        price = None
+        if model:
+            price = found[model] if model in found else found.setdefault(model, find_price(model, table))
+        if price is None or (usage.input_tokens is None and usage.output_tokens is None):
+            unpriced.append(f"model call {index} ({model or 'model not recorded'})")
             continue
-        usd += call_cost(it.usage, price)
+        usd += call_cost(usage, price)
     return CostEstimate(usd, unpriced)
+
+
+# The columnar forms (see `columns.py`): a sure pass with the reference's exact `Score`, else `None`.
+# `usage`: bounds on the whole run only (`total`; per-model bounds need the model calls, left to the
+# reference), every metric recorded in the row's `usage` column and within its bounds. `latency`:
+# the run's and the calls' durations from the table's microsecond timestamps, each within its
+# bound. `cost`: every model call priced from its model and usage (`price_calls`, the reference's),
+# the sum within `max_usd` (with `unknown_model: skip`, unpriced calls left out as the reference does).
+
+
+@columnar_form(UsageLimits)
+def usage_form(scorer: UsageLimits, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `usage` when every run-wide bound is recorded and met, else `None`."""
+    if scorer.per_model or not scorer.total:
+        return None
+    usage = Usage.model_validate(row.usage)  # the row's values, as the trace holds them
+    for metric, limit in scorer.total.items():
+        value = metric_value(usage, metric)
+        if value is None or limit.violation(value) is not None:
+            return None
+    return scorer.result(True, None, f"All {len(scorer.total)} usage limits met.", unknown=[])
+
+
+@columnar_form(Latency)
+def latency_form(scorer: Latency, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `latency` when every measured duration is within its bound, else `None`.
+
+    Bounds on model calls (`max_iteration_seconds`) need the iterations' times: left to the reference.
+    """
+    if scorer.max_iteration_seconds is not None:
+        return None
+    checks: list[tuple[int | None, float]] = []
+    if scorer.max_seconds is not None:
+        checks.append((row.run_micros, scorer.max_seconds))
+    for name, micros in zip(row.names, row.call_micros, strict=True):
+        limit = scorer.max_tool_seconds
+        if isinstance(limit, dict):
+            limit = limit.get(name)
+        if limit is not None:
+            checks.append((micros, limit))
+    measured = [(micros / 1_000_000, limit) for micros, limit in checks if micros is not None]
+    if scorer.spec_check and len(measured) < len(checks):  # a duration not recorded fails a check
+        return None
+    if not checks:  # only per-tool bounds, for tools not called: a pass as a check, else not applicable
+        if not scorer.spec_check:
+            return None
+        return scorer.result(True, None, "No call of a tool with a latency limit was made.")
+    if not measured or any(seconds > limit for seconds, limit in measured):
+        return None
+    return scorer.result(True, None, f"All {len(measured)} measured durations within limits.")
+
+
+@columnar_form(Cost)
+def cost_form(scorer: Cost, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `cost` when the priced calls are within `max_usd` (or all priced), else `None`."""
+    models = cast("list[str | None]", row.iteration_values("model"))
+    if not models:
+        return None
+    run_models = cast("list[str]", row.value("models"))
+    usages = cast("list[dict[str, int | None]]", row.iteration_values("usage"))
+    indexes = cast("list[int]", row.iteration_values("index"))
+    calls = zip(models, map(Usage.model_validate, usages), indexes, strict=True)
+    usd, unpriced = price_calls(calls, run_models[0] if len(run_models) == 1 else None, scorer.prices)
+    est = f"estimated ${usd:.4f}"
+    if unpriced and (scorer.unknown_model == "fail" or scorer.max_usd is None or len(unpriced) == len(models)):
+        return None
+    if scorer.max_usd is None:
+        if not scorer.spec_check:  # the estimate alone: the reference does not apply
+            return None
+        return scorer.result(True, None, f"Cost {est}; every model call was priced.", usd=usd)
+    if usd > scorer.max_usd:
+        return None
+    gaps = f" without {len(unpriced)} unpriced call(s): {', '.join(unpriced[:3])}" if unpriced else ""
+    return scorer.result(True, None, f"Cost {est}{gaps} within max ${scorer.max_usd:g}.", usd=usd)

@@ -1,4 +1,4 @@
-"""Rule scorers over what the run produced: the final output, its steps, its outcome.
+"""Rule scorers over what the run produced: the final output and its outcome (`steps.py`: its steps).
 
 `output` checks the final answer (`Trace.final_answer()`): `contains`, `not_contains`, `regex`
 (searched, not anchored), `equals` (after whitespace normalisation) and `json_schema` (the
@@ -6,13 +6,6 @@ answer parsed as JSON and validated). Bad regexes and bad schemas are configurat
 raised when the scorer is built, so the spec loader can name the file, case and key. When no
 answer was recorded every check fails, `not_contains` included (an answer nobody saw cannot be
 shown to avoid a word), and the reason says what is missing and how to record it.
-
-`steps` checks the tool calls (the steps): each `contains` item needs its own call with that
-name and (subset-matching) arguments, paired optimally; no call may match a `not_contains`
-item; each `regex` item needs a call whose name, arguments and result (each given one) match
-its regular expressions (searched, not anchored; arguments and structured results as JSON
-text). A check that needs arguments or results that were not recorded fails and says so: a
-forbidden call whose arguments are unknown cannot be ruled out.
 
 `outcome` compares the run's outcome with the expected one. Outcomes describe how the run
 ended, not the quality of its steps (as in task-outcome evaluation, behaviour and outcome are
@@ -34,31 +27,26 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import field_validator
 
-from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.arguments import (
-    ArgumentMatch,
-    ExpectedCall,
-    call_matches,
-    format_call,
-    max_bipartite_matching,
+    clip,
     short,
 )
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.evidence import (
-    RECORD_HINT,
-    arguments_not_recorded,
     no_answer,
-    unrecorded_labels,
 )
+from evaltrace.evaluators.scoring.scorers.outcome import CUT_SHORT, cut_short
 from evaltrace.evaluators.scoring.scorers.outcome import OutcomeKind as OutcomeKind
 from evaltrace.evaluators.scoring.scorers.outcome import RunOutcome as RunOutcome
 from evaltrace.evaluators.scoring.scorers.outcome import trace_outcome as trace_outcome
 from evaltrace.evaluators.scoring.scorers.registry import register
-from evaltrace.evaluators.scoring.scorers.tools import check_json_schema, schema_errors
+from evaltrace.evaluators.scoring.scorers.schemas import check_json_schema, schema_errors
 from evaltrace.evaluators.scoring.spec.model import valid_regexes
 
 
@@ -146,13 +134,13 @@ class Output(Scorer):
     def _json_failures(self, text: str) -> list[str]:
         assert self.json_schema is not None
         try:
-            data = json.loads(_strip_code_fence(text))
+            data = json.loads(strip_code_fence(text))
         except json.JSONDecodeError as exc:
             return [f"answer is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"]
         return [f"JSON schema: {e}" for e in schema_errors(self.json_schema, data)]
 
 
-def _strip_code_fence(text: str) -> str:
+def strip_code_fence(text: str) -> str:
     """The inside of a Markdown code fence wrapping the whole answer, else the answer.
 
     Models often wrap JSON answers in a fence; the content is what the user asked for. Plain
@@ -170,190 +158,6 @@ def _strip_code_fence(text: str) -> str:
     if not newline or closing.strip():
         return text
     return inner
-
-
-strip_code_fence = _strip_code_fence
-"""The same function under a public name: the columnar `output` form reads fenced answers as `output` does."""
-
-
-class StepPattern(ExpectedCall):
-    """A tool call to look for: a name and, optionally, arguments it must include."""
-
-
-class StepRegex(BaseModel):
-    """A step to look for by regular expressions: each given one must match the same call."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    name: str | None = None
-    """Searched in the tool's name."""
-    arguments: str | None = None
-    """Searched in the arguments (a JSON object as JSON text, keys in recorded order)."""
-    result: str | None = None
-    """Searched in the result (text as it is, structured results as JSON text)."""
-
-    @field_validator("name", "arguments", "result")
-    @classmethod
-    def _valid_regex(cls, value: str | None) -> str | None:
-        return valid_regexes(value)  # type: ignore[return-value]  # one string in, the same string out
-
-    @model_validator(mode="after")
-    def _something_to_match(self) -> StepRegex:
-        if self.name is None and self.arguments is None and self.result is None:
-            raise ValueError("a steps regex needs name, arguments or result")
-        return self
-
-    def describe(self) -> str:
-        """`{name~'get_.*', result~'[0-9]+'}` for messages (patterns as written)."""
-        parts = [f"{field}~'{pattern}'" for field, pattern in self._patterns()]
-        return "{" + ", ".join(parts) + "}"
-
-    def _patterns(self) -> list[tuple[str, str]]:
-        fields = (("name", self.name), ("arguments", self.arguments), ("result", self.result))
-        return [(field, pattern) for field, pattern in fields if pattern is not None]
-
-    def unrecorded(self, call: ToolCall) -> list[str]:
-        """The fields this regex reads that `call` did not record, when the recorded ones match.
-
-        A call whose recorded fields already fail to match could not be the step either way.
-        """
-        missing: list[str] = []
-        for field, pattern in self._patterns():
-            text = _step_text(call, field)
-            if text is None:
-                missing.append(field)
-            elif re.search(pattern, text) is None:
-                return []
-        return missing
-
-    def matches(self, call: ToolCall) -> bool:
-        """Whether every given pattern is found in its field of `call` (unrecorded fields never match)."""
-        for field, pattern in self._patterns():
-            text = _step_text(call, field)
-            if text is None or re.search(pattern, text) is None:
-                return False
-        return True
-
-
-def _step_text(call: ToolCall, field: str) -> str | None:
-    value = call.name if field == "name" else call.arguments if field == "arguments" else call.result
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _to_pattern(value: Any) -> Any:
-    if isinstance(value, str):
-        return {"name": value}
-    if isinstance(value, dict) and "input" in value and "arguments" not in value:
-        # Timbal's steps validators call the arguments `input`; accept that spelling too.
-        return {("arguments" if k == "input" else k): v for k, v in value.items()}
-    return value
-
-
-@register
-class Steps(Scorer):
-    """The tool calls include the required steps, none of the forbidden ones, and steps matching each regex."""
-
-    name: ClassVar[str] = "steps"
-    version: ClassVar[int] = 2
-    """2: checks needing unrecorded arguments fail instead of passing; `regex` added."""
-    reads_histories: ClassVar[bool] = False
-
-    contains: list[StepPattern] = Field(default_factory=list)
-    """Calls that must each be made: a name, or {name, arguments} (or `input`) with arguments matched as a subset."""
-    not_contains: list[StepPattern] = Field(default_factory=list)
-    """Calls that must not be made (a name, or {name, arguments} to forbid only matching calls)."""
-    regex: list[StepRegex] = Field(default_factory=list)
-    """Steps that must each be made, by regular expressions: a pattern for the name, or {name, arguments, result}."""
-    arguments: ArgumentMatch = Field(default_factory=ArgumentMatch)
-    """How arguments are compared."""
-    nested: bool = False
-    """Also look at the calls made by nested agents."""
-
-    @field_validator("contains", "not_contains", mode="before")
-    @classmethod
-    def _names_as_patterns(cls, value: Any) -> Any:
-        return [_to_pattern(v) for v in value] if isinstance(value, list) else value
-
-    @field_validator("regex", mode="before")
-    @classmethod
-    def _regexes(cls, value: Any) -> Any:
-        # One pattern, or a list; a bare pattern is searched in the name (as `contains: [name]` is a name).
-        items = [value] if isinstance(value, str | dict) else value
-        return [{"name": v} if isinstance(v, str) else v for v in items] if isinstance(items, list) else value
-
-    def configuration_problem(self) -> str | None:
-        """No check configured."""
-        if self.contains or self.not_contains or self.regex:
-            return None
-        return "no step check is configured: give contains, not_contains or regex"
-
-    def score(self, trace: Trace, case: Any | None = None) -> Score:
-        """Pair the required steps with distinct calls, look for forbidden ones, then match the regexes."""
-        if not self.contains and not self.not_contains and not self.regex:
-            return self.result(None, reason="No step check is configured.")
-        calls = trace.all_tool_calls(nested=self.nested)
-        findings = self._required(calls) + self._forbidden(calls) + self._regex_failures(calls)
-        failures = [text for text, _ in findings]
-        total = len(self.contains) + len(self.not_contains) + len(self.regex)
-        value = max(0, total - len(failures)) / total
-        if not failures:
-            return self.result(True, value, f"All {total} step checks passed.", failures=[])
-        reason = "; ".join(failures) + "."
-        unrecorded = any(blind for _, blind in findings)
-        if unrecorded:
-            reason += f" To check them, {RECORD_HINT}."
-        extra = {"unrecorded": True} if unrecorded else {}
-        return self.result(False, value, reason, failures=failures, **extra)
-
-    def _same_name_unrecorded(self, pattern: StepPattern, calls: list[ToolCall]) -> list[str]:
-        """Labels of the calls of `pattern`'s tool whose arguments (which it compares) were not recorded."""
-        if pattern.arguments is None:
-            return []
-        return [
-            label for label, c in zip(unrecorded_labels(calls), calls, strict=True) if label and c.name == pattern.name
-        ]
-
-    def _required(self, calls: list[ToolCall]) -> list[tuple[str, bool]]:
-        want = self.contains
-
-        def fits(i: int, j: int) -> bool:
-            return call_matches(want[i], calls[j], self.arguments)
-
-        pairs = max_bipartite_matching(len(want), len(calls), fits)
-        found = []
-        for i, pattern in enumerate(want):
-            if i not in pairs:
-                blind = self._same_name_unrecorded(pattern, calls)
-                why = f" ({arguments_not_recorded(blind, hint=False)})" if blind else ""
-                found.append((f"no call {format_call(pattern.name, pattern.arguments)}{why}", bool(blind)))
-        return found
-
-    def _forbidden(self, calls: list[ToolCall]) -> list[tuple[str, bool]]:
-        found = []
-        for pattern in self.not_contains:
-            shown = format_call(pattern.name, pattern.arguments)
-            hits = [j for j, c in enumerate(calls) if call_matches(pattern, c, self.arguments)]
-            blind = self._same_name_unrecorded(pattern, calls)
-            if hits:
-                found.append((f"forbidden call {shown} made ({', '.join(f'#{j + 1}' for j in hits)})", False))
-            elif blind:
-                # A same-name call whose arguments are unknown may be the forbidden one: not verified.
-                found.append(
-                    (f"cannot rule out forbidden call {shown}: {arguments_not_recorded(blind, hint=False)}", True)
-                )
-        return found
-
-    def _regex_failures(self, calls: list[ToolCall]) -> list[tuple[str, bool]]:
-        found = []
-        for item in self.regex:
-            if any(item.matches(c) for c in calls):
-                continue
-            blind = sorted({f for c in calls for f in item.unrecorded(c)})
-            why = f" (the {' and '.join(blind)} of some calls were not recorded)" if blind else ""
-            found.append((f"no step matches regex {item.describe()}{why}", bool(blind)))
-        return found
 
 
 @register
@@ -376,3 +180,120 @@ class Outcome(Scorer):
         extra = {"unrecorded": True} if actual == "unknown" else {}
         reason = f"Outcome {actual} ({verdict}): {evidence}."
         return self.result(passed, 1.0 if passed else 0.0, reason, outcome=actual, **extra)
+
+
+# The columnar forms (see `columns.py`): a sure pass with the reference's exact `Score`, else `None`,
+# from the row's columns: the answer is the `output` column, else the last model reply's text (the
+# model calls' `output_messages`, as `Trace.final_answer`). `output`: every configured check holds
+# on the answer (a `json_schema` check reads a JSON answer inside a code fence, as the reference
+# does). `outcome`: the run's outcome, classified from the columns, is the expected one.
+
+
+def final_answer(row: RowCalls) -> str | None:
+    """`Trace.final_answer()` from the columns: the output, else the last model reply's text."""
+    output = row.value("output")
+    if output is not None:
+        return cast("str", output)
+    replies = cast("list[list[dict[str, Any]] | None]", row.iteration_values("output_messages"))
+    for messages in reversed(replies):
+        texts = [text for text in map(_message_text, messages or []) if text is not None]
+        if texts:
+            return "\n".join(texts)
+    return None
+
+
+def _message_text(message: dict[str, Any]) -> str | None:
+    """`Message.text`: the text parts joined by newlines, or `None` without one."""
+    texts = [part["text"] for part in message["parts"] if part["type"] == "text" and part["text"] is not None]
+    return "\n".join(texts) if texts else None
+
+
+@columnar_form(Output)
+def output_form(scorer: Output, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `output` when an answer was recorded and every check holds, else `None`."""
+    checks = _output_checks(scorer)
+    if not checks:
+        return None
+    text = final_answer(row)
+    if text is None or not _output_holds(scorer, text):
+        return None
+    return scorer.result(True, 1.0, f"All {checks} output checks passed.", failures=[])
+
+
+def _output_checks(scorer: Output) -> int:
+    lists = (_as_list(scorer.contains), _as_list(scorer.not_contains), _as_list(scorer.regex))
+    return sum(map(len, lists)) + (scorer.equals is not None) + (scorer.json_schema is not None)
+
+
+def _output_holds(scorer: Output, text: str) -> bool:
+    """Whether every configured check holds on `text` (the reference's `_failures` finds none)."""
+
+    def fold(value: str) -> str:
+        return value if scorer.case_sensitive else value.casefold()
+
+    folded = fold(text)
+    if any(fold(s) not in folded for s in _as_list(scorer.contains)):
+        return False
+    if any(fold(s) in folded for s in _as_list(scorer.not_contains)):
+        return False
+    flags = 0 if scorer.case_sensitive else re.IGNORECASE
+    if any(re.search(pattern, text, flags) is None for pattern in _as_list(scorer.regex)):
+        return False
+    if scorer.equals is not None and " ".join(folded.split()) != " ".join(fold(scorer.equals).split()):
+        return False
+    return scorer.json_schema is None or _valid_json(scorer.json_schema, text)
+
+
+def _valid_json(schema: dict[str, Any], text: str) -> bool:
+    """Whether `text` (inside its code fence, if one wraps it) parses as JSON valid against `schema`."""
+    try:
+        data = json.loads(strip_code_fence(text))
+    except (ValueError, RecursionError):
+        return False
+    return not schema_errors(schema, data)
+
+
+@columnar_form(Outcome)
+def outcome_form(scorer: Outcome, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `outcome` when the run's outcome is the expected one, else `None`."""
+    actual, evidence = _row_outcome(row)
+    if actual != scorer.expected:
+        return None
+    return scorer.result(True, 1.0, f"Outcome {actual} (as expected): {evidence}.", outcome=actual)
+
+
+def _row_outcome(row: RowCalls) -> tuple[str, str]:
+    """`trace_outcome` from the columns: the outcome and its evidence."""
+    status, error = cast("str", row.value("status")), cast("str | None", row.value("error"))
+    if status == "timeout":
+        return "timeout", f"the run timed out{f': {error}' if error else ''}"
+    if status == "error" or error:
+        return "error", f"the run raised: {error or 'status error'}"
+    answer = final_answer(row)
+    problem = _failure_evidence(row, answer)
+    if problem:
+        return "failure", f"the run returned but {problem}"
+    if answer is None:
+        return "unknown", "no answer was recorded"  # never expected: the reference gives the reason
+    return "success", "the run returned normally"
+
+
+def _failure_evidence(row: RowCalls, answer: str | None) -> str | None:
+    """Why a run that returned normally still failed (`outcome.py`'s `_failure_evidence`), or `None`."""
+    if answer is not None and not answer.strip():
+        return "its final answer is empty"
+    errors = cast("list[str | None]", row.iteration_values("error"))
+    if errors:
+        if errors[-1]:
+            return f"its last model call failed: {clip(errors[-1], 80)}"
+        stop = cast("list[str | None]", row.iteration_values("stop_reason"))[-1]
+        if stop in CUT_SHORT:  # the recorded words (for the reason) read only then
+            cut = cut_short(stop, cast("list[list[str]]", row.iteration_values("finish_reasons"))[-1])
+            return f"its last model call was cut short ({cut})"
+    failed = [error or None for error in cast("list[str | None]", row.call_values("error"))]
+    if failed and all(failed):
+        first = f"{row.names[0]}: {clip(failed[0] or '', 80)}"
+        if len(failed) == 1:
+            return f"its only tool call failed ({first})"
+        return f"all {len(failed)} tool calls failed ({first}, ...)"
+    return None

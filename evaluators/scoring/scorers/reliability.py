@@ -16,15 +16,19 @@ parameters and at most `max_optional_parameters` optional ones.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolSchema, Trace
+from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.registry import register
-from evaltrace.evaluators.scoring.scorers.tools import closest_name
+from evaltrace.evaluators.scoring.scorers.schemas import schema_parameters
+from evaltrace.evaluators.scoring.scorers.tools import closest_name, offered_tools
 
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -32,7 +36,7 @@ _IMPLEMENTATION_WORDS = ("with_llm", "via_api", "using_gpt", "with_openai", "via
 
 
 def name_problems(name: str, rules: ToolNameReliability) -> list[str]:
-    """What is wrong with tool name `name` under `rules` (empty: nothing); shared with its columnar form."""
+    """What is wrong with tool name `name` under `rules` (empty: nothing)."""
     problems = []
     if not _IDENTIFIER.match(name):
         problems.append("is not an identifier ([A-Za-z0-9_-], at most 64 characters)")
@@ -84,7 +88,7 @@ class ToolNameReliability(Scorer):
 
 
 def description_problems(tool: ToolSchema, rules: ToolDescriptionReliability) -> list[str]:
-    """What is wrong with `tool`'s description under `rules` (empty: nothing); shared with its columnar form."""
+    """What is wrong with `tool`'s description under `rules` (empty: nothing)."""
     problems = []
     if len((tool.description or "").strip()) < rules.min_description_chars:
         problems.append(f"description shorter than {rules.min_description_chars} characters")
@@ -137,3 +141,70 @@ class ToolDescriptionReliability(Scorer):
         parts = [f"{name}: {'; '.join(p)}" for name, p in problems.items()]
         reason = " | ".join(parts) + "." if parts else f"All {len(tools)} tool definitions are well described."
         return self.result(passed, value, reason, problems=problems)
+
+
+# The columnar forms (see `columns.py`): a sure pass with the reference's exact `Score`, else `None`:
+# the offered tools (`tool_schemas` column) and called names, graded by the rules above; a tool's
+# grade is kept per scorer, since every row of a run usually offers the same tools.
+
+
+@columnar_form(ToolNameReliability)
+def tool_name_reliability_form(scorer: ToolNameReliability, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `tool_name_reliability` when every called name was offered and enough names are clear."""
+    offered = [tool["name"] for tool in offered_tools(row)]
+    called = list(dict.fromkeys(row.names))
+    if not offered and not called:
+        return None
+    if offered and any(name not in offered for name in called):
+        return None
+    names = offered or called
+    problems = {n: p for n in names if (p := _graded(scorer, (n,), functools.partial(name_problems, n, scorer)))}
+    value = (len(names) - len(problems)) / len(names)
+    if value < scorer.threshold:
+        return None
+    parts = [f"{n!r} {', '.join(p)}" for n, p in problems.items()]
+    reason = "; ".join(parts) + "." if parts else f"All {len(names)} tool names are clear identifiers."
+    return scorer.result(True, value, reason, unknown=[], problems=problems)
+
+
+@columnar_form(ToolDescriptionReliability)
+def tool_description_reliability_form(scorer: ToolDescriptionReliability, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `tool_description_reliability` when enough offered tools are well described."""
+    tools = offered_tools(row)
+    if not tools:
+        return None
+    problems: dict[str, list[str]] = {}
+    for tool in tools:
+        key = (tool["name"], tool["description"], tool["parameters_json"])
+        if found := _graded(scorer, key, functools.partial(_described, tool, scorer)):
+            problems[tool["name"]] = found
+    value = (len(tools) - len(problems)) / len(tools)
+    if value < scorer.threshold:
+        return None
+    parts = [f"{name}: {'; '.join(p)}" for name, p in problems.items()]
+    reason = " | ".join(parts) + "." if parts else f"All {len(tools)} tool definitions are well described."
+    return scorer.result(True, value, reason, problems=problems)
+
+
+def _described(tool: dict[str, Any], scorer: ToolDescriptionReliability) -> list[str]:
+    """The reference's findings on one offered tool, from its `tool_schemas` entry."""
+    parameters = schema_parameters(tool["parameters_json"])
+    schema = ToolSchema.model_construct(name=tool["name"], description=tool["description"], parameters=parameters)
+    return description_problems(schema, scorer)
+
+
+# Every row of a run offers the same few tools, graded the same by the same scorer: each tool's
+# findings are kept per scorer object (held, so its id is not reused while the entry lives).
+_GRADES: dict[tuple[object, ...], tuple[Scorer, tuple[str, ...]]] = {}
+_GRADES_MAX = 4096
+
+
+def _graded(scorer: Scorer, key: tuple[object, ...], grade: Callable[[], list[str]]) -> list[str]:
+    """`grade()`, computed once per scorer object and key."""
+    full = (id(scorer), *key)
+    found = _GRADES.get(full)
+    if found is None or found[0] is not scorer:
+        if len(_GRADES) >= _GRADES_MAX:
+            _GRADES.clear()
+        found = _GRADES[full] = (scorer, tuple(grade()))
+    return list(found[1])

@@ -13,23 +13,22 @@ or `arguments` (names and arguments through the argument matcher, calls paired o
 
 from __future__ import annotations
 
-import copy
 import difflib
-import json
 from collections import Counter
 from typing import Any, ClassVar, Literal
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
 from pydantic import Field, field_validator
 
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.evaluators.scoring.scorers._schema_regex import has_keyword, safe_validator_class, unsupported_patterns
+from evaltrace.collector.traces.table import comparable_text
+from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
+    RowPairs,
     call_label,
     call_matches,
+    compared_flags,
     describe_raw_arguments,
     lcs_pairs,
     max_bipartite_matching,
@@ -37,147 +36,14 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.evidence import RECORD_HINT
 from evaltrace.evaluators.scoring.scorers.registry import register
-
-
-def check_json_schema(schema: dict[str, Any], what: str) -> dict[str, Any]:
-    """Raise `ValueError` naming `what` when `schema` is not a valid JSON schema.
-
-    A schema given in config must also be one evaltrace can check whole: a pattern the
-    linear-time regex engine cannot run (backreferences, lookaround) is an error here, where a
-    recorded schema's is skipped with a note.
-    """
-    compiled = _compiled_schema(schema)
-    if compiled[1] is not None:
-        raise ValueError(f"{what} is not a valid JSON schema: {compiled[1]}")
-    if compiled[3]:
-        raise ValueError(f"{what}: {compiled[3][0]}; write it without backreferences or lookaround")
-    return schema
-
-
-def schema_errors(schema: dict[str, Any], instance: Any) -> list[str]:
-    """The validation errors of `instance` against `schema`, as `path: message`, in path order."""
-    return _errors(_compiled_schema(schema), schema, instance)
-
-
-def _errors(compiled: _Compiled, schema: dict[str, Any], instance: Any) -> list[str]:
-    validator, _, plain, _ = compiled
-    if plain is not None and _plainly_valid(plain, instance):
-        return []
-    if validator is None:  # an invalid schema: validate as before, without the meta-check
-        validator = _validator_class(schema)(schema)
-    errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors]
-
-
-def _compiled_schema(schema: Any) -> _Compiled:
-    """`(validator, None, plain)` for a valid schema, `(None, problem, None)` for an invalid one.
-
-    Checking a schema against its meta-schema costs ~4 ms; every call of a tool, in every trace,
-    carries the same recorded schema, so results are cached by the schema's JSON text (key order
-    kept, since it decides the order of the errors). The converter hands every trace the same
-    schema object for the same recorded definitions (records are read-only once built), so that
-    object is looked up first, which spares encoding the schema once per tool per trace.
-    """
-    same = _BY_IDENTITY.get(id(schema))
-    if same is not None and same[0] is schema:
-        return same[1]
-    try:
-        key = json.dumps(schema)
-    except (TypeError, ValueError):  # not JSON data: check it uncached
-        return _compile(schema)
-    found = _COMPILED.get(key)
-    if found is None:
-        if len(_COMPILED) >= _COMPILED_MAX:
-            _COMPILED.clear()
-        # A private copy: the caller's dict may change later, the cached validator must not.
-        found = _COMPILED[key] = _compile(copy.deepcopy(schema))
-    if len(_BY_IDENTITY) >= _COMPILED_MAX:
-        _BY_IDENTITY.clear()
-    _BY_IDENTITY[id(schema)] = (schema, found)  # the reference keeps the id from being reused
-    return found
-
-
-# (validator, meta-schema problem, the `_plain_shape` of the schema, what is not checked).
-_Compiled = tuple[Any, str | None, "_Plain | None", tuple[str, ...]]
-_COMPILED: dict[str, _Compiled] = {}
-_COMPILED_MAX = 512
-_BY_IDENTITY: dict[int, tuple[Any, _Compiled]] = {}
-
-
-def _compile(schema: Any) -> _Compiled:
-    validator_cls = _validator_class(schema)
-    try:
-        validator_cls.check_schema(schema)
-    except SchemaError as exc:
-        return None, exc.message, None, ()
-    return validator_cls(schema), None, _plain_shape(schema), _unchecked(schema)
-
-
-def _validator_class(schema: Any) -> Any:
-    """The schema's jsonschema validator class, its patterns run by RE2 (see `_schema_regex`)."""
-    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    mixed = has_keyword(schema, "patternProperties") and has_keyword(schema, "unevaluatedProperties")
-    return safe_validator_class(base, check_unevaluated=not mixed)
-
-
-def _unchecked(schema: Any) -> tuple[str, ...]:
-    """What the validator of `schema` leaves unchecked, one phrase each."""
-    notes = [
-        f"pattern {pattern!r} not checked (the linear-time regex engine cannot run it: {why})"
-        for pattern, why in unsupported_patterns(schema)
-    ]
-    if has_keyword(schema, "patternProperties") and has_keyword(schema, "unevaluatedProperties"):
-        notes.append("unevaluatedProperties not checked (the schema also has patternProperties)")
-    return tuple(notes)
-
-
-# The common tool schema, `{type: object, properties: {name: {type: T, description}}, required}`
-# with scalar types, is checked by a few `isinstance` calls (jsonschema takes ~100 us per call).
-# The fast check only ever answers "valid" when jsonschema would; anything else (a failure, a
-# keyword it does not model, a float where an integer is expected) goes to jsonschema, so the
-# error messages are jsonschema's own.
-_Plain = tuple[dict[str, tuple[type, ...]], tuple[str, ...]]
-_SCHEMA_WORDS = frozenset({"type", "properties", "required", "description", "title"})
-_PROPERTY_WORDS = frozenset({"type", "description", "title"})
-_PLAIN_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-}
-
-
-def _plain_shape(schema: Any) -> _Plain | None:
-    """Property types and required names of a plain object schema, else `None`."""
-    if not isinstance(schema, dict) or schema.get("type") != "object" or not _SCHEMA_WORDS.issuperset(schema):
-        return None
-    properties = schema.get("properties", {})
-    required = schema.get("required", [])
-    if not isinstance(properties, dict) or not isinstance(required, list):
-        return None
-    if not all(isinstance(name, str) for name in required):
-        return None
-    types: dict[str, tuple[type, ...]] = {}
-    for name, prop in properties.items():
-        if not isinstance(prop, dict) or not _PROPERTY_WORDS.issuperset(prop) or "type" not in prop:
-            return None
-        kind = prop["type"]
-        if not isinstance(kind, str) or kind not in _PLAIN_TYPES:
-            return None
-        types[name] = _PLAIN_TYPES[kind]
-    return types, tuple(required)
-
-
-def _plainly_valid(plain: _Plain, instance: Any) -> bool:
-    types, required = plain
-    if type(instance) is not dict or any(name not in instance for name in required):
-        return False
-    for name, value in instance.items():
-        allowed = types.get(name)
-        # Exact types: a bool is never a JSON number, and floats such as 2.0 go to jsonschema.
-        if allowed is not None and type(value) not in allowed:
-            return False
-    return True
+from evaltrace.evaluators.scoring.scorers.schemas import (
+    Compiled,
+    check_json_schema,
+    compiled_errors,
+    compiled_schema,
+    schema_errors,
+    schema_parameters,
+)
 
 
 def closest_name(name: str, candidates: list[str]) -> str | None:
@@ -223,7 +89,7 @@ class ToolCallValidity(Scorer):
             return self.missing(f"No tool schemas were recorded in the trace or given in `schemas`; {RECORD_HINT}.")
         # Existence is only checked against what the model was offered; config schemas alone don't define that.
         known = offered | set(self.schemas) if offered else set()
-        compiled: dict[str, _Compiled] = {}  # per tool: a trace calls the same tools many times
+        compiled: dict[str, Compiled] = {}  # per tool: a trace calls the same tools many times
         findings = [self._check(i, call, known, schemas, compiled) for i, call in enumerate(calls)]
         checked = [f for f in findings if f is not None]
         if not checked:
@@ -259,7 +125,7 @@ class ToolCallValidity(Scorer):
         call: ToolCall,
         known: set[str],
         schemas: dict[str, dict[str, Any]],
-        compiled: dict[str, _Compiled],
+        compiled: dict[str, Compiled],
     ) -> str | None:
         """`None`: not checkable; `""`: valid; else the problem."""
         label = call_label(index, call)
@@ -275,10 +141,10 @@ class ToolCallValidity(Scorer):
             return f"{label}: arguments are not a JSON object ({describe_raw_arguments(call)})"
         entry = compiled.get(call.name)
         if entry is None:
-            entry = compiled[call.name] = _compiled_schema(schema)
+            entry = compiled[call.name] = compiled_schema(schema)
         if entry[1] is not None:
             return None  # the recorded schema itself is broken: not the agent's fault
-        errors = _errors(entry, schema, call.arguments)
+        errors = compiled_errors(entry, schema, call.arguments)
         if self.strict and isinstance(schema.get("properties"), dict):
             errors += [f"{k}: unexpected parameter" for k in call.arguments if k not in schema["properties"]]
         return f"{label}: " + "; ".join(errors) if errors else ""
@@ -354,3 +220,149 @@ def correctness_reason(mode: str, expected: list[str], actual: list[str], common
     if mode == "arguments" and common < len(expected) and not missing:
         parts.append("some calls have different arguments")
     return "; ".join(parts) + "."
+
+
+# The columnar forms (see `columns.py`): a sure pass with the reference's exact `Score`, else `None`.
+# `tool_call_validity`: every call of a tool with a schema validates against it (through the cached
+# validators), every call's tool was offered, and at least one call was checked; a call that cannot
+# be checked (no schema, arguments not recorded) passes only as a default. A schema the reference
+# would skip or only partly check (broken, or with patterns RE2 cannot run) is left to it.
+# `tool_correctness`: names and order modes are exact from the names. In arguments mode, a call
+# surely matches an expected one of its name when the expected arguments are not compared, equal
+# the call's JSON text as the table encodes it, or else are accepted by the argument matcher
+# (`RowPairs`, as in `trajectory`); the form answers when such pairs account for every call of the
+# shorter side, so the reference's matching count is known. With `nested`, a row whose calls
+# started nested agents is left to the reference (their calls count).
+
+_Verdict = Literal["valid", "skipped"]
+
+
+def offered_tools(row: RowCalls) -> list[dict[str, Any]]:
+    """The row's `tool_schemas` column: per offered tool, `name`, `description` and `parameters_json`."""
+    tools: list[dict[str, Any]] = row.value("tool_schemas")  # type: ignore[assignment]
+    return tools
+
+
+@columnar_form(ToolCallValidity)
+def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `tool_call_validity` when every checkable call is valid, else `None`."""
+    if scorer.nested and row.nested:
+        return None
+    names = row.names
+    if not names:
+        return (
+            scorer.result(True, 1.0, "The agent made no tool calls, so none was invalid.")
+            if scorer.spec_check
+            else None
+        )
+    tools = offered_tools(row)
+    offered = {tool["name"] for tool in tools}
+    schemas = {
+        tool["name"]: schema_parameters(tool["parameters_json"])
+        for tool in tools
+        if tool["parameters_json"] is not None
+    }
+    schemas.update(scorer.schemas)
+    if not offered and not schemas:
+        return None
+    known = offered | set(scorer.schemas) if offered else set()
+    truncated = row.call_values("arguments_truncated")
+    checked = 0
+    for name, arguments, cut in zip(names, row.argument_values(), truncated, strict=True):
+        verdict = _call_verdict(scorer, name, arguments, bool(cut), known, schemas)
+        if verdict is None:
+            return None
+        checked += verdict == "valid"
+    if not checked:
+        return None
+    reason = f"All {checked} checked calls match their tool schemas."
+    skipped = len(names) - checked
+    if skipped:
+        if scorer.spec_check:  # a check fails on a call it could not see
+            return None
+        reason += f" {skipped} call(s) not checked (no schema, or arguments not recorded)."
+    return scorer.result(True, 1.0, reason, invalid=[], checked=checked, skipped=skipped)
+
+
+def _call_verdict(
+    scorer: ToolCallValidity, name: str, arguments: Any, cut: bool, known: set[str], schemas: dict[str, Any]
+) -> _Verdict | None:
+    """`valid`, `skipped` (nothing to check), or `None`: invalid, or for the reference to say."""
+    if known and name not in known:
+        return None
+    schema = schemas.get(name)
+    if schema is None:  # as the reference: a call with no schema is not checked
+        return "skipped"
+    if arguments is None and not cut:
+        return "skipped"
+    if cut or not isinstance(schema, dict) or not isinstance(arguments, dict):
+        return None
+    try:  # broken, or partly uncheckable (the reference skips or notes it): the reference says
+        check_json_schema(schema, name)
+    except ValueError:
+        return None
+    if schema_errors(schema, arguments):
+        return None
+    properties = schema.get("properties")
+    if scorer.strict and isinstance(properties, dict) and any(key not in properties for key in arguments):
+        return None
+    return "valid"
+
+
+@columnar_form(ToolCorrectness)
+def tool_correctness_form(scorer: ToolCorrectness, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `tool_correctness` when its value is known and meets the threshold, else `None`."""
+    expected = scorer.expected
+    if expected is None or (scorer.nested and row.nested):
+        return None
+    wanted = [want.name for want in expected]
+    names = list(row.names)
+    if scorer.mode == "names":
+        common: int | None = sum((Counter(wanted) & Counter(names)).values())
+    elif scorer.mode == "order":
+        common = len(lcs_pairs(len(wanted), len(names), lambda i, j: wanted[i] == names[j]))
+    else:
+        common = _sure_matches(scorer, expected, row)
+    if common is None:
+        return None
+    total = len(wanted) + len(names)
+    value = 1.0 if total == 0 else 2 * common / total
+    if value < scorer.threshold:
+        return None
+    reason = correctness_reason(scorer.mode, wanted, names, common, value)
+    return scorer.result(True, value, reason, expected=wanted, actual=names)
+
+
+def _sure_matches(scorer: ToolCorrectness, expected: list[ExpectedCall], row: RowCalls) -> int | None:
+    """The reference's count of matching calls when sure pairs alone reach the most possible, else `None`."""
+    if row.truncated:
+        return None
+    names, texts = row.names, row.arguments
+    wanted = [_expected_text(scorer, want) for want in expected]
+    expected_names, arguments = [want.name for want in expected], [want.arguments for want in expected]
+    compared = compared_flags(scorer.arguments, expected_names, arguments)
+    asked = RowPairs(scorer.arguments, expected_names, arguments, compared, texts)
+
+    def sure(i: int, j: int) -> bool:
+        want = wanted[i]
+        if expected[i].name != names[j]:
+            return False
+        if want is True or (want is not None and want == texts[j]):
+            return True
+        return want is not None and asked.answer(i, j)  # equal values may differ in text
+
+    most = min(len(expected), len(names))
+    if all(sure(i, i) for i in range(most)):  # the calls in order: the diagonal is a largest matching
+        return most
+    found = len(max_bipartite_matching(len(expected), len(names), sure))
+    return found if found == most and not asked.unsure else None
+
+
+def _expected_text(scorer: ToolCorrectness, want: ExpectedCall) -> str | Literal[True] | None:
+    """The JSON text a call's arguments must have to surely match `want`; `True`: any; `None`: never sure."""
+    if want.arguments is None or scorer.arguments.for_tool(want.name).mode == "ignore":
+        return True
+    try:  # equal JSON text is an equal value, which matches under every setting
+        return comparable_text(want.arguments)
+    except (TypeError, ValueError):  # NaN, or not a JSON value: the reference decides
+        return None

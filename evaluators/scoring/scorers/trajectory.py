@@ -24,19 +24,25 @@ arguments that were not recorded is missing, and the reason says the arguments w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.collector.traces.table import comparable_text
+from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
+    RowPairs,
     argument_diffs,
     call_matches,
+    compared_flags,
     format_call,
     lcs_pairs,
     max_bipartite_matching,
+    same_texts,
 )
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
@@ -59,9 +65,7 @@ class _Alignment:
 
 def _align(expected: list[ExpectedCall], actual: list[ToolCall], match: ArgumentMatch) -> _Alignment:
     # Only same-name pairs can match: comparing those alone gives the same matrix with far fewer calls.
-    by_name: dict[str, list[int]] = {}
-    for j, call in enumerate(actual):
-        by_name.setdefault(call.name, []).append(j)
+    by_name = _positions([call.name for call in actual])
     ok = [[False] * len(actual) for _ in expected]
     for i, e in enumerate(expected):
         for j in by_name.get(e.name, ()):
@@ -74,7 +78,9 @@ def _align(expected: list[ExpectedCall], actual: list[ToolCall], match: Argument
     return _Alignment(
         n_expected=len(expected),
         n_actual=len(actual),
-        matched=max_bipartite_matching(len(expected), len(actual), compatible),
+        matched=max_bipartite_matching(
+            len(expected), len(actual), compatible, lambda i: by_name.get(expected[i].name, ())
+        ),
         ordered=lcs_pairs(len(expected), len(actual), compatible),
         strict=strict,
     )
@@ -217,3 +223,175 @@ class Trajectory(Scorer):
             "matched": [[i, j] for i, j in sorted(al.matched.items())],
             "in_order": [[i, j] for i, j in al.ordered],
         }
+
+
+# The columnar form: the passing `Score` read from a row of the traces table, or `None`.
+#
+# Where extra calls are allowed (in_order, superset, recall): every expected call made, in order, by
+# a call of the same name and matching arguments, no tool name twice; the matching and ordered pairs
+# are those pairs, and the reason lists the extras. Where a tool name repeats (or, for superset and
+# recall, the order differs), the pairs are the reference's own alignment functions run on the same
+# question of each pair (`_aligned`). Otherwise the row's calls match the expected calls position
+# by position (names equal; arguments matching, or not compared). Then, in every mode, the value is
+# 1, nothing is missing, late or extra and the ordered pairs are the identity, so the reference's
+# reason and details follow from the names alone but for the maximum matching: with no tool name
+# twice it is the identity too; with a repeated name it is what `max_bipartite_matching` makes of
+# the same compatibility.
+#
+# Arguments match when their JSON text equals the expected arguments encoded as the table encodes
+# them (`same_texts`). Otherwise they may still match (a subset of the keys, the default; `1` and
+# `1.0`; `trim`): the pair is then asked of the argument matcher (`RowPairs`) on the row's
+# arguments, parsed once per row and only if a pair needs them. Not-a-number values, truncated
+# arguments and calls that start nested agents (with `nested`) are left to the reference. Nothing is
+# kept per scorer: a spec's scorers each score one trace, so a cache would only add objects for the
+# garbage collector to walk.
+
+_NAME = attrgetter("name")
+_ARGUMENTS = attrgetter("arguments")
+
+
+@columnar_form(Trajectory)
+def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
+    """The passing `Score` of `trajectory` when the calls are exactly the expected ones, else `None`."""
+    expected = scorer.expected
+    if expected is None or row.truncated or (scorer.nested and row.nested):
+        return None
+    names, texts = row.names, row.arguments
+    wanted = list(map(_NAME, expected))
+    if len(wanted) != len(names):
+        return _with_extras(scorer, expected, wanted, names, texts)
+    if names != wanted:
+        return None
+    arguments = list(map(_ARGUMENTS, expected))
+    compared = compared_flags(scorer.arguments, wanted, arguments)
+    count = len(names)
+    steps = range(count)
+    pairs = None
+    if not same_texts(arguments, compared, texts):  # equal values may differ in text: ask the matcher
+        pairs = RowPairs(scorer.arguments, names, arguments, compared, texts)
+        if not pairs.all_match(zip(steps, steps, strict=True)):
+            return None
+    if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
+        matched = _identity(steps)
+    else:
+        found = _matching(pairs or RowPairs(scorer.arguments, names, arguments, compared, texts))
+        if found is None:
+            return None
+        matched = found
+    why = f"all {count} expected calls matched" if count else "no calls expected or made"
+    return _passed(scorer, why, wanted, names, matched, _identity(steps))
+
+
+def _with_extras(
+    scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], names: list[str], texts: list[str | None]
+) -> Score | None:
+    """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
+    if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
+        return None
+    if len(set(names)) != len(names):  # which call pairs with which: the reference's own alignment
+        return _aligned(scorer, expected, wanted, names, texts)
+    position = {name: j for j, name in enumerate(names)}
+    pairs: list[list[int]] = []
+    for i, name in enumerate(wanted):
+        j = position.get(name)
+        if j is None:
+            return None
+        if pairs and j <= pairs[-1][1]:  # out of order: a failure in order, allowed by superset and recall
+            return None if scorer.mode == "in_order" else _aligned(scorer, expected, wanted, names, texts)
+        pairs.append([i, j])
+    arguments = list(map(_ARGUMENTS, expected))
+    compared = compared_flags(scorer.arguments, wanted, arguments)
+    if not same_texts(arguments, compared, [texts[j] for _, j in pairs]):
+        asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts)  # `names` by expected call
+        if not asked.all_match((i, j) for i, j in pairs):
+            return None
+    # Only same-name pairs can match and no name is made twice: the matching and the ordered pairs
+    # are both these pairs, nothing is missing or late, and every other call is an allowed extra.
+    used = {j for _, j in pairs}
+    extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
+    return _passed(scorer, f"extra {extra} (allowed in this mode)", wanted, names, pairs, [list(p) for p in pairs])
+
+
+def _aligned(
+    scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], names: list[str], texts: list[str | None]
+) -> Score | None:
+    """The passing `Score` where extra calls are allowed, from the reference's alignment of the row's calls.
+
+    The longest in-order pairing (`lcs_pairs`) and the maximum matching (`max_bipartite_matching`)
+    are the reference's functions, asked the reference's question of each pair: same name, and the
+    arguments not compared, equal in text, or accepted by the matcher. The answer is given only
+    when every expected call is paired (in order, for `in_order`): the value is then 1, nothing is
+    missing or late, and the reason lists the calls neither pairing used.
+    """
+    arguments = list(map(_ARGUMENTS, expected))
+    compared = compared_flags(scorer.arguments, wanted, arguments)
+    try:
+        encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)]
+    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
+        return None
+    asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts)  # `names` by expected call
+
+    def compatible(i: int, j: int) -> bool:
+        if wanted[i] != names[j]:
+            return False
+        return not compared[i] or encoded[i] == texts[j] or asked.answer(i, j)
+
+    count = len(wanted)
+    ordered = lcs_pairs(count, len(names), compatible)
+    matched = max_bipartite_matching(count, len(names), compatible)
+    if asked.unsure or (len(ordered) if scorer.mode == "in_order" else len(matched)) != count:
+        return None
+    used = set(matched.values()) | {j for _, j in ordered}
+    extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
+    why = f"extra {extra} (allowed in this mode)" if extra else f"all {count} expected calls matched"
+    return _passed(
+        scorer, why, wanted, names, [[i, j] for i, j in sorted(matched.items())], [[i, j] for i, j in ordered]
+    )
+
+
+def _passed(
+    scorer: Trajectory,
+    why: str,
+    wanted: list[str],
+    names: list[str],
+    matched: list[list[int]],
+    ordered: list[list[int]],
+) -> Score:
+    """The reference's passing `Score`: value 1, its reason (`why`, after the mode) and its details."""
+    return scorer.result(
+        True,
+        1.0,
+        f"Passed ({scorer.mode}, score 1.00): {why}.",
+        expected=wanted,
+        actual=list(names),
+        matched=matched,
+        in_order=ordered,
+    )
+
+
+def _matching(pairs: RowPairs) -> list[list[int]] | None:
+    """The reference's maximum matching when call `i` is known to match expected call `i` and a name repeats.
+
+    Kuhn's matching takes, for each expected call in turn, the first free compatible call. With
+    every diagonal pair compatible and none below it, expected call i finds calls 0..i-1
+    incompatible and call i free: the identity. So the pairs below the diagonal are asked first,
+    and only if one is compatible is the whole search run, over each name's own calls. `None`: unsure.
+    """
+    if not pairs.crossed():
+        return None if pairs.unsure else _identity(range(len(pairs.names)))
+    names, by_name = pairs.names, _positions(pairs.names)
+    found = max_bipartite_matching(len(names), len(names), pairs.compatible, lambda i: by_name[names[i]])
+    return None if pairs.unsure else [[i, j] for i, j in sorted(found.items())]
+
+
+def _identity(steps: range) -> list[list[int]]:
+    """`[[0, 0], [1, 1], ...]`, each pair a list of its own (made in C: ~20,000 times a scoring)."""
+    return list(map(list, zip(steps, steps, strict=True)))
+
+
+def _positions(names: list[str]) -> dict[str, list[int]]:
+    """Each name's positions in `names`, ascending."""
+    positions: dict[str, list[int]] = {}
+    for j, name in enumerate(names):
+        positions.setdefault(name, []).append(j)
+    return positions

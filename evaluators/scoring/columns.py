@@ -1,23 +1,61 @@
-"""The tool calls of a traces-table batch, read column by column.
+"""The traces table's columns for the rule scorers: batches, rows, and each scorer's columnar form.
 
-One record batch of the traces table (`evaltrace.collector.traces.table`) becomes flat Python
-lists, each made by one Arrow call (`to_pylist` on a flat array), plus the list offsets that cut
-them per row. No `Trace` or `ToolCall` record is built: a row's calls are slices of those lists,
-looked up by trace id. A list is made the first time a form asks for it, once per batch: a run
-whose scorers read only the calls' names never converts the usage or time columns.
+The per-trace `Scorer.score` of every scorer stays the reference (and the only path of plugin
+scorers). A built-in rule scorer may have a columnar form, written beside it in its module and
+registered with `@columnar_form(ScorerClass)`: from a row of the traces table it returns the
+reference's exact `Score` when it can tell for sure that the entry passes, else `None` (the
+reference then scores the entry, so failures get their reason and details from it). A form
+answers only for its exact class: a subclass (a plugin) may score differently. A form is
+registered when its scorer's module is imported, so a run imports only the forms of its scorers.
 
-Only top-level rows (`parent_row` null) are indexed: they are the traces the engine scores (a
-nested agent's row usually shares its parent's trace id). A trace id held by two top-level rows is
-left out (`RunCalls` tracks ids across batches), so a lookup never answers for the wrong trace.
+The engine reads traces through the traces cache; the cache hands each table batch to
+`RunCalls.add_batch` before decoding its traces, so by the time a trace is scored its row's
+columns are here. `columnar_score(scorer, trace)` then gives the columnar verdict, or `None` to run
+the reference. Only the last few batches are kept (memory stays bounded by a batch), plus the set
+of trace ids seen, so that an id two top-level rows share is never answered for.
+
+A batch's tool-call columns become flat Python lists, each made by one Arrow call (`to_pylist` on
+a flat array) the first time a form asks for it, plus the list offsets that cut them per row. No
+`Trace` or `ToolCall` record is built. Only top-level rows (`parent_row` null) are indexed: they
+are the traces the engine scores (a nested agent's row usually shares its parent's trace id).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import cast
+import json
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from operator import attrgetter
+from typing import Any, Final, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+
+Form = Callable[[Any, "RowCalls", Trace], Score | None]
+"""A columnar form: (scorer, row, the row's trace) -> the sure passing `Score`, or `None` for the reference.
+
+The trace is there for the rare detail the columns cannot settle; a form reads it only then."""
+
+FORMS: dict[type[Scorer], Form] = {}
+"""Columnar forms by the exact scorer class they answer for (filled as the scorers' modules load)."""
+
+F = TypeVar("F", bound=Form)
+
+
+def columnar_form(cls: type[Scorer]) -> Callable[[F], F]:
+    """Function decorator registering a form for `cls` exactly (a test's form put in by hand stays)."""
+
+    def add(form: F) -> F:
+        FORMS.setdefault(cls, form)
+        return form
+
+    return add
 
 
 class RowCalls:
@@ -80,6 +118,16 @@ class RowCalls:
     def call_micros(self) -> list[int | None]:
         """Each call's wall time in microseconds, in call order."""
         return self._batch.call_micros[self._start : self._end]
+
+    def argument_values(self) -> list[Any]:
+        """Each call's arguments as the trace holds them (`None`: not recorded).
+
+        One parse of all of them as one JSON array (as the trace decoder does): each text is a whole
+        JSON value, so the array's items are exactly the values, for one call's overhead.
+        """
+        texts = self.arguments
+        values: list[Any] = json.loads("[" + ",".join("null" if text is None else text for text in texts) + "]")
+        return values
 
     def value(self, column: str) -> object:
         """The row's value of a top-level column of the traces table (`output`, `tool_schemas`, ...)."""
@@ -236,3 +284,79 @@ def _top_rows(batch: pa.RecordBatch) -> dict[str, int]:
     for trace_id in twice:
         del rows[trace_id]
     return rows
+
+
+_NAME = attrgetter("name")
+
+KEPT_BATCHES: Final = 3
+"""Batches kept: the decoder yields a trace once the next top-level row is read, maybe a batch later."""
+
+
+class RunCalls:
+    """The tool-call columns of a run's recent batches, looked up by trace id."""
+
+    def __init__(self) -> None:
+        self._batches: deque[BatchCalls] = deque(maxlen=KEPT_BATCHES)
+        self._rows: dict[str, tuple[BatchCalls, int]] = {}
+        """Each kept batch's rows by trace id, in one dict: a lookup is one probe, not one a batch."""
+        self._seen: set[str] = set()
+        self.hits = 0
+        """Scores given by the columnar path (the benchmark and the tests read it)."""
+
+    def add_batch(self, batch: pa.RecordBatch) -> None:
+        """Index a traces-table batch (called by the cache before its traces are decoded)."""
+        batches = self._batches
+        if len(batches) == batches.maxlen:  # the oldest batch goes: its rows with it
+            for trace_id in batches.popleft().trace_ids:
+                self._rows.pop(trace_id, None)
+        calls = BatchCalls(batch)
+        rows, seen = self._rows, self._seen
+        for trace_id, index in calls.rows():
+            if trace_id in seen:  # a second top-level row with this id: never answered for again
+                rows.pop(trace_id, None)
+                calls.forget(trace_id)
+            else:
+                seen.add(trace_id)
+                rows[trace_id] = (calls, index)
+        self._batches.append(calls)
+
+    def row(self, trace: Trace) -> RowCalls | None:
+        """The columns of `trace`'s row, when a kept batch holds it and no other row shares its id."""
+        found = self._rows.get(trace.trace_id)
+        if found is None:
+            return None
+        row = RowCalls(*found)
+        # The row must describe this very trace: a cheap check on the calls' names.
+        return row if row.names == list(map(_NAME, trace.tool_calls)) else None
+
+    def score(self, scorer: Scorer, trace: Trace) -> Score | None:
+        """The columnar verdict of `scorer` on `trace`, or `None` when the reference must score it."""
+        form = FORMS.get(type(scorer))  # `form_of`, minus a call on every scorer of every trace
+        if form is None:
+            return None
+        row = self.row(trace)
+        if row is None:
+            return None
+        found = form(scorer, row, trace)
+        if found is not None:
+            self.hits += 1
+        return found
+
+
+_active: ContextVar[RunCalls | None] = ContextVar("evaltrace_columnar_run", default=None)
+
+
+@contextmanager
+def columnar_run(calls: RunCalls) -> Iterator[RunCalls]:
+    """Make `calls` the run's columnar source for the scorers run inside this block."""
+    token = _active.set(calls)
+    try:
+        yield calls
+    finally:
+        _active.reset(token)
+
+
+def columnar_score(scorer: Scorer, trace: Trace) -> Score | None:
+    """The columnar verdict of `scorer` on `trace` in the active run, or `None` (no run, or the reference's turn)."""
+    calls = _active.get()
+    return None if calls is None else calls.score(scorer, trace)
