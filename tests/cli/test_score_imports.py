@@ -37,9 +37,7 @@ _NOT_FOR_TRAJECTORIES = (
     "evaltrace.evaluators.scoring.scorers.limits",
     "evaltrace.evaluators.scoring.scorers.calls",
     "evaltrace.evaluators.scoring.scorers.reliability",
-    "evaltrace.evaluators.scoring.columnar.output",
-    "evaltrace.evaluators.scoring.columnar.tools",
-    "evaltrace.evaluators.scoring.columnar.answer",
+    "evaltrace.evaluators.scoring.scorers.steps",
     "jsonschema",
     "yaml",
 )
@@ -63,7 +61,7 @@ def test_a_trajectory_spec_imports_no_other_scorer_nor_the_judge_stack(tmp_path:
     assert code in (0, 1), stderr
     assert json.loads(report.read_text())["entries"], "the spec's case was scored"
     assert "evaltrace.evaluators.scoring.scorers.trajectory" in modules
-    assert "evaltrace.evaluators.scoring.columnar.trajectory" in modules
+    assert "evaltrace.evaluators.scoring.columns" in modules
     assert sorted(modules & set(_NOT_FOR_TRAJECTORIES)) == []
 
 
@@ -122,22 +120,23 @@ def test_the_registry_lists_every_built_in_without_importing_them() -> None:
 
 _FORMS_CHECK = """
 import json
-from evaltrace.evaluators.scoring.columnar import answer, counts, limits, output, tools, forms
+from evaltrace.evaluators.scoring.columns import FORMS
 from evaltrace.evaluators.scoring.scorers import registry
-eager = {**answer.FORMS, **output.FORMS, **tools.FORMS,
-         registry.scorer_class("trajectory"): forms.trajectory_form,
-         registry.scorer_class("tool_errors"): counts.tool_errors_form,
-         registry.scorer_class("budget"): counts.budget_form,
-         registry.scorer_class("usage"): limits.usage_form,
-         registry.scorer_class("latency"): limits.latency_form}
-print(json.dumps({"names": sorted(cls.name for cls in eager), "declared": sorted(forms._LOADERS),
-                  "same": all(forms.FORMS.get(cls) is form for cls, form in eager.items())}))
+for name in registry.scorer_names():
+    registry.scorer_class(name)
+print(json.dumps({cls.name: [cls.__module__, form.__module__] for cls, form in FORMS.items()}))
 """
 
+_RULES_WITH_FORMS = (
+    *("trajectory", "tool_errors", "budget", "tool_efficiency", "usage", "latency", "cost", "output", "steps"),
+    *("outcome", "groundedness", "correctness", "completeness", "answer_quality", "tool_call_validity"),
+    *("tool_correctness", "tool_name_reliability", "tool_description_reliability"),
+)
 
-def test_every_columnar_form_is_found_by_its_scorers_name() -> None:
+
+def test_every_rule_scorer_registers_its_columnar_form_beside_it() -> None:
     done = subprocess.run([sys.executable, "-c", _FORMS_CHECK], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
-    assert found["names"] == found["declared"]
-    assert found["same"]
+    assert sorted(found) == sorted(_RULES_WITH_FORMS)
+    assert all(scorer == form for scorer, form in found.values())  # each form is in its scorer's module
