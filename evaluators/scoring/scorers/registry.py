@@ -57,7 +57,7 @@ for _name, _ref in {
     "reasoning_quality": "judges:ReasoningQuality",
     "semantic_output": "judges:SemanticOutput",
     "semantic_steps": "judges:SemanticSteps",
-    "steps": "output:Steps",
+    "steps": "steps:Steps",
     "task_completion": "judges:TaskCompletion",
     "tool_call_validity": "tools:ToolCallValidity",
     "tool_correctness": "tools:ToolCorrectness",
