@@ -1,4 +1,4 @@
-"""`evaltrace clean`: remove the temporary span files of writers that died, and (`--cache`) the traces cache."""
+"""`evaltrace clean`: remove the temporary span files of writers that died, and (`--cache`) evaltrace's cache."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from evaltrace.cli import _options as opt
+from evaltrace.collector.cachedir import NAMESPACES, cache_root, clear
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.runfiles.inflight import DEFAULT_MAX_AGE_S
 from evaltrace.collector.terminal import printable
@@ -30,14 +31,14 @@ def clean(
         typer.Option(
             "--cache",
             metavar="",
-            help="Empty the traces cache and the imported OTLP files (EVALTRACE_CACHE_DIR; default "
-            "~/.cache/evaltrace): scorings rebuild the traces once more.",
+            help="Empty evaltrace's cache: traces tables, imported OTLP files and judge verdicts (EVALTRACE_CACHE_DIR; "
+            "default ~/.cache/evaltrace). Scorings rebuild and ask them again.",
         ),
     ] = False,
 ) -> None:
-    """Remove temporary span files left behind by writers that died; with --cache, empty the traces cache."""
+    """Remove temporary span files left behind by writers that died; with --cache, empty evaltrace's cache."""
     if not paths and not cache:
-        raise InputError("name runs folders to clean (PATH...), or pass --cache to empty the traces cache")
+        raise InputError("name runs folders to clean (PATH...), or pass --cache to empty evaltrace's cache")
     if cache:
         _clean_cache()
     if paths:
@@ -45,23 +46,12 @@ def clean(
 
 
 def _clean_cache() -> None:
-    from evaltrace.collector.traces.cache import clear_cache, traces_folder  # deferred: loads pyarrow
-
-    removed = clear_cache()
-    size = f"{removed.bytes / 1e6:.1f} MB" if removed.bytes >= 100_000 else f"{removed.bytes} bytes"
-    noun = "table" if removed.files == 1 else "tables"
-    typer.echo(printable(f"traces cache {traces_folder()}: removed {removed.files} {noun}, {size}"))
-    _clean_imports()
-
-
-def _clean_imports() -> None:
-    from evaltrace.collector.otlp.files.import_cache import clear_imports, imports_folder  # deferred: loads pyarrow
-
-    if not imports_folder().is_dir():  # nothing was ever imported: nothing to say
-        return
-    files, removed = clear_imports()
-    size = f"{removed / 1e6:.1f} MB" if removed >= 100_000 else f"{removed} bytes"
-    typer.echo(printable(f"imported OTLP files {imports_folder()}: removed {files} run file(s), {size}"))
+    """Empty every namespace of the cache root, one line each saying what was removed."""
+    root = cache_root()
+    for name, removed in clear(root).items():
+        size = f"{removed.bytes / 1e6:.1f} MB" if removed.bytes >= 100_000 else f"{removed.bytes} bytes"
+        noun = "entry" if removed.entries == 1 else "entries"
+        typer.echo(printable(f"{NAMESPACES[name]} {root / name}: removed {removed.entries} {noun}, {size}"))
 
 
 def _clean_inflight(paths: list[str], max_age: float) -> None:

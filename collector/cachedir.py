@@ -1,38 +1,74 @@
-"""Where evaltrace keeps what it can rebuild: the cache folder shared by the traces cache and OTLP imports.
+"""The one cache: where evaltrace keeps what it can rebuild or ask again, and how it keeps it.
 
-The store decides the location because both the store (imported OTLP files, `otlp_cache.py`) and
-the converter (traces tables, `convert/cache.py`) keep files there, and the converter may import
-the store but not the other way round.
+Three users keep entries here, each in its namespace (a folder under the root, `NAMESPACES`):
+`traces/` (traces tables, `traces/cache.py`), `imports/` (imported OTLP files,
+`otlp/files/import_cache.py`) and `judge/` (judge verdicts, `evaluators/scoring/judge/cache.py`).
+This module is shared by every stage and imports none of them.
 
-Privacy. The caches hold recorded content and are read back as evaltrace wrote them, so the folder
-must be the user's alone: `private_root` creates it with mode 0700 and checks an existing one
-before each use. A folder owned by another user, or one that group or others may write, is not
-used (a warning names it; scoring goes on without the cache). One that group or others may only
-read (earlier versions created the folder 0755) is made 0700, with a warning saying so.
+Root. `cache_root()`: `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else
+`~/.cache/evaltrace` (the one place these variables are read). The score store
+(`.evaltrace/store`) is user data, not a cache, and lives elsewhere.
 
-Identity. `file_identity` is what both caches key an input file by: its resolved path, inode,
-size, mtime and ctime (ns). Nothing can set a file's ctime back: a file replaced in place (tar or
-`cp -p` writing over it, `rsync -t`), even with the same size, mtime and inode, gets a new ctime
-and so a new key. The device number is left out: the nodes of a Ray cluster share one cache
-folder and see the same network file system under different device numbers.
+Privacy. The entries hold recorded content and verdicts and are read back as evaltrace wrote them,
+so the root must be the user's alone: `private_root` creates it with mode 0700 and checks an
+existing one before each use. A root owned by another user, or one that group or others may write,
+is not used (a warning names it; the users go on without their cache). One that group or others
+may only read (earlier versions created it 0755) is made 0700, with a warning saying so. No entry
+holds a secret: what keys an entry is what its user passes to `entry_key`.
+
+Keys. `entry_key` is the one keying rule: a SHA-256 of the input files' identities
+(`file_identity`: resolved path, inode, size, mtime and ctime in ns), a version and a digest of
+whatever else the entry depends on (configuration, content, `source_digest`). Nothing can set a
+file's ctime back: a file replaced in place (tar or `cp -p` over it, `rsync -t`), even with the
+same size, mtime and inode, gets a new ctime and so a new key. The device number is left out: the
+nodes of a Ray cluster share one root and see the same network file system under other numbers.
+
+Writes. An entry (a file, or a folder of files) is written under a hidden temporary name in its
+namespace and renamed into place when complete (`Namespace.temp`, `Namespace.publish`,
+`Namespace.write`), so a reader sees a whole entry or none, and two processes writing one key
+both succeed: a file's last rename wins (both wrote the same thing), a folder's first.
+
+Pruning. One rule over the whole root: past `MAX_BYTES` of entries, the least recently used
+(oldest mtime; a read touches its entry) are removed first, whatever their namespace, except those
+used in the last `IN_USE_S` (a scoring may still be reading them) and the one just written. A
+process prunes after its first write and then after each `MAX_BYTES // 64` it has written, so
+small entries (verdicts) do not each walk the root. `clear` removes every entry of every
+namespace (`evaltrace clean --cache`).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import logging
 import os
+import secrets
+import shutil
 import stat
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 logger = logging.getLogger("evaltrace")
 
 CACHE_DIR_ENV: Final = "EVALTRACE_CACHE_DIR"
+NAMESPACES: Final = {"traces": "traces tables", "imports": "imported OTLP files", "judge": "judge verdicts"}
+"""The namespaces under the root, with what their entries are (said by `evaltrace clean --cache`)."""
+MAX_BYTES: Final = 8 << 30
+"""Past this much of entries under the root, the least recently used are removed."""
+IN_USE_S: Final = 3600.0
+"""An entry used this recently is never pruned: a scoring may still be reading it."""
+TEMP_SUFFIX: Final = ".tmp"
 _warned: set[str] = set()
+_unpruned: list[int | None] = [None]
+"""Bytes this process wrote since it last pruned (`None`: it has not pruned yet)."""
 
 
 def cache_root() -> Path:
-    """The cache folder: `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else `~/.cache/evaltrace`."""
+    """The root: `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else `~/.cache/evaltrace`."""
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured:
         return Path(configured).expanduser()
@@ -42,12 +78,12 @@ def cache_root() -> Path:
 
 
 def private_root(root: Path | None = None) -> Path | None:
-    """The cache folder (`root`, else `cache_root()`), created 0700 if missing; `None` when it must not be used.
+    """The root (`root`, else `cache_root()`), created 0700 if missing; `None` when it must not be used.
 
     `None` (with a one-line warning, once per process) when the folder belongs to another user or
     group or others may write it: whoever can write it decides what is scored. A folder only
     group or others may read is made 0700 (a warning says so). A folder that cannot be created is
-    returned all the same: the caches log that they cannot write there and go on without it.
+    returned all the same: its users log that they cannot write there and go on without it.
     """
     folder = root if root is not None else cache_root()
     try:
@@ -55,13 +91,13 @@ def private_root(root: Path | None = None) -> Path | None:
         folder.mkdir(mode=0o700, exist_ok=True)
         found = folder.stat()
     except OSError:
-        return folder  # unwritable: each cache says so (at info level) and works without it
+        return folder  # unwritable: each user says so (at info level) and works without it
     mode = stat.S_IMODE(found.st_mode)
     if found.st_uid != os.getuid() or mode & 0o022:
         _warn_once(
             folder,
             f"evaltrace: cache folder {folder} is not private (mode {mode:o}, owner uid {found.st_uid}); "
-            f"scoring without the cache (make it yours and `chmod 700` it, or set {CACHE_DIR_ENV})",
+            f"going on without the cache (make it yours and `chmod 700` it, or set {CACHE_DIR_ENV})",
         )
         return None
     if mode & 0o055:
@@ -80,12 +116,184 @@ def _warn_once(folder: Path, message: str) -> None:
 
 
 def file_identity(path: Path) -> list[object]:
-    """What the caches key an input file by (see the module docstring); raises `OSError` if it cannot be read."""
+    """What an input file is known by (see the module docstring); raises `OSError` if it cannot be read."""
     found = path.stat()
-    return [
-        os.path.realpath(path),
-        found.st_ino,
-        found.st_size,
-        found.st_mtime_ns,
-        found.st_ctime_ns,
-    ]
+    return [os.path.realpath(path), found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns]
+
+
+def entry_key(*, version: object, digest: object, files: Sequence[Path] = ()) -> str:
+    """The name of the entry for `files` (in order) at `version` with `digest` (JSON values); raises `OSError`."""
+    described = {"files": [file_identity(path) for path in files], "version": version, "digest": digest}
+    blob = json.dumps(described, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@functools.cache
+def source_digest(*rooms: str) -> str:
+    """Size and mtime of every source file of these collector rooms: an edited checkout misses its old entries."""
+    collector = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(source for room in rooms for source in (collector / room).rglob("*.py")):
+        found = path.stat()
+        digest.update(f"{path.relative_to(collector)}:{found.st_size}:{found.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """One user's folder under a private root. Make it with `Namespace.open`."""
+
+    name: str
+    root: Path
+
+    @classmethod
+    def open(cls, name: str, root: Path | None = None) -> Namespace | None:
+        """The namespace `name` under `root` (else `cache_root()`); `None` when the root is not private."""
+        if name not in NAMESPACES:
+            raise ValueError(f"unknown cache namespace {name!r}; valid: {', '.join(NAMESPACES)}")
+        base = private_root(root)
+        return None if base is None else cls(name, base)
+
+    @property
+    def folder(self) -> Path:
+        """Where the entries are: `<root>/<name>`."""
+        return self.root / self.name
+
+    def entry(self, key: str, suffix: str = "") -> Path:
+        """The path of the entry named `key`."""
+        return self.folder / f"{key}{suffix}"
+
+    def temp(self, entry: Path) -> Path:
+        """A fresh hidden name beside `entry` to write it under; raises `OSError` if the folder cannot be made."""
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return self.folder / f".{entry.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+
+    def publish(self, temp: Path, entry: Path) -> None:
+        """Rename the complete `temp` to `entry`, then prune if due (see the module docstring).
+
+        A file replaces an entry there; a folder does not (another process published it first, as
+        good as ours: `temp` is removed). Raises `OSError` when a file cannot be renamed.
+        """
+        if temp.is_dir():
+            try:
+                os.rename(temp, entry)
+            except OSError:
+                shutil.rmtree(temp, ignore_errors=True)
+        else:
+            os.replace(temp, entry)
+        _written(self.root, entry)
+
+    def write(self, entry: Path, data: bytes) -> None:
+        """Write a file entry atomically (flushed to disk before the rename); raises `OSError`."""
+        temp = self.temp(entry)
+        try:
+            with temp.open("xb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            self.publish(temp, entry)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+
+    def discard(self, entry: Path) -> None:
+        """Remove `entry` (a file or a folder), moved aside first so no reader sees it half removed."""
+        aside = self.folder / f".{entry.name}.{os.getpid()}.{secrets.token_hex(4)}.old{TEMP_SUFFIX}"
+        try:
+            os.rename(entry, aside)
+        except OSError:
+            return  # gone already: another process replaced or removed it
+        _remove(aside)
+
+
+def touch(entry: Path) -> None:
+    """Mark `entry` as just used: pruning removes the least recently used first."""
+    try:
+        os.utime(entry)
+    except OSError:
+        pass  # a read-only cache is still usable
+
+
+def _written(root: Path, entry: Path) -> None:
+    """Count `entry` as written by this process, and prune the root when that is due."""
+    unpruned = _unpruned[0]
+    total = (unpruned or 0) + _size(entry)
+    if unpruned is not None and total < MAX_BYTES // 64:
+        _unpruned[0] = total
+        return
+    _unpruned[0] = 0
+    prune(root, keep=entry)
+
+
+def prune(root: Path, *, keep: Path | None = None) -> None:
+    """Remove the least recently used entries under `root` until they hold at most `MAX_BYTES`.
+
+    Never `keep`, nor an entry used in the last `IN_USE_S`; unfinished writes are not entries.
+    """
+    try:
+        entries = [(path.stat().st_mtime, _size(path), path) for path in _entries(root)]
+    except OSError as exc:  # another process pruning at the same time
+        logger.info("evaltrace cache: pruning %s: %s", root, exc)
+        return
+    total = sum(size for _, size, _ in entries)
+    recent = time.time() - IN_USE_S
+    for mtime, size, path in sorted(entries, key=lambda item: item[0]):
+        if total <= MAX_BYTES or mtime > recent:
+            break
+        if path != keep:
+            _remove(path)
+            total -= size
+
+
+def _entries(root: Path, *, unfinished: bool = False) -> Iterator[Path]:
+    """The entries of every namespace under `root` (with `unfinished`: the temporary names too)."""
+    for name in NAMESPACES:
+        folder = root / name
+        if folder.is_dir():
+            yield from (path for path in folder.iterdir() if unfinished or not path.name.startswith("."))
+
+
+def _size(entry: Path) -> int:
+    """Bytes of an entry: a file, or a folder of files."""
+    try:
+        if entry.is_dir():
+            return sum(path.stat().st_size for path in entry.iterdir())
+        return entry.stat().st_size
+    except OSError:
+        return 0
+
+
+def _remove(entry: Path) -> None:
+    if entry.is_dir():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What `clear` removed from one namespace."""
+
+    entries: int
+    bytes: int
+
+
+def clear(root: Path | None = None) -> dict[str, Removed]:
+    """Remove every entry (and unfinished write) of every namespace under the root: what was removed, by namespace."""
+    base = root if root is not None else cache_root()
+    removed = {name: Removed(0, 0) for name in NAMESPACES}
+    for path in _entries(base, unfinished=True):
+        size = _size(path)
+        try:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            logger.warning("evaltrace cache: cannot remove %s: %s", path, exc)
+            continue
+        was = removed[path.parent.name]
+        removed[path.parent.name] = Removed(was.entries + (not path.name.startswith(".")), was.bytes + size)
+    return removed

@@ -4,24 +4,18 @@
 traces and writes their traces table (`table.py`) as it goes; afterwards it reads that table back,
 which skips reading spans and rebuilding traces altogether.
 
-Key. A table is named by a SHA-256 of: each input file's identity (`cachedir.file_identity`:
-resolved path, inode, size, mtime and ctime), in order; `CONVERTER_VERSION`
-(`version.py`), the table version, the evaltrace version and the size and mtime of the
-converter's and reader's source files (an edited checkout rebuilds without anyone bumping a
-version); `histories`; and the shard, for a sharded run's workers (each caches its own shard, so
-a re-scoring with the same number of workers is warm too). Touching or replacing any input file
-makes a new key, even a replacement with the same size, mtime and inode (its ctime differs); the
-old table is left for `evaltrace clean --cache` or the size bound below.
+Key and place: the cache's (`collector/cachedir.py`): a table is `traces/<key>.parquet` under
+the cache root, its key (`cachedir.entry_key`) made of the input files' identities in order,
+`CONVERTER_VERSION` (`version.py`) and the table version, and a digest of the evaltrace version,
+the converter's and reader's sources (an edited checkout rebuilds without anyone bumping a
+version), `histories` and the shard, for a sharded run's workers (each caches its own shard, so a
+re-scoring with the same number of workers is warm too). Touching or replacing any input file
+makes a new key; the old table is left for `evaltrace clean --cache` or the cache's pruning. A
+root that is not private is neither read nor written.
 
-Location. `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else `~/.cache/evaltrace`; the
-tables are `traces/<key>.parquet` inside it. The folder must be private to the user
-(`cachedir.private_root`): one that another user owns or others may write is neither read nor
-written. Past `MAX_CACHE_BYTES` of tables, the least recently used are removed after each new one
-is written.
-
-Safety. A table is written under a hidden temporary name in the same folder and renamed into place
-once complete, so a reader never sees half a file and two scorings of the same files may both
-build: each rename is atomic and either table is right. A table is read only if its Parquet footer
+Safety. A table is written under a hidden temporary name and renamed into place once complete
+(`Namespace.publish`), so a reader never sees half a file and two scorings of the same files may
+both build: each rename is atomic and either table is right. A table is read only if its Parquet footer
 parses, its version and key match and its schema is the traces table's; pages are written with CRC
 checksums and verified on reading. Anything wrong with a table, even midway through reading it,
 makes the cache rebuild: the traces already yielded are skipped in the rebuild, which yields the
@@ -32,24 +26,18 @@ value the table cannot hold) is logged and scoring goes on without it. The cache
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import logging
-import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from importlib.metadata import version as dist_version
 from pathlib import Path
 from typing import Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evaltrace.collector.cachedir import CACHE_DIR_ENV as CACHE_DIR_ENV
-from evaltrace.collector.cachedir import cache_root as cache_root
-from evaltrace.collector.cachedir import file_identity, private_root
+from evaltrace.collector.cachedir import Namespace, cache_root, entry_key, source_digest, touch
+from evaltrace.collector.runfiles.layout import writer_version
 from evaltrace.collector.runfiles.shard import Shard
-from evaltrace.collector.traces._cache_write import KEY_METADATA, TEMP_SUFFIX, BatchHook, TableWriter, written
+from evaltrace.collector.traces._cache_write import KEY_METADATA, BatchHook, TableWriter, written
 from evaltrace.collector.traces.records import Trace
 from evaltrace.collector.traces.table import METADATA_VERSION_KEY, SCHEMA, TABLE_VERSION
 from evaltrace.collector.traces.table import iter_table_traces as iter_table_traces
@@ -57,9 +45,8 @@ from evaltrace.collector.traces.version import CONVERTER_VERSION
 
 logger = logging.getLogger("evaltrace")
 
-TRACES_FOLDER: Final = "traces"
-MAX_CACHE_BYTES: Final = 4 << 30
-"""Past this much of traces tables, the least recently used are removed."""
+TRACES: Final = "traces"
+"""The cache's namespace of traces tables."""
 ROWS_PER_GROUP: Final = 512
 """Rows per Parquet row group written: what the writer holds in memory."""
 ROWS_PER_READ: Final = 1024
@@ -73,9 +60,9 @@ def read_traces(files: Sequence[Path], shard: Shard | None = None, *, histories:
     return rebuild(files, shard, histories=histories)
 
 
-def traces_folder(root: Path | None = None) -> Path:
-    """Where the traces tables are: `traces/` in the cache folder."""
-    return (root if root is not None else cache_root()) / TRACES_FOLDER
+def traces_folder() -> Path:
+    """Where the traces tables are: `traces/` under the cache root."""
+    return cache_root() / TRACES
 
 
 def cached_traces(
@@ -92,7 +79,7 @@ def cached_traces(
         files: the span files (as `resolve_paths` returns them; their order is part of the key).
         histories: fill in the iterations' prompts (see `convert_trace`); part of the key.
         shard: only this shard's traces; part of the key.
-        root: the cache folder; `cache_root()` when `None`.
+        root: the cache root; `cachedir.cache_root()` when `None`.
         on_batch: called with each traces-table batch, read back or just written, before its
             traces are yielded (the columnar scorers read the table's columns there); not called
             when the table cannot be written.
@@ -101,11 +88,11 @@ def cached_traces(
         InputError: as `read_traces` does, when the traces have to be rebuilt.
     """
     key = cache_key(files, histories=histories, shard=shard)
-    base = private_root(root)
-    if key is None or base is None:  # a file is gone (the reader reports it properly), or the cache is not private
+    space = Namespace.open(TRACES, root)
+    if key is None or space is None:  # a file is gone (the reader reports it properly), or the cache is not private
         yield from read_traces(files, shard, histories=histories)
         return
-    table = traces_folder(base) / f"{key}.parquet"
+    table = space.entry(key, ".parquet")
     done = 0
     if table.exists():
         reader = _read_table(table, key, on_batch)
@@ -115,11 +102,11 @@ def cached_traces(
             except StopIteration:
                 return
             except Exception as exc:  # any fault in our own table: rebuilding is always right
-                _discard(table, exc)
+                _discard(space, table, exc)
                 break
             yield trace
             done += 1
-    yield from _build(files, shard, histories, table, skip=done, on_batch=on_batch)
+    yield from _build(files, shard, histories, space, table, skip=done, on_batch=on_batch)
 
 
 def traces_of(
@@ -145,52 +132,31 @@ def cache_rebuilt(
     later reads: the same key, published once every trace went through, never half.
     """
     key = cache_key(files, histories=histories, shard=shard)
-    base = private_root()
-    table = traces_folder(base) / f"{key}.parquet"
-    fresh = key is not None and base is not None and not table.exists()
-    writer = TableWriter.start(table, ROWS_PER_GROUP) if fresh else None
-    if (yield from written(traces, writer, lambda: cache_key(files, histories=histories, shard=shard) == key)):
-        _prune(table.parent, keep=table)
+    space = Namespace.open(TRACES)
+    writer = None
+    if key is not None and space is not None and not (table := space.entry(key, ".parquet")).exists():
+        writer = TableWriter.start(space, table, ROWS_PER_GROUP)
+    yield from written(traces, writer, lambda: cache_key(files, histories=histories, shard=shard) == key)
 
 
 def is_cached(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> bool:
     """Whether the cache folder holds a traces table for `files` (its soundness is checked on reading)."""
-    key, base = cache_key(files, histories=histories, shard=shard), private_root()
-    return key is not None and base is not None and (traces_folder(base) / f"{key}.parquet").exists()
+    key, space = cache_key(files, histories=histories, shard=shard), Namespace.open(TRACES)
+    return key is not None and space is not None and space.entry(key, ".parquet").exists()
 
 
 def cache_key(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> str | None:
     """The key of the traces table of `files` (see the module docstring); `None` if a file cannot be read."""
-    try:
-        identities = [file_identity(path) for path in files]
-    except OSError:
-        return None
-    described = {
-        "files": identities,
-        "converter": CONVERTER_VERSION,
-        "table": TABLE_VERSION,
-        "evaltrace": _evaltrace_version(),
-        "source": _source_fingerprint(),
+    digest = {
+        "evaltrace": writer_version(),
+        "source": source_digest("traces", "runfiles"),
         "histories": histories,
         "shard": None if shard is None else [shard.index, shard.count],
     }
-    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
-
-
-@functools.cache
-def _evaltrace_version() -> str:
-    return dist_version("evaltrace")
-
-
-@functools.cache
-def _source_fingerprint() -> str:
-    """Size and mtime of every source file of the converter and the reader (what rebuilds depend on)."""
-    collector = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted([*(collector / "convert").rglob("*.py"), *(collector / "store").rglob("*.py")]):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(collector)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-    return digest.hexdigest()
+    try:
+        return entry_key(version=[CONVERTER_VERSION, TABLE_VERSION], digest=digest, files=files)
+    except OSError:
+        return None
 
 
 def _read_table(path: Path, key: str, on_batch: BatchHook | None) -> Iterator[Trace]:
@@ -198,7 +164,7 @@ def _read_table(path: Path, key: str, on_batch: BatchHook | None) -> Iterator[Tr
     with path.open("rb") as handle:  # opened once: a table renamed over this one meanwhile does not disturb us
         parquet = pq.ParquetFile(handle, page_checksum_verification=True)
         _check(parquet.schema_arrow, key)
-        _touch(path)
+        touch(path)
         batches = parquet.iter_batches(batch_size=ROWS_PER_READ)
         yield from iter_table_traces(batches if on_batch is None else _observed(batches, on_batch))
 
@@ -219,75 +185,31 @@ def _check(schema: pa.Schema, key: str) -> None:
         raise ValueError("the table's columns are not the traces table's")
 
 
-def _touch(path: Path) -> None:
-    """Mark the table as just used (the size bound removes the least recently used first)."""
-    try:
-        os.utime(path)
-    except OSError:
-        pass  # a read-only cache is still usable
-
-
-def _discard(path: Path, exc: BaseException) -> None:
+def _discard(space: Namespace, path: Path, exc: BaseException) -> None:
     logger.info("traces cache %s is unusable (%s: %s); rebuilding the traces", path, type(exc).__name__, exc)
-    try:
-        path.unlink(missing_ok=True)
-    except OSError:
-        pass
+    space.discard(path)
 
 
 def _build(
-    files: Sequence[Path], shard: Shard | None, histories: bool, table: Path, *, skip: int, on_batch: BatchHook | None
+    files: Sequence[Path],
+    shard: Shard | None,
+    histories: bool,
+    space: Namespace,
+    table: Path,
+    *,
+    skip: int,
+    on_batch: BatchHook | None,
 ) -> Iterator[Trace]:
     """Rebuild the traces, writing their table to `table` on the way; yield all but the first `skip`.
 
     With `on_batch`, each batch written is handed to it before its traces are yielded (`written`).
     """
     traces = read_traces(files, shard, histories=histories)
-    writer = TableWriter.start(table, ROWS_PER_GROUP)
+    writer = TableWriter.start(space, table, ROWS_PER_GROUP)
     unchanged = functools.partial(_same_key, files, histories, shard, table.stem)
-    if (yield from written(traces, writer, unchanged, skip=skip, on_batch=on_batch)):
-        _prune(table.parent, keep=table)
+    yield from written(traces, writer, unchanged, skip=skip, on_batch=on_batch)
 
 
 def _same_key(files: Sequence[Path], histories: bool, shard: Shard | None, key: str) -> bool:
     """Whether `files` still have `key` (none was touched while their traces were rebuilt)."""
     return cache_key(files, histories=histories, shard=shard) == key
-
-
-def _prune(folder: Path, *, keep: Path) -> None:
-    """Remove the least recently used tables until the folder holds at most `MAX_CACHE_BYTES`."""
-    try:
-        tables = [(path.stat(), path) for path in folder.glob("*.parquet") if path != keep]
-        total = sum(stat.st_size for stat, _ in tables) + keep.stat().st_size
-        for stat, path in sorted(tables, key=lambda item: item[0].st_mtime_ns):
-            if total <= MAX_CACHE_BYTES:
-                break
-            path.unlink(missing_ok=True)
-            total -= stat.st_size
-    except OSError as exc:  # another process pruning at the same time
-        logger.info("traces cache: pruning %s: %s", folder, exc)
-
-
-@dataclass(frozen=True)
-class Removed:
-    """What `clear_cache` removed."""
-
-    files: int
-    bytes: int
-
-
-def clear_cache(root: Path | None = None) -> Removed:
-    """Remove every traces table (and temporary file) from the cache; what was there is rebuilt when needed."""
-    folder = traces_folder(root)
-    files = removed = 0
-    if not folder.is_dir():
-        return Removed(0, 0)
-    for path in folder.iterdir():
-        if path.suffix == ".parquet" or (path.name.startswith(".") and path.name.endswith(TEMP_SUFFIX)):
-            try:
-                size = path.stat().st_size
-                path.unlink()
-            except FileNotFoundError:
-                continue
-            files, removed = files + 1, removed + size
-    return Removed(files, removed)

@@ -109,10 +109,10 @@ def test_clean_cache_empties_it_and_says_how_much(runs: Path, cache_dir: Path, t
     size = sum(path.stat().st_size for path in tables)
     done = evaltrace("clean", "--cache", env={"EVALTRACE_CACHE_DIR": str(cache_dir)})
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"traces cache {cache_dir / 'traces'}: removed 3 tables, {size} bytes\n"
+    assert done.stdout.splitlines()[0] == f"traces tables {cache_dir / 'traces'}: removed 3 entries, {size} bytes"
     assert _tables(cache_dir) == []
     again = evaltrace("clean", "--cache", env={"EVALTRACE_CACHE_DIR": str(cache_dir)})
-    assert again.stdout == f"traces cache {cache_dir / 'traces'}: removed 0 tables, 0 bytes\n"
+    assert again.stdout.splitlines()[0] == f"traces tables {cache_dir / 'traces'}: removed 0 entries, 0 bytes"
 
 
 def test_clean_without_a_path_or_cache_is_a_usage_error() -> None:

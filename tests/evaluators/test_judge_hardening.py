@@ -306,8 +306,7 @@ def test_an_entry_copied_to_another_key_is_a_miss(tmp_path: Path) -> None:
     cache = VerdictCache(tmp_path)
     a, b = "a" * 64, "b" * 64
     cache.put(a, CachedVerdict(key=a, passed=True, reason="r", model="m", template="t", template_version=1, sample=0))
-    (tmp_path / "bb").mkdir()
-    (tmp_path / "bb" / f"{b}.json").write_bytes((tmp_path / "aa" / f"{a}.json").read_bytes())
+    (tmp_path / "judge" / f"{b}.json").write_bytes((tmp_path / "judge" / f"{a}.json").read_bytes())
     assert cache.get(a) is not None and cache.get(b) is None
     with pytest.raises(ValueError, match="stored under"):
         cache.put(

@@ -192,6 +192,7 @@ def test_empty_otlp_files_metrics_lines_and_folders_are_explained(recorded: Writ
 def test_old_imports_are_pruned_past_the_bound_but_recent_ones_kept(
     recorded: Writers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from evaltrace.collector import cachedir
     from evaltrace.collector.otlp.files import import_cache as otlp_cache
 
     root = tmp_path / "cache"
@@ -201,7 +202,7 @@ def test_old_imports_are_pruned_past_the_bound_but_recent_ones_kept(
         (folder / "x.parquet").write_bytes(b"0" * 1000)
     two_hours_ago = time.time() - 7200
     os.utime(old, (two_hours_ago, two_hours_ago))
-    monkeypatch.setattr(otlp_cache, "MAX_IMPORT_BYTES", 500)
+    monkeypatch.setattr(cachedir, "MAX_BYTES", 500)
     files = otlp_cache.imported_files(recorded.traces_json, OtlpFormat.JSON, root=root)
     assert len(files) == 1 and files[0].exists()
     assert not old.exists()  # over the bound and unused for two hours

@@ -1,45 +1,47 @@
-"""On-disk judge verdict cache, content-addressed.
+"""The judge verdict cache: the `judge/` namespace of evaltrace's cache (`collector/cachedir.py`).
 
-A key is the SHA-256 of a canonical JSON document naming everything that can change a verdict:
-the model, the request parameters, the prompt template and its version, the rendered messages and
-the sample index (majority votes ask the same question several times). The API key and the base
-URL are not part of it: the same model behind another proxy gives the same verdicts, and secrets
-never reach the disk.
+A key (`cachedir.entry_key`, no files) is made of `CACHE_FORMAT` and a canonical JSON document
+naming everything that can change a verdict: the model, the request parameters, the prompt
+template and its version, the rendered messages and the sample index (majority votes ask the same
+question several times). The API key and the base URL are not part of it (the session's
+`_key_material` leaves them out): the same model behind another proxy gives the same verdicts,
+and secrets never reach the disk.
 
-Each verdict is one small JSON file `<folder>/<key[:2]>/<key>.json`, written under a hidden
-temporary name in the same folder and renamed into place, so a reader in another process sees
-either no file or a complete one. Two processes writing the same key write the same verdict, and
-the last rename wins. Only successful verdicts are stored. A write that fails is logged and
-skipped, never an error of the run.
+Each verdict is one small JSON file `judge/<key>.json` under the cache root (`cache_root()`, or
+the root `EVALTRACE_JUDGE_CACHE_DIR` / `--judge-cache-dir` names), written atomically by the cache, so a reader in another process sees either no file or a complete one.
+Two processes writing the same key write the same verdict, and the last rename wins. Only
+successful verdicts are stored. A write that fails is logged and skipped, never an error of the
+run. A root that is not private is not used (no verdict read or written), a hit touches its
+entry, and the cache prunes and clears verdicts with its other entries.
 
 Trust. A cached verdict is used in place of asking the judge, so whoever can write the cache
-folder decides those verdicts: keep it out of reach of untrusted changes (outside the repository,
-`EVALTRACE_JUDGE_CACHE_DIR` / `--judge-cache-dir`; not restored from an untrusted branch's CI
-cache). What is checked on read: an entry is used only when it is a small file of exactly the
-verdict's shape (a boolean `passed`, a string `reason`), written in this cache format, for this
-key (the entry names it), and for the same model, template, version and sample as the question
-asked. Anything else (truncated, oversized, foreign, copied from another key) is a miss, and
-the question is asked again. These checks stop corruption and mix-ups; they cannot stop a
-deliberate forgery by someone who can write the folder, since the key material is not secret.
+root decides those verdicts: keep it out of reach of untrusted changes (outside the repository;
+not restored from an untrusted branch's CI cache). What is checked on read: an entry is used
+only when it is a small file of exactly the verdict's shape (a boolean `passed`, a string
+`reason`), written in this cache format, for this key (the entry names it), and for the same
+model, template, version and sample as the question asked. Anything else (truncated,
+oversized, foreign, copied from another key) is a miss, and the question is asked again. These
+checks stop corruption and mix-ups; they cannot stop a deliberate forgery by someone who can
+write the folder, since the key material is not secret.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
+from evaltrace.collector.cachedir import Namespace, entry_key, touch
+
 logger = logging.getLogger(__name__)
 
-CACHE_FORMAT = 2
-"""Bumped when the key material or the entry layout changes; old entries then simply miss."""
+CACHE_FORMAT = 3
+"""Bumped when the key material or the entry layout changes; old entries then simply miss (3: the cache's keys)."""
+JUDGE = "judge"
+"""The cache's namespace of verdicts."""
 
 _MAX_ENTRY_BYTES = 64 * 1024
 """Larger files are not verdicts this cache wrote (a reason is a sentence or two): a miss, unread."""
@@ -74,18 +76,14 @@ class CachedVerdict(BaseModel):
 
 def cache_key(material: Mapping[str, Any]) -> str:
     """The content address of a judge request."""
-    blob = json.dumps({"cache_format": CACHE_FORMAT, **material}, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return entry_key(version=CACHE_FORMAT, digest=dict(material))
 
 
 class VerdictCache:
-    """Verdicts stored as one JSON file per key under `folder`."""
+    """Verdicts stored as one JSON file per key in the `judge/` namespace under `root`."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def _path(self, key: str) -> Path:
-        return self.folder / key[:2] / f"{key}.json"
+    def __init__(self, root: Path | None = None) -> None:
+        self._space = Namespace.open(JUDGE, root)
 
     def get(self, key: str, identity: Mapping[str, Any] | None = None) -> CachedVerdict | None:
         """The stored verdict for `key`, or `None` when absent, unreadable or not a valid entry for it.
@@ -94,7 +92,9 @@ class VerdictCache:
             key: The question's content address.
             identity: When given, the entry's `identity()` must equal it (model, template, version, sample).
         """
-        path = self._path(key)
+        if self._space is None:  # a root others could write: no verdict is read from it
+            return None
+        path = self._space.entry(key, ".json")
         try:
             with path.open("rb") as handle:
                 data = handle.read(_MAX_ENTRY_BYTES + 1)
@@ -118,6 +118,7 @@ class VerdictCache:
         ):
             logger.warning("judge cache: ignoring entry %s written for another question", path)
             return None
+        touch(path)
         return entry
 
     def put(self, key: str, verdict: CachedVerdict) -> None:
@@ -128,23 +129,10 @@ class VerdictCache:
         """
         if verdict.key != key:
             raise ValueError(f"verdict for key {verdict.key} stored under {key}")
-        path = self._path(key)
+        if self._space is None:
+            return
+        path = self._space.entry(key, ".json")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(path, verdict.model_dump_json(indent=2))
+            self._space.write(path, verdict.model_dump_json(indent=2).encode())
         except OSError as exc:
             logger.warning("judge cache: cannot write %s: %s", path, exc)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    # The hidden temporary file lives in the target folder so the rename never crosses filesystems.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
