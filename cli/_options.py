@@ -162,8 +162,9 @@ JudgeCacheDir = Annotated[
     Path | None,
     typer.Option(
         metavar="DIR",
-        help="Folder of the judge verdict cache (EVALTRACE_JUDGE_CACHE_DIR; default .evaltrace-cache/judge). Its "
-        "verdicts are trusted: keep it outside the repository.",
+        help="Cache root the judge verdicts are kept under, in its judge/ (EVALTRACE_JUDGE_CACHE_DIR; default "
+        "evaltrace's cache root, EVALTRACE_CACHE_DIR or ~/.cache/evaltrace). Its verdicts are trusted: keep it "
+        "outside the repository.",
         rich_help_panel=JUDGE,
     ),
 ]
