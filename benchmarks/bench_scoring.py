@@ -12,7 +12,7 @@ memory high-water mark of one stage never leak into another:
 - `read`: `reader.iter_traces` (two-pass streaming read, dedup, grouping by trace);
 - `rebuild`: `convert.read_traces` (the above plus span tree, classification, `Trace` records)
   as scoring calls it for this spec: no scorer reads the prompts, so `histories=False`;
-- `score`: `engine.score_paths_to(..., workers=1)` with the spec, streaming the entries to a
+- `score`: `engine.score_paths_to` with `ScoreOptions(workers=1)` with the spec, streaming the entries to a
   JSON file through `ReportWriter`, all in one process;
 - `sharded`: `engine.score_paths_to(...)` with one worker process per CPU (`--workers N` of
   `evaltrace score`), each reading, rebuilding and scoring one shard of the traces;
@@ -102,8 +102,8 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
 
         workers = available_cpus()
         with ReportWriter(str(runs.parent / "report-sharded.json")) as writer:
-            options = ScoreOptions(paths=(str(runs),))
-            run = score_paths_to([str(runs)], load_spec(spec), options, writer, workers=workers)
+            options = ScoreOptions(paths=(str(runs),), workers=workers)
+            run = score_paths_to([str(runs)], load_spec(spec), options, writer)
             writer.finish(run.report)
         traces = run.report.counts.traces
     else:
@@ -112,8 +112,8 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
         from evaltrace.evaluators.scoring.spec.loader import load_spec
 
         with ReportWriter(str(runs.parent / "report.json")) as writer:
-            options = ScoreOptions(paths=(str(runs),))
-            run = score_paths_to([str(runs)], load_spec(spec), options, writer, workers=1)
+            options = ScoreOptions(paths=(str(runs),), workers=1)
+            run = score_paths_to([str(runs)], load_spec(spec), options, writer)
             writer.finish(run.report)
         traces = run.report.counts.traces
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     from evaltrace.collector.otlp.send.targets import ResultsTarget
     from evaltrace.evaluators.results.compare.baseline import BaselineCheck
     from evaltrace.evaluators.results.compare.comparison import CompareOptions
+    from evaltrace.evaluators.engine.scoring import ScoreOptions
     from evaltrace.evaluators.results.compare.sides import Side
     from evaltrace.evaluators.results.report.results_writer import ResultsWriter
     from evaltrace.evaluators.results.report.writer import ReportFormat
@@ -42,26 +42,20 @@ EXIT_CODES_HELP = (
 
 @dataclass(frozen=True)
 class Scoring:
-    """What `score` and `run` both ask of scoring: the spec and its selection, the gate, the report, the judge."""
+    """What `score` and `run` ask of scoring: the engine's options, the spec, the gate, the reports, the store."""
 
     spec: str | None
     """`FILE` or `FILE::CASE_ID`; `None` scores with the reference-free defaults."""
-    confidence: float | None
-    json_path: str | None
+    options: ScoreOptions
+    """Handed to the engine as it is, with the spec's case id, the PATHs and the progress bar added."""
+    loaded: tuple[LoadedSpec, str | None] | None = None
+    """The spec already loaded by `run` (and the case id of `FILE::CASE_ID`): each command loads it once."""
+    engine: str = "local"
+    """`--engine NAME`: where the traces are scored (`evaluators/engine/engines.py`)."""
+    json_path: str | None = None
     junit_path: str | None = None
     markdown_path: str | None = None
     html_path: str | None = None
-    tiers: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    cases: tuple[str, ...] = ()
-    """The `--case` globs."""
-    workers: int | None = None
-    scorer_timeout: float | None = None
-    """Seconds per scorer call; 0 or `None`: no limit."""
-    judge_overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """Judge settings given on the command line (`judge_overrides`); the environment fills the rest."""
-    cache: bool = True
-    """Read the traces through the traces cache (`--no-cache`: rebuild them)."""
     store: Path | None = None
     """The score store the scoring is added to; `None`: not stored (`--no-store`)."""
     baseline: str | None = None
@@ -74,31 +68,64 @@ class Scoring:
     """`--min-judge-kappa K`: refuse to gate on a judge whose kappa against the store's labels is below K."""
     send_results: ResultsTarget | None = None
     """`--send-results [KIND:]URL`: where every score is sent (OTLP events, Phoenix annotations, Langfuse scores)."""
-    engine: str = "local"
-    """`--engine NAME`: where the traces are scored (`evaluators/engine/engines.py`)."""
-    ray_address: str | None = None
-    """`--ray-address ADDR`: the Ray cluster of `--engine ray`."""
 
 
-def judge_overrides(flags: Mapping[str, Any]) -> dict[str, Any]:
-    """The `--judge-*` options among a command's parameters (its `locals()`) that were given.
+def score_options(
+    confidence: float | None,
+    selection: tuple[list[str] | None, list[str] | None, list[str] | None],
+    workers: int | None,
+    scorer_timeout: float,
+    no_cache: bool,
+    judge: dict[str, Any],
+    ray_address: str | None = None,
+) -> ScoreOptions:
+    """The options `score` and `run` share, as the engine's `ScoreOptions` (`selection`: --tier, --tag, --case)."""
+    from evaltrace.evaluators.engine.scoring import ScoreOptions
 
-    `None`, or a flag left off, means "not given": the environment (or the default) then applies.
-    `JudgeSettings.from_env` reads the parameters under their own names (`judge_model`,
-    `no_judge_cache`, ...), so `score` and `run` pass them on without listing them again.
-    """
-    return {
-        name: value
-        for name, value in flags.items()
-        if name.startswith(("judge_", "no_judge_")) and value is not None and value is not False
+    tiers, tags, cases = selection
+    return ScoreOptions(
+        confidence=confidence,
+        tiers=tuple(tiers or ()),
+        tags=tuple(tags or ()),
+        cases=tuple(cases or ()),
+        workers=workers,
+        ray_address=ray_address,
+        scorer_timeout=scorer_timeout or None,  # 0: no limit
+        cache=not no_cache,
+        judge_overrides=judge,
+    )
+
+
+def judge_options(
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float | None,
+    concurrency: int | None,
+    max_requests: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    allow_insecure: bool,
+) -> dict[str, Any]:
+    """The `--judge-*` options given, as `JudgeSettings` fields; the environment (then the default) fills the rest."""
+    given = {
+        "model": model,
+        "base_url": base_url,
+        "api_key": api_key,
+        "timeout": timeout,
+        "concurrency": concurrency,
+        "max_requests": max_requests,
+        "cache_dir": cache_dir,
+        "cache": False if no_cache else None,  # a flag left off is not given
+        "allow_insecure": True if allow_insecure else None,
     }
+    return {field: value for field, value in given.items() if value is not None}
 
 
 def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     """Score the traces in `paths`, write the report and the summary, and exit 1 when the gate fails."""
     # Imported here so that other commands start without the scoring machinery.
-    from evaltrace.evaluators.engine.engines import EngineSettings, engine_named
-    from evaltrace.evaluators.engine.scoring import ScoreOptions
+    from evaltrace.evaluators.engine.engines import engine_named
     from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
     from evaltrace.evaluators.results.report.terminal import render_summary
 
@@ -106,25 +133,17 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path)
     baseline = baseline_side(scoring.baseline, scoring.store)  # a bad REF stops us before any scoring
     compare_options = _compare_options(scoring)
-    loaded, case_from_spec_arg = opt.load_spec_arg(scoring.spec) if scoring.spec is not None else (None, None)
-    if loaded is None and (scoring.tiers or scoring.tags or scoring.cases):
+    loaded, case_from_spec_arg = _spec_of(scoring)
+    options = scoring.options
+    if loaded is None and (options.tiers or options.tags or options.cases):
         raise InputError("--tier, --tag and --case select spec cases: pass --spec FILE")
     if scoring.min_judge_kappa is not None:
         _check_judges(loaded, scoring.min_judge_kappa, scoring.store)  # before any scoring work
-    options = ScoreOptions(
-        confidence=scoring.confidence,
-        tiers=scoring.tiers,
-        tags=scoring.tags,
-        cases=opt.case_globs(list(scoring.cases), case_from_spec_arg),
-        paths=tuple(paths),
-        scorer_timeout=scoring.scorer_timeout or None,  # 0: no limit
-        judge_overrides=scoring.judge_overrides,
-        cache=scoring.cache,
-        store_values=scoring.store is not None,
-    )
+    cases = opt.case_globs(list(options.cases), case_from_spec_arg)
+    options = dataclasses.replace(options, cases=cases, paths=tuple(paths), store_values=scoring.store is not None)
     json_path = scoring.json_path
     writer: ReportFormat | None = open_formats(
-        [(name, ReportTarget(path, scoring.spec, cache=scoring.cache)) for name, path in reports]
+        [(name, ReportTarget(path, scoring.spec, cache=options.cache)) for name, path in reports]
     )
     writer, store = _with_store(writer, scoring.store, loaded)
     writer, results = _with_results(writer, scoring.send_results, _judged_scorers(loaded))
@@ -134,9 +153,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         # `--json -` on a terminal: the report's lines and the bar would share the screen.
         shown = not (json_path == "-" and _stdout_is_terminal())
         with progress_bar("scoring", "traces", lambda: _count_traces(paths), shown=shown) as progress:
-            options = dataclasses.replace(options, progress=progress)
-            settings = EngineSettings(workers=scoring.workers, ray_address=scoring.ray_address)
-            run = engine(paths, loaded, options, writer, settings)
+            run = engine(paths, loaded, dataclasses.replace(options, progress=progress), writer)
         if writer is not None:
             writer.finish(run.report)
     finally:
@@ -152,6 +169,13 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         typer.echo(inline(f"scores stored: {store.run_id} in {store.folder}"), err=True)
     if not run.report.passed or regressed:
         raise typer.Exit(1)
+
+
+def _spec_of(scoring: Scoring) -> tuple[LoadedSpec | None, str | None]:
+    """The spec (loaded here unless `run` loaded it already) and the case id of `FILE::CASE_ID`."""
+    if scoring.loaded is not None:
+        return scoring.loaded
+    return opt.load_spec_arg(scoring.spec) if scoring.spec is not None else (None, None)
 
 
 def baseline_side(ref: str | None, store: Path | None) -> Side | None:

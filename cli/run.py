@@ -11,6 +11,7 @@ times out gives failed entries, never a crash.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import sys
 from collections.abc import Callable
@@ -22,7 +23,7 @@ import typer
 from evaltrace.cli import _options as opt
 from evaltrace.cli import _otlp_options as otlp
 from evaltrace.cli._progress import progress_bar
-from evaltrace.cli._scoring import Scoring, baseline_side, compare_options, judge_overrides, score_and_gate
+from evaltrace.cli._scoring import Scoring, baseline_side, compare_options, judge_options, score_and_gate, score_options
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import plural, printable
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
@@ -100,11 +101,24 @@ def run(
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
     from evaltrace.collector.record.autoconf import instrument_installed
     from evaltrace.evaluators.engine.sample import check_judge_setup
-    from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run, select_cases
+    from evaltrace.evaluators.engine.scoring import new_run, select_cases
     from evaltrace.evaluators.runner.agent import RunOptions, load_agent, new_run_directory, run_agent
 
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout: must be more than 0 seconds")
+    judge = judge_options(
+        judge_model,
+        judge_base_url,
+        judge_api_key,
+        judge_timeout,
+        judge_concurrency,
+        judge_max_requests,
+        judge_cache_dir,
+        no_judge_cache,
+        judge_allow_insecure,
+    )
+    # This process runs the agent and may still have its threads when scoring: never fork it (workers=1).
+    options = score_options(confidence, (tier, tag, case), 1, scorer_timeout, no_cache, judge)
     # A bad FILE stops us before the agent runs.
     opt.report_destinations(json_path, junit_path, markdown_path, html_path)
     store_dir = opt.store_choice(store, no_store)  # an unwritable store stops us before the agent runs
@@ -116,37 +130,30 @@ def run(
     function = load_agent(agent)
     opt.load_plugins(plugin)  # before the spec, which may name the plugins' scorers
     loaded, case_id = opt.load_spec_arg(spec)
-    selection = ScoreOptions(tiers=tuple(tier or ()), tags=tuple(tag or ()), cases=opt.case_globs(case, case_id))
+    selection = dataclasses.replace(options, cases=opt.case_globs(case, case_id))
     cases = select_cases(loaded, selection)
     # A judge that cannot be asked stops us before the agent runs, not after.
-    check_judge_setup(new_run(loaded, selection)[0].scorers(), judge_overrides(locals()))
+    check_judge_setup(new_run(loaded, selection)[0].scorers(), judge)
     directory = out if out is not None else new_run_directory()
-    options = RunOptions(repeat=repeat, concurrency=concurrency, timeout=timeout)
+    run_options = RunOptions(repeat=repeat, concurrency=concurrency, timeout=timeout)
     with progress_bar("running", "calls", lambda: _planned_calls(cases, repeat)) as progress:
-        result = run_agent(function, cases, directory, options, on_call=_counter(progress))
+        result = run_agent(function, cases, directory, run_options, on_call=_counter(progress))
     _report_run(result, spec, tier, tag, case)
     scoring = Scoring(
         spec=spec,
-        confidence=confidence,
+        options=options,
+        loaded=(loaded, case_id),
         json_path=json_path,
         junit_path=junit_path,
         markdown_path=markdown_path,
         html_path=html_path,
-        tiers=tuple(tier or ()),
-        tags=tuple(tag or ()),
-        cases=tuple(case or ()),
-        # This process ran the agent and may still have its threads: never fork it.
-        workers=1,
-        cache=not no_cache,
-        scorer_timeout=scorer_timeout,
         store=store_dir,
         baseline=baseline,
         alpha=alpha,
         strict=strict,
-        judge_overrides=judge_overrides(locals()),
         send_results=results,
     )
-    score_and_gate([str(directory)], scoring)  # the plugins were loaded above, once
+    score_and_gate([str(directory)], scoring)  # the plugins and the spec were loaded above, once
 
 
 def _planned_calls(cases: list[Case], repeat: int) -> int:

@@ -12,7 +12,7 @@ import typer
 
 from evaltrace.cli import _options as opt
 from evaltrace.cli import _otlp_options as otlp
-from evaltrace.cli._scoring import Scoring, judge_overrides, score_and_gate
+from evaltrace.cli._scoring import Scoring, judge_options, score_and_gate, score_options
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
 
 
@@ -57,27 +57,30 @@ def score(
 ) -> None:
     """Score stored traces against a spec (or the reference-free defaults) and gate on the pass rate."""
     opt.load_plugins(plugin)
+    judge = judge_options(
+        judge_model,
+        judge_base_url,
+        judge_api_key,
+        judge_timeout,
+        judge_concurrency,
+        judge_max_requests,
+        judge_cache_dir,
+        no_judge_cache,
+        judge_allow_insecure,
+    )
     scoring = Scoring(
         spec=spec,
-        confidence=confidence,
+        options=score_options(confidence, (tier, tag, case), workers, scorer_timeout, no_cache, judge, ray_address),
+        engine=engine,
         json_path=json_path,
         junit_path=junit_path,
         markdown_path=markdown_path,
         html_path=html_path,
-        tiers=tuple(tier or ()),
-        tags=tuple(tag or ()),
-        cases=tuple(case or ()),
-        workers=workers,
-        engine=engine,
-        ray_address=ray_address,
-        cache=not no_cache,
-        scorer_timeout=scorer_timeout,
         store=opt.store_choice(store, no_store),
         baseline=baseline,
         alpha=alpha,
         strict=strict,
         min_judge_kappa=min_judge_kappa,
-        judge_overrides=judge_overrides(locals()),
         send_results=otlp.results_target(send_results, protocol, header),
     )
     score_and_gate(paths, scoring)

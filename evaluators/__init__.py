@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from evaltrace.collector.lazy import lazy_package
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators.engine.engines import EngineSettings as EngineSettings
     from evaltrace.evaluators.engine.engines import score_paths_with as score_paths_with
     from evaltrace.evaluators.engine.scoring import ScoreOptions as ScoreOptions
     from evaltrace.evaluators.engine.scoring import score_paths_to as score_paths_to

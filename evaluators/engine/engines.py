@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evaltrace.collector.errors import InputError
@@ -21,20 +20,10 @@ if TYPE_CHECKING:
 DEFAULT_ENGINE = "local"
 
 
-@dataclass(frozen=True)
-class EngineSettings:
-    """How the chosen engine runs: processes or shards, and the cluster for `ray`."""
-
-    workers: int | None = None
-    """`local`: processes (`None`: one per CPU for large runs); `ray`: shards (`None`: two per cluster CPU)."""
-    ray_address: str | None = None
-    """`ray`: the cluster's address (`None`: `RAY_ADDRESS`, else a Ray started for the run)."""
-
-
 Engine = Callable[
-    ["Sequence[str | os.PathLike[str]]", "LoadedSpec | None", "ScoreOptions", "EntrySink | None", EngineSettings],
-    "ScoredRun",
+    ["Sequence[str | os.PathLike[str]]", "LoadedSpec | None", "ScoreOptions", "EntrySink | None"], "ScoredRun"
 ]
+"""An engine: how it runs (processes or shards, the cluster) is `ScoreOptions.workers` and `ray_address`."""
 
 
 def _local(
@@ -42,13 +31,12 @@ def _local(
     spec: LoadedSpec | None,
     options: ScoreOptions,
     sink: EntrySink | None,
-    settings: EngineSettings,
 ) -> ScoredRun:
     from evaltrace.evaluators.engine.scoring import score_paths_to
 
-    if settings.ray_address is not None:
+    if options.ray_address is not None:
         raise InputError("--ray-address is for --engine ray")
-    return score_paths_to(paths, spec, options, sink, workers=settings.workers)
+    return score_paths_to(paths, spec, options, sink)
 
 
 def _ray(
@@ -56,11 +44,10 @@ def _ray(
     spec: LoadedSpec | None,
     options: ScoreOptions,
     sink: EntrySink | None,
-    settings: EngineSettings,
 ) -> ScoredRun:
     from evaltrace.evaluators.engine.ray_engine import score_paths_ray
 
-    return score_paths_ray(paths, spec, options, sink, address=settings.ray_address, shards=settings.workers)
+    return score_paths_ray(paths, spec, options, sink, address=options.ray_address, shards=options.workers)
 
 
 ENGINES: dict[str, Engine] = {"local": _local, "ray": _ray}
@@ -84,11 +71,10 @@ def score_paths_with(
     spec: LoadedSpec | None,
     options: ScoreOptions,
     sink: EntrySink | None = None,
-    settings: EngineSettings | None = None,
 ) -> ScoredRun:
     """Score span files on the engine called `engine`; see `scoring.score_paths_to` for the rest.
 
     Raises:
         InputError: an unknown engine, and whatever that engine raises for bad input.
     """
-    return engine_named(engine)(paths, spec, options, sink, settings or EngineSettings())
+    return engine_named(engine)(paths, spec, options, sink)

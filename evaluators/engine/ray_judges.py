@@ -52,13 +52,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.settings import Environment
 from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine._loop import Router, score_stream, score_stream_now
 from evaltrace.evaluators.engine.ray_ledger import (
@@ -365,7 +365,7 @@ def judges_on_ray(
     if not any(scorer.uses_judge for scorer in router.scorers()):
         yield lambda: None
         return
-    if any(overrides.get(name) is not None for name in ("api_key", "judge_api_key")):
+    if overrides.get("api_key") is not None:
         raise JudgeSetupError(f"judge setup: --judge-api-key is not used by --engine ray: {_NOT_SHIPPED}")
     settings = JudgeSettings.from_env(**overrides)
     settings.model_copy(update={"api_key": None}).require_usable()  # the key is the actors' to check
@@ -385,10 +385,8 @@ def pool_size(ray: Any) -> int:
     Raises:
         InputError: the variable is not a whole number of at least 1.
     """
-    given = os.environ.get(ACTORS_ENV, "").strip()
-    if given:
-        if not given.isdigit() or int(given) < 1:
-            raise InputError(f"{ACTORS_ENV}={given!r}: give the number of judge actors, at least 1")
-        return int(given)
+    given = Environment.from_env().ray_judge_actors
+    if given is not None:
+        return given
     cpus = int(ray.cluster_resources().get("CPU", 1))
     return max(1, min(MAX_DEFAULT_JUDGE_ACTORS, cpus // CPUS_PER_JUDGE_ACTOR))

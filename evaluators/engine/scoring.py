@@ -63,7 +63,10 @@ DEFAULT_CONFIDENCE = 1.0
 
 @dataclass(frozen=True)
 class ScoreOptions:
-    """How to score: the threshold override, the selection, and what the report records."""
+    """How to score: the threshold, the selection, the engine's processes, the judge's options, the report's inputs.
+
+    `evaltrace score` and `evaltrace run` build one from their options and hand it to the engine as it is.
+    """
 
     confidence: float | None = None
     """Overrides the spec's `confidence`."""
@@ -76,7 +79,13 @@ class ScoreOptions:
     paths: tuple[str, ...] = ()
     """The PATH arguments, recorded in the report."""
     judge_overrides: dict[str, Any] = field(default_factory=dict)
-    """Passed to `JudgeSettings.from_env` when a judge scorer runs."""
+    """`JudgeSettings` fields given as options (`--judge-*`), by field name; `JudgeSettings.from_env` puts
+    them over the environment when a judge scorer runs (a run without judges never reads the judge's variables)."""
+    workers: int | None = None
+    """`local`: processes (`None`: one per CPU for large runs; runs with judge scorers use one);
+    `ray`: shards (`None`: two per cluster CPU)."""
+    ray_address: str | None = None
+    """`--engine ray`: the cluster's address (`None`: `RAY_ADDRESS`, else a Ray started for the run)."""
     progress: Callable[[int], None] | None = None
     """Called with the number of traces read so far."""
     scorer_timeout: float | None = DEFAULT_SCORER_TIMEOUT
@@ -90,7 +99,9 @@ class ScoreOptions:
     run, by its worker); off when no score store is written (`--no-store`), which would drop them."""
 
     def __post_init__(self) -> None:
-        """Reject a limit that is not a positive number of seconds."""
+        """Reject a limit that is not a positive number of seconds, or fewer than one worker."""
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be at least 1, not {self.workers}")
         if self.scorer_timeout is not None and not self.scorer_timeout > 0:
             raise ValueError(
                 f"scorer_timeout must be more than 0 seconds (or None for no limit), not {self.scorer_timeout}"
@@ -219,22 +230,19 @@ def score_paths_to(
     spec: LoadedSpec | None,
     options: ScoreOptions | None = None,
     sink: EntrySink | None = None,
-    *,
-    workers: int | None = None,
 ) -> ScoredRun:
     """Read span files and score their traces like `score_traces_to`, on several cores if it pays.
 
-    With more than one worker, each of `workers` forked processes reads, rebuilds and scores one
+    With more than one worker, each of `options.workers` forked processes reads, rebuilds and scores one
     shard of the traces (see `shards.py`); the report is the one a single process would write.
     With `options.cache`, traces come through the traces cache (each worker caches its shard).
 
     Args:
         paths: files, folders or globs, as the CLI takes them.
         spec: the loaded spec, or `None` for the reference-free defaults.
-        options: as for `score_traces_to`.
+        options: as for `score_traces_to`; `options.workers` processes (`None` picks one per CPU
+            for large runs; runs with judge scorers, and platforms other than Linux, use one).
         sink: where the entries go, in report order.
-        workers: processes to use; `None` picks one per CPU for large runs. Runs with judge
-            scorers, and platforms other than Linux, always use one.
 
     Raises:
         InputError: a path names nothing or a file is unreadable; the selection keeps no case;
@@ -245,13 +253,11 @@ def score_paths_to(
     from evaltrace.evaluators.engine import shards
     from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
-    if workers is not None and workers < 1:
-        raise ValueError(f"workers must be at least 1, not {workers}")
     options = options or ScoreOptions()
     files = resolve_paths(paths, fresh_imports=not options.cache)  # --no-cache: OTLP files imported anew too
     router, stats = new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
-    count = shards.plan_workers(workers, files, router)
+    count = shards.plan_workers(options.workers, files, router)
     histories = reads_histories(router.scorers())
     if count == 1:
         with columnar_run(RunCalls()) as calls, bulk_collections():

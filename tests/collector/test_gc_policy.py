@@ -120,7 +120,7 @@ def test_a_scoring_run_scores_under_the_policy(
             return self.result(True, 1.0, "probe")
 
     monkeypatch.setattr(scoring, "default_scorers", lambda: (Probe(),))
-    run = scoring.score_paths_to([SAMPLES], None, scoring.ScoreOptions(cache=False), workers=1)
+    run = scoring.score_paths_to([SAMPLES], None, scoring.ScoreOptions(cache=False, workers=1))
     assert run.report.counts.traces > 0
     assert seen and set(seen) == {BULK_YOUNG_THRESHOLD}
     assert gc.get_threshold() == default_threshold

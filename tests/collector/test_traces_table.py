@@ -551,7 +551,7 @@ def test_rescoring_an_unchanged_run_does_not_rebuild(
 
     def report() -> dict[str, Any]:
         sink = EntryList()
-        run = score_paths_to([runs[0].parent], None, ScoreOptions(), sink, workers=1)
+        run = score_paths_to([runs[0].parent], None, ScoreOptions(workers=1), sink)
         full = run.report.model_copy(update={"entries": sink.entries}).model_dump(mode="json")
         full.pop("created_at")
         return full
@@ -560,9 +560,9 @@ def test_rescoring_an_unchanged_run_does_not_rebuild(
     assert spy.calls == 1
     assert report() == first
     assert spy.calls == 1  # the second scoring read the traces table
-    uncached = ScoreOptions(cache=False)
+    uncached = ScoreOptions(cache=False, workers=1)
     sink = EntryList()
-    score_paths_to([runs[0].parent], None, uncached, sink, workers=1)
+    score_paths_to([runs[0].parent], None, uncached, sink)
     assert spy.calls == 2
     assert [e.model_dump(mode="json") for e in sink.entries] == first["entries"]
 

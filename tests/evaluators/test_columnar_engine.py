@@ -68,8 +68,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _score(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
     with ReportWriter(str(out)) as writer:
-        options = ScoreOptions(paths=(str(runs),), cache=cache)
-        run = score_paths_to([runs], load_spec(spec), options, writer, workers=1)
+        options = ScoreOptions(paths=(str(runs),), cache=cache, workers=1)
+        run = score_paths_to([runs], load_spec(spec), options, writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     report.pop("created_at")
@@ -114,7 +114,7 @@ def test_sharded_workers_take_the_columnar_path_too(
     outputs = []
     for name in ("cold", "warm"):
         with ReportWriter(str(tmp_path / f"{name}.json")) as writer:
-            run = score_paths_to([runs], load_spec(spec), ScoreOptions(paths=(str(runs),)), writer, workers=2)
+            run = score_paths_to([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=2), writer)
             writer.finish(run.report)
         report = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
         report.pop("created_at")
@@ -159,8 +159,8 @@ def test_a_slow_form_is_held_to_the_scorer_time_limit(
     _score(runs, spec, tmp_path / "cold.json", cache=True)
     monkeypatch.setitem(forms.FORMS, key, spinning)
     with ReportWriter(str(tmp_path / "warm.json")) as writer:
-        options = ScoreOptions(paths=(str(runs),), scorer_timeout=0.05)
-        run = score_paths_to([runs], load_spec(spec), options, writer, workers=1)
+        options = ScoreOptions(paths=(str(runs),), scorer_timeout=0.05, workers=1)
+        run = score_paths_to([runs], load_spec(spec), options, writer)
         writer.finish(run.report)
 
     report = json.loads((tmp_path / "warm.json").read_text(encoding="utf-8"))

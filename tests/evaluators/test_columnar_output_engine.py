@@ -65,7 +65,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _score(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
     with ReportWriter(str(out)) as writer:
-        run = score_paths_to([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), cache=cache), writer, workers=1)
+        run = score_paths_to([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), cache=cache, workers=1), writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     report.pop("created_at")

@@ -47,7 +47,7 @@ def test_the_scorer_list_and_stored_texts_are_the_spec_scorers(
     runs, spec_file = run_dir
     spec = load_spec(spec_file)
     store = open_store(tmp_path / "store", spec)
-    run = score_paths_to([runs], spec, ScoreOptions(paths=(str(runs),)), store, workers=workers)
+    run = score_paths_to([runs], spec, ScoreOptions(paths=(str(runs),), workers=workers), store)
     store.finish(run.report)
     expected = expected_scorers(spec)
     # The missing case's scorers come too: no process scored a sample of it.

@@ -91,7 +91,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def _score(runs: Path, spec: Path | None, workers: int, out: Path) -> dict[str, Any]:
     loaded = load_spec(spec) if spec is not None else None
     with ReportWriter(str(out)) as writer:
-        run = score_paths_to([runs], loaded, ScoreOptions(paths=(str(runs),)), writer, workers=workers)
+        run = score_paths_to([runs], loaded, ScoreOptions(paths=(str(runs),), workers=workers), writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return report

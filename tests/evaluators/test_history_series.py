@@ -35,7 +35,7 @@ def score_into(store: Path, runs: Path, spec_file: Path | None) -> Report:
     spec = load_spec(spec_file) if spec_file is not None else None
     writer = open_store(store, spec)
     try:
-        run = score_paths_to([runs], spec, ScoreOptions(paths=(str(runs),)), writer, workers=1)
+        run = score_paths_to([runs], spec, ScoreOptions(paths=(str(runs),), workers=1), writer)
         writer.finish(run.report)
     finally:
         writer.abort()

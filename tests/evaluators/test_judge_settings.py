@@ -161,7 +161,7 @@ def test_from_env_falls_back_to_openai_variables() -> None:
 def test_overrides_win_and_none_is_ignored(tmp_path: Path) -> None:
     env = {"EVALTRACE_JUDGE_MODEL": "from-env", "EVALTRACE_JUDGE_TIMEOUT": "30"}
     s = JudgeSettings.from_env(
-        env, model="from-cli", timeout=None, judge_concurrency=2, cache_dir=tmp_path, no_judge_cache=True
+        env, model="from-cli", timeout=None, concurrency=2, cache_dir=tmp_path, cache=False
     )
     assert (s.model, s.timeout, s.concurrency, s.cache_dir, s.cache) == ("from-cli", 30.0, 2, tmp_path, False)
 

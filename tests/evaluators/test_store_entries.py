@@ -82,8 +82,8 @@ def test_without_a_store_the_samples_are_not_packed_and_the_entries_are_the_same
     sinks = {}
     for store_values in (True, False):
         sink = sinks[store_values] = _Sides()
-        options = ScoreOptions(paths=(str(runs),), store_values=store_values)
-        score_paths_to([runs], spec, options, sink, workers=1)
+        options = ScoreOptions(paths=(str(runs),), store_values=store_values, workers=1)
+        score_paths_to([runs], spec, options, sink)
     assert sinks[True].entries == sinks[False].entries and sinks[True].entries
     assert any(sinks[True].packed) and not any(sinks[False].packed)
 

@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.settings import Environment
 
-STORE_ENV = "EVALTRACE_STORE"
-"""The environment variable naming the store when `--store` is not given."""
 DEFAULT_STORE = Path(".evaltrace") / "store"
 """The store without `--store` or `EVALTRACE_STORE`, relative to the current folder."""
 
@@ -23,10 +22,8 @@ _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 def store_folder(option: str | os.PathLike[str] | None = None) -> Path:
     """The store folder: `option`, else `EVALTRACE_STORE`, else `DEFAULT_STORE`."""
-    if option is not None and str(option):
-        return Path(option)
-    from_env = os.environ.get(STORE_ENV, "")
-    return Path(from_env) if from_env else DEFAULT_STORE
+    given = Path(option) if option is not None and str(option) else None
+    return Environment.from_env(store=given).store or DEFAULT_STORE
 
 
 def new_run_id(now_ns: int | None = None) -> str:

@@ -27,34 +27,15 @@ import os
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.network import is_loopback
+from evaltrace.collector.settings import Environment, EnvSettings, env
 from evaltrace.evaluators.scoring.judge.client import ResponseFormat, display_url
-from evaltrace.evaluators.scoring.scorers.registry import render_validation_errors
 
-# Each field's environment variables (first set one wins) and its `evaltrace score` option, named in messages.
-_ENV: dict[str, tuple[tuple[str, ...], str | None]] = {
-    "model": (("EVALTRACE_JUDGE_MODEL",), "--judge-model"),
-    "base_url": (("EVALTRACE_JUDGE_BASE_URL", "OPENAI_BASE_URL"), "--judge-base-url"),
-    "api_key": (("EVALTRACE_JUDGE_API_KEY",), "--judge-api-key"),  # OPENAI_API_KEY: see `_openai_key`
-    "timeout": (("EVALTRACE_JUDGE_TIMEOUT",), "--judge-timeout"),
-    "max_retries": (("EVALTRACE_JUDGE_MAX_RETRIES",), None),
-    "concurrency": (("EVALTRACE_JUDGE_CONCURRENCY",), "--judge-concurrency"),
-    "max_requests": (("EVALTRACE_JUDGE_MAX_REQUESTS",), "--judge-max-requests"),
-    "temperature": (("EVALTRACE_JUDGE_TEMPERATURE",), None),
-    "samples": (("EVALTRACE_JUDGE_SAMPLES",), None),
-    "cache_dir": (("EVALTRACE_JUDGE_CACHE_DIR",), "--judge-cache-dir"),
-    "cache": (("EVALTRACE_JUDGE_CACHE",), "--no-judge-cache"),
-    "response_format": (("EVALTRACE_JUDGE_RESPONSE_FORMAT",), None),
-    "allow_insecure": (("EVALTRACE_JUDGE_ALLOW_INSECURE",), "--judge-allow-insecure"),
-    "price_input_per_mtok": (("EVALTRACE_JUDGE_PRICE_INPUT_PER_MTOK",), None),
-    "price_output_per_mtok": (("EVALTRACE_JUDGE_PRICE_OUTPUT_PER_MTOK",), None),
-}
-_NEGATED = {"no_cache": "cache", "no_judge_cache": "cache"}
 _OPENAI_HOST = "api.openai.com"
 """The host the OpenAI SDK talks to by default: `OPENAI_API_KEY` may go there without `OPENAI_BASE_URL`."""
 
@@ -63,42 +44,68 @@ class JudgeSetupError(InputError):
     """The judge is not usable as configured (settings, connection, key); the run stops with exit 2."""
 
 
-class JudgeSettings(BaseModel):
-    """How to reach the judge and how hard to try. Build it with `from_env` in applications."""
+class JudgeSettings(EnvSettings):
+    """How to reach the judge and how hard to try: options (by field name) over `EVALTRACE_JUDGE_*` variables.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Build it with `from_env`, which also applies the `OPENAI_API_KEY` rule and the cache's default.
+    """
 
-    model: str | None = None
+    label: ClassVar[str] = "judge setting"
+    options: ClassVar[dict[str, str]] = {
+        "model": "--judge-model",
+        "base_url": "--judge-base-url",
+        "api_key": "--judge-api-key",
+        "timeout": "--judge-timeout",
+        "concurrency": "--judge-concurrency",
+        "max_requests": "--judge-max-requests",
+        "cache_dir": "--judge-cache-dir",
+        "cache": "--no-judge-cache",
+        "allow_insecure": "--judge-allow-insecure",
+    }
+
+    model: str | None = Field(default=None, validation_alias=env("model", "EVALTRACE_JUDGE_MODEL"))
     """Judge model name sent in each request (`EVALTRACE_JUDGE_MODEL`)."""
-    base_url: str | None = None
+    base_url: str | None = Field(
+        default=None, validation_alias=env("base_url", "EVALTRACE_JUDGE_BASE_URL", "OPENAI_BASE_URL")
+    )
     """OpenAI-style base URL such as `http://localhost:8000/v1` (`EVALTRACE_JUDGE_BASE_URL`, `OPENAI_BASE_URL`)."""
-    api_key: SecretStr | None = None
+    api_key: SecretStr | None = Field(default=None, validation_alias=env("api_key", "EVALTRACE_JUDGE_API_KEY"))
     """Bearer token (`EVALTRACE_JUDGE_API_KEY`; `OPENAI_API_KEY` only for `OPENAI_BASE_URL` or OpenAI's
     host); never printed, cached or written to a report."""
-    allow_insecure: bool = False
+    allow_insecure: bool = Field(
+        default=False, validation_alias=env("allow_insecure", "EVALTRACE_JUDGE_ALLOW_INSECURE")
+    )
     """Send the key over plain `http://` to a host outside loopback (`EVALTRACE_JUDGE_ALLOW_INSECURE`)."""
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=60.0, gt=0, validation_alias=env("timeout", "EVALTRACE_JUDGE_TIMEOUT"))
     """Seconds one request may take in total, from sending to the last byte of the reply (then retried)."""
-    max_retries: int = Field(default=3, ge=0)
+    max_retries: int = Field(default=3, ge=0, validation_alias=env("max_retries", "EVALTRACE_JUDGE_MAX_RETRIES"))
     """Retries after the first attempt, for 429/5xx, timeouts, connection errors and unparseable replies."""
-    concurrency: int = Field(default=4, ge=1)
+    concurrency: int = Field(default=4, ge=1, validation_alias=env("concurrency", "EVALTRACE_JUDGE_CONCURRENCY"))
     """Requests in flight at once."""
-    max_requests: int | None = Field(default=None, ge=0)
+    max_requests: int | None = Field(
+        default=None, ge=0, validation_alias=env("max_requests", "EVALTRACE_JUDGE_MAX_REQUESTS")
+    )
     """Budget of HTTP requests for the run, retries included; `None` means no limit."""
-    temperature: float = Field(default=0.0, ge=0)
+    temperature: float = Field(default=0.0, ge=0, validation_alias=env("temperature", "EVALTRACE_JUDGE_TEMPERATURE"))
     """Sampling temperature; 0 keeps verdicts as repeatable as the server allows."""
-    samples: int = Field(default=1, ge=1)
+    samples: int = Field(default=1, ge=1, validation_alias=env("samples", "EVALTRACE_JUDGE_SAMPLES"))
     """Verdicts asked per question for a majority vote (each a separate, separately cached request)."""
-    cache_dir: Path | None = None
+    cache_dir: Path | None = Field(default=None, validation_alias=env("cache_dir", "EVALTRACE_JUDGE_CACHE_DIR"))
     """Verdict cache folder; default `$EVALTRACE_CACHE_DIR/judge` or `.evaltrace-cache/judge`."""
-    cache: bool = True
+    cache: bool = Field(default=True, validation_alias=env("cache", "EVALTRACE_JUDGE_CACHE"))
     """Read and write the verdict cache."""
-    response_format: ResponseFormat = "json_schema"
+    response_format: ResponseFormat = Field(
+        default="json_schema", validation_alias=env("response_format", "EVALTRACE_JUDGE_RESPONSE_FORMAT")
+    )
     """Structured output asked for: `json_schema` (the verdict's schema), `json_object` or `none`. A
     server that rejects it is asked again with the next weaker one, for the rest of the session."""
-    price_input_per_mtok: float | None = Field(default=None, ge=0)
+    price_input_per_mtok: float | None = Field(
+        default=None, ge=0, validation_alias=env("price_input_per_mtok", "EVALTRACE_JUDGE_PRICE_INPUT_PER_MTOK")
+    )
     """USD per million prompt tokens, for the estimated cost."""
-    price_output_per_mtok: float | None = Field(default=None, ge=0)
+    price_output_per_mtok: float | None = Field(
+        default=None, ge=0, validation_alias=env("price_output_per_mtok", "EVALTRACE_JUDGE_PRICE_OUTPUT_PER_MTOK")
+    )
     """USD per million completion tokens, for the estimated cost."""
     backoff_base: float = Field(default=0.5, gt=0)
     """First retry waits about this many seconds; each further retry doubles it (with jitter)."""
@@ -120,39 +127,27 @@ class JudgeSettings(BaseModel):
         return SecretStr(stripped) if stripped else None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> JudgeSettings:
-        """Settings from environment variables, then keyword overrides (the CLI's `--judge-*` options).
+    def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> Self:
+        """Settings from `given` (the `--judge-*` options by field name), then the environment, then the defaults.
 
-        Overrides whose value is `None` are ignored, so CLI options can be passed through as they
-        are. Keys are field names (`model`, `base_url`, ...); a `judge_` prefix is accepted, and
-        `no_cache=True` / `no_judge_cache=True` turn the cache off.
+        A `None` in `given` is not given. `OPENAI_API_KEY` is taken only for `OPENAI_BASE_URL` or OpenAI's
+        own host (see the module).
 
         Raises:
             InputError: A value is malformed; the message names the variable or option.
-            TypeError: An override key is not a setting (a programming error).
+            TypeError: A keyword is not a setting (a programming error).
         """
-        env = os.environ if env is None else env
-        values, sources = _values_from_env(env)
-        for key, value in overrides.items():
-            if value is None:
-                continue
-            field, value = _override_field(key, value)
-            values[field] = value
-            sources[field] = (_ENV[field][1] if field in _ENV else None) or f"{field}="
-        if "cache_dir" not in values:
-            values["cache_dir"] = Path(env.get("EVALTRACE_CACHE_DIR") or ".evaltrace-cache") / "judge"
+        variables = os.environ if environ is None else environ
+        values = cls.environment_values(variables)
+        if given.get("cache_dir") is None and "cache_dir" not in values:
+            values["cache_dir"] = judge_cache_default(Environment.environment_values(variables).get("cache_dir"))
         withheld = None
-        if "api_key" not in values and env.get("OPENAI_API_KEY", "").strip():
-            if _openai_key_allowed(values.get("base_url"), env.get("OPENAI_BASE_URL")):
-                values["api_key"] = env["OPENAI_API_KEY"]
-                sources["api_key"] = "OPENAI_API_KEY"
+        if given.get("api_key") is None and "api_key" not in values and variables.get("OPENAI_API_KEY", "").strip():
+            if _openai_key_allowed(given.get("base_url") or values.get("base_url"), variables.get("OPENAI_BASE_URL")):
+                values["api_key"] = variables["OPENAI_API_KEY"]
             else:
                 withheld = "OPENAI_API_KEY"
-        try:
-            settings = cls.model_validate(values)
-        except ValidationError as exc:
-            field = str(exc.errors()[0]["loc"][0]) if exc.errors()[0]["loc"] else ""
-            raise InputError(f"judge setting {sources.get(field, field)}: {render_validation_errors(exc)}") from None
+        settings = cls.validated(values, given, variables)
         settings._withheld_key = withheld
         return settings
 
@@ -160,7 +155,7 @@ class JudgeSettings(BaseModel):
         """The cache folder, applying the default when none was set."""
         if self.cache_dir is not None:
             return self.cache_dir
-        return Path(os.environ.get("EVALTRACE_CACHE_DIR") or ".evaltrace-cache") / "judge"
+        return judge_cache_default(Environment.environment_values(None).get("cache_dir"))
 
     def require_usable(self) -> None:
         """Stop here when the judge cannot be asked as configured (`missing` says why).
@@ -213,16 +208,9 @@ class JudgeSettings(BaseModel):
         )
 
 
-def _values_from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    for field, (names, _option) in _ENV.items():
-        for name in names:
-            if env.get(name, "").strip():
-                values[field] = env[name].strip()
-                sources[field] = name
-                break
-    return values, sources
+def judge_cache_default(cache_dir: str | None) -> Path:
+    """The verdict cache's default folder under `EVALTRACE_CACHE_DIR` (else `.evaltrace-cache`)."""
+    return Path(cache_dir or ".evaltrace-cache") / "judge"
 
 
 def _openai_key_allowed(base_url: Any, openai_base_url: str | None) -> bool:
@@ -240,12 +228,3 @@ def _openai_key_allowed(base_url: Any, openai_base_url: str | None) -> bool:
 
 def _same_url(a: str, b: str) -> bool:
     return a.strip().rstrip("/") == b.strip().rstrip("/")
-
-
-def _override_field(key: str, value: Any) -> tuple[str, Any]:
-    if key in _NEGATED or key.removeprefix("judge_") in _NEGATED:
-        return "cache", not value
-    field = key if key in JudgeSettings.model_fields else key.removeprefix("judge_")
-    if field not in JudgeSettings.model_fields:
-        raise TypeError(f"unknown judge setting {key!r}; valid: {', '.join(sorted(JudgeSettings.model_fields))}")
-    return field, value

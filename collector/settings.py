@@ -1,0 +1,127 @@
+"""Settings read from `EVALTRACE_*` variables and given options, in one place (pydantic-settings).
+
+A settings model lists its variables as its fields' aliases (`validation_alias=env("NAME", ...)`,
+first set one wins); keyword arguments by field name (the CLI's options, a library caller's
+arguments) win over the environment, which wins over the defaults. A blank variable counts as
+unset, as a shell's `VAR=` means. A bad value is one `InputError` naming the variable or the
+option that gave it (exit 2 in the CLI), never a traceback.
+
+Not read here, on purpose: the recorder's variables (`collector/record/exporter.py`,
+`redact.py`, `_genai_env.py`), read in the application's process, where a bad value is logged
+and skipped because recording must never crash the application; and the `OTEL_*` variables the
+OTel SDK reads itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from pydantic import AliasChoices, Field, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+from evaltrace.collector.errors import InputError
+
+
+def env(field: str, *variables: str) -> AliasChoices:
+    """The alias of a field given as `field=` (an option) or by the first set of `variables`."""
+    return AliasChoices(field, *variables)
+
+
+class _Environment(EnvSettingsSource):
+    """The environment (or a given mapping), names matched exactly, blank values left out."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str] | None = None) -> None:
+        self._environ = os.environ if environ is None else environ
+        super().__init__(settings_cls, case_sensitive=True)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {name: value.strip() for name, value in self._environ.items() if value.strip()}
+
+
+class EnvSettings(BaseSettings):
+    """A settings model read from the environment; `from_env` is the one way to build one."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid", case_sensitive=True, populate_by_name=True)
+
+    label: ClassVar[str] = "setting"
+    """What an error message calls one of these (`judge setting EVALTRACE_JUDGE_TIMEOUT: ...`)."""
+    options: ClassVar[dict[str, str]] = {}
+    """The command-line option of a field, named by messages about a value given as an option."""
+    hints: ClassVar[dict[str, str]] = {}
+    """What to give instead, for a field whose bad variable is quoted (`NAME='x': hint`) in its message."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Options, then the environment: no `.env` or secrets files are read."""
+        return init_settings, _Environment(settings_cls)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> Self:
+        """Settings from `given` (by field name; `None` means not given), then `environ`, then the defaults.
+
+        Raises:
+            InputError: a value is malformed; the message names its variable or option.
+            TypeError: a keyword is not a field (a programming error).
+        """
+        return cls.validated(cls.environment_values(environ), given, environ)
+
+    @classmethod
+    def environment_values(cls, environ: Mapping[str, str] | None) -> dict[str, Any]:
+        """The fields set by `environ` (`os.environ` when `None`), by field name."""
+        return dict(_Environment(cls, environ)())
+
+    @classmethod
+    def validated(cls, values: dict[str, Any], given: Mapping[str, Any], environ: Mapping[str, str] | None) -> Self:
+        """`values` with `given` over them, validated; errors name the variable or option (see `from_env`)."""
+        unknown = sorted(set(given) - set(cls.model_fields))
+        if unknown:
+            raise TypeError(f"unknown {cls.label} {unknown[0]!r}; valid: {', '.join(sorted(cls.model_fields))}")
+        chosen = {name: value for name, value in given.items() if value is not None}
+        try:
+            return cls.model_validate({**values, **chosen})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else ""
+            where = cls._origin(field, field in chosen, os.environ if environ is None else environ)
+            if field in cls.hints and field not in chosen:
+                raise InputError(f"{where}={values[field]!r}: {cls.hints[field]}") from None
+            raise InputError(f"{cls.label} {where}: {first['msg']}") from None
+
+    @classmethod
+    def _origin(cls, field: str, given: bool, environ: Mapping[str, str]) -> str:
+        info = cls.model_fields.get(field)
+        if given or info is None:
+            return cls.options.get(field, f"{field}=")
+        return next((name for name in _variables(info) if environ.get(name, "").strip()), field)
+
+
+def _variables(info: FieldInfo) -> list[str]:
+    alias = info.validation_alias
+    choices = alias.choices if isinstance(alias, AliasChoices) else []
+    return [choice for choice in choices[1:] if isinstance(choice, str)]
+
+
+class Environment(EnvSettings):
+    """The `EVALTRACE_*` variables shared by the cache, the score store and the engines."""
+
+    cache_dir: Path | None = Field(default=None, validation_alias=env("cache_dir", "EVALTRACE_CACHE_DIR"))
+    """The cache folder (`cachedir.cache_root` applies the default)."""
+    store: Path | None = Field(default=None, validation_alias=env("store", "EVALTRACE_STORE"))
+    """The score store when `--store` is not given."""
+    ray_judge_actors: int | None = Field(
+        default=None, ge=1, validation_alias=env("ray_judge_actors", "EVALTRACE_RAY_JUDGE_ACTORS")
+    )
+    """Judge actors of `--engine ray` (`None`: one per few cluster CPUs)."""
+
+    hints: ClassVar[dict[str, str]] = {"ray_judge_actors": "give the number of judge actors, at least 1"}
