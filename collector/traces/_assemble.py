@@ -48,9 +48,9 @@ from evaltrace.collector.traces import _attributes as A
 from evaltrace.collector.traces._calls import tool_calls, tool_schemas
 from evaltrace.collector.traces._fields import agent_name, iteration, new_trace, outcome, status
 from evaltrace.collector.traces._lenient_json import within_depth
-from evaltrace.collector.traces._match import ToolSpan
 from evaltrace.collector.traces._model_calls import one_per_model_call
 from evaltrace.collector.traces._normalized import NormalizedSpan, ToolExec
+from evaltrace.collector.traces._pair_calls import ToolSpan
 from evaltrace.collector.traces._spanutil import keys_may_contain
 from evaltrace.collector.traces._tree import SpanTree
 from evaltrace.collector.traces.conventions.answer_tool import take_answer_call

@@ -6,8 +6,8 @@ and a bare argument value becomes `{param: value}` when the tool's schema names 
 
 from __future__ import annotations
 
-from evaltrace.collector.traces._match import Requested, ToolSpan, merge, pair, tool_results, usable_id
 from evaltrace.collector.traces._normalized import NormalizedSpan
+from evaltrace.collector.traces._pair_calls import Requested, ToolSpan, merge, pair, tool_results, usable_id
 from evaltrace.collector.traces._spanutil import ns_to_datetime
 from evaltrace.collector.traces.conventions.envelopes import unwrap_result
 from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, ToolSchema

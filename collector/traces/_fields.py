@@ -11,8 +11,8 @@ from typing import Any
 from evaltrace.collector.runfiles.spans import Span
 from evaltrace.collector.traces._calls import prompt_of
 from evaltrace.collector.traces._construct import RecordFactory, texts_or_none
-from evaltrace.collector.traces._match import usable_id
 from evaltrace.collector.traces._normalized import NormalizedSpan
+from evaltrace.collector.traces._pair_calls import usable_id
 from evaltrace.collector.traces._provider import stop_reason
 from evaltrace.collector.traces._spanutil import error_type, ns_to_datetime
 from evaltrace.collector.traces.records import Iteration, ToolCall, Trace, TraceStatus, Usage

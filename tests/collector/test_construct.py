@@ -27,7 +27,7 @@ from evaltrace.collector.runfiles.spans import Span
 from evaltrace.collector.traces import _genai_messages
 from evaltrace.collector.traces._construct import RecordFactory
 from evaltrace.collector.traces._fields import iteration
-from evaltrace.collector.traces._match import ToolSpan, merge
+from evaltrace.collector.traces._pair_calls import ToolSpan, merge
 from evaltrace.collector.traces._normalized import LlmCall, NormalizedSpan, ToolExec
 from evaltrace.collector.traces._spanutil import usage
 from evaltrace.collector.traces.rebuild import read_traces

@@ -358,7 +358,7 @@ def test_tool_span_and_requested_arguments_merge(
 
 
 def test_cut_short_span_arguments_give_way_to_the_models_object() -> None:
-    from evaltrace.collector.traces._match import merged_arguments
+    from evaltrace.collector.traces._pair_calls import merged_arguments
     from evaltrace.collector.traces._normalized import ToolExec
     from evaltrace.collector.traces.records import ToolCall
 

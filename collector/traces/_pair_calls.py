@@ -1,4 +1,4 @@
-"""Match tool executions to the tool calls the model requested, and order the result.
+"""Pair tool executions with the tool calls the model requested, and order them (argument matching: `arguments.py`).
 
 Rules (tool spans and the calls the model requested are recorded apart and must be paired):
 
