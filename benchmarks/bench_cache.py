@@ -52,7 +52,7 @@ def _data(arg: str | None) -> Path:
 
 def _stage(stage: str, data: Path, cache: Path) -> dict[str, Any]:
     """One in-process stage, run in this (fresh) process."""
-    from evaltrace.collector.runfiles.reader import resolve_paths
+    from evaltrace.collector import resolve_paths
     from evaltrace.collector.traces.cache import cached_traces
     from evaltrace.collector.traces.rebuild import read_traces
 

@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 
 def _table(folder: Path) -> tuple[pa.Table, Path]:
     os.environ["EVALTRACE_CACHE_DIR"] = str(HERE / "out" / "columnar-cache")
-    from evaltrace.collector.runfiles.reader import resolve_paths
+    from evaltrace.collector import resolve_paths
     from evaltrace.collector.traces.cache import cache_key, traces_folder, traces_of
 
     files = resolve_paths([folder / "runs"])

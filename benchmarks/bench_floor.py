@@ -141,9 +141,10 @@ def _time(ns: int) -> datetime:
 
 def current_traces(runs: Path) -> Iterator[Any]:
     """The converter, as `evaltrace score` calls it for the benchmark's spec."""
+    from evaltrace.collector import resolve_paths
     from evaltrace.collector.traces.rebuild import read_traces
 
-    return read_traces([runs], histories=False)
+    return read_traces(resolve_paths([runs]), histories=False)
 
 
 def what_scoring_reads(trace: Any) -> tuple[Any, ...]:

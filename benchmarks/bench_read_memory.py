@@ -24,7 +24,7 @@ PEER = HERE / "out" / "peer-10000-seed7"
 _CHILD = """
 import json, resource, sys, time
 from evaltrace.collector.runfiles import runfiles
-from evaltrace.collector.runfiles.reader import resolve_paths
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.traces.rebuild import read_traces
 runfiles.BATCH_ROWS = int(sys.argv[1])
 files = resolve_paths([sys.argv[2]])

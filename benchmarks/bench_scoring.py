@@ -83,15 +83,17 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
     started, cpu_started = time.perf_counter(), time.process_time()
     spans = traces = workers = 0
     if stage == "read":
+        from evaltrace.collector import resolve_paths
         from evaltrace.collector.runfiles.reader import iter_traces
 
-        for group in iter_traces([str(runs)]):
+        for group in iter_traces(resolve_paths([str(runs)])):
             traces += 1
             spans += len(group)
     elif stage == "rebuild":
+        from evaltrace.collector import resolve_paths
         from evaltrace.collector.traces.rebuild import read_traces
 
-        for trace in read_traces([str(runs)], histories=False):
+        for trace in read_traces(resolve_paths([str(runs)]), histories=False):
             traces += 1
             spans += trace.span_count
     elif stage == "sharded":
@@ -197,13 +199,14 @@ def scoring_alone(traces: int, seed: int, rounds: int, *, timeout_ab: bool = Fal
     """
     import gc
 
+    from evaltrace.collector import resolve_paths
     from evaltrace.collector.traces.rebuild import read_traces
     from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces_to
     from evaltrace.evaluators.results.report.json_writer import ReportWriter
     from evaltrace.evaluators.scoring.spec.loader import load_spec
 
     runs, spec_path, spans = dataset(traces, seed)
-    built = list(read_traces([str(runs)], histories=False))
+    built = list(read_traces(resolve_paths([str(runs)]), histories=False))
     spec = load_spec(spec_path)
     gc.collect()
     gc.freeze()

@@ -23,10 +23,11 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import inline
 
 if TYPE_CHECKING:
+    from evaltrace.collector.otlp.files.inputs import RunFiles
     from evaltrace.collector.otlp.send.targets import ResultsTarget
+    from evaltrace.evaluators.engine.scoring import ScoreOptions
     from evaltrace.evaluators.results.compare.baseline import BaselineCheck
     from evaltrace.evaluators.results.compare.comparison import CompareOptions
-    from evaltrace.evaluators.engine.scoring import ScoreOptions
     from evaltrace.evaluators.results.compare.sides import Side
     from evaltrace.evaluators.results.report.results_writer import ResultsWriter
     from evaltrace.evaluators.results.report.writer import ReportFormat
@@ -125,7 +126,8 @@ def judge_options(
 def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     """Score the traces in `paths`, write the report and the summary, and exit 1 when the gate fails."""
     # Imported here so that other commands start without the scoring machinery.
-    from evaltrace.evaluators.engine.engines import engine_named
+    from evaltrace.collector.otlp.files.inputs import resolve_paths
+    from evaltrace.evaluators.engine.engines import READS_URIS, engine_named
     from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
     from evaltrace.evaluators.results.report.terminal import render_summary
 
@@ -142,8 +144,10 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     cases = opt.case_globs(list(options.cases), case_from_spec_arg)
     options = dataclasses.replace(options, cases=cases, paths=tuple(paths), store_values=scoring.store is not None)
     json_path = scoring.json_path
+    # The PATHs resolved once (OTLP files imported here): the count, the engine and the HTML report read these.
+    files = resolve_paths(paths, fresh_imports=not options.cache, uris=scoring.engine in READS_URIS)
     writer: ReportFormat | None = open_formats(
-        [(name, ReportTarget(path, scoring.spec, cache=options.cache)) for name, path in reports]
+        [(name, ReportTarget(path, scoring.spec, cache=options.cache, files=files)) for name, path in reports]
     )
     writer, store = _with_store(writer, scoring.store, loaded)
     writer, results = _with_results(writer, scoring.send_results, _judged_scorers(loaded))
@@ -152,8 +156,8 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     try:
         # `--json -` on a terminal: the report's lines and the bar would share the screen.
         shown = not (json_path == "-" and _stdout_is_terminal())
-        with progress_bar("scoring", "traces", lambda: _count_traces(paths), shown=shown) as progress:
-            run = engine(paths, loaded, dataclasses.replace(options, progress=progress), writer)
+        with progress_bar("scoring", "traces", lambda: _count_traces(files), shown=shown) as progress:
+            run = engine(files, loaded, dataclasses.replace(options, progress=progress), writer)
         if writer is not None:
             writer.finish(run.report)
     finally:
@@ -291,8 +295,11 @@ def _stdout_is_terminal() -> bool:
         return False
 
 
-def _count_traces(paths: list[str]) -> int:
-    """The recorded traces in `paths`, read from the trace-id column alone (~0.3% of scoring's time)."""
+def _count_traces(files: RunFiles) -> int | None:
+    """The recorded traces in `files`, read from the trace-id column alone (~0.3% of scoring's time).
+
+    `None` (a bar without a total) when some files are URIs: only the engine's nodes read those.
+    """
     from evaltrace.collector.runfiles.reader import find_trace_ids
 
-    return len(find_trace_ids(paths, ""))
+    return None if files.uris else len(find_trace_ids(files, ""))

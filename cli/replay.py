@@ -43,6 +43,7 @@ def replay(
 ) -> None:
     """Send stored spans and log records to an OTLP backend with their original trace and span ids."""
     from evaltrace.collector.errors import InputError
+    from evaltrace.collector.otlp.files.inputs import resolve_paths
     from evaltrace.collector.otlp.send.exporters import shown_endpoint
     from evaltrace.collector.otlp.send.replay import replay as run_replay
 
@@ -51,7 +52,7 @@ def replay(
     target = (
         None if dry_run or endpoint is None else otlp.otlp_target(endpoint, protocol, header, timeout, "--endpoint")
     )
-    counts = run_replay(paths, target, batch_size, logs=not no_logs)
+    counts = run_replay(resolve_paths(paths), target, batch_size, logs=not no_logs)
     what = (
         f"{plural(counts.traces, 'trace')}, {plural(counts.spans, 'span')}, {plural(counts.log_records, 'log record')}"
     )

@@ -25,9 +25,10 @@ def runs(
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print one JSON object instead of text.")] = False,
 ) -> None:
     """Show what was recorded: files, spans, traces, services, run ids and time range."""
-    from evaltrace.collector.runfiles.reader import summarize_runs  # deferred: pyarrow only when reading
+    from evaltrace.collector.otlp.files.inputs import resolve_paths  # deferred: pyarrow only when reading
+    from evaltrace.collector.runfiles.reader import summarize_runs
 
-    summary = summarize_runs(paths)
+    summary = summarize_runs(resolve_paths(paths))
     if as_json:
         exclude = None if traces else {"trace_list"}
         typer.echo(json_text(summary.model_dump(mode="json", exclude=exclude)))

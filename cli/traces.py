@@ -15,6 +15,7 @@ from evaltrace.collector.terminal import inline, json_text, plural
 from evaltrace.collector.traces.records import Iteration, ToolCall, Trace
 
 if TYPE_CHECKING:
+    from evaltrace.collector.otlp.files.inputs import RunFiles
     from evaltrace.collector.traces.explain import SpanReading
 
 PathsArg = Annotated[list[str], typer.Argument(metavar="PATH", help=opt.PATHS_HELP)]
@@ -35,15 +36,15 @@ def traces_command(
     ] = None,
 ) -> None:
     """List the traces rebuilt from span files (a table, or JSON lines with --json)."""
-    from evaltrace.collector.runfiles.reader import resolve_paths
-    from evaltrace.collector.traces.rebuild import read_traces  # deferred: pyarrow only when reading
-
-    if explain is not None:
-        _explain(explain, paths, json_lines)
-        return
+    from evaltrace.collector.otlp.files.inputs import resolve_paths  # deferred: pyarrow only when reading
+    from evaltrace.collector.traces.rebuild import read_traces
 
     # Paths are checked before the header is printed: a wrong path is one `Error:` line alone.
-    found = read_traces(resolve_paths(paths))
+    files = resolve_paths(paths)
+    if explain is not None:
+        _explain(explain, paths, files, json_lines)
+        return
+    found = read_traces(files)
     if json_lines:
         for trace in found:
             typer.echo(json_text(trace.to_contract_json()))
@@ -106,9 +107,11 @@ def show_command(
     ] = False,
 ) -> None:
     """Show one trace as a tree: iterations, tool calls with arguments and results, output, usage."""
+    from evaltrace.collector.otlp.files.inputs import resolve_paths
     from evaltrace.collector.traces.rebuild import read_traces
 
-    for trace in read_traces(paths, trace_ids=[_one_trace_id(trace_id, paths)]):
+    files = resolve_paths(paths)
+    for trace in read_traces(files, trace_ids=[_one_trace_id(trace_id, paths, files)]):
         if as_json:
             typer.echo(json_text(trace.to_contract_json()))
             continue
@@ -116,13 +119,13 @@ def show_command(
             typer.echo(inline(line))
 
 
-def _one_trace_id(trace_id: str, paths: list[str]) -> str:
-    """The one recorded trace id `trace_id` names (whole or a unique prefix), or an input error."""
+def _one_trace_id(trace_id: str, paths: list[str], files: RunFiles) -> str:
+    """The one recorded trace id `trace_id` names (whole or a unique prefix) in `files` (`paths` resolved)."""
     from evaltrace.collector.runfiles.reader import find_trace_ids
 
     # The id is resolved on the trace-id column alone, then only that trace's rows are decoded:
     # one trace of a large run shows in about the time it takes to decompress the files.
-    ids = find_trace_ids(paths, trace_id.strip().lower())
+    ids = find_trace_ids(files, trace_id.strip().lower())
     if not ids:
         raise InputError(f"no trace with id {trace_id!r} in {', '.join(paths)}; list them with `evaltrace traces`")
     if len(ids) > 1:
@@ -131,13 +134,13 @@ def _one_trace_id(trace_id: str, paths: list[str]) -> str:
     return ids[0]
 
 
-def _explain(trace_id: str, paths: list[str], as_json: bool) -> None:
+def _explain(trace_id: str, paths: list[str], files: RunFiles, as_json: bool) -> None:
     from evaltrace.collector.runfiles.reader import iter_traces
     from evaltrace.collector.traces.explain import explain_trace
     from evaltrace.collector.traces.rebuild import convert_trace
 
-    wanted = _one_trace_id(trace_id, paths)
-    for spans in iter_traces(paths, trace_ids=[wanted]):
+    wanted = _one_trace_id(trace_id, paths, files)
+    for spans in iter_traces(files, trace_ids=[wanted]):
         for trace in convert_trace(spans):
             if not as_json:
                 typer.echo(inline(f"trace {trace.trace_id}: {plural(len(spans), 'span')}, read as follows"))

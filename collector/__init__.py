@@ -13,6 +13,8 @@ from evaltrace.collector.lazy import lazy_package
 if TYPE_CHECKING:
     from evaltrace.collector.errors import EvaltraceError as EvaltraceError
     from evaltrace.collector.errors import InputError as InputError
+    from evaltrace.collector.otlp.files.inputs import RunFiles as RunFiles
+    from evaltrace.collector.otlp.files.inputs import resolve_paths as resolve_paths
     from evaltrace.collector.record.agent_run import AgentRun as AgentRun
     from evaltrace.collector.record.agent_run import agent_run as agent_run
     from evaltrace.collector.record.exporter import ParquetSpanExporter as ParquetSpanExporter
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
     from evaltrace.collector.runfiles.reader import find_trace_ids as find_trace_ids
     from evaltrace.collector.runfiles.reader import iter_traces as iter_traces
     from evaltrace.collector.runfiles.reader import read_spans as read_spans
-    from evaltrace.collector.runfiles.reader import resolve_paths as resolve_paths
     from evaltrace.collector.runfiles.reader import summarize_runs as summarize_runs
     from evaltrace.collector.traces.rebuild import convert_spans as convert_spans
     from evaltrace.collector.traces.rebuild import convert_trace as convert_trace

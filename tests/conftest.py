@@ -11,6 +11,7 @@ from fake_llm import FakeLLM
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.record.exporter import ParquetSpanExporter
 from evaltrace.collector.traces.rebuild import read_traces
 from evaltrace.collector.traces.records import Trace
@@ -61,7 +62,7 @@ class SpanRecorder:
         """Flush, shut down, and rebuild every trace from the files written."""
         self.provider.force_flush()
         self.provider.shutdown()
-        return list(read_traces([self.directory]))
+        return list(read_traces(resolve_paths([self.directory])))
 
 
 @pytest.fixture

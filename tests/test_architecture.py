@@ -192,8 +192,6 @@ def test_stages_import_only_earlier_stages(stages: tuple[str, ...]) -> None:
         for b in targets
         if (mine := _stage(a, stages)) is not None and (theirs := _stage(b, stages)) is not None and theirs > mine
     ]
-    # TODO(issue 30, this session): PATH resolution leaves the reader for otlp/files (helper H6).
-    later = [pair for pair in later if pair[0] != "evaltrace.collector.runfiles.reader"]
     assert later == []
 
 

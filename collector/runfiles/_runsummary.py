@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -205,7 +205,7 @@ def _summarize_trace(rows: list[_Row]) -> TraceSummary:
     )
 
 
-def summarize_files(files: list[Path]) -> RunsSummary:
+def summarize_files(files: Sequence[Path]) -> RunsSummary:
     """Summarise resolved run files (see `reader.summarize_runs`)."""
     read_rows = [0]
     traces: list[TraceSummary] = []
@@ -245,7 +245,7 @@ def summarize_files(files: list[Path]) -> RunsSummary:
 
 
 def _totals(
-    files: list[Path],
+    files: Sequence[Path],
     traces: list[TraceSummary],
     rows: int,
     services: Counter[str],

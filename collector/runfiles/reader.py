@@ -1,8 +1,8 @@
 """Read recorded span files back, deduplicated and grouped trace by trace.
 
-PATH arguments may be files, folders (every `*.parquet` directly inside) or globs
-(`runs/*.parquet`, `runs/**/*.parquet`). Files are read in name order: names start with the run
-id and a UTC timestamp, so adjacent files hold adjacent traces.
+The reader takes run files already resolved (`otlp/files/inputs.py` turns PATH arguments into
+them, once per command), in name order: names start with the run id and a UTC timestamp, so
+adjacent files hold adjacent traces.
 
 Streaming and memory. `iter_traces` makes two passes. The first reads only the `trace_id`
 column of every file (checking each file's schema on the way, so bad input fails before any
@@ -27,26 +27,22 @@ files are counted (`LogAttachment`, and `evaltrace runs`) and a warning says how
 
 from __future__ import annotations
 
-import glob
 import logging
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from evaltrace.collector.errors import InputError
-from evaltrace.collector.otlp.files import framing as otlp_frames
 from evaltrace.collector.runfiles import _decode, runfiles
 from evaltrace.collector.runfiles._grouping import group_parts, stream_groups
 from evaltrace.collector.runfiles._logs_decode import LogAttachment, LogRow, attach_logs, read_log_batches
 from evaltrace.collector.runfiles._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_files
 from evaltrace.collector.runfiles.inflight import clean_stale_inflight, find_stale_inflight
 from evaltrace.collector.runfiles.runfiles import Location, RecordingLosses, recording_losses
-from evaltrace.collector.runfiles.schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX, SIGNAL_LOGS, SIGNAL_SPANS
+from evaltrace.collector.runfiles.schema import SIGNAL_LOGS, SIGNAL_SPANS
 from evaltrace.collector.runfiles.shard import Shard, TracePrefix, row_filter
 from evaltrace.collector.runfiles.spans import Span
 
@@ -67,81 +63,15 @@ __all__ = [
     "iter_traces",
     "read_spans",
     "recording_losses",
-    "resolve_locations",
-    "resolve_paths",
     "span_groups_of_rows",
     "split_signals",
     "summarize_runs",
 ]
 
-PathArg = str | os.PathLike[str]
 SPAN_COLUMNS = _decode.SPAN_COLUMNS
 """The span-file columns a trace is rebuilt from (what `span_groups_of_rows` takes)."""
-_GLOB_CHARS = frozenset("*?[")
+_L = TypeVar("_L", bound=Location)
 _SPAN_ORDER = attrgetter("start_time_ns", "span_id")
-
-
-def resolve_paths(paths: Iterable[PathArg], *, fresh_imports: bool = False) -> list[Path]:
-    """Expand PATH arguments into the run files they name, de-duplicated, in name order.
-
-    A file that holds OTLP (JSON lines or protobuf, plain or gzip: told by its content, see
-    `otlp_frames.py`) stands for the run files it is imported into, once, in the cache
-    (`otlp_cache.py`); folders contribute their `*.parquet` files only.
-
-    Args:
-        paths: files, folders (their `*.parquet` files) or glob patterns.
-        fresh_imports: import OTLP files again even when the cache holds them (`--no-cache`).
-
-    Returns:
-        The files, sorted by file name (then full path); each file appears once.
-
-    Raises:
-        InputError: no argument given, a path that does not exist, a glob matching no file, a
-            folder without `*.parquet` files, or an OTLP file that cannot be read (named with its line).
-    """
-    found: dict[str, Path] = {}
-    given = False
-    empty: list[Path] = []  # OTLP files holding no span or log record
-    for arg in paths:
-        given = True
-        for path in _expand(str(arg)):
-            run_files = _run_files(path, fresh_imports)
-            for run_file in run_files:
-                found.setdefault(os.path.realpath(run_file), run_file)
-            if not run_files:
-                empty.append(path)
-    if not given:
-        raise InputError("no PATH given: name span files, a folder of them (e.g. runs) or a glob (runs/*.parquet)")
-    if not found and empty:  # said here: an empty list would read as "no PATH given" further on
-        raise InputError(f"{empty[0]}: no spans or log records in this OTLP file")
-    return sorted(found.values(), key=lambda p: (p.name, str(p)))
-
-
-def _run_files(path: Path, fresh: bool) -> list[Path]:
-    """`path` itself, or the run files an OTLP file is imported into."""
-    fmt = otlp_frames.sniff(path)
-    if fmt is None:
-        return [path]
-    from evaltrace.collector.otlp.files.import_cache import imported_files  # deferred: loads the OTLP decoder
-
-    return imported_files(path, fmt, fresh=fresh)
-
-
-def _expand(arg: str) -> list[Path]:
-    if any(c in _GLOB_CHARS for c in arg):
-        matches = [Path(m) for m in glob.glob(arg, recursive=True)]
-        files = [m for m in matches if m.is_file() and not _is_inflight(m)]
-        if not files:
-            raise InputError(f"no files match {arg!r}")
-        return files
-    path = Path(arg)
-    if path.is_dir():
-        return _folder_files(path)
-    if path.is_file():
-        return [path]
-    if path.exists():  # a device or a pipe (`<(cat f)`): Parquet is read from the end, so needs a file
-        raise InputError(f"{arg}: not a regular file or folder")
-    raise InputError(f"{arg}: no such file or folder")
 
 
 def folder_span_files(folder: Path) -> list[Path]:
@@ -153,35 +83,20 @@ def folder_span_files(folder: Path) -> list[Path]:
     return [p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith(".") and p.is_file()]
 
 
-def _folder_files(folder: Path) -> list[Path]:
-    files = folder_span_files(folder)
-    if not files:
-        inflight = sum(1 for p in folder.iterdir() if _is_inflight(p))
-        hint = f" ({inflight} in-flight temporary file(s): a writer may still be running)" if inflight else ""
-        if not hint and any(p.is_file() and not p.name.startswith(".") for p in folder.iterdir()):
-            hint = f" (OTLP files are read when named: {folder / '*.jsonl'}, for instance)"
-        raise InputError(f"{folder}: no *.parquet files in this folder{hint}")
-    return files
-
-
-def _is_inflight(path: Path) -> bool:
-    return path.name.startswith(INFLIGHT_PREFIX) and path.name.endswith(INFLIGHT_SUFFIX)
-
-
-def read_spans(paths: Iterable[PathArg]) -> Iterator[Span]:
+def read_spans(files: Sequence[Path]) -> Iterator[Span]:
     """Yield every recorded span once, trace by trace (see the module docstring).
 
     Args:
-        paths: files, folders or globs, as for `resolve_paths`.
+        files: the run files, as `resolve_paths` returns them.
 
     Raises:
-        InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
+        InputError: a file is unreadable or not an evaltrace span file.
     """
-    for trace in iter_traces(paths):
+    for trace in iter_traces(files):
         yield from trace
 
 
-def split_signals(files: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+def split_signals(files: Sequence[_L]) -> tuple[list[_L], list[_L]]:
     """The span files and the log-record files among `files` (by content), each in the given order.
 
     Raises:
@@ -192,7 +107,7 @@ def split_signals(files: Sequence[Path]) -> tuple[list[Path], list[Path]]:
 
 
 def iter_traces(
-    paths: Iterable[PathArg],
+    files: Sequence[Path],
     shard: Shard | None = None,
     *,
     trace_ids: Iterable[str] | None = None,
@@ -203,7 +118,7 @@ def iter_traces(
     Log records in the files are attached to their spans as span events (see the module docstring).
 
     Args:
-        paths: files, folders or globs, as for `resolve_paths`.
+        files: the run files, as `resolve_paths` returns them (in name order, each once).
         shard: only the traces of this shard (see `Shard`); every trace when `None`.
         trace_ids: only these traces (exact ids): only their rows are decoded.
         logs: filled with what happened to the log records read (attached, unattached).
@@ -212,9 +127,8 @@ def iter_traces(
         An iterator of non-empty span lists, one per trace id, each sorted by start time.
 
     Raises:
-        InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
+        InputError: a file is unreadable or not an evaltrace span file.
     """
-    files = resolve_paths(paths)
     only = row_filter(shard, trace_ids)
     _, log_files = split_signals(files)
     if not log_files:
@@ -264,44 +178,6 @@ def span_groups_of_rows(parts: Sequence[tuple[Location, Sequence[pa.RecordBatch]
         yield group
 
 
-def resolve_locations(paths: Iterable[PathArg]) -> list[Location]:
-    """`resolve_paths`, where an argument may also be a URI (`file:///runs`, `s3://bucket/run`).
-
-    A URI names one file, or a folder whose `*.parquet` files are read (no globs in URIs).
-
-    Raises:
-        InputError: as `resolve_paths`; also a URI naming nothing or no filesystem pyarrow knows.
-    """
-    given = [str(arg) for arg in paths]
-    uris = [arg for arg in given if runfiles.is_uri(arg)]
-    local: list[Location] = list(resolve_paths([a for a in given if a not in uris])) if len(uris) < len(given) else []
-    found = [location for uri in uris for location in _uri_files(uri)]
-    return sorted({str(loc): loc for loc in [*local, *found]}.values(), key=lambda loc: (_name(loc), str(loc)))
-
-
-def _name(location: Location) -> str:
-    return location.name if isinstance(location, Path) else location.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _uri_files(uri: str) -> list[Location]:
-    from pyarrow import fs as pafs
-
-    try:
-        filesystem, inner = pafs.FileSystem.from_uri(uri)
-        info = filesystem.get_file_info(inner)
-        if info.type == pafs.FileType.Directory:
-            listed = filesystem.get_file_info(pafs.FileSelector(inner))
-            names = [i.base_name for i in listed if i.type == pafs.FileType.File and i.extension == "parquet"]
-            if not names:
-                raise InputError(f"{uri}: no *.parquet files in this folder")
-            return [f"{uri.rstrip('/')}/{name}" for name in names if not name.startswith(".")]
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{uri}: cannot be listed ({' '.join(str(exc).split())})") from None
-    if info.type != pafs.FileType.File:
-        raise InputError(f"{uri}: no such file or folder")
-    return [uri]
-
-
 def _warn_unattached(stats: LogAttachment) -> None:
     if not stats.unattached:
         return
@@ -314,37 +190,37 @@ def _warn_unattached(stats: LogAttachment) -> None:
     )
 
 
-def find_trace_ids(paths: Iterable[PathArg], prefix: str) -> list[str]:
+def find_trace_ids(files: Sequence[Path], prefix: str) -> list[str]:
     """The distinct trace ids starting with `prefix` (lowercase hex), reading only the trace-id column.
 
     Args:
-        paths: files, folders or globs, as for `resolve_paths`.
+        files: the run files, as `resolve_paths` returns them.
         prefix: the start of a trace id; `""` matches every trace.
 
     Returns:
         The matching ids, sorted.
 
     Raises:
-        InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
+        InputError: a file is unreadable or not an evaltrace span file.
     """
     found: set[str] = set()
-    span_files, _ = split_signals(resolve_paths(paths))
+    span_files, _ = split_signals(files)
     for path in span_files:  # a trace is its spans: ids known only from log records name no trace
         found.update(runfiles.read_trace_ids(path, TracePrefix(prefix)))
     return sorted(found)
 
 
-def summarize_runs(paths: Iterable[PathArg]) -> RunsSummary:
+def summarize_runs(files: Sequence[Path]) -> RunsSummary:
     """Count what span files hold, reading only their small columns (no payloads).
 
     Args:
-        paths: files, folders or globs, as for `resolve_paths`.
+        files: the run files, as `resolve_paths` returns them.
 
     Returns:
         Totals, per-service and per-run-id span counts, the time range, one `TraceSummary` per
         trace and the stale in-flight files found next to the files.
 
     Raises:
-        InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
+        InputError: a file is unreadable or not an evaltrace span file.
     """
-    return summarize_files(resolve_paths(paths))
+    return summarize_files(files)

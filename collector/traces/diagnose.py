@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -27,6 +27,8 @@ from evaltrace.collector.traces._diagnose_origin import Origin, fix_for, origin_
 from evaltrace.collector.traces._trace_findings import doubled, has_content, unanswered_tool_stop
 
 if TYPE_CHECKING:  # the reader and converter load pyarrow and pydantic: `doctor` without a path needs neither
+    from pathlib import Path
+
     from evaltrace.collector.runfiles.runfiles import RecordingLosses
     from evaltrace.collector.runfiles.spans import Span
     from evaltrace.collector.traces.records import Trace
@@ -103,21 +105,21 @@ class RecordingTally:
     """The instrumentation scopes behind `events_not_recorded`."""
 
 
-def tally_recording(paths: Iterable[PathArg], imported: dict[str, str] | None = None) -> RecordingTally:
+def tally_recording(files: Sequence[Path], imported: dict[str, str] | None = None) -> RecordingTally:
     """Read a recording once and count what the checks need.
 
     Args:
-        paths: the recording's files, folders or globs.
+        files: the recording's run files, as `resolve_paths` returns them.
         imported: run ids of span files imported from OTLP files, with the file names (`read_footers`).
 
     Raises:
-        InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
+        InputError: a file is unreadable or not an evaltrace span file.
     """
     from evaltrace.collector.runfiles.reader import iter_traces
     from evaltrace.collector.traces.rebuild import convert_trace
 
     tally = RecordingTally()
-    for spans in iter_traces(paths):
+    for spans in iter_traces(files):
         traces = convert_trace(spans, histories=True)
         origin = origin_of(spans, imported or {})
         for trace in traces:
@@ -181,14 +183,14 @@ def recording_checks(paths: Iterable[PathArg]) -> list[Check]:
     Raises:
         InputError: a path names nothing, or a file is unreadable or not an evaltrace span file.
     """
-    from evaltrace.collector.runfiles.reader import resolve_paths, split_signals
+    from evaltrace.collector.otlp.files.inputs import resolve_paths
     from evaltrace.collector.traces._diagnose_origin import read_footers
 
     paths = list(paths)
+    files = resolve_paths(paths)
     # The footers first (no row is read): the losses, and which runs were imported from OTLP files.
-    span_files, _ = split_signals(resolve_paths(paths))
-    losses, imported = read_footers(span_files)
-    tally = tally_recording(paths, imported)
+    losses, imported = read_footers(files.span_files)
+    tally = tally_recording(files, imported)
     where = " ".join(shlex.quote(os.fspath(path)) for path in paths)
     return [
         check_has_traces(tally),

@@ -1,6 +1,6 @@
 """Rebuild agent traces (`Trace` records) from recorded spans, whatever instrumentation wrote them.
 
-Each span is classified by the first extractor in `conventions.CONVENTIONS` that recognises it (the
+Each span is classified by the first extractor in `DETECTION_ORDER` that recognises it (the
 convention is detected from the attributes present, never from a library name), the spans of a
 trace are arranged into a tree (children may arrive before parents, in any file), and `Trace`
 records are assembled from the tree by `_assemble.py` (its module docstring states what counts as
@@ -8,19 +8,18 @@ an iteration, a tool call and a nested agent).
 
 Typical use::
 
-    from evaltrace.collector.traces.rebuild import read_traces
+    from evaltrace.collector import read_traces, resolve_paths
 
-    for trace in read_traces(["runs/"]):
+    for trace in read_traces(resolve_paths(["runs/"])):
         print(trace.input, [c.name for c in trace.tool_calls], trace.output)
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.collector.runfiles.spans import Span
@@ -28,11 +27,13 @@ from evaltrace.collector.traces._assemble import Assembler
 from evaltrace.collector.traces._normalized import NormalizedSpan
 from evaltrace.collector.traces._spanutil import span_error, span_label
 from evaltrace.collector.traces._tree import SpanTree, build_tree
-from evaltrace.collector.traces.conventions import CONVENTIONS, Extractor
+from evaltrace.collector.traces.conventions import adk, genai, openinference, openllmetry, structure
 from evaltrace.collector.traces.records import Conversation, Trace
 from evaltrace.collector.traces.version import CONVERTER_VERSION as CONVERTER_VERSION  # defined there, bumped there
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pyarrow as pa
 
     from evaltrace.collector.runfiles.runfiles import Location
@@ -40,13 +41,31 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+Extractor = Callable[[Span], NormalizedSpan | None]
+
+DETECTION_ORDER: Final[tuple[Extractor, ...]] = (
+    openinference.extract,
+    openllmetry.extract,
+    genai.extract,
+    genai.extract_events,
+    genai.extract_pydantic_ai,
+    adk.extract,
+    structure.extract,
+)
+"""Extractors in the order they are tried (most specific first):
+OpenInference, OpenLLMetry, GenAI v1.37+, GenAI per-message events, pydantic-ai's own
+attributes, Google ADK's vendor content attributes, then bare `gen_ai.operation.name`
+structure. The first that returns a result wins. A new convention is one module in
+`conventions/` and one entry here."""
+
+
 def _label(extract: Extractor) -> str:
     return f"{extract.__module__}:{extract.__name__}"
 
 
 def classify(span: Span) -> NormalizedSpan:
     """What `span` is, per the first extractor that recognises it; `other` when none does."""
-    for extract in CONVENTIONS.values():
+    for extract in DETECTION_ORDER:
         try:
             found = extract(span)
         except Exception as exc:  # one malformed span must not make a whole run unreadable
@@ -105,26 +124,26 @@ def convert_spans(spans: Iterable[Span], *, histories: bool = True) -> list[Trac
 
 
 def read_traces(
-    paths: Iterable[str | os.PathLike[str]],
+    files: Sequence[Path],
     shard: Shard | None = None,
     *,
     histories: bool = True,
     trace_ids: Iterable[str] | None = None,
 ) -> Iterator[Trace]:
-    """Read span files and yield their traces, one recorded trace at a time.
+    """Read run files and yield their traces, one recorded trace at a time.
 
     Args:
-        paths: Files, folders (every `*.parquet` in them) or globs, as the CLI accepts them.
+        files: The run files, as `resolve_paths` returns them (PATH arguments resolved once).
         shard: Only the recorded traces of this shard (see `reader.Shard`); all when `None`.
         histories: Fill in the iterations' prompts (see `convert_trace`).
         trace_ids: Only the recorded traces with these ids (exact); only their rows are decoded.
 
     Raises:
-        InputError: A path matches no file, or a file is not an evaltrace span file.
+        InputError: A file is unreadable or not an evaltrace span file.
     """
     from evaltrace.collector.runfiles.reader import iter_traces
 
-    for spans in iter_traces(paths, shard, trace_ids=trace_ids):
+    for spans in iter_traces(files, shard, trace_ids=trace_ids):
         yield from convert_trace(spans, histories=histories)
 
 

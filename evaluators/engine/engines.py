@@ -51,6 +51,8 @@ def _ray(
 
 
 ENGINES: dict[str, Engine] = {"local": _local, "ray": _ray}
+READS_URIS: frozenset[str] = frozenset({"ray"})
+"""The engines whose nodes read URIs (`s3://...`): their PATHs are resolved with `uris=True`."""
 
 
 def engine_named(name: str) -> Engine:

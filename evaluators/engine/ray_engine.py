@@ -324,7 +324,8 @@ def score_paths_ray(
     """`scoring.score_paths_to` on a Ray cluster: the same report, entry for entry.
 
     Args:
-        paths: files, folders or globs, as the CLI takes them (read by every node at the same path).
+        paths: files, folders, globs or URIs, as the CLI takes them (read by every node at the same path),
+            or the `RunFiles` they resolved to (with `uris=True`).
         spec: the loaded spec, or `None` for the reference-free defaults.
         options: as for `score_paths_to`.
         sink: where the entries go, in report order.
@@ -335,13 +336,14 @@ def score_paths_ray(
     Raises:
         InputError: as `score_paths_to`; also Ray missing or unreachable, or judges not set up on the cluster.
     """
-    from evaltrace.collector.runfiles.reader import recording_losses, resolve_locations
+    from evaltrace.collector.otlp.files.inputs import resolve_paths
+    from evaltrace.collector.runfiles.reader import recording_losses
     from evaltrace.evaluators.engine.scoring import _finish, new_run
     from evaltrace.evaluators.scoring.scorers.base import reads_histories
 
     if shards is not None and shards < 1:
         raise ValueError(f"shards must be at least 1, not {shards}")
-    files = resolve_locations(paths)
+    files = resolve_paths(paths, uris=True).locations  # the CLI's RunFiles (resolved with uris) as they are
     router, stats = new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     histories = reads_histories(router.scorers())

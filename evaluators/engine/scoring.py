@@ -238,7 +238,7 @@ def score_paths_to(
     With `options.cache`, traces come through the traces cache (each worker caches its shard).
 
     Args:
-        paths: files, folders or globs, as the CLI takes them.
+        paths: files, folders or globs, as the CLI takes them, or the `RunFiles` they resolved to.
         spec: the loaded spec, or `None` for the reference-free defaults.
         options: as for `score_traces_to`; `options.workers` processes (`None` picks one per CPU
             for large runs; runs with judge scorers, and platforms other than Linux, use one).
@@ -248,13 +248,15 @@ def score_paths_to(
         InputError: a path names nothing or a file is unreadable; the selection keeps no case;
             there was no trace to score without a spec.
     """
-    from evaltrace.collector.runfiles.reader import recording_losses, resolve_paths
+    from evaltrace.collector.otlp.files.inputs import resolve_paths
+    from evaltrace.collector.runfiles.reader import recording_losses
     from evaltrace.collector.traces.cache import traces_of
     from evaltrace.evaluators.engine import shards
     from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
     options = options or ScoreOptions()
-    files = resolve_paths(paths, fresh_imports=not options.cache)  # --no-cache: OTLP files imported anew too
+    # --no-cache: OTLP files imported anew too; the CLI's RunFiles (resolved once) come back as they are
+    files = resolve_paths(paths, fresh_imports=not options.cache)
     router, stats = new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     count = shards.plan_workers(options.workers, files, router)

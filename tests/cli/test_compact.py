@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.record.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles import layout
 from evaltrace.collector.runfiles.compact import compact_folder
@@ -50,7 +51,7 @@ def _traces(folder: Path) -> list[dict[str, Any]]:
 
 
 def _summary(folder: Path) -> dict[str, Any]:
-    summary = summarize_runs([folder]).model_dump(mode="json", exclude={"files", "trace_list"})
+    summary = summarize_runs(resolve_paths([folder])).model_dump(mode="json", exclude={"files", "trace_list"})
     return summary
 
 
@@ -112,7 +113,7 @@ def test_duplicate_spans_are_kept_once(runs: Path) -> None:
     before = _traces(runs)
     assert evaltrace("compact", runs).returncode == 0
     assert _traces(runs) == before
-    assert summarize_runs([runs]).duplicate_spans == 0
+    assert summarize_runs(resolve_paths([runs])).duplicate_spans == 0
 
 
 def test_an_unreadable_file_stops_it_before_anything_changes(runs: Path) -> None:

@@ -18,6 +18,7 @@ from cli_process import evaltrace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.record.exporter import ParquetSpanExporter
 from evaltrace.collector.record.recording import EvaltraceSpanProcessor
 from evaltrace.collector.runfiles import batches
@@ -60,7 +61,7 @@ def test_a_full_queue_is_counted_in_the_file_and_the_summary(tmp_path: Path, mon
     dropped = int(_metadata(path)["evaltrace.dropped_spans"])
     assert dropped > 0
     assert written + dropped == 31  # every span ended is either in the file or counted
-    summary = summarize_runs([tmp_path])
+    summary = summarize_runs(resolve_paths([tmp_path]))
     assert (summary.dropped_spans, summary.unwritten_spans) == (dropped, 0)
 
 
@@ -118,7 +119,7 @@ def test_each_writer_counts_once_however_many_files_it_wrote(tmp_path: Path) -> 
     files = sorted(tmp_path.glob("*.parquet"))
     assert len(files) == 3
     assert {_metadata(f)["evaltrace.writer_id"] for f in files} == {first.writer_id, second.writer_id}
-    assert summarize_runs([tmp_path]).dropped_spans == 5 + 4
+    assert summarize_runs(resolve_paths([tmp_path])).dropped_spans == 5 + 4
 
 
 def test_runs_shows_lost_spans_only_when_there_are_some(tmp_path: Path) -> None:

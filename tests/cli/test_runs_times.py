@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from evaltrace.cli._options import _literal_glob
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.record.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles.reader import summarize_runs
 from evaltrace.collector.traces.rebuild import read_traces
@@ -32,13 +33,13 @@ def _record(directory: Path) -> None:
 
 def test_summary_times_are_exact(tmp_path: Path) -> None:
     _record(tmp_path)
-    summary = summarize_runs([tmp_path])
+    summary = summarize_runs(resolve_paths([tmp_path]))
     (trace,) = summary.trace_list
     assert (trace.start_time_ns, trace.end_time_ns) == (START, END)
     assert (summary.start_time_ns, summary.end_time_ns) == (START, END)
     assert trace.start_time.microsecond == 123_456 and trace.end_time.microsecond == 123_457
     # The same instants the converter gives for the trace (both truncate to the microsecond).
-    (converted,) = read_traces([tmp_path])
+    (converted,) = read_traces(resolve_paths([tmp_path]))
     assert (trace.start_time, trace.end_time) == (converted.start_time, converted.end_time)
     done = evaltrace("runs", tmp_path, "--json", "--traces")
     assert done.returncode == 0, done.stderr

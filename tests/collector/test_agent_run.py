@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from evaltrace.collector import agent_run
+from evaltrace.collector import agent_run, resolve_paths
 from evaltrace.collector.record.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles.reader import read_spans
 from evaltrace.collector.traces.rebuild import read_traces
@@ -26,7 +26,7 @@ def provider(tmp_path: Path) -> TracerProvider:
 
 def _traces(provider: TracerProvider, folder: Path) -> list[Trace]:
     provider.shutdown()
-    return sorted(read_traces([folder]), key=lambda t: t.start_time or 0)
+    return sorted(read_traces(resolve_paths([folder])), key=lambda t: t.start_time or 0)
 
 
 def test_context_manager_makes_one_root_with_children(provider: TracerProvider, tmp_path: Path) -> None:
@@ -39,7 +39,7 @@ def test_context_manager_makes_one_root_with_children(provider: TracerProvider, 
     assert (trace.input, trace.output, trace.case_id, trace.conversation_id) == ("Paris?", "18C", "c1", "conv-1")
     assert trace.agent_name == "weather" and trace.span_count == 2
     assert [(c.name, c.arguments, c.result) for c in trace.tool_calls] == [("get_weather", {"city": "Paris"}, "18C")]
-    root = next(s for s in read_spans([tmp_path]) if s.parent_span_id is None)
+    root = next(s for s in read_spans(resolve_paths([tmp_path])) if s.parent_span_id is None)
     assert root.name == "invoke_agent weather" and root.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert json.loads(root.attributes["gen_ai.input.messages"]) == [
         {"role": "user", "parts": [{"type": "text", "content": "Paris?"}]}
@@ -98,6 +98,6 @@ def test_errors_are_recorded_and_reraised(provider: TracerProvider, tmp_path: Pa
     first, second = _traces(provider, tmp_path)
     assert first.status == "error" and "KeyError" in (first.error or "") and "boom" in (first.error or "")
     assert second.status == "error" and "bad q2" in (second.error or "")
-    roots = [s for s in read_spans([tmp_path])]
+    roots = [s for s in read_spans(resolve_paths([tmp_path]))]
     assert all(s.status_code == "ERROR" and any(e.name == "exception" for e in s.events) for s in roots)
     assert sorted(s.attributes["error.type"] for s in roots) == ["KeyError", "ValueError"]

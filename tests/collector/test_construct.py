@@ -23,6 +23,7 @@ from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs,
 from pydantic import BaseModel
 
 import evaltrace.collector.traces as convert_package
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.spans import Span
 from evaltrace.collector.traces import _genai_messages
 from evaltrace.collector.traces._construct import RecordFactory
@@ -139,10 +140,10 @@ def test_records_built_without_validation_equal_validated_ones(
     scenario: str, histories: bool, tmp_path: Path, validating: Callable[[], None]
 ) -> None:
     folder = _record(SCENARIOS[scenario], tmp_path)
-    fast = list(read_traces([folder], histories=histories))
+    fast = list(read_traces(resolve_paths([folder]), histories=histories))
     _assert_own_containers(fast)
     validating()
-    slow = list(read_traces([folder], histories=histories))
+    slow = list(read_traces(resolve_paths([folder]), histories=histories))
     assert fast and fast == slow
     assert [t.model_dump_json() for t in fast] == [t.model_dump_json() for t in slow]
     assert _shape(fast) == _shape(slow)
@@ -161,10 +162,10 @@ def test_peer_shaped_trace_equals_its_validated_build(tmp_path: Path, validating
             rec.tick(2)
         chat(rec, "gpt-x", None, messages(("assistant", [text("Done.")])), (20, 3))
     rec.close()
-    fast = list(read_traces([tmp_path], histories=False))
+    fast = list(read_traces(resolve_paths([tmp_path]), histories=False))
     _assert_own_containers(fast)
     validating()
-    slow = list(read_traces([tmp_path], histories=False))
+    slow = list(read_traces(resolve_paths([tmp_path]), histories=False))
     assert fast == slow and _shape(fast) == _shape(slow)
     assert [c.result for c in fast[0].tool_calls] == [{"t": 18}, [1, 2]]
     assert fast[0].usage == Usage(input_tokens=30, output_tokens=8)
@@ -177,7 +178,7 @@ def test_a_value_that_is_not_text_is_left_to_validation(tmp_path: Path) -> None:
     with rec.span("invoke_agent a", agent_attrs("a")):
         chat(rec, "gpt-x", None, reply, (1, 1))
     rec.close()
-    (trace,) = read_traces([tmp_path])
+    (trace,) = read_traces(resolve_paths([tmp_path]))
     assert trace.iterations == []  # the span failed its extractor and was ignored, with a warning
     assert any("span ignored" in w and "ValidationError" in w for w in trace.warnings)
 

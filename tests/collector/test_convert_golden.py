@@ -20,6 +20,7 @@ import pytest
 from genai_scenarios import old_events_no_agent, parallel_nested, sequential, unfinished_parent
 from genai_spans import Recorder, without_prompts
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.traces.rebuild import read_traces
 
 GOLDEN = Path(__file__).with_name("test_convert")
@@ -40,7 +41,7 @@ def _traces(case: str, folder: Path, *, histories: bool = True) -> list[dict[str
         rec = Recorder(folder)
         CASES[case](rec)
         rec.close()
-    return [t.model_dump(mode="json") for t in read_traces([folder], histories=histories)]
+    return [t.model_dump(mode="json") for t in read_traces(resolve_paths([folder]), histories=histories)]
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from conftest import SpanRecorder
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import iter_traces
 from evaltrace.collector.traces.explain import explain_trace
 from evaltrace.collector.traces.records import Trace
@@ -205,7 +206,7 @@ def test_explain_names_merged_spans_and_duplicate_calls(span_recorder: SpanRecor
         with _chat(span_recorder, "sdk", twice, (10, 1), **{"gen_ai.response.id": "r1"}):
             pass
     span_recorder.provider.shutdown()
-    (spans,) = list(iter_traces([span_recorder.directory]))
+    (spans,) = list(iter_traces(resolve_paths([span_recorder.directory])))
     (trace,) = _only_from(spans)
     readings = {r.span_id: r for r in explain_trace(spans, trace)}
     (iteration,) = trace.iterations

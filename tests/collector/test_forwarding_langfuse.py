@@ -23,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from readme_blocks import bash_block, recipes, run_lines, user_env
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import read_spans
 
 PUBLIC, SECRET = "pk-lf-test-1234", "sk-lf-test-5678"
@@ -86,6 +87,6 @@ def test_readme_langfuse_example_sends_spans_with_basic_auth(
     assert {r.path for r in received} == {"/api/public/otel/v1/traces"}
     assert {r.authorization for r in received} == {expected_auth}
     assert {r.ingestion_version for r in received} == {"4"}  # Langfuse's real-time ingestion asks for it
-    local = {s.span_id for s in read_spans([tmp_path / "runs"])}
+    local = {s.span_id for s in read_spans(resolve_paths([tmp_path / "runs"]))}
     assert sorted(i for r in received for i in r.span_ids) == sorted(local)
     assert PUBLIC not in done.stderr and SECRET not in done.stderr

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from _phoenix import PhoenixServer, running_phoenix, without_proxies
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import read_spans
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -86,7 +87,7 @@ def expected_shape(report: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
 def assert_recorded(runs: Path, report: dict[str, Any]) -> None:
     """The trace is in the Parquet files, span for span, with its GenAI attributes and resource."""
     assert sorted(runs.glob("*.parquet")), f"no Parquet file in {runs}"
-    spans = [s for s in read_spans([runs]) if s.trace_id == report["trace_id"]]
+    spans = [s for s in read_spans(resolve_paths([runs])) if s.trace_id == report["trace_id"]]
     assert {s.span_id: (s.name, s.parent_span_id) for s in spans} == expected_shape(report)
     for span in spans:
         assert span.attributes["gen_ai.operation.name"] == EXPECTED_OPERATIONS[span.name][0]
@@ -233,7 +234,7 @@ def test_readme_phoenix_example_records_and_forwards_as_written(phoenix: Phoenix
     assert done.stdout.strip() == "18C in Paris."
     for complaint in ("Failed to export", "Exception while exporting"):
         assert complaint not in done.stderr, done.stderr
-    local = list(read_spans([tmp_path / "runs"]))
+    local = list(read_spans(resolve_paths([tmp_path / "runs"])))
     (trace_id,) = {s.trace_id for s in local}
     got = phoenix.wait_for_spans(project, trace_id, count=len(local))
     assert {s["context"]["span_id"] for s in got} == {s.span_id for s in local}

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.traces.rebuild import read_traces
 from evaltrace.collector.traces.records import Trace
 
@@ -42,7 +43,7 @@ def _record(mode: str, out: Path) -> tuple[list[Trace], list[dict[str, Any]]]:
     env.update(MODES[mode])
     done = subprocess.run([sys.executable, str(APP), str(out)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    return list(read_traces([out])), json.loads((out / "expected.json").read_text())
+    return list(read_traces(resolve_paths([out]))), json.loads((out / "expected.json").read_text())
 
 
 @pytest.fixture(scope="module", params=list(MODES))

@@ -23,7 +23,7 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from evaltrace.collector import agent_run
+from evaltrace.collector import agent_run, resolve_paths
 from evaltrace.collector.record.exporter import ExporterSettings, ParquetSpanExporter
 from evaltrace.collector.record.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
 from evaltrace.collector.record.redact import RedactionSettings
@@ -131,7 +131,7 @@ def test_log_files_are_named_marked_and_complete(recorded: Path) -> None:
 
 
 def _rebuilt(folder: Path) -> Any:
-    (trace,) = read_traces([folder])
+    (trace,) = read_traces(resolve_paths([folder]))
     return trace
 
 
@@ -159,7 +159,7 @@ def test_capture_off_and_masks_apply_to_bodies_and_attributes(tmp_path: Path) ->
     (log_file,) = tmp_path.glob("*.logs.parquet")
     text = _plain_bytes(log_file)
     assert b"[REDACTED]" in text  # the attribute was masked, not dropped
-    trace = next(t for t in read_traces([tmp_path]) if t.agent_name == "weather")
+    trace = next(t for t in read_traces(resolve_paths([tmp_path])) if t.agent_name == "weather")
     assert trace.input is None and trace.output is None
     assert [(c.call_id, c.name, c.arguments) for c in trace.tool_calls] == [("call_1", "get_weather", None)]
 
@@ -184,12 +184,12 @@ def test_records_whose_span_is_missing_are_counted_and_said(tmp_path: Path, capl
     rec.close()
     stats = LogAttachment()
     with caplog.at_level(logging.WARNING, logger="evaltrace"):
-        traces = list(iter_traces([tmp_path], logs=stats))
+        traces = list(iter_traces(resolve_paths([tmp_path]), logs=stats))
     assert len(traces) == 1
     assert (stats.attached, stats.unattached, stats.without_trace) == (6, 6, 1)
     assert stats.unattached_events == {"gen_ai.user.message": 2, "gen_ai.choice": 2, **_assistant_and_tool()}
     assert "6 log record(s) name spans that are not in these files" in caplog.text
-    summary = summarize_runs([tmp_path])
+    summary = summarize_runs(resolve_paths([tmp_path]))
     assert (summary.log_records, summary.unattached_log_records, summary.log_records_without_trace) == (13, 6, 1)
     assert summary.log_events["app.started"] == 1 and summary.trace_list[0].log_records == 6
 
@@ -217,7 +217,7 @@ def test_compact_merges_log_files_apart_from_span_files(tmp_path: Path) -> None:
 def _by_case(folder: Path) -> dict[str | None, Any]:
     return {
         t.case_id: (t.input, t.output, [(c.name, c.arguments, c.result) for c in t.tool_calls])
-        for t in read_traces([folder])
+        for t in read_traces(resolve_paths([folder]))
     }
 
 
@@ -228,10 +228,10 @@ def test_shards_read_the_same_events_as_a_full_read(tmp_path: Path) -> None:
         if index % 4 == 3:
             rec.flush()
     rec.close()
-    full = {spans[0].trace_id: _events(spans) for spans in iter_traces([tmp_path])}
+    full = {spans[0].trace_id: _events(spans) for spans in iter_traces(resolve_paths([tmp_path]))}
     sharded: dict[str, Any] = {}
     for index in range(3):
-        for spans in iter_traces([tmp_path], Shard(index, 3)):
+        for spans in iter_traces(resolve_paths([tmp_path]), Shard(index, 3)):
             assert spans[0].trace_id not in sharded
             sharded[spans[0].trace_id] = _events(spans)
     assert sharded == full and len(full) == 12

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import read_spans
 from evaltrace.collector.runfiles.spans import span_from_readable
 from evaltrace.collector.traces.rebuild import convert_spans, read_traces
@@ -116,7 +117,7 @@ def test_random_trees_survive_files_and_rebuild_the_same(specs: list[SpanSpec], 
     with tempfile.TemporaryDirectory() as folder:
         rec = _record(specs, Path(folder))
         memory = [span_from_readable(s, run_id="golden") for s in rec.finished()]
-        read_back = list(read_spans([folder]))
+        read_back = list(read_spans(resolve_paths([folder])))
         assert {s.span_id for s in read_back} == {s.span_id for s in memory}
         by_id = {s.span_id: s for s in memory}
         for span in read_back:
@@ -124,7 +125,7 @@ def test_random_trees_survive_files_and_rebuild_the_same(specs: list[SpanSpec], 
             assert json.dumps(span.attributes, sort_keys=True) == json.dumps(original.attributes, sort_keys=True)
             assert (span.parent_span_id, span.status_code) == (original.parent_span_id, original.status_code)
 
-        from_files = sorted(read_traces([folder]), key=lambda t: (t.start_time, t.root_span_id or ""))
+        from_files = sorted(read_traces(resolve_paths([folder])), key=lambda t: (t.start_time, t.root_span_id or ""))
         from_memory = convert_spans(memory)
         assert sum(t.span_count for t in from_memory) == len(specs)
         assert not [w for t in from_memory for w in t.warnings if "failed (" in w]  # no extractor crashed

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from genai_scenarios import sequential
 from genai_spans import Recorder
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import read_spans
 
 _COUNTS = ("dropped_attributes_count", "dropped_events_count", "dropped_links_count")
@@ -38,7 +39,7 @@ def test_null_counts_read_as_zero_and_numbers_as_written(tmp_path: Path) -> None
             table.schema.get_field_index(name), name, pa.array(values, table.schema.field(name).type)
         )
     pq.write_table(table, path)
-    by_id = {span.span_id: span for span in read_spans([path])}
+    by_id = {span.span_id: span for span in read_spans(resolve_paths([path]))}
     for row, span_id in enumerate(table.column("span_id").to_pylist()):
         span = by_id[span_id]
         got = (span.dropped_attributes_count, span.dropped_events_count, span.dropped_links_count)
@@ -49,8 +50,8 @@ def test_reading_spans_does_not_import_pandas(tmp_path: Path) -> None:
     path = _recorded(tmp_path)
     code = (
         "import sys\n"
-        "from evaltrace.collector.traces.rebuild import read_traces\n"
-        f"assert list(read_traces([{str(path)!r}]))\n"
+        "from evaltrace.collector import read_traces, resolve_paths\n"
+        f"assert list(read_traces(resolve_paths([{str(path)!r}])))\n"
         "print('pandas' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

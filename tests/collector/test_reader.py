@@ -16,10 +16,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.record.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles import _decode, reader, runfiles
 from evaltrace.collector.runfiles._decode import SpanBatch
-from evaltrace.collector.runfiles.reader import Shard, find_trace_ids, iter_traces, read_spans, resolve_paths
+from evaltrace.collector.runfiles.reader import Shard, find_trace_ids, iter_traces, read_spans
 from evaltrace.collector.runfiles.shard import RowFilter
 from evaltrace.collector.runfiles.spans import Span, span_from_readable
 from evaltrace.collector.traces.rebuild import read_traces
@@ -115,7 +116,7 @@ def test_round_trip_keeps_every_field_exactly(tmp_path: Path) -> None:
     write_files(tmp_path, list(finished))
 
     expected = {s.context.span_id: span_from_readable(s, RUN) for s in finished}
-    got = list(read_spans([tmp_path]))
+    got = list(read_spans(resolve_paths([tmp_path])))
 
     assert len(got) == len(expected) == 4
     for span in got:
@@ -142,7 +143,7 @@ def test_large_payloads_are_really_stored_apart(tmp_path: Path) -> None:
     rows = [row for cols in batches for row in zip(cols["name"], cols["attributes"], strict=True)]
     agent_json = next(text for name, text in rows if name == "agent")
     assert '"long"' not in agent_json and '"input.value"' not in agent_json and '"i_arr"' in agent_json
-    (agent,) = [s for s in read_spans([path]) if s.name == "agent"]
+    (agent,) = [s for s in read_spans(resolve_paths([path])) if s.name == "agent"]
     assert agent.attributes["input.value"] == ALL_TYPES["input.value"]
 
 
@@ -157,7 +158,7 @@ def test_duplicate_span_in_two_files_is_read_once(tmp_path: Path) -> None:
     files = write_files(tmp_path, spans, spans[:2])  # e.g. a forked child flushing its parent's buffer
 
     assert len(files) == 2
-    traces = list(iter_traces([tmp_path]))
+    traces = list(iter_traces(resolve_paths([tmp_path])))
     assert len(traces) == 1
     assert sorted(s.name for s in traces[0]) == ["root", "step 0", "step 1", "step 2"]
     assert len({s.span_id for s in traces[0]}) == 4
@@ -175,7 +176,7 @@ def test_trace_split_over_three_files_in_shuffled_order_is_grouped(tmp_path: Pat
     random.Random(7).shuffle(spans)
     write_files(tmp_path, spans[:8], spans[8:16], spans[16:])
 
-    traces = list(iter_traces([tmp_path]))
+    traces = list(iter_traces(resolve_paths([tmp_path])))
 
     assert len(traces) == 4
     for group in traces:
@@ -226,7 +227,7 @@ def test_traces_are_yielded_before_later_files_are_read(tmp_path: Path, monkeypa
         yield from real(path, only)
 
     monkeypatch.setattr(reader._decode, "read_span_batches", spy)
-    for group in iter_traces([tmp_path]):
+    for group in iter_traces(resolve_paths([tmp_path])):
         log.append(f"yield {group[0].name.split()[-1]}")
 
     assert log == [entry for f in range(6) for entry in (f"read {f}", f"yield {f}")]
@@ -312,22 +313,26 @@ def _many_traces(folder: Path, count: int) -> list[Path]:
 
 def test_reading_named_traces_gives_exactly_those_traces_as_a_full_read_does(tmp_path: Path) -> None:
     _many_traces(tmp_path, 12)
-    everything = {t.trace_id: t for t in read_traces([tmp_path])}
+    everything = {t.trace_id: t for t in read_traces(resolve_paths([tmp_path]))}
     wanted = sorted(everything)[3:5]
 
-    picked = list(read_traces([tmp_path], trace_ids=wanted))
+    picked = list(read_traces(resolve_paths([tmp_path]), trace_ids=wanted))
 
     assert sorted(t.trace_id for t in picked) == wanted
     assert all(t.model_dump() == everything[t.trace_id].model_dump() for t in picked)
-    assert [len(g) for g in iter_traces([tmp_path], trace_ids=wanted)] == [2, 2]
-    assert list(read_traces([tmp_path], trace_ids=["f" * 32])) == []
-    assert [t.trace_id for t in read_traces([tmp_path], trace_ids=wanted[0])] == [wanted[0]]  # one id as a str
+    assert [len(g) for g in iter_traces(resolve_paths([tmp_path]), trace_ids=wanted)] == [2, 2]
+    assert list(read_traces(resolve_paths([tmp_path]), trace_ids=["f" * 32])) == []
+    assert [t.trace_id for t in read_traces(resolve_paths([tmp_path]), trace_ids=wanted[0])] == [
+        wanted[0]
+    ]  # one id as a str
 
 
 def test_named_traces_and_a_shard_combine(tmp_path: Path) -> None:
     _many_traces(tmp_path, 12)
-    ids = sorted(t.trace_id for t in read_traces([tmp_path]))
-    per_shard = [{t.trace_id for t in read_traces([tmp_path], Shard(i, 2), trace_ids=ids[:6])} for i in range(2)]
+    ids = sorted(t.trace_id for t in read_traces(resolve_paths([tmp_path])))
+    per_shard = [
+        {t.trace_id for t in read_traces(resolve_paths([tmp_path]), Shard(i, 2), trace_ids=ids[:6])} for i in range(2)
+    ]
 
     assert per_shard[0].isdisjoint(per_shard[1])
     assert per_shard[0] | per_shard[1] == set(ids[:6])
@@ -335,7 +340,7 @@ def test_named_traces_and_a_shard_combine(tmp_path: Path) -> None:
 
 def test_find_trace_ids_by_prefix_reads_the_id_column_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _many_traces(tmp_path, 12)
-    ids = sorted(t.trace_id for t in read_traces([tmp_path]))
+    ids = sorted(t.trace_id for t in read_traces(resolve_paths([tmp_path])))
     columns_read: list[list[str]] = []
     real = runfiles.iter_batches
 
@@ -345,7 +350,7 @@ def test_find_trace_ids_by_prefix_reads_the_id_column_only(tmp_path: Path, monke
 
     monkeypatch.setattr(runfiles, "iter_batches", spy)
 
-    assert find_trace_ids([tmp_path], ids[7][:20]) == [ids[7]]
-    assert find_trace_ids([tmp_path], "") == ids
-    assert find_trace_ids([tmp_path], "not-hex") == []
+    assert find_trace_ids(resolve_paths([tmp_path]), ids[7][:20]) == [ids[7]]
+    assert find_trace_ids(resolve_paths([tmp_path]), "") == ids
+    assert find_trace_ids(resolve_paths([tmp_path]), "not-hex") == []
     assert columns_read and all(columns == ["trace_id"] for columns in columns_read)

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from evaltrace.collector import InputError
+from evaltrace.collector import InputError, resolve_paths
 from evaltrace.collector.record.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles.batches import encode_spans
 from evaltrace.collector.runfiles.layout import write_parquet
@@ -26,7 +26,6 @@ from evaltrace.collector.runfiles.reader import (
     find_stale_inflight,
     iter_traces,
     read_spans,
-    resolve_paths,
     summarize_runs,
 )
 
@@ -58,7 +57,7 @@ def _write(path: Path, table: pa.Table, metadata: dict[bytes, bytes] | None) -> 
 
 def expect_error(paths: list[str | Path], *fragments: str) -> str:
     with pytest.raises(InputError) as info:
-        list(iter_traces(paths))
+        list(iter_traces(resolve_paths(paths)))
     message = str(info.value)
     assert "\n" not in message
     for fragment in fragments:
@@ -159,7 +158,7 @@ def test_an_empty_required_value_is_named_not_dropped(good_file: Path, tmp_path:
     message = expect_error([path], f"{path}: row 8 has no {column} (a required column)")
     assert "\n" not in message
     with pytest.raises(InputError, match="row 8 has no"):
-        summarize_runs([path])
+        summarize_runs(resolve_paths([path]))
 
 
 def test_malformed_attribute_json_names_file_and_span(good_file: Path, tmp_path: Path) -> None:
@@ -202,7 +201,7 @@ def test_text_that_is_not_utf8_is_an_input_error(good_file: Path, tmp_path: Path
 def test_errors_come_before_any_trace_is_yielded(good_file: Path, tmp_path: Path) -> None:
     bad = tmp_path / "zz.parquet"
     bad.write_bytes(b"")
-    traces = iter_traces([good_file, bad])
+    traces = iter_traces(resolve_paths([good_file, bad]))
     with pytest.raises(InputError, match="zz.parquet"):
         next(traces)
 
@@ -211,9 +210,9 @@ def test_summary_reports_the_same_errors(tmp_path: Path) -> None:
     bad = tmp_path / "x.parquet"
     bad.write_bytes(b"not parquet at all")
     with pytest.raises(InputError, match="x.parquet: not a readable Parquet file"):
-        summarize_runs([bad])
+        summarize_runs(resolve_paths([bad]))
     with pytest.raises(InputError, match="no files match"):
-        list(read_spans([str(tmp_path / "*.nothing")]))
+        list(read_spans(resolve_paths([str(tmp_path / "*.nothing")])))
 
 
 def _inflight(folder: Path, host: str, pid: int) -> Path:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 from fake_llm import FakeLLM, call, text_turn, tool_turn
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import summarize_runs
 from evaltrace.collector.traces.rebuild import read_traces
 
@@ -57,7 +58,7 @@ def test_recipe_rebuilds_input_tool_call_answer_and_usage(tmp_path: Path, extra:
     done, usage = _run_recipe(tmp_path, **extra)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ANSWER
-    (trace,) = read_traces([tmp_path / "runs"])
+    (trace,) = read_traces(resolve_paths([tmp_path / "runs"]))
     assert trace.input == "What's the weather in Paris?"
     assert trace.output == ANSWER
     assert trace.case_id == "paris-weather"
@@ -71,7 +72,7 @@ def test_recipe_rebuilds_input_tool_call_answer_and_usage(tmp_path: Path, extra:
     logs = sorted((tmp_path / "runs").glob("*.logs.parquet"))
     if extra:  # the content came only as log records: they were recorded and attached
         assert logs and pq.read_metadata(logs[0]).metadata[b"evaltrace.signal"] == b"logs"
-        summary = summarize_runs([tmp_path / "runs"])
+        summary = summarize_runs(resolve_paths([tmp_path / "runs"]))
         assert summary.log_events == {"gen_ai.client.inference.operation.details": 2}
         assert summary.unattached_log_records == 0 and summary.trace_list[0].log_records == 2
         span_file = next(p for p in (tmp_path / "runs").glob("*.parquet") if p not in logs)
@@ -90,7 +91,7 @@ def test_capture_content_off_keeps_content_out_of_both_kinds_of_file(tmp_path: P
     for path in files:
         data = _plain_bytes(path)
         assert b"Paris" not in data and b"sunny" not in data, path.name
-    (trace,) = read_traces([tmp_path / "runs"])
+    (trace,) = read_traces(resolve_paths([tmp_path / "runs"]))
     assert trace.input is None and trace.output is None
     assert [c.name for c in trace.tool_calls] == ["get_weather"]  # structure stays
 
@@ -120,7 +121,7 @@ def test_record_in_code_recipe_rebuilds_too(tmp_path: Path, extra: dict[str, str
         )
         usage = fake.total_usage()
     assert done.returncode == 0, done.stderr
-    (trace,) = read_traces([tmp_path / "runs"])
+    (trace,) = read_traces(resolve_paths([tmp_path / "runs"]))
     assert (trace.input, trace.output) == ("What's the weather in Paris?", ANSWER)
     assert [(c.name, c.arguments, c.result) for c in trace.tool_calls] == [
         ("get_weather", {"city": "Paris"}, "18°C and sunny in Paris")

@@ -34,6 +34,7 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.record.exporter import ParquetSpanExporter
 from evaltrace.collector.record.redact import MASK, RedactionSettings, Redactor
 from evaltrace.collector.runfiles.jsonvalue import loads_attributes
@@ -502,8 +503,8 @@ def test_real_pydantic_ai_run_without_content(tmp_path: Path, fake_llm: FakeLLM)
     assert outputs[0] == outputs[1] and outputs[0].startswith("PLANTED")
     assert leaks(tmp_path / "plain", secrets) == secrets.planted
     assert leaks(tmp_path / "redacted", secrets) == {}
-    (plain,) = read_traces([tmp_path / "plain"])
-    (redacted,) = read_traces([tmp_path / "redacted"])
+    (plain,) = read_traces(resolve_paths([tmp_path / "plain"]))
+    (redacted,) = read_traces(resolve_paths([tmp_path / "redacted"]))
     # Structure survives: tool names, call ids, iterations, tokens; the text is "not captured".
     assert [c.name for c in redacted.tool_calls] == [c.name for c in plain.tool_calls] == ["get_weather", "lookup"]
     # Call ids come from the scripted server (a new pair per run): each is kept and matched to its tool span.

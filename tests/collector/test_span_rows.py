@@ -17,8 +17,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.runfiles.reader import Shard, resolve_locations
+from evaltrace.collector.runfiles.reader import Shard
 from evaltrace.collector.runfiles.shard import shard_keys
 from evaltrace.collector.traces.rebuild import convert_span_rows, read_traces
 from evaltrace.evaluators.engine.ray_data import ERROR, KEY, read_file, rows_by_file
@@ -46,7 +47,7 @@ def split_run(tmp_path: Path) -> Path:
 
 
 def _shuffled_groups(runs: Path | str, count: int, seed: int) -> dict[int, pa.Table]:
-    locations = resolve_locations([runs])
+    locations = resolve_paths([runs], uris=True).locations
     items = pa.table({"file": list(range(len(locations))), "location": [str(loc) for loc in locations]})
     rows = pa.concat_tables(read_file(items, count))
     order = list(range(rows.num_rows))
@@ -57,7 +58,7 @@ def _shuffled_groups(runs: Path | str, count: int, seed: int) -> dict[int, pa.Ta
 
 @pytest.mark.parametrize("count", [1, 3])
 def test_rows_rebuild_the_traces_the_files_give(split_run: Path, count: int) -> None:
-    locations = resolve_locations([split_run])
+    locations = resolve_paths([split_run], uris=True).locations
     groups = _shuffled_groups(split_run, count, seed=count)
     for key, rows in groups.items():
         rebuilt = list(convert_span_rows(rows_by_file(rows, locations), histories=True))
@@ -77,7 +78,7 @@ def test_shard_keys_agree_with_the_shard_filter() -> None:
 def test_a_file_uri_names_the_same_rows(split_run: Path) -> None:
     by_path = _shuffled_groups(split_run, 2, seed=1)
     by_uri = _shuffled_groups(split_run.as_uri(), 2, seed=1)
-    assert [str(loc) for loc in resolve_locations([split_run.as_uri()])] == [
+    assert [str(loc) for loc in resolve_paths([split_run.as_uri()], uris=True).locations] == [
         f"{split_run.as_uri()}/{name}" for name in ("a.parquet", "b.parquet", "c.parquet")
     ]
     for key in (0, 1):
@@ -86,9 +87,9 @@ def test_a_file_uri_names_the_same_rows(split_run: Path) -> None:
 
 def test_bad_uris_and_bad_files_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"^nosuch://x: cannot be listed"):
-        resolve_locations(["nosuch://x"])
+        resolve_paths(["nosuch://x"], uris=True)
     with pytest.raises(InputError, match="no such file or folder"):
-        resolve_locations([(tmp_path / "missing.parquet").as_uri()])
+        resolve_paths([(tmp_path / "missing.parquet").as_uri()], uris=True)
     foreign = tmp_path / "foreign.parquet"
     pq.write_table(pa.table({"x": [1]}), foreign)
     items = pa.table({"file": [0], "location": [foreign.as_uri()]})

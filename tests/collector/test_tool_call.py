@@ -11,7 +11,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from evaltrace.collector import RedactionSettings, agent_run, tool_call
+from evaltrace.collector import RedactionSettings, agent_run, resolve_paths, tool_call
 from evaltrace.collector.record.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles.reader import read_spans
 from evaltrace.collector.traces.rebuild import read_traces
@@ -27,7 +27,7 @@ def _provider(folder: Path, redaction: RedactionSettings | None = None) -> Trace
 
 def _traces(provider: TracerProvider, folder: Path) -> list[Trace]:
     provider.shutdown()
-    return sorted(read_traces([folder]), key=lambda t: t.start_time or 0)
+    return sorted(read_traces(resolve_paths([folder])), key=lambda t: t.start_time or 0)
 
 
 def _weather(city: str) -> str:
@@ -60,7 +60,7 @@ def test_calls_inside_a_run_are_its_tool_calls_in_order(tmp_path: Path) -> None:
     assert first.error is None and third.error is None
     assert second.error is not None and "LookupError" in second.error and "no city named Atlantis" in second.error
     assert trace.status == "success" and trace.output == "Paris: 18C; Atlantis: unknown"  # the run went on
-    spans = list(read_spans([tmp_path]))
+    spans = list(read_spans(resolve_paths([tmp_path])))
     root = next(s for s in spans if s.parent_span_id is None)
     tools = [s for s in spans if s.parent_span_id is not None]
     assert {s.parent_span_id for s in tools} == {root.span_id} and len(tools) == 3
@@ -84,7 +84,7 @@ def test_a_call_outside_any_run_is_a_trace_of_its_own_with_a_warning(
     with caplog.at_level("WARNING", logger="evaltrace"):
         asyncio.run(main())
     provider.shutdown()
-    spans = list(read_spans([tmp_path]))
+    spans = list(read_spans(resolve_paths([tmp_path])))
     assert len({s.trace_id for s in spans}) == 2 and all(s.parent_span_id is None for s in spans)
     assert sorted(s.attributes["gen_ai.tool.call.result"] for s in spans) == ["18C in Oslo", "18C in Rome"]
     warnings = [r.getMessage() for r in caplog.records if "outside any agent_run" in r.getMessage()]
@@ -102,7 +102,7 @@ def test_content_capture_off_keeps_the_call_and_drops_its_content(tmp_path: Path
     (recorded,) = trace.tool_calls
     assert (recorded.name, recorded.call_id) == ("get_weather", "call_1")
     assert recorded.arguments is None and recorded.result is None
-    stored = json.dumps([s.attributes for s in read_spans([tmp_path])], default=str)
+    stored = json.dumps([s.attributes for s in read_spans(resolve_paths([tmp_path]))], default=str)
     assert "Paris" not in stored and "secret" not in stored
 
 

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from readme_blocks import sql_block
 
-from evaltrace.collector.runfiles.reader import resolve_paths
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.collector.traces import cache
 from evaltrace.collector.traces.rebuild import read_traces
@@ -212,7 +212,7 @@ def test_values_the_table_cannot_hold_raise() -> None:
 
 def test_the_sample_run_round_trips() -> None:
     for histories in (True, False):
-        traces = list(read_traces([SAMPLE_RUNS], histories=histories))
+        traces = list(read_traces(resolve_paths([SAMPLE_RUNS]), histories=histories))
         assert traces
         assert from_table(to_table(traces)) == traces
 
@@ -222,7 +222,7 @@ def test_recorded_scenarios_round_trip(scenario: str, tmp_path: Path) -> None:
     recorder = Recorder(tmp_path)
     SCENARIOS[scenario](recorder)
     recorder.close()
-    traces = list(read_traces([tmp_path]))
+    traces = list(read_traces(resolve_paths([tmp_path])))
     assert traces
     back = from_table(to_table(traces))
     assert back == traces
@@ -230,7 +230,7 @@ def test_recorded_scenarios_round_trip(scenario: str, tmp_path: Path) -> None:
 
 
 def test_the_parquet_file_keeps_the_version() -> None:
-    table = to_table(read_traces([SAMPLE_RUNS]))
+    table = to_table(read_traces(resolve_paths([SAMPLE_RUNS])))
     assert table.schema.metadata[b"evaltrace.traces_table_version"] == TABLE_VERSION.encode()
 
 

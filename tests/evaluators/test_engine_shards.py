@@ -16,6 +16,7 @@ import pytest
 from _engine_scorers import KillsWorker, PromptsSeen, Sleeps  # noqa: F401 - registers the test scorers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.runfiles.reader import Shard, iter_traces
 from evaltrace.collector.traces.rebuild import read_traces
@@ -107,9 +108,12 @@ def _comparable(report: dict[str, Any]) -> dict[str, Any]:
 
 def test_shards_split_the_traces_without_loss_or_overlap(run_dir: tuple[Path, Path]) -> None:
     runs, _ = run_dir
-    every = sorted(group[0].trace_id for group in iter_traces([runs]))
+    every = sorted(group[0].trace_id for group in iter_traces(resolve_paths([runs])))
     for count in (2, 3):
-        parts = [sorted(group[0].trace_id for group in iter_traces([runs], Shard(i, count))) for i in range(count)]
+        parts = [
+            sorted(group[0].trace_id for group in iter_traces(resolve_paths([runs]), Shard(i, count)))
+            for i in range(count)
+        ]
         assert all(parts), "each shard gets traces"
         assert sorted(tid for part in parts for tid in part) == every
     assert len(every) == 51
@@ -277,6 +281,6 @@ def test_container_cpu_quota(quota: str, period: str, cpus: int | None) -> None:
 
 def test_read_traces_of_a_shard_are_rebuilt_whole(run_dir: tuple[Path, Path]) -> None:
     runs, _ = run_dir
-    whole = {t.trace_id: t for t in read_traces([runs])}
-    for trace in read_traces([runs], Shard(1, 2)):
+    whole = {t.trace_id: t for t in read_traces(resolve_paths([runs]))}
+    for trace in read_traces(resolve_paths([runs]), Shard(1, 2)):
         assert trace == whole[trace.trace_id]

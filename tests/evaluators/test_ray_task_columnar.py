@@ -17,7 +17,7 @@ import pytest
 from _form_counts import count_form_answers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.collector.runfiles.reader import resolve_paths
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.evaluators.engine.ray_data import ShardResult
 from evaltrace.evaluators.engine.ray_engine import score_shard

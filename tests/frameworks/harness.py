@@ -21,6 +21,7 @@ from typing import Any
 
 from fake_llm import FakeLLM, Turn, call, text_turn, tool_turn
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.traces.rebuild import read_traces
 from evaltrace.collector.traces.records import Trace
 
@@ -118,7 +119,7 @@ def record(
         usage, model_calls = llm.total_usage(), llm.consumed
     lines = done.stdout.strip().splitlines()
     tools = [json.loads(line) for line in tool_log.read_text().splitlines()]
-    traces = list(read_traces([folder / "runs"]))
+    traces = list(read_traces(resolve_paths([folder / "runs"])))
     return Recorded(scenario, traces, tools, lines[-1] if lines else "", usage, model_calls, done.stderr)
 
 

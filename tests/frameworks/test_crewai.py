@@ -17,6 +17,7 @@ import pytest
 from _venvs import cached_venv
 from harness import PROMPTS, SCENARIOS, assert_facts, check_readme_recipe, record
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import iter_traces
 from evaltrace.collector.traces.explain import explain_trace
 
@@ -44,7 +45,7 @@ def test_crewai_rebuilds_every_fact(python: Path, scenario: str, tmp_path: Path)
     assert trace.name == "assistant._execute_core"
     assert all(it.model == "gpt-4o-mini" for it in trace.iterations)
     # --explain credits the crew span with the prompt instead of setting it aside.
-    (spans,) = list(iter_traces([tmp_path / "runs"]))
+    (spans,) = list(iter_traces(resolve_paths([tmp_path / "runs"])))
     readings = {r.name: r for r in explain_trace(spans, trace)}
     crew = next(r for name, r in readings.items() if name.endswith(".kickoff"))
     assert crew.became == ["the input"] and crew.set_aside is None

@@ -19,6 +19,7 @@ import pytest
 from _venvs import cached_venv
 from harness import SCENARIOS, assert_facts, check_readme_recipe, record
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import iter_traces
 from evaltrace.collector.traces.explain import explain_trace
 from tests.frameworks.apps._tools import PROMPTS
@@ -46,7 +47,7 @@ def test_llamaindex_rebuilds_every_fact(python: Path, scenario: str, tmp_path: P
     assert all(it.output_messages for it in trace.iterations)
     assert trace.convention == "openinference"
     # --explain names each preparation span and why it is no iteration.
-    (spans,) = iter_traces([tmp_path / "runs"])
+    (spans,) = iter_traces(resolve_paths([tmp_path / "runs"]))
     readings = [r for r in explain_trace(spans, trace) if r.name.endswith("_prepare_chat_with_tools")]
     assert len(readings) == recorded.model_calls
     assert all(not r.became and "prepared the request" in (r.set_aside or "") for r in readings)

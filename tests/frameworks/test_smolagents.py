@@ -19,6 +19,7 @@ from _venvs import cached_venv
 from fake_llm import Turn, call, tool_turn
 from harness import ANSWERS, PROMPTS, SCENARIOS, assert_facts, check_readme_recipe, record
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import iter_traces
 from evaltrace.collector.traces.explain import explain_trace
 
@@ -50,7 +51,7 @@ def test_smolagents_rebuilds_every_fact(python: Path, scenario: str, tmp_path: P
     requested = [(p.name, p.arguments) for m in last.output_messages or [] for p in m.parts if p.type == "tool_call"]
     assert requested == [("final_answer", {"answer": ANSWERS[scenario]})]
     # --explain says why the FinalAnswerTool span is no tool call.
-    (spans,) = list(iter_traces([tmp_path / "runs"]))
+    (spans,) = list(iter_traces(resolve_paths([tmp_path / "runs"])))
     (answer_span,) = [r for r in explain_trace(spans, trace) if r.name == "FinalAnswerTool"]
     assert answer_span.set_aside is not None and "answer tool" in answer_span.set_aside
 

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from _send_fixtures import OtlpReceiver, attributes, evaltrace, record_run, running_receiver
 
-from evaltrace.collector.runfiles.reader import read_spans, resolve_paths, split_signals
+from evaltrace.collector import resolve_paths
+from evaltrace.collector.runfiles.reader import read_spans, split_signals
 from evaltrace.collector.runfiles.spans import Span
 
 LANGFUSE_PATH = "/api/public/otel"

@@ -14,7 +14,8 @@ import pytest
 from _phoenix import PhoenixServer, running_phoenix
 from _send_fixtures import evaltrace, record_run
 
-from evaltrace.collector.runfiles.reader import read_spans, resolve_paths, split_signals
+from evaltrace.collector import resolve_paths
+from evaltrace.collector.runfiles.reader import read_spans, split_signals
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from _send_fixtures import OtlpReceiver, attributes, evaltrace, running_receiver
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import read_spans
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +113,7 @@ def test_events_carry_the_conventions_attributes(scoring: tuple[OtlpReceiver, di
 
 def test_events_sit_on_the_root_span_of_the_scored_trace(scoring: tuple[OtlpReceiver, dict[str, Any], str]) -> None:
     receiver, _, _ = scoring
-    spans = list(read_spans([SAMPLE_RUNS]))
+    spans = list(read_spans(resolve_paths([SAMPLE_RUNS])))
     roots = {s.trace_id: s.span_id for s in spans if s.parent_span_id is None}
     assert len(roots) == len({s.trace_id for s in spans})  # one root per sample trace
     for resource_logs, scope_logs, record in receiver.log_records():

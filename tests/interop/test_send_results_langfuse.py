@@ -35,6 +35,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from readme_blocks import bash_block, run_lines
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import read_spans
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -310,10 +311,10 @@ def test_the_readme_langfuse_block_sends_spans_then_scores(tmp_path: Path) -> No
     with running_langfuse(state) as url:
         env.update(KEYS, LANGFUSE_HOST=url, NO_PROXY="127.0.0.1", PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
         (done,) = run_lines([bash_block("# Replay to Langfuse:")], tmp_path, env)
-    assert sorted(state.span_ids) == sorted(s.span_id for s in read_spans([SAMPLE_RUNS]))
+    assert sorted(state.span_ids) == sorted(s.span_id for s in read_spans(resolve_paths([SAMPLE_RUNS])))
     assert state.ingestion_versions == {"4"}
     assert state.scores and state.problems == []
-    assert {s["traceId"] for s in state.scores} <= {s.trace_id for s in read_spans([SAMPLE_RUNS])}
+    assert {s["traceId"] for s in state.scores} <= {s.trace_id for s in read_spans(resolve_paths([SAMPLE_RUNS]))}
     assert f"results sent: {len(state.scores)} scores to {url}" in done.stderr
     assert SECRET not in done.stdout + done.stderr
 
@@ -338,7 +339,7 @@ def test_run_sends_its_scores_too(tmp_path: Path) -> None:
         for score in sample["scores"]
     )
     assert expected and Counter((s["traceId"], s["name"]) for s in state.scores) == expected
-    recorded = {s.trace_id for s in read_spans([tmp_path / "ran"])}
+    recorded = {s.trace_id for s in read_spans(resolve_paths([tmp_path / "ran"]))}
     assert {s["traceId"] for s in state.scores} <= recorded
     assert f"results sent: {sum(expected.values())} scores to {url}" in ran.stderr
 

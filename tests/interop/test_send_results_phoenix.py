@@ -23,6 +23,7 @@ from _phoenix import PhoenixServer, running_phoenix
 from _send_fixtures import evaltrace, record_run
 from _serving import serving
 
+from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import read_spans
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +61,7 @@ def score_into_phoenix(phoenix: PhoenixServer, folder: Path) -> tuple[dict[str, 
 
 
 def test_each_score_is_one_annotation_of_its_traces_root_span(phoenix: PhoenixServer, tmp_path: Path) -> None:
-    spans = list(read_spans([SAMPLE_RUNS]))
+    spans = list(read_spans(resolve_paths([SAMPLE_RUNS])))
     roots = {s.trace_id: s.span_id for s in spans if s.parent_span_id is None}
     sent = evaltrace("replay", SAMPLE_RUNS, "--endpoint", phoenix.base_url, "--no-logs")
     assert sent.returncode == 0, sent.stderr

@@ -12,16 +12,17 @@ Without a target (`--dry-run`) the same reading happens and only the counts come
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.otlp.files.inputs import RunFiles
 from evaltrace.collector.otlp.send.exporters import OtlpTarget, Sender
 from evaltrace.collector.otlp.send.sdk_objects import LogFields, ResourceCache, readable_log_record, readable_span
 from evaltrace.collector.runfiles.jsonvalue import loads_attributes
-from evaltrace.collector.runfiles.reader import PathArg, iter_traces, resolve_paths, split_signals
+from evaltrace.collector.runfiles.reader import iter_traces
 from evaltrace.collector.runfiles.runfiles import read_columns
 from evaltrace.collector.runfiles.schema import LOG_COLUMNS
 
@@ -43,19 +44,17 @@ class ReplayCounts:
 
 
 def replay(
-    paths: Iterable[PathArg], target: OtlpTarget | None, batch_size: int = DEFAULT_BATCH, *, logs: bool = True
+    files: RunFiles, target: OtlpTarget | None, batch_size: int = DEFAULT_BATCH, *, logs: bool = True
 ) -> ReplayCounts:
-    """Send the spans and log records in `paths` to `target`; count only when `target` is `None`.
+    """Send the spans and log records of `files` (resolved PATHs) to `target`; count only when `target` is `None`.
 
     With `logs` false, log-record files are left out (for backends without an OTLP logs endpoint).
 
     Raises:
-        InputError: a path names nothing, a file is unreadable or not a run file, or the backend
-            could not be reached or refused a batch (spans are sent before log records).
+        InputError: a file is unreadable or not a run file, or the backend could not be reached
+            or refused a batch (spans are sent before log records).
     """
-    files = resolve_paths(paths)
-    span_files, log_files = split_signals(files)
-    log_files = log_files if logs else []
+    span_files, log_files = files.span_files, files.log_files if logs else []
     counts = ReplayCounts(span_files=len(span_files), log_files=len(log_files))
     spans = Sender(target, "traces") if target is not None and span_files else None
     logs_sender = Sender(target, "logs") if target is not None and log_files else None

@@ -32,16 +32,14 @@ _MAX_DEPTH = 3
 """Nested agent runs shown inside a tool call."""
 
 
-def find_traces(paths: Sequence[str], wanted: Mapping[str, int], *, cache: bool) -> Iterator[Trace]:
-    """The traces of `paths` whose ids are in `wanted`, stopping once all were found.
+def find_traces(files: Sequence[Path], wanted: Mapping[str, int], *, cache: bool) -> Iterator[Trace]:
+    """The traces of `files` (resolved PATHs) whose ids are in `wanted`, stopping once all were found.
 
     Raises:
-        InputError: a path names nothing any more, or a file cannot be read.
+        InputError: a file cannot be read.
     """
-    from evaltrace.collector.runfiles.reader import resolve_paths
     from evaltrace.collector.traces.cache import traces_of
 
-    files = resolve_paths(paths)
     left = set(wanted)
     traces = traces_of(files, histories=_cached_histories(files) if cache else False, cache=cache)
     try:
@@ -66,16 +64,25 @@ def _cached_histories(files: Sequence[Path]) -> bool:
 
 
 def write_trees(
-    paths: Sequence[str], wanted: Mapping[str, int], cache: bool, write: Callable[[str], None]
+    paths: Sequence[str],
+    wanted: Mapping[str, int],
+    cache: bool,
+    write: Callable[[str], None],
+    files: Sequence[Path] | None = None,
 ) -> tuple[int, str | None]:
-    """Write a `<template id="trace-N">` per wanted trace found; returns how many, and why not all (or `None`)."""
+    """Write a `<template id="trace-N">` per wanted trace found; returns how many, and why not all (or `None`).
+
+    `files` are `paths` as the scoring resolved them; `None` (a report written afterwards): resolved here.
+    """
+    from evaltrace.collector.otlp.files.inputs import resolve_paths
+
     if not wanted:
         return 0, None
     if not paths:
         return 0, "the report names no span files (its inputs' paths), so there are no trace trees to show"
     found = 0
     try:
-        for trace in find_traces(paths, wanted, cache=cache):
+        for trace in find_traces(resolve_paths(paths) if files is None else files, wanted, cache=cache):
             write(f'<template id="trace-{wanted[trace.trace_id]}">{trace_tree(trace)}</template>\n')
             found += 1
     except (InputError, OSError) as exc:

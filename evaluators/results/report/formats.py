@@ -31,6 +31,8 @@ class ReportTarget:
     """The spec file scored with (`FILE` or `FILE::CASE_ID`), or `None` for the reference-free defaults."""
     cache: bool = True
     """Whether span files may be read through the traces cache (the HTML report reads them again)."""
+    files: Sequence[Path] | None = None
+    """The scoring's run files (its PATHs resolved once), which the HTML report reads again."""
 
 
 FormatFactory = Callable[[ReportTarget], ReportFormat]

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import tempfile
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from evaltrace.evaluators.results.report import _html_page as page
@@ -89,18 +90,20 @@ class _Tally:
 class HtmlWriter:
     """Spools the entries' rows as they come and writes the whole page at `finish`."""
 
-    def __init__(self, destination: str, *, cache: bool = True) -> None:
+    def __init__(self, destination: str, *, cache: bool = True, files: Sequence[Path] | None = None) -> None:
         """Open the page's temporary file.
 
         Args:
             destination: the HTML file to write.
             cache: read the trace trees' span files through the traces cache (`--no-cache`: not).
+            files: the scoring's run files (its PATHs resolved); `None`: the report's paths resolved again.
 
         Raises:
             InputError: the destination cannot be written.
         """
         self._file = AtomicFile(destination, "HTML report")
         self._cache = cache
+        self._files = files
         self._spool: IO[bytes] = tempfile.TemporaryFile(buffering=_SPOOL_BUFFER)
         self._tally = _Tally()
         self._wanted: dict[str, int] = {}
@@ -132,7 +135,7 @@ class HtmlWriter:
         while chunk := self._spool.read(_SPOOL_BUFFER):
             self._file.write(chunk)
         self._write("</div>\n</section>\n")
-        found, problem = write_trees(report.inputs.paths, self._wanted, self._cache, self._write)
+        found, problem = write_trees(report.inputs.paths, self._wanted, self._cache, self._write, self._files)
         if problem is not None:
             self._write(f'<p class="note" id="trees-note">Trace trees: {found} drawn; {text(problem)}.</p>\n')
         self._write(page.page_tail())
@@ -303,4 +306,4 @@ def _sample_facts(sample: SampleResult) -> str:
 
 def for_target(target: ReportTarget) -> HtmlWriter:
     """The `html` format (`formats.FORMATS`)."""
-    return HtmlWriter(target.destination, cache=target.cache)
+    return HtmlWriter(target.destination, cache=target.cache, files=target.files)

@@ -124,13 +124,14 @@ class ReviewData:
         return self._path_traces
 
     def _load_traces(self, run: StoredRun | None, trace_ids: list[str]) -> None:
+        from evaltrace.collector.otlp.files.inputs import resolve_paths
         from evaltrace.evaluators.results.report.trees import find_traces
 
         wanted = {t: i for i, t in enumerate(trace_ids) if t and t not in self._traces}
         if run is None or not wanted:
             return
         try:
-            self._traces.update((t.trace_id, t) for t in find_traces(run.inputs, wanted, cache=True))
+            self._traces.update((t.trace_id, t) for t in find_traces(resolve_paths(run.inputs), wanted, cache=True))
         except (InputError, OSError):
             pass  # the span files moved, or the run's relative paths name nothing from here
         if self.paths and any(t not in self._traces for t in wanted):
@@ -138,7 +139,7 @@ class ReviewData:
 
 
 def _read_traces(paths: Sequence[str]) -> list[Trace]:
-    from evaltrace.collector.runfiles.reader import resolve_paths
+    from evaltrace.collector.otlp.files.inputs import resolve_paths
     from evaltrace.collector.traces.cache import traces_of
 
     return list(traces_of(resolve_paths(paths), histories=False, cache=True))
