@@ -160,15 +160,15 @@ def test_from_env_falls_back_to_openai_variables() -> None:
 
 def test_overrides_win_and_none_is_ignored(tmp_path: Path) -> None:
     env = {"EVALTRACE_JUDGE_MODEL": "from-env", "EVALTRACE_JUDGE_TIMEOUT": "30"}
-    s = JudgeSettings.from_env(
-        env, model="from-cli", timeout=None, concurrency=2, cache_dir=tmp_path, cache=False
-    )
+    s = JudgeSettings.from_env(env, model="from-cli", timeout=None, concurrency=2, cache_dir=tmp_path, cache=False)
     assert (s.model, s.timeout, s.concurrency, s.cache_dir, s.cache) == ("from-cli", 30.0, 2, tmp_path, False)
 
 
-def test_default_cache_dir(tmp_path: Path) -> None:
-    assert JudgeSettings.from_env({}).cache_dir == Path(".evaltrace-cache") / "judge"
-    assert JudgeSettings.from_env({"EVALTRACE_CACHE_DIR": str(tmp_path)}).cache_dir == tmp_path / "judge"
+def test_default_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path))
+    assert JudgeSettings.from_env({}).cache_dir is None
+    assert JudgeSettings.from_env({}).resolved_cache_dir() == tmp_path  # verdicts go to the cache root's judge/
+    assert JudgeSettings.from_env({}, cache_dir=tmp_path / "mine").resolved_cache_dir() == tmp_path / "mine"
 
 
 def test_malformed_value_names_the_variable_or_option() -> None:

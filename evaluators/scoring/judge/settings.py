@@ -31,9 +31,10 @@ from typing import Any, ClassVar, Self
 
 from pydantic import Field, PrivateAttr, SecretStr, field_validator
 
+from evaltrace.collector.cachedir import cache_root
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.network import is_loopback
-from evaltrace.collector.settings import Environment, EnvSettings, env
+from evaltrace.collector.settings import EnvSettings, env
 from evaltrace.evaluators.scoring.judge.client import ResponseFormat, display_url
 
 _OPENAI_HOST = "api.openai.com"
@@ -47,7 +48,7 @@ class JudgeSetupError(InputError):
 class JudgeSettings(EnvSettings):
     """How to reach the judge and how hard to try: options (by field name) over `EVALTRACE_JUDGE_*` variables.
 
-    Build it with `from_env`, which also applies the `OPENAI_API_KEY` rule and the cache's default.
+    Build it with `from_env`, which also applies the `OPENAI_API_KEY` rule.
     """
 
     label: ClassVar[str] = "judge setting"
@@ -91,7 +92,7 @@ class JudgeSettings(EnvSettings):
     samples: int = Field(default=1, ge=1, validation_alias=env("samples", "EVALTRACE_JUDGE_SAMPLES"))
     """Verdicts asked per question for a majority vote (each a separate, separately cached request)."""
     cache_dir: Path | None = Field(default=None, validation_alias=env("cache_dir", "EVALTRACE_JUDGE_CACHE_DIR"))
-    """Verdict cache folder; default `$EVALTRACE_CACHE_DIR/judge` or `.evaltrace-cache/judge`."""
+    """Cache root the verdicts are kept under, in its `judge/` (`None`: the cache root, `cachedir.cache_root`)."""
     cache: bool = Field(default=True, validation_alias=env("cache", "EVALTRACE_JUDGE_CACHE"))
     """Read and write the verdict cache."""
     response_format: ResponseFormat = Field(
@@ -139,8 +140,6 @@ class JudgeSettings(EnvSettings):
         """
         variables = os.environ if environ is None else environ
         values = cls.environment_values(variables)
-        if given.get("cache_dir") is None and "cache_dir" not in values:
-            values["cache_dir"] = judge_cache_default(Environment.environment_values(variables).get("cache_dir"))
         withheld = None
         if given.get("api_key") is None and "api_key" not in values and variables.get("OPENAI_API_KEY", "").strip():
             if _openai_key_allowed(given.get("base_url") or values.get("base_url"), variables.get("OPENAI_BASE_URL")):
@@ -152,10 +151,8 @@ class JudgeSettings(EnvSettings):
         return settings
 
     def resolved_cache_dir(self) -> Path:
-        """The cache folder, applying the default when none was set."""
-        if self.cache_dir is not None:
-            return self.cache_dir
-        return judge_cache_default(Environment.environment_values(None).get("cache_dir"))
+        """The cache root of the verdicts, applying the default when none was set."""
+        return self.cache_dir if self.cache_dir is not None else cache_root()
 
     def require_usable(self) -> None:
         """Stop here when the judge cannot be asked as configured (`missing` says why).
@@ -206,11 +203,6 @@ class JudgeSettings(EnvSettings):
             f" ({self._withheld_key} was not sent: it goes only to OPENAI_BASE_URL or https://{_OPENAI_HOST}; "
             "set EVALTRACE_JUDGE_API_KEY for this judge)"
         )
-
-
-def judge_cache_default(cache_dir: str | None) -> Path:
-    """The verdict cache's default folder under `EVALTRACE_CACHE_DIR` (else `.evaltrace-cache`)."""
-    return Path(cache_dir or ".evaltrace-cache") / "judge"
 
 
 def _openai_key_allowed(base_url: Any, openai_base_url: str | None) -> bool:
