@@ -12,7 +12,8 @@ Root. `cache_root()`: `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, e
 Privacy. The entries hold recorded content and verdicts and are read back as evaltrace wrote them,
 so the root must be the user's alone: `private_root` creates it with mode 0700 and checks an
 existing one before each use. A root owned by another user, or one that group or others may write,
-is not used (a warning names it; the users go on without their cache). One that group or others
+is not used (a warning names it, once per process; the users go on without their cache): whoever
+can write it decides what is scored. One that group or others
 may only read (earlier versions created it 0755) is made 0700, with a warning saying so. No entry
 holds a secret: what keys an entry is what its user passes to `entry_key`.
 
@@ -78,12 +79,10 @@ def cache_root() -> Path:
 
 
 def private_root(root: Path | None = None) -> Path | None:
-    """The root (`root`, else `cache_root()`), created 0700 if missing; `None` when it must not be used.
+    """The root (`root`, else `cache_root()`), created 0700; `None` when it must not be used (see Privacy above).
 
-    `None` (with a one-line warning, once per process) when the folder belongs to another user or
-    group or others may write it: whoever can write it decides what is scored. A folder only
-    group or others may read is made 0700 (a warning says so). A folder that cannot be created is
-    returned all the same: its users log that they cannot write there and go on without it.
+    A root that cannot be created is returned all the same: its users log that they cannot write
+    there and go on without it.
     """
     folder = root if root is not None else cache_root()
     try:
