@@ -1,6 +1,6 @@
 """Rebuild agent traces (`Trace` records) from recorded spans, whatever instrumentation wrote them.
 
-Each span is classified by the first extractor in `DETECTION_ORDER` that recognises it (the
+Each span is classified by the first extractor in `conventions.CONVENTIONS` that recognises it (the
 convention is detected from the attributes present, never from a library name), the spans of a
 trace are arranged into a tree (children may arrive before parents, in any file), and `Trace`
 records are assembled from the tree by `_assemble.py` (its module docstring states what counts as
@@ -17,9 +17,9 @@ Typical use::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.collector.runfiles.spans import Span
@@ -27,7 +27,7 @@ from evaltrace.collector.traces._assemble import Assembler
 from evaltrace.collector.traces._normalized import NormalizedSpan
 from evaltrace.collector.traces._spanutil import span_error, span_label
 from evaltrace.collector.traces._tree import SpanTree, build_tree
-from evaltrace.collector.traces.conventions import adk, genai, openinference, openllmetry, structure
+from evaltrace.collector.traces.conventions import CONVENTIONS, Extractor
 from evaltrace.collector.traces.records import Conversation, Trace
 from evaltrace.collector.traces.version import CONVERTER_VERSION as CONVERTER_VERSION  # defined there, bumped there
 
@@ -41,31 +41,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-Extractor = Callable[[Span], NormalizedSpan | None]
-
-DETECTION_ORDER: Final[tuple[Extractor, ...]] = (
-    openinference.extract,
-    openllmetry.extract,
-    genai.extract,
-    genai.extract_events,
-    genai.extract_pydantic_ai,
-    adk.extract,
-    structure.extract,
-)
-"""Extractors in the order they are tried (most specific first):
-OpenInference, OpenLLMetry, GenAI v1.37+, GenAI per-message events, pydantic-ai's own
-attributes, Google ADK's vendor content attributes, then bare `gen_ai.operation.name`
-structure. The first that returns a result wins. A new convention is one module in
-`conventions/` and one entry here."""
-
-
 def _label(extract: Extractor) -> str:
     return f"{extract.__module__}:{extract.__name__}"
 
 
 def classify(span: Span) -> NormalizedSpan:
     """What `span` is, per the first extractor that recognises it; `other` when none does."""
-    for extract in DETECTION_ORDER:
+    for extract in CONVENTIONS.values():
         try:
             found = extract(span)
         except Exception as exc:  # one malformed span must not make a whole run unreadable
