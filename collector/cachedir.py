@@ -53,6 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from evaltrace.collector.settings import Environment
+
 logger = logging.getLogger("evaltrace")
 
 CACHE_DIR_ENV: Final = "EVALTRACE_CACHE_DIR"
@@ -70,9 +72,10 @@ _unpruned: list[int | None] = [None]
 
 def cache_root() -> Path:
     """The root: `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else `~/.cache/evaltrace`."""
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        return Path(configured).expanduser()
+    configured = Environment.from_env().cache_dir
+    if configured is not None:
+        return configured.expanduser()
+    # XDG_CACHE_HOME is the XDG base-directory specification's, not evaltrace's: read as every XDG tool reads it.
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
     return base / "evaltrace"

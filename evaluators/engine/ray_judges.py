@@ -79,7 +79,6 @@ if TYPE_CHECKING:
     from evaltrace.evaluators.engine._routers import SampleSpill
     from evaltrace.evaluators.engine.scoring import ScoreOptions
 
-ACTORS_ENV = "EVALTRACE_RAY_JUDGE_ACTORS"
 CPUS_PER_JUDGE_ACTOR = 2
 MAX_DEFAULT_JUDGE_ACTORS = 8
 _ACTOR_NAME = "evaltrace-judge-{index}"
