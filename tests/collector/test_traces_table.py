@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from readme_blocks import sql_block
 
-from evaltrace.collector import resolve_paths
+from evaltrace.collector import cachedir, resolve_paths
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.collector.traces import cache
 from evaltrace.collector.traces.rebuild import read_traces
@@ -497,20 +497,9 @@ def test_clear_cache_says_what_it_removed(runs: list[Path], tmp_path: Path) -> N
     list(cache.cached_traces(runs, root=root))
     list(cache.cached_traces(runs, histories=False, root=root))
     size = sum(p.stat().st_size for p in _tables(root))
-    assert cache.clear_cache(root) == cache.Removed(files=2, bytes=size)
-    assert cache.clear_cache(root) == cache.Removed(files=0, bytes=0)
-    assert cache.clear_cache(tmp_path / "never") == cache.Removed(files=0, bytes=0)
-
-
-def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "mine"))
-    assert cache.traces_folder() == tmp_path / "mine" / "traces"
-    monkeypatch.delenv("EVALTRACE_CACHE_DIR")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache.cache_root() == tmp_path / "xdg" / "evaltrace"
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # the XDG spec says to ignore a relative path
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert cache.cache_root() == tmp_path / "home" / ".cache" / "evaltrace"
+    assert cachedir.clear(root)["traces"] == cachedir.Removed(entries=2, bytes=size)
+    assert cachedir.clear(root)["traces"] == cachedir.Removed(entries=0, bytes=0)
+    assert set(cachedir.clear(tmp_path / "never").values()) == {cachedir.Removed(entries=0, bytes=0)}
 
 
 def test_the_table_on_disk_is_the_documented_schema(runs: list[Path], tmp_path: Path) -> None:
