@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -31,11 +32,15 @@ def env(field: str, *variables: str) -> AliasChoices:
     return AliasChoices(field, *variables)
 
 
+_ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("evaltrace_settings_environ", default=None)
+"""The variables `from_env` was given, for the source it builds the model with (else `os.environ`)."""
+
+
 class _Environment(EnvSettingsSource):
     """The environment (or a given mapping), names matched exactly, blank values left out."""
 
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str] | None = None) -> None:
-        self._environ = os.environ if environ is None else environ
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
         super().__init__(settings_cls, case_sensitive=True)
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
@@ -63,8 +68,14 @@ class EnvSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Options, then the environment: no `.env` or secrets files are read."""
-        return init_settings, _Environment(settings_cls)
+        """Options, then (inside `from_env` only) the environment; no `.env` or secrets files are read.
+
+        Outside `from_env` a model is what it is given: `model_validate(fields)` of settings handed over
+        (as to Ray's judge actors) must not take a key from the receiving process's environment.
+        """
+        if _ENVIRON.get() is None:
+            return (init_settings,)
+        return init_settings, _Environment(settings_cls, _ENVIRON.get() or {})
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> Self:
@@ -74,36 +85,35 @@ class EnvSettings(BaseSettings):
             InputError: a value is malformed; the message names its variable or option.
             TypeError: a keyword is not a field (a programming error).
         """
-        return cls.validated(cls.environment_values(environ), given, environ)
-
-    @classmethod
-    def environment_values(cls, environ: Mapping[str, str] | None) -> dict[str, Any]:
-        """The fields set by `environ` (`os.environ` when `None`), by field name."""
-        return dict(_Environment(cls, environ)())
-
-    @classmethod
-    def validated(cls, values: dict[str, Any], given: Mapping[str, Any], environ: Mapping[str, str] | None) -> Self:
-        """`values` with `given` over them, validated; errors name the variable or option (see `from_env`)."""
         unknown = sorted(set(given) - set(cls.model_fields))
         if unknown:
             raise TypeError(f"unknown {cls.label} {unknown[0]!r}; valid: {', '.join(sorted(cls.model_fields))}")
         chosen = {name: value for name, value in given.items() if value is not None}
+        variables = os.environ if environ is None else environ
+        token = _ENVIRON.set(variables)
         try:
-            return cls.model_validate({**values, **chosen})
+            return cls(**chosen)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = str(first["loc"][0]) if first["loc"] else ""
-            where = cls._origin(field, field in chosen, os.environ if environ is None else environ)
-            if field in cls.hints and field not in chosen:
-                raise InputError(f"{where}={values[field]!r}: {cls.hints[field]}") from None
-            raise InputError(f"{cls.label} {where}: {first['msg']}") from None
+            raise cls._input_error(exc, chosen, variables) from None
+        finally:
+            _ENVIRON.reset(token)
 
     @classmethod
-    def _origin(cls, field: str, given: bool, environ: Mapping[str, str]) -> str:
+    def environment_values(cls, environ: Mapping[str, str] | None) -> dict[str, Any]:
+        """The fields `environ` (`os.environ` when `None`) sets, by field name, as read (not validated)."""
+        return dict(_Environment(cls, os.environ if environ is None else environ)())
+
+    @classmethod
+    def _input_error(cls, exc: ValidationError, given: Mapping[str, Any], environ: Mapping[str, str]) -> InputError:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
         info = cls.model_fields.get(field)
-        if given or info is None:
-            return cls.options.get(field, f"{field}=")
-        return next((name for name in _variables(info) if environ.get(name, "").strip()), field)
+        if field in given or info is None:
+            return InputError(f"{cls.label} {cls.options.get(field, f'{field}=')}: {first['msg']}")
+        variable = next((name for name in _variables(info) if environ.get(name, "").strip()), field)
+        if field in cls.hints:
+            return InputError(f"{variable}={environ.get(variable, '').strip()!r}: {cls.hints[field]}")
+        return InputError(f"{cls.label} {variable}: {first['msg']}")
 
 
 def _variables(info: FieldInfo) -> list[str]:

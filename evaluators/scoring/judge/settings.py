@@ -140,13 +140,14 @@ class JudgeSettings(EnvSettings):
         """
         variables = os.environ if environ is None else environ
         values = cls.environment_values(variables)
+        given = dict(given)
         withheld = None
         if given.get("api_key") is None and "api_key" not in values and variables.get("OPENAI_API_KEY", "").strip():
             if _openai_key_allowed(given.get("base_url") or values.get("base_url"), variables.get("OPENAI_BASE_URL")):
-                values["api_key"] = variables["OPENAI_API_KEY"]
+                given["api_key"] = variables["OPENAI_API_KEY"]
             else:
                 withheld = "OPENAI_API_KEY"
-        settings = cls.validated(values, given, variables)
+        settings = super().from_env(variables, **given)
         settings._withheld_key = withheld
         return settings
 
