@@ -34,6 +34,8 @@ _CONTENT_OFF: dict[str, tuple[str, ...]] = {
 
 
 def _env(name: str) -> str:
+    """A variable as set, stripped: read raw, not through collector/settings.py, to report a bad value."""
+    # `doctor` diagnoses the recorder's and OTel's variables: a malformed one is a problem it lists, not a stop.
     return os.environ.get(name, "").strip()
 
 
@@ -141,7 +143,10 @@ def check_events_recorded(logs_exporters: str) -> Check:
     except PackageNotFoundError:
         return Check("events", "ok", "no installed instrumentation sends content as log records only")
     names = {n.strip() for n in logs_exporters.split(",") if n.strip()}
-    on_spans = _env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT").upper() in ("SPAN_ONLY", "SPAN_AND_EVENT")
+    on_spans = _env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT").upper() in (
+        "SPAN_ONLY",
+        "SPAN_AND_EVENT",
+    )
     if "evaltrace" in names or on_spans:
         return Check("events", "ok", f"{_EVENTS_PACKAGE} {events_version}: its message content will be recorded")
     msg = f"{_EVENTS_PACKAGE} sends message content as log records (GenAI events), and OTEL_LOGS_EXPORTER"

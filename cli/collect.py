@@ -137,6 +137,7 @@ def _config(
         return ReceiverConfig(
             http=parse_address(http, "--http"),
             grpc=parse_address(grpc, "--grpc"),
+            # The recorder's variable, read as the exporter reads it (collector/record/exporter.py).
             directory=directory or Path(os.environ.get("EVALTRACE_DIR") or "runs"),
             run_id=run_id,
             token=SecretStr(token) if token is not None else None,

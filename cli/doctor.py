@@ -22,7 +22,7 @@ from typing import Annotated
 import typer
 
 from evaltrace.cli import _options as opt
-from evaltrace.cli._doctor_genai import genai_checks
+from evaltrace.cli._doctor_genai import _env, genai_checks
 from evaltrace.collector.errors import EvaltraceError
 from evaltrace.collector.terminal import inline
 from evaltrace.collector.traces.diagnose import Check
@@ -34,10 +34,6 @@ _OTLP_BY_PROTOCOL = {"grpc": "otlp_proto_grpc", "http/protobuf": "otlp_proto_htt
 
 def _group(name: str) -> list[EntryPoint]:
     return list(entry_points(group=name))
-
-
-def _env(name: str) -> str:
-    return os.environ.get(name, "").strip()
 
 
 def check_exporter_entry_point() -> Check:

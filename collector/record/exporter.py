@@ -53,6 +53,9 @@ def latest_span_run_id() -> str | None:
     return _latest_span_run_id
 
 
+# The recorder reads its variables here, not through collector/settings.py: it runs in the application's
+# process (often via the OTel configurator), where a bad value must be logged and the default used, never
+# raised (recording must not crash the application), and where pydantic-settings would add to its import time.
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name, "").strip()
     try:

@@ -96,6 +96,7 @@ class RedactionSettings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RedactionSettings:
         """Read `EVALTRACE_REDACT_*` and `EVALTRACE_CAPTURE_CONTENT`, logging (not raising) bad values."""
+        # In the application's process, like the exporter's variables: logged, never raised, so not settings.py.
         env = os.environ if environ is None else environ
         keys = tuple(k.strip() for k in env.get("EVALTRACE_REDACT_KEYS", "").split(",") if k.strip())
         return cls(
