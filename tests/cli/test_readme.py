@@ -99,3 +99,27 @@ def test_the_record_and_score_example_runs_as_written(tmp_path: Path, app: str, 
     assert done[1].rstrip().endswith("1 trace") and "What is 2 + 2?" in done[1], done[1]
     assert "Gate PASSED" in done[2], done[2]
     assert "1 passed" in done[2] or "1/1" in done[2], done[2]
+
+
+def _documented_specs() -> list[str]:
+    """Every spec the docs show: whole ```yaml specs, and `expect:` fragments put into a case of their own."""
+    specs = []
+    for block in re.findall(r"```yaml\n(.*?)```", docs_text(), re.DOTALL):
+        if block.startswith("    expect:"):  # a case's `expect`, as in "Steps validators"
+            specs.append("cases:\n  - id: fragment\n    input: a question\n" + block)
+        elif re.search(r"^cases:", block, re.MULTILINE):
+            specs.append(block)
+    return specs
+
+
+def test_the_docs_show_specs() -> None:
+    assert len(_documented_specs()) >= 4  # the README's and Getting started's, the spec and the steps fragment
+
+
+@pytest.mark.parametrize("spec", _documented_specs())
+def test_every_documented_spec_is_valid(tmp_path: Path, spec: str) -> None:
+    # A spec the docs show is one `evaltrace score` accepts: it scores (gate passed or failed), never exit 2.
+    (tmp_path / "spec.yaml").write_text(spec, encoding="utf-8")
+    done = evaltrace("score", REPO / "samples" / "runs", "--spec", "spec.yaml", "--no-store", cwd=tmp_path)
+    assert done.returncode in (0, 1) and "Error:" not in done.stderr, done.stderr
+    assert "Gate PASSED" in done.stdout or "Gate FAILED" in done.stdout, done.stdout

@@ -88,3 +88,34 @@ def test_recipe_records_the_whole_run(name: str, tmp_path: Path) -> None:
     assert len(trace["iterations"]) == 2
     listing = outputs[-1].stdout  # `evaltrace traces runs`: the table a user reads
     assert trace["trace_id"][:8] in listing and QUESTION in listing and listing.rstrip().endswith("1 trace")
+
+
+def test_the_run_files_queries_read_a_recording(tmp_path: Path) -> None:
+    # docs/runs.md's DuckDB queries, as written (relative paths read from the recording's folder):
+    # usage per model over the openai recipe's span files, and log records an app emitted through
+    # the OTel logs API (the openai extra's openai-v2 puts content on its spans, not in log records).
+    import duckdb
+    from readme_blocks import sql_block
+
+    recipe = RECIPES["openai"]
+    (tmp_path / "app.py").write_text(recipe.app, encoding="utf-8")
+    (tmp_path / "events.py").write_text(EVENTS_APP, encoding="utf-8")
+    with FakeLLM([tool_turn(call("get_weather", {"city": "Paris"})), text_turn(ANSWER)]) as llm:
+        run_lines([*recipe.run_lines()[:1], "python events.py"], tmp_path, user_env(llm))
+        input_tokens = llm.total_usage()[0]
+    queries = [q for q in sql_block("gen_ai_request_model").split(";") if q.strip()]
+    connection = duckdb.connect()
+    connection.execute(f"SET file_search_path = '{tmp_path}'")
+    assert connection.sql(queries[0]).fetchall() == [("gpt-4o-mini", input_tokens)]
+    assert connection.sql(queries[1]).fetchall() == [("gen_ai.user.message", 2)]
+
+
+EVENTS_APP = """
+from opentelemetry._logs import LogRecord, get_logger
+
+from evaltrace.collector import record
+
+record()
+for text in ("hi", "bye"):
+    get_logger("app").emit(LogRecord(event_name="gen_ai.user.message", body={"content": text}))
+"""
