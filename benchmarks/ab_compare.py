@@ -11,7 +11,7 @@ PYTHONPATH ahead of the installed package (each process reports which code it ra
 
 Stages (on the scoring benchmark's cached dataset, see `bench_scoring.py`):
 `read` = `reader.iter_traces`; `rebuild` = `convert.read_traces(histories=False)`;
-`score` = read, rebuild and score with the spec in one process (`engine.score_paths_to`).
+`score` = read, rebuild and score with the spec in one process (`scoring.score`).
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ memory high-water mark of one stage never leak into another:
 - `read`: `reader.iter_traces` (two-pass streaming read, dedup, grouping by trace);
 - `rebuild`: `convert.read_traces` (the above plus span tree, classification, `Trace` records)
   as scoring calls it for this spec: no scorer reads the prompts, so `histories=False`;
-- `score`: `engine.score_paths_to` with `ScoreOptions(workers=1)` with the spec, streaming the entries to a
+- `score`: `scoring.score` with `ScoreOptions(workers=1)` with the spec, streaming the entries to a
   JSON file through `ReportWriter`, all in one process;
-- `sharded`: `engine.score_paths_to(...)` with one worker process per CPU (`--workers N` of
+- `sharded`: `scoring.score(...)` with one worker process per CPU (`--workers N` of
   `evaltrace score`), each reading, rebuilding and scoring one shard of the traces;
 - `cli` (largest size only): `evaltrace score DIR --spec SPEC --json FILE` itself (auto workers).
 
@@ -97,7 +97,7 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
             traces += 1
             spans += trace.span_count
     elif stage == "sharded":
-        from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+        from evaltrace.evaluators.engine.scoring import ScoreOptions, score
         from evaltrace.evaluators.engine.shards import available_cpus
         from evaltrace.evaluators.results.report.json_writer import ReportWriter
         from evaltrace.evaluators.scoring.spec.loader import load_spec
@@ -105,17 +105,17 @@ def measure(stage: str, runs: Path, spec: Path) -> dict[str, Any]:
         workers = available_cpus()
         with ReportWriter(str(runs.parent / "report-sharded.json")) as writer:
             options = ScoreOptions(paths=(str(runs),), workers=workers)
-            run = score_paths_to([str(runs)], load_spec(spec), options, writer)
+            run = score([str(runs)], load_spec(spec), options, writer)
             writer.finish(run.report)
         traces = run.report.counts.traces
     else:
-        from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+        from evaltrace.evaluators.engine.scoring import ScoreOptions, score
         from evaltrace.evaluators.results.report.json_writer import ReportWriter
         from evaltrace.evaluators.scoring.spec.loader import load_spec
 
         with ReportWriter(str(runs.parent / "report.json")) as writer:
             options = ScoreOptions(paths=(str(runs),), workers=1)
-            run = score_paths_to([str(runs)], load_spec(spec), options, writer)
+            run = score([str(runs)], load_spec(spec), options, writer)
             writer.finish(run.report)
         traces = run.report.counts.traces
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
@@ -193,7 +193,7 @@ def scoring_alone(traces: int, seed: int, rounds: int, *, timeout_ab: bool = Fal
     """CPU seconds of rule scoring alone: the traces are rebuilt first and kept in memory.
 
     What is left of the time budget once reading and rebuilding cost nothing: the same engine
-    call as the `score` stage (`score_traces_to` with the spec, entries streamed to a JSON report)
+    call as the `score` stage (`score` with the spec, entries streamed to a JSON report)
     over an in-memory list. The list is built before timing and frozen out of the cyclic GC's
     scans, which a streaming run never pays for either.
     """
@@ -201,7 +201,7 @@ def scoring_alone(traces: int, seed: int, rounds: int, *, timeout_ab: bool = Fal
 
     from evaltrace.collector import resolve_paths
     from evaltrace.collector.traces.rebuild import read_traces
-    from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces_to
+    from evaltrace.evaluators.engine.scoring import ScoreOptions, score
     from evaltrace.evaluators.results.report.json_writer import ReportWriter
     from evaltrace.evaluators.scoring.spec.loader import load_spec
 
@@ -217,7 +217,7 @@ def scoring_alone(traces: int, seed: int, rounds: int, *, timeout_ab: bool = Fal
         options = ScoreOptions(paths=(str(runs),)) if limited else ScoreOptions(paths=(str(runs),), scorer_timeout=None)
         started = time.process_time()
         with ReportWriter(str(runs.parent / "report-alone.json")) as writer:
-            run = score_traces_to(built, spec, options, writer)
+            run = score(built, spec, options, writer)
             writer.finish(run.report)
         cpu = time.process_time() - started
         label = (" with the time limit" if limited else " without it") if timeout_ab else ""

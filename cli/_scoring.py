@@ -127,11 +127,13 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     """Score the traces in `paths`, write the report and the summary, and exit 1 when the gate fails."""
     # Imported here so that other commands start without the scoring machinery.
     from evaltrace.collector.otlp.files.inputs import resolve_paths
-    from evaltrace.evaluators.engine.engines import READS_URIS, engine_named
+    from evaltrace.evaluators.engine.engines import ENGINES, READS_URIS
+    from evaltrace.evaluators.engine.scoring import score
     from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
     from evaltrace.evaluators.results.report.terminal import render_summary
+    from evaltrace.evaluators.results.report.writer import Discard
 
-    engine = engine_named(scoring.engine)  # an unknown name stops us before any scoring
+    ENGINES.check(scoring.engine)  # an unknown name stops us before any scoring
     reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path)
     baseline = baseline_side(scoring.baseline, scoring.store)  # a bad REF stops us before any scoring
     compare_options = _compare_options(scoring)
@@ -157,7 +159,8 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         # `--json -` on a terminal: the report's lines and the bar would share the screen.
         shown = not (json_path == "-" and _stdout_is_terminal())
         with progress_bar("scoring", "traces", lambda: _count_traces(files), shown=shown) as progress:
-            run = engine(files, loaded, dataclasses.replace(options, progress=progress), writer)
+            options = dataclasses.replace(options, progress=progress)
+            run = score(files, loaded, options, writer if writer is not None else Discard(), engine=scoring.engine)
         if writer is not None:
             writer.finish(run.report)
     finally:

@@ -119,15 +119,18 @@ class Registry(Generic[T]):
             InputError: (the registry's `error`) no such name: the message names the kind, the closest name
                 and every valid choice; also an installed plugin that does not load.
         """
+        self.check(name)
+        return self._resolve(name, self._entries[name])
+
+    def check(self, name: str) -> None:
+        """Raise `get`'s error for a name that is not registered, importing nothing (options checked early)."""
         self.load_plugins()
-        found = self._entries.get(name)
-        if found is None:
+        if name not in self._entries:
             choices = self.names()
             raise self._error(
                 f"Unknown {self.kind} {name!r}{did_you_mean(name, choices)}. Valid choices: {', '.join(choices)}"
                 f"{self._hint}"
             )
-        return self._resolve(name, found)
 
     def __contains__(self, name: object) -> bool:
         self.load_plugins()

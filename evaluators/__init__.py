@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING
 from evaltrace.collector.lazy import lazy_package
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators.engine.engines import score_paths_with as score_paths_with
+    from evaltrace.evaluators.engine.scoring import ScoredRun as ScoredRun
     from evaltrace.evaluators.engine.scoring import ScoreOptions as ScoreOptions
-    from evaltrace.evaluators.engine.scoring import score_paths_to as score_paths_to
-    from evaltrace.evaluators.engine.scoring import score_traces as score_traces
-    from evaltrace.evaluators.engine.scoring import score_traces_to as score_traces_to
+    from evaltrace.evaluators.engine.scoring import ascore as ascore
+    from evaltrace.evaluators.engine.scoring import score as score
     from evaltrace.evaluators.results.report.json_writer import ReportWriter as ReportWriter
     from evaltrace.evaluators.results.report.json_writer import write_report as write_report
     from evaltrace.evaluators.results.report.model import EntryResult as EntryResult

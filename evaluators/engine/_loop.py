@@ -1,6 +1,6 @@
 """The scoring loop: traces in, jobs routed and awaited, results parked on the spill.
 
-Shared by the one-process engine (`engine.ascore_traces_to`) and by each worker process of a
+Shared by the one-process engine (`scoring.score` and `ascore`) and by each worker process of a
 sharded run (`shards.py`); held conversations are scored separately by `score_held`, since in a
 sharded run they are only complete once every worker has handed its share over.
 """

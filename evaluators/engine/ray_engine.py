@@ -317,32 +317,27 @@ def score_paths_ray(
     spec: LoadedSpec | None,
     options: ScoreOptions,
     sink: EntrySink | None,
-    *,
-    address: str | None = None,
-    shards: int | None = None,
 ) -> ScoredRun:
-    """`scoring.score_paths_to` on a Ray cluster: the same report, entry for entry.
+    """`scoring.score_files` on a Ray cluster (`--engine ray`): the same report, entry for entry.
 
     Args:
         paths: files, folders, globs or URIs, as the CLI takes them (read by every node at the same path),
             or the `RunFiles` they resolved to (with `uris=True`).
         spec: the loaded spec, or `None` for the reference-free defaults.
-        options: as for `score_paths_to`.
+        options: as for `score_files`; `ray_address` is the cluster (`ray://HOST:PORT`, `HOST:PORT`,
+            `auto`; `None`: `RAY_ADDRESS`, else a Ray started for this run on this machine), `workers`
+            the tasks to split the traces into (`None`: `SHARDS_PER_CPU` per CPU of the cluster).
         sink: where the entries go, in report order.
-        address: the cluster (`ray://HOST:PORT`, `HOST:PORT`, `auto`); `None`: `RAY_ADDRESS`, else
-            a Ray started for this run on this machine.
-        shards: tasks to split the traces into; `None`: `SHARDS_PER_CPU` per CPU of the cluster.
 
     Raises:
-        InputError: as `score_paths_to`; also Ray missing or unreachable, or judges not set up on the cluster.
+        InputError: as `score_files`; also Ray missing or unreachable, or judges not set up on the cluster.
     """
     from evaltrace.collector.otlp.files.inputs import resolve_paths
     from evaltrace.collector.runfiles.reader import recording_losses
     from evaltrace.evaluators.engine.scoring import _finish, new_run
     from evaltrace.evaluators.scoring.scorers.base import reads_histories
 
-    if shards is not None and shards < 1:
-        raise ValueError(f"shards must be at least 1, not {shards}")
+    address, shards = options.ray_address, options.workers
     files = resolve_paths(paths, uris=True).locations  # the CLI's RunFiles (resolved with uris) as they are
     router, stats = new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)

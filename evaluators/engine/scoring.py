@@ -13,12 +13,13 @@ are ignored.
 Streaming. Traces are consumed one at a time and scored as they arrive; `Trace` objects are not
 kept. Each sample's result is parked as JSON on a temporary file (`_spill.py`) as soon as it is
 scored, since entries list samples by start time, known only once the input has ended; then
-`score_traces_to` sends the entries in order to a sink (`ReportWriter` streams them to the JSON
+`score` sends the entries in order to a sink (`ReportWriter` streams them to the JSON
 report) while only counts, pass rates, durations (8 bytes per trace each) and the summary's first
 failing entries stay in memory. Memory is thus bounded by a batch of traces plus a small index row
 per sample. The exception is a spec with multi-turn cases: traces that may belong to a
 conversation are held until the input ends, since a conversation's traces arrive in any order.
-`score_traces` collects the entries into the returned `Report` instead (small runs, tests, API).
+Without a sink, `score` collects the entries into the returned report instead (small runs, tests, API).
+`score` is the one synchronous entry (span files on an engine, or `Trace` records), `ascore` the async one.
 
 Without a spec, every trace is an entry scored by the reference-free defaults.
 """
@@ -26,13 +27,14 @@ Without a spec, every trace is an entry scored by the reference-free defaults.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fnmatch
 import os
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version as dist_version
-from typing import Any
+from typing import Any, cast
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.gc_policy import bulk_collections, collections_paused
@@ -41,6 +43,7 @@ from evaltrace.evaluators.engine._loop import Router, score_held, score_stream
 from evaltrace.evaluators.engine._routers import SpecRouter, Totals, TraceRouter
 from evaltrace.evaluators.engine._routers import normalize_input as normalize_input  # public, kept importable here
 from evaltrace.evaluators.engine._spill import Spill
+from evaltrace.evaluators.engine.engines import DEFAULT_ENGINE, ENGINES
 from evaltrace.evaluators.engine.sample import RunStats, judge_session_for
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT, scorer_time_limit
 from evaltrace.evaluators.results.report.model import (
@@ -132,60 +135,98 @@ def _describe_selection(options: ScoreOptions) -> str:
     return " ".join(parts + [f"--case {c}" for c in options.cases]) or "all cases"
 
 
-def score_traces(traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions | None = None) -> Report:
-    """Score traces (against a spec's cases, or by the reference-free defaults) and gate.
-
-    The whole report, entries included, is returned in memory; `score_traces_to` streams the
-    entries instead, for runs too large to hold.
-
-    Args:
-        traces: the traces, consumed once, one at a time.
-        spec: the loaded spec, or `None` to score every trace with the defaults.
-        options: threshold override, selection, report inputs, judge overrides.
-
-    Returns:
-        The report, with the gate's verdict in `passed`.
-
-    Raises:
-        InputError: the selection keeps no case, or there was no trace to score without a spec.
-    """
-    sink = EntryList()
-    run = score_traces_to(traces, spec, options, sink)
-    return run.report.model_copy(update={"entries": sink.entries})
-
-
-async def ascore_traces(traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions) -> Report:
-    """Async twin of `score_traces`, for callers already in an event loop."""
-    sink = EntryList()
-    run = await ascore_traces_to(traces, spec, options, sink)
-    return run.report.model_copy(update={"entries": sink.entries})
-
-
 @dataclass(frozen=True)
 class ScoredRun:
-    """A run scored by `score_traces_to`: the report without its entries, and what the summary lists."""
+    """A scored run: the report and what the terminal summary lists."""
 
     report: Report
-    """Everything but `entries` (empty here: they went to the sink)."""
+    """The report; its `entries` are empty when they went to a sink."""
     digest: FailureDigest
     """The failing and missing entries the terminal summary lists."""
 
 
-def score_traces_to(
-    traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions | None, sink: EntrySink | None
+def score(
+    source: Iterable[Trace] | Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    spec: LoadedSpec | None = None,
+    options: ScoreOptions | None = None,
+    sink: EntrySink | None = None,
+    *,
+    engine: str = DEFAULT_ENGINE,
 ) -> ScoredRun:
-    """Score traces like `score_traces`, streaming the entries to `sink` instead of keeping them.
+    """Score traces (against a spec's cases, or by the reference-free defaults) and gate.
 
-    Memory stays bounded by a batch of traces: each sample's result is parked on disk as soon as
-    it is scored (see `_spill.py`), and only counts, durations and the summary's failing entries
-    stay in memory. Multi-turn specs still hold conversation traces until the input ends.
+    Args:
+        source: span files (files, folders, globs, as the CLI takes them, or the `RunFiles` they
+            resolved to), scored on `engine`; or `Trace` records, consumed once, one at a time,
+            scored in this process.
+        spec: the loaded spec, or `None` to score every trace with the defaults.
+        options: threshold override, selection, processes, report inputs, judge overrides.
+        sink: where the entries go, in report order, streamed (memory stays bounded); `None`
+            keeps them in the returned report's `entries` (small runs, tests).
+        engine: `local` or `ray` (`engines.ENGINES`), for span files.
+
+    Returns:
+        The report, with the gate's verdict in `passed`, and the summary's failing entries.
 
     Raises:
-        InputError: the selection keeps no case, or there was no trace to score without a spec.
+        InputError: an unknown engine; a path names nothing or a file is unreadable; the
+            selection keeps no case; there was no trace to score without a spec.
     """
     options = options or ScoreOptions()
+    kept = EntryList() if sink is None else None
+    paths = _paths_in(source)
+    if paths is not None:
+        run = ENGINES.get(engine)(paths, spec, options, sink if sink is not None else kept)
+    else:
+        _in_process(engine)
+        router, stats = new_run(spec, options)
+        traces = cast("Iterable[Trace]", source)
+        run = _run_sync(_ascore(traces, router, stats, spec, options, sink if sink is not None else kept))
+    return _with_entries(run, kept)
+
+
+async def ascore(
+    source: Iterable[Trace] | Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    spec: LoadedSpec | None = None,
+    options: ScoreOptions | None = None,
+    sink: EntrySink | None = None,
+    *,
+    engine: str = DEFAULT_ENGINE,
+) -> ScoredRun:
+    """`score` for callers already in an event loop.
+
+    Traces are scored in the caller's loop (judges share it), span files in a worker thread (their
+    engines run event loops of their own).
+    """
+    if _paths_in(source) is not None:
+        return await asyncio.to_thread(score, source, spec, options, sink, engine=engine)
+    _in_process(engine)
+    options = options or ScoreOptions()
+    kept = EntryList() if sink is None else None
     router, stats = new_run(spec, options)
-    return _run_sync(_ascore(traces, router, stats, spec, options, sink))
+    traces = cast("Iterable[Trace]", source)
+    return _with_entries(await _ascore(traces, router, stats, spec, options, sink if sink is not None else kept), kept)
+
+
+def _paths_in(source: object) -> Sequence[str | os.PathLike[str]] | None:
+    """The span files `source` names (a path, or a sequence of them), or `None` for `Trace` records."""
+    if isinstance(source, (str, os.PathLike)):
+        return [source]
+    if isinstance(source, Sequence) and all(isinstance(item, (str, os.PathLike)) for item in source):
+        return source
+    return None
+
+
+def _in_process(engine: str) -> None:
+    ENGINES.get(engine)  # an unknown name is that error, not this one
+    if engine != DEFAULT_ENGINE:
+        raise InputError(f"engine {engine!r} scores span files; Trace records are scored in this process (local)")
+
+
+def _with_entries(run: ScoredRun, kept: EntryList | None) -> ScoredRun:
+    if kept is None:
+        return run
+    return dataclasses.replace(run, report=run.report.model_copy(update={"entries": kept.entries}))
 
 
 def _run_sync(job: Coroutine[Any, Any, ScoredRun]) -> ScoredRun:
@@ -199,14 +240,6 @@ def _run_sync(job: Coroutine[Any, Any, ScoredRun]) -> ScoredRun:
 
     asyncio.run(main())
     return runs[0]
-
-
-async def ascore_traces_to(
-    traces: Iterable[Trace], spec: LoadedSpec | None, options: ScoreOptions, sink: EntrySink | None
-) -> ScoredRun:
-    """Async twin of `score_traces_to`."""
-    router, stats = new_run(spec, options)
-    return await _ascore(traces, router, stats, spec, options, sink)
 
 
 async def _ascore(
@@ -225,28 +258,19 @@ async def _ascore(
         return _finish(router, stats, spill, spec, options, sink, judge)
 
 
-def score_paths_to(
-    paths: Iterable[str | os.PathLike[str]],
+def score_files(
+    paths: Sequence[str | os.PathLike[str]],
     spec: LoadedSpec | None,
-    options: ScoreOptions | None = None,
-    sink: EntrySink | None = None,
+    options: ScoreOptions,
+    sink: EntrySink | None,
 ) -> ScoredRun:
-    """Read span files and score their traces like `score_traces_to`, on several cores if it pays.
+    """The `local` engine: read span files and score their traces, on several cores if it pays.
 
     With more than one worker, each of `options.workers` forked processes reads, rebuilds and scores one
     shard of the traces (see `shards.py`); the report is the one a single process would write.
     With `options.cache`, traces come through the traces cache (each worker caches its shard).
-
-    Args:
-        paths: files, folders or globs, as the CLI takes them, or the `RunFiles` they resolved to.
-        spec: the loaded spec, or `None` for the reference-free defaults.
-        options: as for `score_traces_to`; `options.workers` processes (`None` picks one per CPU
-            for large runs; runs with judge scorers, and platforms other than Linux, use one).
-        sink: where the entries go, in report order.
-
-    Raises:
-        InputError: a path names nothing or a file is unreadable; the selection keeps no case;
-            there was no trace to score without a spec.
+    `options.workers` `None` picks one per CPU for large runs; runs with judge scorers, and
+    platforms other than Linux, use one. The rest is `score`'s.
     """
     from evaltrace.collector.otlp.files.inputs import resolve_paths
     from evaltrace.collector.runfiles.reader import recording_losses
@@ -254,7 +278,8 @@ def score_paths_to(
     from evaltrace.evaluators.engine import shards
     from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
-    options = options or ScoreOptions()
+    if options.ray_address is not None:
+        raise InputError("--ray-address is for --engine ray")
     # --no-cache: OTLP files imported anew too; the CLI's RunFiles (resolved once) come back as they are
     files = resolve_paths(paths, fresh_imports=not options.cache)
     router, stats = new_run(spec, options)

@@ -107,7 +107,7 @@ def test_settling_leaves_a_programs_own_frozen_objects_frozen() -> None:
 def test_a_scoring_run_scores_under_the_policy(
     default_threshold: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A scorer running inside `score_paths_to` sees the raised threshold; the caller's is back after."""
+    """A scorer running inside `scoring.score` sees the raised threshold; the caller's is back after."""
     from evaltrace.evaluators.engine import scoring
 
     seen: list[int] = []
@@ -120,7 +120,7 @@ def test_a_scoring_run_scores_under_the_policy(
             return self.result(True, 1.0, "probe")
 
     monkeypatch.setattr(scoring, "default_scorers", lambda: (Probe(),))
-    run = scoring.score_paths_to([SAMPLES], None, scoring.ScoreOptions(cache=False, workers=1))
+    run = scoring.score([SAMPLES], None, scoring.ScoreOptions(cache=False, workers=1))
     assert run.report.counts.traces > 0
     assert seen and set(seen) == {BULK_YOUNG_THRESHOLD}
     assert gc.get_threshold() == default_threshold

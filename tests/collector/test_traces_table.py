@@ -31,6 +31,7 @@ from evaltrace.collector.traces import cache
 from evaltrace.collector.traces.rebuild import read_traces
 from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace, Usage
 from evaltrace.collector.traces.table import SCHEMA, TABLE_VERSION, from_table, iter_table_traces, to_table
+from evaltrace.evaluators.engine import scoring
 
 SAMPLE_RUNS = Path(__file__).resolve().parents[2] / "samples" / "runs"
 SCENARIOS: dict[str, Callable[[Recorder], None]] = {
@@ -533,14 +534,14 @@ def test_duckdb_queries_the_traces_cache(runs: list[Path], tmp_path: Path) -> No
 def test_rescoring_an_unchanged_run_does_not_rebuild(
     runs: list[Path], tmp_path: Path, spy: ConverterSpy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+    from evaltrace.evaluators.engine.scoring import ScoreOptions
     from evaltrace.evaluators.results.report.writer import EntryList
 
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
 
     def report() -> dict[str, Any]:
         sink = EntryList()
-        run = score_paths_to([runs[0].parent], None, ScoreOptions(workers=1), sink)
+        run = scoring.score([runs[0].parent], None, ScoreOptions(workers=1), sink)
         full = run.report.model_copy(update={"entries": sink.entries}).model_dump(mode="json")
         full.pop("created_at")
         return full
@@ -551,7 +552,7 @@ def test_rescoring_an_unchanged_run_does_not_rebuild(
     assert spy.calls == 1  # the second scoring read the traces table
     uncached = ScoreOptions(cache=False, workers=1)
     sink = EntryList()
-    score_paths_to([runs[0].parent], None, uncached, sink)
+    scoring.score([runs[0].parent], None, uncached, sink)
     assert spy.calls == 2
     assert [e.model_dump(mode="json") for e in sink.entries] == first["entries"]
 

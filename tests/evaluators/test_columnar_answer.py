@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, Trace
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
 from evaltrace.evaluators.scoring import columns as forms
 from evaltrace.evaluators.scoring.columns import RowCalls
@@ -244,7 +245,7 @@ def _answer_turn(rec: Recorder, city: str, measured: int, said: int) -> None:
 
 def _report(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
     with ReportWriter(str(out)) as writer:
-        run = score_paths_to([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), cache=cache, workers=1), writer)
+        run = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), cache=cache, workers=1), writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     report.pop("created_at")

@@ -1,6 +1,6 @@
 """The engine takes the columnar path on a warm traces cache, and the report is the reference's.
 
-Real span files (written by the real SDK and exporter), scored through `score_paths_to` three ways:
+Real span files (written by the real SDK and exporter), scored through `scoring.score` three ways:
 without the cache (every trace rebuilt, no table, so the reference scores everything), with a cold
 cache (the table is written, each batch handed to the columnar path before its traces are scored)
 and with the warm cache (the table is read back): the columnar path answers the passing
@@ -17,7 +17,8 @@ import pytest
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
 from evaltrace.collector.traces.records import Trace
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
 from evaltrace.evaluators.scoring import columns as forms
 from evaltrace.evaluators.scoring.columns import RowCalls
@@ -69,7 +70,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def _score(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
     with ReportWriter(str(out)) as writer:
         options = ScoreOptions(paths=(str(runs),), cache=cache, workers=1)
-        run = score_paths_to([runs], load_spec(spec), options, writer)
+        run = scoring.score([runs], load_spec(spec), options, writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     report.pop("created_at")
@@ -114,7 +115,7 @@ def test_sharded_workers_take_the_columnar_path_too(
     outputs = []
     for name in ("cold", "warm"):
         with ReportWriter(str(tmp_path / f"{name}.json")) as writer:
-            run = score_paths_to([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=2), writer)
+            run = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=2), writer)
             writer.finish(run.report)
         report = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
         report.pop("created_at")
@@ -160,7 +161,7 @@ def test_a_slow_form_is_held_to_the_scorer_time_limit(
     monkeypatch.setitem(forms.FORMS, key, spinning)
     with ReportWriter(str(tmp_path / "warm.json")) as writer:
         options = ScoreOptions(paths=(str(runs),), scorer_timeout=0.05, workers=1)
-        run = score_paths_to([runs], load_spec(spec), options, writer)
+        run = scoring.score([runs], load_spec(spec), options, writer)
         writer.finish(run.report)
 
     report = json.loads((tmp_path / "warm.json").read_text(encoding="utf-8"))

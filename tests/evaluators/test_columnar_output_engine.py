@@ -1,6 +1,6 @@
 """A warm scoring run takes the columnar `output`, `steps`, `outcome` and `cost` forms, with the reference's report.
 
-Real span files (the real SDK and exporter), scored through `score_paths_to` without the traces
+Real span files (the real SDK and exporter), scored through `scoring.score` without the traces
 cache (the reference scores everything), cold (the table is written) and warm (the table is read:
 the forms answer the passing checks). The three reports must be equal but for their timestamp.
 """
@@ -16,7 +16,8 @@ import pytest
 from _form_counts import count_form_answers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
 from evaltrace.evaluators.scoring.scorers.limits import Cost
 from evaltrace.evaluators.scoring.scorers.output import Outcome, Output
@@ -65,7 +66,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _score(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
     with ReportWriter(str(out)) as writer:
-        run = score_paths_to([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), cache=cache, workers=1), writer)
+        run = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), cache=cache, workers=1), writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     report.pop("created_at")

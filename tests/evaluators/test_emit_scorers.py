@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from test_engine_shards import record_spec_run
 
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.model import ScorerInfo
 from evaltrace.evaluators.results.store.identities import ScorerPairing
 from evaltrace.evaluators.results.store.writer import open_store
@@ -47,7 +48,7 @@ def test_the_scorer_list_and_stored_texts_are_the_spec_scorers(
     runs, spec_file = run_dir
     spec = load_spec(spec_file)
     store = open_store(tmp_path / "store", spec)
-    run = score_paths_to([runs], spec, ScoreOptions(paths=(str(runs),), workers=workers), store)
+    run = scoring.score([runs], spec, ScoreOptions(paths=(str(runs),), workers=workers), store)
     store.finish(run.report)
     expected = expected_scorers(spec)
     # The missing case's scorers come too: no process scored a sample of it.

@@ -15,7 +15,8 @@ from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F4
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.traces.records import Iteration, ToolCall, Trace, Usage
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.model import EntryResult, Report
 from evaltrace.evaluators.results.report.terminal import render_summary
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
@@ -115,7 +116,7 @@ def test_matches_by_normalised_input_and_by_case_id(tmp_path: Path) -> None:
         make_trace(1, "  What's the weather in\tParis? ", "18C"),
         make_trace(2, "something else entirely", "hi there", case_id="greet"),
     ]
-    report = score_traces(iter(traces), spec)
+    report = scoring.score(iter(traces), spec).report
     assert [(e.case_id, e.trace_id, e.status) for e in report.entries] == [
         ("weather", f"{1:032x}", "passed"),
         ("greet", f"{2:032x}", "passed"),
@@ -125,16 +126,18 @@ def test_matches_by_normalised_input_and_by_case_id(tmp_path: Path) -> None:
 
 def test_input_match_is_case_sensitive_and_whitespace_only(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, TWO_CASES)
-    report = score_traces(
+    report = scoring.score(
         iter([make_trace(1, "what's the weather in paris?", "18"), make_trace(2, "Hello", "hi")]), spec
-    )
+    ).report
     assert entry(report, "weather").status == "missing"
     assert [u.trace_id for u in report.unmatched] == [f"{1:032x}"]
 
 
 def test_missing_case_fails_and_unmatched_traces_are_not_scored(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, TWO_CASES)
-    report = score_traces(iter([make_trace(1, "What's the weather in Paris?", "18"), make_trace(2, "Bye", "x")]), spec)
+    report = scoring.score(
+        iter([make_trace(1, "What's the weather in Paris?", "18"), make_trace(2, "Bye", "x")]), spec
+    ).report
     greet = entry(report, "greet")
     assert (greet.status, greet.passed, greet.pass_rate, greet.trace_id) == ("missing", False, 0.0, None)
     assert greet.reason == "no trace matched this case (by evaltrace.case_id or by input)"
@@ -149,18 +152,18 @@ def test_gate_threshold_four_of_five(tmp_path: Path) -> None:
     )
     spec = spec_file(tmp_path, f"confidence: 0.8\ncases:\n{cases}\n")
     traces = [make_trace(i, f"q{i}", "bad" if i == 3 else "good") for i in range(5)]
-    at_spec = score_traces(iter(traces), spec)
+    at_spec = scoring.score(iter(traces), spec).report
     assert (at_spec.passed, at_spec.pass_rate, at_spec.confidence) == (True, 0.8, 0.8)
-    stricter = score_traces(iter(traces), spec, ScoreOptions(confidence=0.9))
+    stricter = scoring.score(iter(traces), spec, ScoreOptions(confidence=0.9)).report
     assert (stricter.passed, stricter.confidence) == (False, 0.9)
     assert stricter.gate_reason == "pass rate 80.0% (4/5) < confidence 90.0%"
 
 
 def test_default_confidence_is_one(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, TWO_CASES)
-    report = score_traces(
+    report = scoring.score(
         iter([make_trace(1, "What's the weather in Paris?", "18"), make_trace(2, "Hello", "no")]), spec
-    )
+    ).report
     assert (report.confidence, report.pass_rate, report.passed) == (1.0, 0.5, False)
 
 
@@ -192,7 +195,7 @@ def test_repeats_aggregate_by_rule(tmp_path: Path, rule: str, passed: bool, pass
         make_trace(2, "again", "bad", start=0),
         make_trace(3, "again", "good", start=10),
     ]
-    result = entry(score_traces(iter(traces), spec), "r")
+    result = entry(scoring.score(iter(traces), spec).report, "r")
     assert (result.passed, result.pass_rate) == (passed, pytest.approx(pass_rate))
     assert [s.trace_id for s in result.samples] == [f"{2:032x}", f"{3:032x}", f"{1:032x}"]
     assert result.trace_id == f"{2:032x}"
@@ -213,7 +216,7 @@ def test_mean_rule_contributes_fractions_to_the_gate(tmp_path: Path) -> None:
         """,
     )
     traces = [make_trace(1, "qa", "good"), make_trace(2, "qa", "bad"), make_trace(3, "qb", "good")]
-    report = score_traces(iter(traces), spec)
+    report = scoring.score(iter(traces), spec).report
     assert (entry(report, "a").pass_rate, entry(report, "b").pass_rate) == (0.5, 1.0)
     assert report.pass_rate == 0.75 and report.passed
 
@@ -241,7 +244,7 @@ def test_multi_turn_matches_a_conversation_in_start_order(tmp_path: Path) -> Non
         make_trace(9, "unrelated", "?"),
         make_trace(1, "Hi, I am David", "Nice to meet you", conversation="c1", start=0),
     ]
-    memory = entry(score_traces(iter(traces), spec), "memory")
+    memory = entry(scoring.score(iter(traces), spec).report, "memory")
     assert (memory.status, memory.trace_id) == ("passed", f"{1:032x}")
     (sample,) = memory.samples
     assert sample.trace_ids == [f"{1:032x}", f"{2:032x}"] and sample.conversation_id == "c1"
@@ -260,7 +263,7 @@ def test_multi_turn_failures_name_the_turn_and_missing_turns_fail(tmp_path: Path
         make_trace(2, "What's my name?", "I don't know", conversation="c1", start=5),
         make_trace(3, "anything", "hello", conversation="c2", case_id="memory", start=9),
     ]
-    memory = entry(score_traces(iter(traces), spec), "memory")
+    memory = entry(scoring.score(iter(traces), spec).report, "memory")
     assert memory.status == "failed" and len(memory.samples) == 2
     first, second = memory.samples
     assert [(s.scorer, s.turn, s.passed) for s in first.scores if s.passed is False] == [
@@ -273,7 +276,7 @@ def test_multi_turn_failures_name_the_turn_and_missing_turns_fail(tmp_path: Path
 
 def test_single_turn_case_wins_over_a_conversation_with_the_same_input(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, MULTI_TURN)
-    report = score_traces(iter([make_trace(1, "What's my name?", "nobody", conversation="c9")]), spec)
+    report = scoring.score(iter([make_trace(1, "What's my name?", "nobody", conversation="c9")]), spec).report
     assert entry(report, "single").status == "passed"
     assert entry(report, "memory").status == "missing"
 
@@ -281,7 +284,7 @@ def test_single_turn_case_wins_over_a_conversation_with_the_same_input(tmp_path:
 def test_conversation_matching_no_case_is_unmatched(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, MULTI_TURN)
     traces = [make_trace(1, "first", conversation="c1"), make_trace(2, "second", conversation="c1", start=1)]
-    report = score_traces(iter(traces), spec)
+    report = scoring.score(iter(traces), spec).report
     assert sorted(u.trace_id for u in report.unmatched) == [f"{1:032x}", f"{2:032x}"]
 
 
@@ -298,7 +301,7 @@ def test_conversation_matching_no_case_is_unmatched(tmp_path: Path) -> None:
 def test_selection(tmp_path: Path, options: ScoreOptions, selected: list[str]) -> None:
     spec = spec_file(tmp_path, TWO_CASES)
     traces = [make_trace(1, "What's the weather in Paris?", "18"), make_trace(2, "Hello", "hi")]
-    report = score_traces(iter(traces), spec, options)
+    report = scoring.score(iter(traces), spec, options).report
     assert [e.case_id for e in report.entries] == selected
     assert report.unmatched == []  # traces of cases left out are ignored, not unmatched
 
@@ -306,14 +309,14 @@ def test_selection(tmp_path: Path, options: ScoreOptions, selected: list[str]) -
 def test_selection_keeping_no_case_is_an_input_error(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, TWO_CASES)
     with pytest.raises(InputError, match=r"evals\.yaml: no case matches the selection \(--tier nightly --tag x\)"):
-        score_traces(iter([]), spec, ScoreOptions(tiers=("nightly",), tags=("x",)))
+        scoring.score(iter([]), spec, ScoreOptions(tiers=("nightly",), tags=("x",)))
 
 
 def test_a_scorer_error_fails_its_entry(tmp_path: Path) -> None:
     spec = spec_file(
         tmp_path, "cases: [{id: a, input: q, expect: {t_engine_boom: {}, t_engine_output_has: {text: ok}}}]\n"
     )
-    report = score_traces(iter([make_trace(1, "q", "ok")]), spec, ScoreOptions(confidence=0.0))
+    report = scoring.score(iter([make_trace(1, "q", "ok")]), spec, ScoreOptions(confidence=0.0)).report
     result = entry(report, "a")
     assert (result.status, result.passed, result.pass_rate) == ("failed", False, 0.0)
     boom = result.scores[0]
@@ -333,7 +336,7 @@ def test_a_case_no_check_applied_to_fails_saying_so(tmp_path: Path) -> None:
           - {id: ok, input: qb, expect: {t_engine_output_has: {text: ok}}}
         """,
     )
-    report = score_traces(iter([make_trace(1, "qa"), make_trace(2, "qb")]), spec)
+    report = scoring.score(iter([make_trace(1, "qa"), make_trace(2, "qb")]), spec).report
     na = entry(report, "na")
     assert (na.status, na.passed, na.pass_rate) == ("failed", False, 0.0)
     assert na.reason == "nothing applied: the entry has no check, so nothing was verified"
@@ -343,7 +346,7 @@ def test_a_case_no_check_applied_to_fails_saying_so(tmp_path: Path) -> None:
 
 def test_a_scorer_written_in_a_spec_that_does_not_apply_fails(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, "cases: [{id: na, input: qa, expect: {t_engine_na: {}}}]\n")
-    report = score_traces(iter([make_trace(1, "qa")]), spec)
+    report = scoring.score(iter([make_trace(1, "qa")]), spec).report
     (score,) = entry(report, "na").scores
     assert (score.passed, score.value) == (False, 0.0)
     assert score.reason == "does not apply A check written in a spec must apply, so this counts as a failure."
@@ -353,7 +356,7 @@ def test_a_scorer_written_in_a_spec_that_does_not_apply_fails(tmp_path: Path) ->
 
 def test_nothing_applicable_fails_the_gate(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, "cases: [{id: na, input: qa}, {id: empty, input: qb}]\n")
-    report = score_traces(iter([make_trace(1, "qa"), make_trace(2, "qb")]), spec)
+    report = scoring.score(iter([make_trace(1, "qa"), make_trace(2, "qb")]), spec).report
     assert [e.status for e in report.entries] == ["failed", "failed"]
     assert (report.passed, report.pass_rate) == (False, 0.0)
     assert report.gate_reason == "pass rate 0.0% (0/2) < confidence 100.0%"
@@ -362,14 +365,13 @@ def test_nothing_applicable_fails_the_gate(tmp_path: Path) -> None:
 def test_without_a_spec_a_trace_no_default_applied_to_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     # Before: such traces were left out of the pass rate, so a run passed its gate on the traces
     # something applied to while the others (here, the ones that called tools) verified nothing.
-    from evaltrace.evaluators.engine import scoring
     from evaltrace.evaluators.scoring.scorers.registry import create_scorer
 
     scorers = (create_scorer("t_engine_na", {}), create_scorer("t_engine_answer_if_any", {}))
     monkeypatch.setattr(scoring, "default_scorers", lambda: scorers)
     answered = make_trace(1, "qa")
     called = make_trace(2, "qb", None).model_copy(update={"tool_calls": [ToolCall(name="search")]})
-    report = score_traces(iter([answered, called]), None, ScoreOptions(cache=False))
+    report = scoring.score(iter([answered, called]), None, ScoreOptions(cache=False)).report
     by_trace = {e.trace_id: e for e in report.entries}
     assert by_trace[answered.trace_id].status == "passed"
     failed = by_trace[called.trace_id]
@@ -403,7 +405,7 @@ def test_spec_checks_on_a_trace_recorded_without_content_fail_and_say_what_is_mi
     blind = make_trace(1, None, None, case_id="a").model_copy(
         update={"tool_calls": [ToolCall(name="delete", arguments=None), ToolCall(name="delete", arguments=None)]}
     )
-    report = score_traces(iter([blind]), spec)
+    report = scoring.score(iter([blind]), spec).report
     scores = {s.scorer: s for s in entry(report, "a").scores}
     assert {name: s.passed for name, s in scores.items()} == {
         "tool_errors": True,
@@ -430,7 +432,7 @@ def test_default_scoring_of_a_run_recorded_without_content_does_not_pass() -> No
         )
         for n in (1, 2)
     ]
-    report = score_traces(iter(blind), None)
+    report = scoring.score(iter(blind), None).report
     assert (report.passed, report.counts.failed) == (False, 2)
     outcome = next(s for s in report.entries[0].scores if s.scorer == "outcome")
     assert outcome.passed is False and outcome.reason is not None
@@ -451,7 +453,7 @@ def test_without_spec_every_trace_is_an_entry_scored_by_the_defaults() -> None:
     bad = make_trace(2, "q2", "oops", start=5).model_copy(
         update={"tool_calls": [ToolCall(name="lookup", arguments={}, error="timeout")]}
     )
-    report = score_traces(iter([bad, good]), None)
+    report = scoring.score(iter([bad, good]), None).report
     assert [(e.trace_id, e.case_id, e.passed) for e in report.entries] == [
         (good.trace_id, None, True),
         (bad.trace_id, None, False),
@@ -464,7 +466,7 @@ def test_without_spec_every_trace_is_an_entry_scored_by_the_defaults() -> None:
 
 def test_no_traces_without_spec_is_an_input_error() -> None:
     with pytest.raises(InputError, match="no trace to score"):
-        score_traces(iter([]), None)
+        scoring.score(iter([]), None)
 
 
 def test_report_carries_inputs_stats_and_scorer_identity(tmp_path: Path) -> None:
@@ -482,7 +484,7 @@ def test_report_carries_inputs_stats_and_scorer_identity(tmp_path: Path) -> None
         )
         for i in range(1, 5)
     ]
-    report = score_traces(iter(traces), spec, ScoreOptions(paths=("runs",)))
+    report = scoring.score(iter(traces), spec, ScoreOptions(paths=("runs",))).report
     assert (report.inputs.paths, report.inputs.spec) == (["runs"], str(tmp_path / "evals.yaml"))
     assert (report.latency.p50_seconds, report.latency.p95_seconds) == (2.5, pytest.approx(3.85))
     assert (report.usage.input_tokens, report.usage.output_tokens) == (4000, 2000)
@@ -503,7 +505,7 @@ def test_async_scorers_run_concurrently(tmp_path: Path, monkeypatch: pytest.Monk
     spec = spec_file(tmp_path, f"cases: [{{id: a, input: q, expect: {{{scorer}: {{delay: 0.3}}}}}}]\n")
     traces = [make_trace(i, "q") for i in range(8)]
     started = time.perf_counter()
-    report = score_traces(iter(traces), spec)
+    report = scoring.score(iter(traces), spec).report
     elapsed = time.perf_counter() - started
     assert entry(report, "a").pass_rate == 1.0 and len(entry(report, "a").samples) == 8
     assert elapsed < 8 * 0.3 / 2, f"8 samples of a 0.3 s judge took {elapsed:.2f} s: not concurrent"
@@ -532,7 +534,7 @@ def test_rule_scoring_opens_no_socket_and_no_judge_session(tmp_path: Path, monke
             expect: {output: {contains: ok}, outcome: success, answer: {facts: [ok]}, tool_calls: []}
         """,
     )
-    report = score_traces(iter([make_trace(1, "q", "ok")]), spec)
+    report = scoring.score(iter([make_trace(1, "q", "ok")]), spec).report
     assert attempts == []
     assert report.judge is None
     assert {s.scorer for s in report.entries[0].scores} >= {"output", "outcome", "trajectory", "tool_errors"}

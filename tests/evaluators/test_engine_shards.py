@@ -20,7 +20,8 @@ from evaltrace.collector import resolve_paths
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.runfiles.reader import Shard, iter_traces
 from evaltrace.collector.traces.rebuild import read_traces
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.engine.shards import WorkerError, available_cpus, plan_workers, quota_cpus
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
 from evaltrace.evaluators.results.report.model import load_report
@@ -92,7 +93,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def _score(runs: Path, spec: Path | None, workers: int, out: Path) -> dict[str, Any]:
     loaded = load_spec(spec) if spec is not None else None
     with ReportWriter(str(out)) as writer:
-        run = score_paths_to([runs], loaded, ScoreOptions(paths=(str(runs),), workers=workers), writer)
+        run = scoring.score([runs], loaded, ScoreOptions(paths=(str(runs),), workers=workers), writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return report

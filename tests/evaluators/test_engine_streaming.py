@@ -15,7 +15,8 @@ import pytest
 from _engine_scorers import Boom, NotApplicable, OutputHas, SeesCase  # noqa: F401 - registers the test scorers
 
 from evaltrace.collector.traces.records import Trace
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces, score_traces_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
 from evaltrace.evaluators.results.report.model import SampleResult, load_report
 from evaltrace.evaluators.results.report.terminal import render_summary
@@ -99,10 +100,10 @@ def without_time(data: dict[str, Any]) -> dict[str, Any]:
 def test_streamed_report_has_the_in_memory_reports_content(tmp_path: Path) -> None:
     spec = load(tmp_path, MIXED)
     options = ScoreOptions(paths=("runs",))
-    in_memory = score_traces(iter(mixed_traces()), spec, options)
+    in_memory = scoring.score(iter(mixed_traces()), spec, options).report
     target = tmp_path / "out" / "report.json"
     with ReportWriter(str(target)) as writer:
-        run = score_traces_to(iter(mixed_traces()), spec, options, writer)
+        run = scoring.score(iter(mixed_traces()), spec, options, writer)
         writer.finish(run.report)
     streamed = json.loads(target.read_text(encoding="utf-8"))
     assert without_time(streamed) == without_time(json.loads(in_memory.to_json()))
@@ -127,10 +128,10 @@ def test_streamed_report_has_the_in_memory_reports_content(tmp_path: Path) -> No
 
 def test_streamed_report_without_a_spec_is_ordered_by_start_time(tmp_path: Path) -> None:
     traces = [trace(n, "q", "ok", start=float(-n)) for n in range(1, 6)]
-    in_memory = score_traces(iter(traces), None)
+    in_memory = scoring.score(iter(traces), None).report
     target = tmp_path / "report.json"
     with ReportWriter(str(target)) as writer:
-        run = score_traces_to(iter(traces), None, None, writer)
+        run = scoring.score(iter(traces), None, None, writer)
         writer.finish(run.report)
     streamed = json.loads(target.read_text(encoding="utf-8"))
     assert without_time(streamed) == without_time(json.loads(in_memory.to_json()))
@@ -140,7 +141,7 @@ def test_streamed_report_without_a_spec_is_ordered_by_start_time(tmp_path: Path)
 def test_report_streams_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = load(tmp_path, MIXED)
     with ReportWriter("-") as writer:
-        run = score_traces_to(iter(mixed_traces()), spec, None, writer)
+        run = scoring.score(iter(mixed_traces()), spec, None, writer)
         writer.finish(run.report)
     data = json.loads(capsys.readouterr().out)
     assert data["passed"] is run.report.passed and len(data["entries"]) == 7
@@ -172,7 +173,7 @@ def peak_while_scoring(spec: LoadedSpec, count: int) -> tuple[int, int]:
     gc.collect()
     tracemalloc.start()
     try:
-        score_traces_to(many(count), spec, None, sink)
+        scoring.score(many(count), spec, None, sink)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 import pytest
 
 from evaltrace.collector.traces.records import Trace
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_traces
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.model import Report
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.registry import register
@@ -101,7 +102,9 @@ def test_a_hanging_scorer_fails_each_entry_with_an_error_naming_it_and_the_run_g
     tmp_path: Path, scorer: str
 ) -> None:
     started = time.monotonic()
-    report = score_traces(iter(traces()), spec(tmp_path, [scorer, "t_limit_quick"]), ScoreOptions(scorer_timeout=0.3))
+    report = scoring.score(
+        iter(traces()), spec(tmp_path, [scorer, "t_limit_quick"]), ScoreOptions(scorer_timeout=0.3)
+    ).report
     assert time.monotonic() - started < 6  # 3 entries x 0.3 s, plus the watchdog's tick
     assert report.passed is False and [e.status for e in report.entries] == ["failed"] * 3
     for result in timed_scores(report, scorer):
@@ -115,7 +118,7 @@ def test_scoring_from_another_thread_abandons_the_hanging_call(tmp_path: Path) -
     loaded = spec(tmp_path, ["t_limit_spins_until_released", "t_limit_quick"])
     reports: list[Report] = []
     worker = threading.Thread(
-        target=lambda: reports.append(score_traces(iter(traces()), loaded, ScoreOptions(scorer_timeout=0.2)))
+        target=lambda: reports.append(scoring.score(iter(traces()), loaded, ScoreOptions(scorer_timeout=0.2)).report)
     )
     try:
         worker.start()
@@ -145,7 +148,7 @@ def test_the_previous_alarm_handler_is_chained_and_restored(tmp_path: Path) -> N
                 time.sleep(0.2)
                 return self.result(True)
 
-        report = score_traces(iter(traces()[:1]), spec(tmp_path, ["t_limit_waits_a_bit"]), ScoreOptions())
+        report = scoring.score(iter(traces()[:1]), spec(tmp_path, ["t_limit_waits_a_bit"]), ScoreOptions()).report
         # The foreign alarm went to its own handler, and did not stop a scorer within its limit.
         assert [s.passed for s in timed_scores(report, "t_limit_waits_a_bit")] == [True]
         assert heard == [signal.SIGALRM]

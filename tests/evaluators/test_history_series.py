@@ -14,7 +14,8 @@ import pytest
 from report_runs import PLUGIN, SPEC, record_runs, write_spec
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.compare.history import HistoryOptions, load_history
 from evaltrace.evaluators.results.compare.history_html import render_html
 from evaltrace.evaluators.results.compare.history_render import level, render_text, sparkline
@@ -35,7 +36,7 @@ def score_into(store: Path, runs: Path, spec_file: Path | None) -> Report:
     spec = load_spec(spec_file) if spec_file is not None else None
     writer = open_store(store, spec)
     try:
-        run = score_paths_to([runs], spec, ScoreOptions(paths=(str(runs),), workers=1), writer)
+        run = scoring.score([runs], spec, ScoreOptions(paths=(str(runs),), workers=1), writer)
         writer.finish(run.report)
     finally:
         writer.abort()

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from report_runs import PLUGIN, record_runs, write_spec
 
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report import html_writer
 from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
 from evaltrace.evaluators.results.report.html_writer import HtmlWriter
@@ -32,7 +33,7 @@ def recorded(tmp_path: Path) -> Path:
 def score_to_html(folder: Path, *, remove_runs: bool = False) -> str:
     writer = HtmlWriter(str(folder / "report.html"))
     paths = (str(folder / "runs"),)  # as the CLI does: the report names them, and the trees are read from them
-    run = score_paths_to(paths, load_spec(folder / "evals.yaml"), ScoreOptions(paths=paths), writer)
+    run = scoring.score(paths, load_spec(folder / "evals.yaml"), ScoreOptions(paths=paths), writer)
     if remove_runs:  # the span files are gone by the time the page is assembled
         shutil.rmtree(folder / "runs")
     writer.finish(run.report)
@@ -73,7 +74,7 @@ def test_unreadable_span_files_leave_a_note_not_a_failure(recorded: Path) -> Non
 
 def test_a_report_naming_no_span_files_says_why_there_is_no_tree(recorded: Path) -> None:
     writer = HtmlWriter(str(recorded / "report.html"))
-    run = score_paths_to([str(recorded / "runs")], load_spec(recorded / "evals.yaml"), ScoreOptions(), writer)
+    run = scoring.score([str(recorded / "runs")], load_spec(recorded / "evals.yaml"), ScoreOptions(), writer)
     writer.finish(run.report)
     page = (recorded / "report.html").read_text(encoding="utf-8")
     assert "<template" not in page and "the report names no span files" in page

@@ -16,7 +16,8 @@ import xmlschema
 from report_runs import HOSTILE, PLUGIN, record_runs, write_spec
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions
 from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
 from evaltrace.evaluators.results.report.junit_writer import JUnitWriter, xml_attribute, xml_text
 from evaltrace.evaluators.results.report.model import (
@@ -49,7 +50,7 @@ def scored(tmp_path: Path, isolated_registry: None) -> Iterator[tuple[Path, Path
     )
     assert writer is not None
     try:
-        run = score_paths_to([runs], load_spec(spec), ScoreOptions(), writer)
+        run = scoring.score([runs], load_spec(spec), ScoreOptions(), writer)
         writer.finish(run.report)
     finally:
         writer.abort()

@@ -13,7 +13,8 @@ from markdown_it import MarkdownIt
 from report_runs import HOSTILE, PLUGIN, RUNS, record_runs, write_spec
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions
 from evaltrace.evaluators.results.report.formats import ReportTarget, open_formats
 from evaltrace.evaluators.results.report.markdown_writer import MarkdownWriter, markdown_text
 from evaltrace.evaluators.results.report.writer import ReportFormat
@@ -69,7 +70,7 @@ cases:
 def score(tmp_path: Path, writer: ReportFormat) -> ScoredRun:
     """Score `tmp_path/runs` with `tmp_path/evals.yaml` into `writer`."""
     try:
-        run = score_paths_to([tmp_path / "runs"], load_spec(tmp_path / "evals.yaml"), ScoreOptions(), writer)
+        run = scoring.score([tmp_path / "runs"], load_spec(tmp_path / "evals.yaml"), ScoreOptions(), writer)
         writer.finish(run.report)
     finally:
         writer.abort()

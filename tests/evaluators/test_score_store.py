@@ -22,7 +22,8 @@ from report_runs import HOSTILE, PLUGIN, SPEC, record_runs, write_spec
 
 from evaltrace.collector import ParquetSpanExporter, agent_run
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.formats import FanOut
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
 from evaltrace.evaluators.results.report.model import Report, load_report
@@ -118,7 +119,7 @@ def score_into(store: Path, runs: Path, spec_file: Path | None, out: Path, **bat
     store_writer = open_store(store, spec, **batch)
     sink = FanOut([ReportWriter(str(out)), store_writer])
     try:
-        run = score_paths_to([runs], spec, ScoreOptions(paths=(str(runs),), workers=1), sink)
+        run = scoring.score([runs], spec, ScoreOptions(paths=(str(runs),), workers=1), sink)
         sink.finish(run.report)
     finally:
         sink.abort()
@@ -249,7 +250,7 @@ def test_two_scorings_at_once_both_land_and_an_unfinished_one_is_not_listed(tmp_
     store = tmp_path / "store"
     spec = load_spec(SAMPLES / "evals.yaml")
     first, second, third = (open_store(store, spec) for _ in range(3))
-    run = score_paths_to([SAMPLES / "runs"], spec, ScoreOptions(workers=1), FanOut([first, second, third]))
+    run = scoring.score([SAMPLES / "runs"], spec, ScoreOptions(workers=1), FanOut([first, second, third]))
     assert list_runs(store) == []  # three open, none finished
     second.finish(run.report)
     first.finish(run.report)

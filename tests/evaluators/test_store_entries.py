@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from report_runs import PLUGIN
 from test_score_store import prepare, score_into
 
-from evaltrace.evaluators.engine.scoring import ScoreOptions, score_paths_to
+from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult
 from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, head_json, park
 from evaltrace.evaluators.results.store.arrays import bitmap, column
@@ -83,7 +84,7 @@ def test_without_a_store_the_samples_are_not_packed_and_the_entries_are_the_same
     for store_values in (True, False):
         sink = sinks[store_values] = _Sides()
         options = ScoreOptions(paths=(str(runs),), store_values=store_values, workers=1)
-        score_paths_to([runs], spec, options, sink)
+        scoring.score([runs], spec, options, sink)
     assert sinks[True].entries == sinks[False].entries and sinks[True].entries
     assert any(sinks[True].packed) and not any(sinks[False].packed)
 

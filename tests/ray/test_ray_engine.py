@@ -213,7 +213,7 @@ def test_unknown_engine_and_unreachable_cluster_are_one_line_errors(cluster: Clu
     runs = SAMPLES / "runs"
     wrong = cluster.evaltrace(*_score_args(runs, None, tmp_path / "x.json", "--engine", "spark"))
     assert wrong.returncode == 2
-    assert wrong.stderr.strip() == "Error: unknown engine 'spark': choose one of local, ray"
+    assert wrong.stderr.strip() == "Error: Unknown engine 'spark'. Valid choices: local, ray"
     away = cluster.evaltrace(
         *_score_args(runs, None, tmp_path / "y.json", "--engine", "ray", "--ray-address", "127.0.0.9:1"), timeout=180
     )

@@ -186,8 +186,15 @@ class ReportFormat(EntrySink, Protocol):
         """Drop an unfinished output."""
 
 
+class Discard:
+    """An `EntrySink` dropping the entries: a run whose only output is its summary keeps none in memory."""
+
+    def add(self, entry: ReportEntry) -> None:
+        """Drop the entry."""
+
+
 class EntryList:
-    """An `EntrySink` keeping the entries in memory (for `score_traces`)."""
+    """An `EntrySink` keeping the entries in memory (`scoring.score` without a sink)."""
 
     def __init__(self) -> None:
         self.entries: list[EntryResult] = []
