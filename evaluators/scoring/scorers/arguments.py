@@ -99,13 +99,15 @@ def call_matches(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -
     The answer of `argument_diffs` without its messages (`arguments_match`): alignment asks every
     expected call about every same-name call and only the answer matters there.
     """
-    if expected.name != call.name:
+    return expected_matches(expected, call.name, call.arguments, call.arguments_truncated, match)
+
+
+def expected_matches(expected: ExpectedCall, name: str, arguments: Any, truncated: bool, match: ArgumentMatch) -> bool:
+    """`call_matches` of a call given by its name and recorded arguments (a table row's)."""
+    if expected.name != name:
         return False
     compared = _compared(expected, match)
-    if compared is None:
-        return True
-    arguments, rules = compared
-    return arguments_match(arguments, call.arguments, call.arguments_truncated, rules)
+    return compared is None or arguments_match(compared[0], arguments, truncated, compared[1])
 
 
 def _argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> Iterator[str]:

@@ -211,46 +211,11 @@ def _message_text(message: dict[str, Any]) -> str | None:
 @columnar_form(Output)
 def output_form(scorer: Output, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `output` when an answer was recorded and every check holds, else `None`."""
-    checks = _output_checks(scorer)
-    if not checks:
-        return None
-    text = final_answer(row)
-    if text is None or not _output_holds(scorer, text):
+    checks = scorer._check_count()
+    text = final_answer(row) if checks else None
+    if text is None or scorer._failures(text):
         return None
     return scorer.result(True, 1.0, f"All {checks} output checks passed.", failures=[])
-
-
-def _output_checks(scorer: Output) -> int:
-    lists = (_as_list(scorer.contains), _as_list(scorer.not_contains), _as_list(scorer.regex))
-    return sum(map(len, lists)) + (scorer.equals is not None) + (scorer.json_schema is not None)
-
-
-def _output_holds(scorer: Output, text: str) -> bool:
-    """Whether every configured check holds on `text` (the reference's `_failures` finds none)."""
-
-    def fold(value: str) -> str:
-        return value if scorer.case_sensitive else value.casefold()
-
-    folded = fold(text)
-    if any(fold(s) not in folded for s in _as_list(scorer.contains)):
-        return False
-    if any(fold(s) in folded for s in _as_list(scorer.not_contains)):
-        return False
-    flags = 0 if scorer.case_sensitive else re.IGNORECASE
-    if any(re.search(pattern, text, flags) is None for pattern in _as_list(scorer.regex)):
-        return False
-    if scorer.equals is not None and " ".join(folded.split()) != " ".join(fold(scorer.equals).split()):
-        return False
-    return scorer.json_schema is None or _valid_json(scorer.json_schema, text)
-
-
-def _valid_json(schema: dict[str, Any], text: str) -> bool:
-    """Whether `text` (inside its code fence, if one wraps it) parses as JSON valid against `schema`."""
-    try:
-        data = json.loads(strip_code_fence(text))
-    except (ValueError, RecursionError):
-        return False
-    return not schema_errors(schema, data)
 
 
 @columnar_form(Outcome)

@@ -9,19 +9,21 @@ were not recorded fails and says so: a forbidden call whose arguments are unknow
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evaltrace.collector.traces.arguments import arguments_match
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
     call_matches,
+    expected_matches,
     format_call,
     max_bipartite_matching,
 )
@@ -83,8 +85,12 @@ class StepRegex(BaseModel):
 
     def matches(self, call: ToolCall) -> bool:
         """Whether every given pattern is found in its field of `call` (unrecorded fields never match)."""
+        return self.found(functools.partial(_step_text, call))
+
+    def found(self, text_of: Callable[[str], str | None]) -> bool:
+        """Whether every given pattern is found in `text_of(field)` (`None`, not recorded, never matches)."""
         for field, pattern in self._patterns():
-            text = _step_text(call, field)
+            text = text_of(field)
             if text is None or re.search(pattern, text) is None:
                 return False
         return True
@@ -235,7 +241,7 @@ class _Calls:
     def arguments(self) -> list[Any]:
         """Each call's arguments as `ToolCall.arguments` (the table's JSON text decoded)."""
         if self._arguments is None:
-            self._arguments = [_decode(text) for text in self.row.arguments]
+            self._arguments = self.row.argument_values()
         return self._arguments
 
     @property
@@ -281,26 +287,12 @@ def _starts_nested_runs(row: RowCalls) -> bool:
     )
 
 
-def _matches(want: ExpectedCall, calls: _Calls, j: int, match: ArgumentMatch) -> bool:
-    """`call_matches(want, call j, match)` on the columns."""
-    if want.name != calls.names[j]:
-        return False
-    if want.arguments is None:
-        return True
-    rules = match.for_tool(want.name)
-    if rules.mode == "ignore":
-        return True
-    return arguments_match(want.arguments, calls.arguments[j], calls.truncated[j], rules)
-
-
 def _required_made(scorer: Steps, calls: _Calls) -> bool:
     """Whether every `contains` step can be paired with a call of its own."""
     want = scorer.contains
     if not want:
         return True
-    pairs = max_bipartite_matching(
-        len(want), len(calls.names), lambda i, j: _matches(want[i], calls, j, scorer.arguments)
-    )
+    pairs = max_bipartite_matching(len(want), len(calls.names), lambda i, j: _matches(want[i], calls, j, scorer))
     return len(pairs) == len(want)
 
 
@@ -308,7 +300,7 @@ def _forbidden_possible(scorer: Steps, calls: _Calls) -> bool:
     """Whether a call matches a `not_contains` step, or may (its tool's arguments were not recorded)."""
     for pattern in scorer.not_contains:
         for j, name in enumerate(calls.names):
-            if _matches(pattern, calls, j, scorer.arguments):
+            if _matches(pattern, calls, j, scorer):
                 return True
             if pattern.arguments is not None and name == pattern.name and calls.unrecorded(j):
                 return True
@@ -317,22 +309,15 @@ def _forbidden_possible(scorer: Steps, calls: _Calls) -> bool:
 
 def _regex_found(item: StepRegex, calls: _Calls) -> bool:
     """Whether some call has every field `item` gives a pattern for, each matching (`StepRegex.matches`)."""
-    patterns = [(field, pattern) for field, pattern in _regex_fields(item) if pattern is not None]
-    for j in range(len(calls.names)):
-        if all(_search(pattern, _row_step_text(calls, field, j)) for field, pattern in patterns):
-            return True
-    return False
+    return any(item.found(functools.partial(_row_step_text, calls, j)) for j in range(len(calls.names)))
 
 
-def _regex_fields(item: StepRegex) -> tuple[tuple[str, str | None], ...]:
-    return (("name", item.name), ("arguments", item.arguments), ("result", item.result))
+def _matches(want: ExpectedCall, calls: _Calls, j: int, scorer: Steps) -> bool:
+    """`call_matches(want, call j, scorer.arguments)` on the columns."""
+    return expected_matches(want, calls.names[j], calls.arguments[j], calls.truncated[j], scorer.arguments)
 
 
-def _search(pattern: str, text: str | None) -> bool:
-    return text is not None and re.search(pattern, text) is not None
-
-
-def _row_step_text(calls: _Calls, field: str, j: int) -> str | None:
+def _row_step_text(calls: _Calls, j: int, field: str) -> str | None:
     """`_step_text` of call `j` of the row."""
     if field == "name":
         return calls.names[j]
