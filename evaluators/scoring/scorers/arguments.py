@@ -16,7 +16,7 @@ needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -379,8 +379,3 @@ def format_call(name: str, arguments: Any) -> str:
 def call_label(index: int, call: ToolCall) -> str:
     """`call #N name` (1-based) for messages that point at one recorded call."""
     return f"call #{index + 1} {call.name}"
-
-
-def format_calls(calls: Sequence[tuple[str, Any]]) -> str:
-    """A comma-separated list of `format_call`s."""
-    return ", ".join(format_call(n, a) for n, a in calls)
