@@ -131,20 +131,15 @@ class _AnswerScorer(Scorer):
 
     def correctness(self, trace: Trace, case: Any | None) -> Axis:
         """The correctness axis (fraction of expected facts stated)."""
-        facts = self.facts or key_terms(self.expected or getattr(case, "expected_output", None) or "")
-        if not facts:
-            return Axis(None, "No expected facts or expected answer are configured.")
-        return self._coverage(trace, facts, "expected facts")
+        expected = self.expected or getattr(case, "expected_output", None)
+        return self._coverage(trace, self.facts or key_terms(expected or ""), "expected facts")
 
     def completeness(self, trace: Trace) -> Axis:
         """The completeness axis (fraction of asked-for fields mentioned)."""
-        wanted = self.fields or self.facts
-        if not wanted:
-            return Axis(None, "No fields or facts are configured.")
-        return self._coverage(trace, wanted, "fields")
+        return self._coverage(trace, self.fields or self.facts, "fields")
 
     def _coverage(self, trace: Trace, terms: list[str], what: str) -> Axis:
-        answer = trace.final_answer()
+        answer = trace.final_answer() if terms else ""  # nothing configured: no answer needed
         if answer is None:
             # Configured facts or fields with no answer to look in: a failure, not "does not apply".
             return Axis(0.0, _sentence(no_answer(trace)), {"missing": list(terms)}, unrecorded=True)
@@ -152,6 +147,8 @@ class _AnswerScorer(Scorer):
 
     def covered(self, answer: str, answer_numbers: list[float], terms: list[str], what: str) -> Axis:
         """The fraction of `terms` a recorded answer (its numbers given) states, as an axis."""
+        if not terms:
+            return Axis(None, _NOT_CONFIGURED[what])
         missing = [t for t in terms if not self._found(t, answer, answer_numbers)]
         value = (len(terms) - len(missing)) / len(terms)
         reason = f"{len(terms) - len(missing)} of {len(terms)} {what} found"
@@ -165,6 +162,12 @@ class _AnswerScorer(Scorer):
         verdict = axis.value >= self.threshold if passed is None else passed
         extra = {"unrecorded": True} if axis.unrecorded else {}
         return self.result(verdict, axis.value, axis.reason, **axis.details, **extra)
+
+
+_NOT_CONFIGURED = {
+    "expected facts": "No expected facts or expected answer are configured.",
+    "fields": "No fields or facts are configured.",
+}
 
 
 def _sentence(text: str) -> str:
@@ -329,17 +332,13 @@ def _correctness(scorer: AnswerScorer, answer: _Answer) -> Axis | None:
     """The correctness axis, or `None` when the facts would come from the case (not given to a form)."""
     if not scorer.facts and not scorer.expected:
         return None
-    facts = scorer.facts or key_terms(scorer.expected or "")
-    if not facts:
-        return Axis(None, "No expected facts or expected answer are configured.")
-    return scorer.covered(answer.text, answer.numbers, facts, "expected facts")
+    return scorer.covered(
+        answer.text, answer.numbers, scorer.facts or key_terms(scorer.expected or ""), "expected facts"
+    )
 
 
 def _completeness(scorer: AnswerScorer, answer: _Answer) -> Axis:
-    wanted = scorer.fields or scorer.facts
-    if not wanted:
-        return Axis(None, "No fields or facts are configured.")
-    return scorer.covered(answer.text, answer.numbers, wanted, "fields")
+    return scorer.covered(answer.text, answer.numbers, scorer.fields or scorer.facts, "fields")
 
 
 def _passing(found: Score) -> Score | None:
