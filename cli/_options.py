@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -53,6 +54,17 @@ HtmlPath = Annotated[
         "--html",
         metavar="FILE",
         help="Write a self-contained HTML report to FILE: summary, charts, filters, entries' scores and trace trees.",
+    ),
+]
+Reports = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--report",
+        metavar="FORMAT=FILE",
+        help=(
+            "Write a report in FORMAT (json, junit, markdown, html, or an installed evaltrace.report_formats "
+            "plugin) to FILE (repeatable)."
+        ),
     ),
 ]
 Tiers = Annotated[
@@ -240,21 +252,37 @@ def load_plugins(plugin: list[str] | None) -> None:
 
 
 def report_destinations(
-    json_path: str | None, junit_path: str | None, markdown_path: str | None, html_path: str | None = None
+    json_path: str | None,
+    junit_path: str | None,
+    markdown_path: str | None,
+    html_path: str | None = None,
+    reports: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
     """The reports asked for as `(format, FILE)`, each FILE checked before any work is done.
 
+    Args:
+        json_path: `--json FILE`.
+        junit_path: `--junit FILE`.
+        markdown_path: `--markdown FILE`.
+        html_path: `--html FILE`.
+        reports: `--report FORMAT=FILE` values (any registered format, plugins' included).
+
     Raises:
-        InputError: a FILE names a folder, sits in a folder that does not exist (`--junit`,
-            `--markdown`, `--html`), or is `-` for a format written to files only; the option is named.
+        InputError: an unknown format; a FILE names a folder, sits in a folder that does not exist
+            (`--junit`, `--markdown`, `--html`), or is `-` for a format written to files only; the option is named.
     """
     from evaltrace.evaluators.results.report.formats import check_destination
 
     asked = (("json", json_path), ("junit", junit_path), ("markdown", markdown_path), ("html", html_path))
-    chosen = [(name, path) for name, path in asked if path is not None]
-    for name, path in chosen:
-        check_destination(name, path)
-    return chosen
+    chosen = [(name, path, f"--{name}") for name, path in asked if path is not None]
+    for value in reports:
+        name, equals, path = value.partition("=")
+        if not (name and equals and path):
+            raise InputError(f"--report {value}: give FORMAT=FILE (such as junit=report.xml)")
+        chosen.append((name, path, "--report"))
+    for name, path, option in chosen:
+        check_destination(name, path, option)
+    return [(name, path) for name, path, _ in chosen]
 
 
 def store_choice(store: Path | None, no_store: bool) -> Path | None:

@@ -57,6 +57,8 @@ class Scoring:
     junit_path: str | None = None
     markdown_path: str | None = None
     html_path: str | None = None
+    reports: tuple[str, ...] = ()
+    """`--report FORMAT=FILE` values (any registered report format, installed plugins' included)."""
     store: Path | None = None
     """The score store the scoring is added to; `None`: not stored (`--no-store`)."""
     baseline: str | None = None
@@ -134,7 +136,9 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     from evaltrace.evaluators.results.report.writer import Discard
 
     ENGINES.check(scoring.engine)  # an unknown name stops us before any scoring
-    reports = opt.report_destinations(scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path)
+    reports = opt.report_destinations(
+        scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path, scoring.reports
+    )
     baseline = baseline_side(scoring.baseline, scoring.store)  # a bad REF stops us before any scoring
     compare_options = _compare_options(scoring)
     loaded, case_from_spec_arg = _spec_of(scoring)
