@@ -54,10 +54,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working folder with the spec; no judge or OpenAI variable inherited from the test's environment."""
+    """A working folder with the spec; no judge or OpenAI variable inherited from the test's environment,
+    and a cache root of its own (verdicts default to the cache root: never the user's ~/.cache/evaltrace)."""
     for name in list(os.environ):
         if name.startswith(("EVALTRACE_", "OPENAI_")):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "spec.yaml").write_text(SPEC)
     return tmp_path
 
