@@ -41,7 +41,6 @@ from evaltrace.evaluators.scoring.scorers.schemas import (
     check_json_schema,
     compiled_errors,
     compiled_schema,
-    schema_errors,
     schema_parameters,
 )
 
@@ -234,8 +233,6 @@ def correctness_reason(mode: str, expected: list[str], actual: list[str], common
 # shorter side, so the reference's matching count is known. With `nested`, a row whose calls
 # started nested agents is left to the reference (their calls count).
 
-_Verdict = Literal["valid", "skipped"]
-
 
 def offered_tools(row: RowCalls) -> list[dict[str, Any]]:
     """The row's `tool_schemas` column: per offered tool, `name`, `description` and `parameters_json`."""
@@ -266,13 +263,17 @@ def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls, trace: Trac
     if not offered and not schemas:
         return None
     known = offered | set(scorer.schemas) if offered else set()
-    truncated = row.call_values("arguments_truncated")
-    checked = 0
-    for name, arguments, cut in zip(names, row.argument_values(), truncated, strict=True):
-        verdict = _call_verdict(scorer, name, arguments, bool(cut), known, schemas)
-        if verdict is None:
-            return None
-        checked += verdict == "valid"
+    compiled: dict[str, Compiled] = {}
+    calls = zip(names, row.argument_values(), row.call_values("arguments_truncated"), strict=True)
+    findings = [  # the reference's own check of each call
+        scorer._check(
+            i, ToolCall.model_construct(name=n, arguments=a, arguments_truncated=bool(cut)), known, schemas, compiled
+        )
+        for i, (n, a, cut) in enumerate(calls)
+    ]
+    if any(findings) or any(entry[3] for entry in compiled.values()):  # a problem, or a note: the reference says
+        return None
+    checked = findings.count("")
     if not checked:
         return None
     reason = f"All {checked} checked calls match their tool schemas."
@@ -282,31 +283,6 @@ def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls, trace: Trac
             return None
         reason += f" {skipped} call(s) not checked (no schema, or arguments not recorded)."
     return scorer.result(True, 1.0, reason, invalid=[], checked=checked, skipped=skipped)
-
-
-def _call_verdict(
-    scorer: ToolCallValidity, name: str, arguments: Any, cut: bool, known: set[str], schemas: dict[str, Any]
-) -> _Verdict | None:
-    """`valid`, `skipped` (nothing to check), or `None`: invalid, or for the reference to say."""
-    if known and name not in known:
-        return None
-    schema = schemas.get(name)
-    if schema is None:  # as the reference: a call with no schema is not checked
-        return "skipped"
-    if arguments is None and not cut:
-        return "skipped"
-    if cut or not isinstance(schema, dict) or not isinstance(arguments, dict):
-        return None
-    try:  # broken, or partly uncheckable (the reference skips or notes it): the reference says
-        check_json_schema(schema, name)
-    except ValueError:
-        return None
-    if schema_errors(schema, arguments):
-        return None
-    properties = schema.get("properties")
-    if scorer.strict and isinstance(properties, dict) and any(key not in properties for key in arguments):
-        return None
-    return "valid"
 
 
 @columnar_form(ToolCorrectness)
