@@ -189,7 +189,7 @@ class Namespace:
         """Write a file entry atomically (flushed to disk before the rename); raises `OSError`."""
         temp = self.temp(entry)
         try:
-            with temp.open("xb") as handle:
+            with open(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())

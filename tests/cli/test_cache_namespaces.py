@@ -119,5 +119,6 @@ def test_the_judge_cache_defaults_to_the_root(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "root"))
     monkeypatch.chdir(tmp_path)
     key = _verdict(VerdictCache(), "q")
-    assert (tmp_path / "root" / "judge" / f"{key}.json").is_file()
+    entry = tmp_path / "root" / "judge" / f"{key}.json"
+    assert entry.is_file() and entry.stat().st_mode & 0o077 == 0  # the user's alone, as the root is
     assert not (tmp_path / ".evaltrace-cache").exists()  # the old per-folder location is no longer written
