@@ -105,32 +105,39 @@ class ToolEfficiency(Scorer):
             if self.spec_check:
                 return self.result(True, 1.0, "The agent made no tool calls, so none was redundant.")
             return self.result(None, reason="The agent made no tool calls.")
-        keys = [_call_key(i, c) for i, c in enumerate(calls)]
-        redundant = redundant_calls(keys, self.count_retries, lambda i: call_failure(calls[i], True) is not None)
+        failed = [call_failure(call, True) is not None for call in calls]
+        passed, value, reason, details = self.graded([(c.name, c.arguments) for c in calls], failed.__getitem__)
+        blind = _incomparable(calls)
+        if passed and blind:
+            why = f"Repeats cannot be ruled out: {arguments_not_recorded(blind)}."
+            return self.missing(why, **details)
+        return self.result(passed, value, reason, **details)
+
+    def graded(
+        self, calls: list[tuple[str, Any]], failed: Callable[[int], bool]
+    ) -> tuple[bool, float, str, dict[str, Any]]:
+        """Passed, value, reason and details of `(name, arguments)` calls, `failed(i)` telling whether call i failed."""
+        # Arguments that were not recorded cannot be compared: such a call never counts as a repeat.
+        keys = [
+            (name, f"<not recorded #{i}>" if arguments is None else canonical_arguments(arguments))
+            for i, (name, arguments) in enumerate(calls)
+        ]
+        redundant = redundant_calls(keys, self.count_retries, failed)
         loops = find_loops(keys)
         longest = max((n for _, n in loops), default=1)
-        value = len(set(keys)) / len(calls)
         passed = len(redundant) <= self.max_redundant and (self.max_loop is None or longest <= self.max_loop)
         parts = []
         if redundant:
             parts.append(f"{len(redundant)} redundant (max {self.max_redundant}): " + ", ".join(redundant[:3]))
         for start, n in loops[:3]:
-            repeated = format_call(calls[start].name, calls[start].arguments)
-            parts.append(f"loop: {repeated} {n} times in a row from #{start + 1}")
-        details = {"redundant": redundant, "loops": [[s, n] for s, n in loops]}
-        blind = _incomparable(calls)
-        if passed and blind:
-            why = f"Repeats cannot be ruled out: {arguments_not_recorded(blind)}."
-            return self.missing(why, **details)
+            parts.append(f"loop: {format_call(*calls[start])} {n} times in a row from #{start + 1}")
         reason = "; ".join(parts) + "." if parts else f"No redundant calls among {len(calls)}."
-        return self.result(passed, value, reason, **details)
-
-
-def _call_key(index: int, call: ToolCall) -> tuple[str, str]:
-    # Arguments that were not recorded cannot be compared: such a call never counts as a repeat.
-    if call.arguments is None:
-        return call.name, f"<not recorded #{index}>"
-    return call.name, canonical_arguments(call.arguments)
+        return (
+            passed,
+            len(set(keys)) / len(calls),
+            reason,
+            {"redundant": redundant, "loops": [[s, n] for s, n in loops]},
+        )
 
 
 def _incomparable(calls: list[ToolCall]) -> list[str]:
@@ -255,23 +262,10 @@ def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls, trace: Trace) ->
     arguments = row.argument_values()
     if _unrecorded_repeat(names, arguments, row.call_values("arguments_truncated")):
         return None  # repeats cannot be ruled out: the reference reports the unrecorded calls
-    keys = [
-        (name, f"<not recorded #{i}>" if value is None else canonical_arguments(value))
-        for i, (name, value) in enumerate(zip(names, arguments, strict=True))
-    ]
-    redundant = redundant_calls(keys, scorer.count_retries, functools.partial(_failed, row))
-    loops = find_loops(keys)
-    longest = max((n for _, n in loops), default=1)
-    if len(redundant) > scorer.max_redundant or (scorer.max_loop is not None and longest > scorer.max_loop):
-        return None
-    parts = []
-    if redundant:
-        parts.append(f"{len(redundant)} redundant (max {scorer.max_redundant}): " + ", ".join(redundant[:3]))
-    for start, n in loops[:3]:
-        parts.append(f"loop: {format_call(names[start], arguments[start])} {n} times in a row from #{start + 1}")
-    reason = "; ".join(parts) + "." if parts else f"No redundant calls among {len(names)}."
-    value = len(set(keys)) / len(names)
-    return scorer.result(True, value, reason, redundant=redundant, loops=[[s, n] for s, n in loops])
+    passed, value, reason, details = scorer.graded(
+        list(zip(names, arguments, strict=True)), functools.partial(_failed, row)
+    )
+    return scorer.result(True, value, reason, **details) if passed else None
 
 
 def _unrecorded_repeat(names: list[str], arguments: list[Any], truncated: list[object]) -> bool:
