@@ -78,8 +78,11 @@ class ToolNameReliability(Scorer):
                 if name not in offered:
                     hint = closest_name(name, offered)
                     unknown.append(f"{name!r} was called but not offered" + (f" (closest: {hint!r})" if hint else ""))
-        names = offered or called  # without definitions, the called names are all there is to grade
-        problems = {n: p for n in names if (p := name_problems(n, self))}
+        return self.graded(offered or called, unknown, functools.partial(name_problems, rules=self))
+
+    def graded(self, names: list[str], unknown: list[str], problems_of: Callable[[str], list[str]]) -> Score:
+        """The score of the graded names (the offered ones, else the called) and the `unknown` findings."""
+        problems = {n: p for n in names if (p := problems_of(n))}
         value = (len(names) - len(problems)) / len(names)
         passed = not unknown and value >= self.threshold
         parts = unknown + [f"{n!r} {', '.join(p)}" for n, p in problems.items()]
@@ -135,11 +138,15 @@ class ToolDescriptionReliability(Scorer):
         tools = trace.tool_schemas
         if not tools:
             return self.result(None, reason="No tool definitions were recorded in the trace.")
-        problems = {t.name: p for t in tools if (p := description_problems(t, self))}
-        value = (len(tools) - len(problems)) / len(tools)
+        return self.graded([(t.name, description_problems(t, self)) for t in tools])
+
+    def graded(self, findings: list[tuple[str, list[str]]]) -> Score:
+        """The score of each offered tool's `(name, problems)`."""
+        problems = {name: p for name, p in findings if p}
+        value = (len(findings) - len(problems)) / len(findings)
         passed = value >= self.threshold
         parts = [f"{name}: {'; '.join(p)}" for name, p in problems.items()]
-        reason = " | ".join(parts) + "." if parts else f"All {len(tools)} tool definitions are well described."
+        reason = " | ".join(parts) + "." if parts else f"All {len(findings)} tool definitions are well described."
         return self.result(passed, value, reason, problems=problems)
 
 
@@ -157,14 +164,10 @@ def tool_name_reliability_form(scorer: ToolNameReliability, row: RowCalls, trace
         return None
     if offered and any(name not in offered for name in called):
         return None
-    names = offered or called
-    problems = {n: p for n in names if (p := _graded(scorer, (n,), functools.partial(name_problems, n, scorer)))}
-    value = (len(names) - len(problems)) / len(names)
-    if value < scorer.threshold:
-        return None
-    parts = [f"{n!r} {', '.join(p)}" for n, p in problems.items()]
-    reason = "; ".join(parts) + "." if parts else f"All {len(names)} tool names are clear identifiers."
-    return scorer.result(True, value, reason, unknown=[], problems=problems)
+    found = scorer.graded(
+        offered or called, [], lambda n: _graded(scorer, (n,), functools.partial(name_problems, n, scorer))
+    )
+    return found if found.passed else None
 
 
 @columnar_form(ToolDescriptionReliability)
@@ -173,17 +176,12 @@ def tool_description_reliability_form(scorer: ToolDescriptionReliability, row: R
     tools = offered_tools(row)
     if not tools:
         return None
-    problems: dict[str, list[str]] = {}
+    findings = []
     for tool in tools:
         key = (tool["name"], tool["description"], tool["parameters_json"])
-        if found := _graded(scorer, key, functools.partial(_described, tool, scorer)):
-            problems[tool["name"]] = found
-    value = (len(tools) - len(problems)) / len(tools)
-    if value < scorer.threshold:
-        return None
-    parts = [f"{name}: {'; '.join(p)}" for name, p in problems.items()]
-    reason = " | ".join(parts) + "." if parts else f"All {len(tools)} tool definitions are well described."
-    return scorer.result(True, value, reason, problems=problems)
+        findings.append((tool["name"], _graded(scorer, key, functools.partial(_described, tool, scorer))))
+    found = scorer.graded(findings)
+    return found if found.passed else None
 
 
 def _described(tool: dict[str, Any], scorer: ToolDescriptionReliability) -> list[str]:
