@@ -174,9 +174,8 @@ JudgeCacheDir = Annotated[
     Path | None,
     typer.Option(
         metavar="DIR",
-        help="Cache root the judge verdicts are kept under, in its judge/ (EVALTRACE_JUDGE_CACHE_DIR; default "
-        "evaltrace's cache root, EVALTRACE_CACHE_DIR or ~/.cache/evaltrace). Its verdicts are trusted: keep it "
-        "outside the repository.",
+        help="Cache root for the judge verdicts, kept in its judge/ (EVALTRACE_JUDGE_CACHE_DIR; default: evaltrace's "
+        "cache root). Its verdicts are trusted: keep it outside the repository.",
         rich_help_panel=JUDGE,
     ),
 ]
