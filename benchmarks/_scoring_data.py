@@ -311,7 +311,7 @@ def generate(directory: Path, traces: int, seed: int) -> int:
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
     from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-    from evaltrace.collector.record.exporter import ParquetSpanExporter
+    from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 
     rng = random.Random(seed)
     random.seed(seed)  # response ids in `_chat_attributes`

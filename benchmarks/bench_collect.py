@@ -74,7 +74,7 @@ def make_spans(traces: int) -> list[Any]:
 
 def in_process(spans: list[Any], folder: Path) -> tuple[float, float]:
     """(wall s, CPU s) of exporting `spans` with ParquetSpanExporter and closing its files."""
-    from evaltrace.collector.record.exporter import ParquetSpanExporter
+    from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 
     exporter = ParquetSpanExporter(folder, run_id="bench")
     wall, cpu = time.perf_counter(), time.process_time()

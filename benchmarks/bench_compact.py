@@ -23,7 +23,7 @@ def write_files(folder: Path, files: int, spans_per_file: int) -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    from evaltrace.collector.record.exporter import ParquetSpanExporter
+    from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 
     exporter = ParquetSpanExporter(folder, run_id="long-recording", max_rows=spans_per_file)
     provider = TracerProvider()

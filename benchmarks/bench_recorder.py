@@ -253,7 +253,7 @@ def _exporter(mode: str, out: Path) -> Any:
 
         return Noop()
     if mode == "evaltrace":
-        from evaltrace.collector.record.exporter import ParquetSpanExporter
+        from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 
         return ParquetSpanExporter(out, run_id="bench")
     from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter

@@ -92,7 +92,7 @@ def collect(
     # this command prints for them; read when grpc is first imported, below.
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from evaltrace.collector.otlp.receive.server import Receiver
-    from evaltrace.collector.record.exporter import ExporterSettings
+    from evaltrace.collector.recorder.exporter import ExporterSettings
 
     config = _config(http, grpc, directory, run_id, max_request_mb, queue_items, allow_unauthenticated)
     # Files say who wrote them (`evaltrace doctor` tells a sender's spans from an in-process recording's).
@@ -137,7 +137,7 @@ def _config(
         return ReceiverConfig(
             http=parse_address(http, "--http"),
             grpc=parse_address(grpc, "--grpc"),
-            # The recorder's variable, read as the exporter reads it (collector/record/exporter.py).
+            # The recorder's variable, read as the exporter reads it (collector/recorder/exporter.py).
             directory=directory or Path(os.environ.get("EVALTRACE_DIR") or "runs"),
             run_id=run_id,
             token=SecretStr(token) if token is not None else None,

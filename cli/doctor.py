@@ -134,7 +134,7 @@ def signal_default(var: str) -> str:
     """What an unset `OTEL_<SIGNAL>_EXPORTER` becomes under the distro `opentelemetry-instrument` would use."""
     distro, _ = _chosen("opentelemetry_distro", "OTEL_PYTHON_DISTRO")
     if distro == "evaltrace":
-        from evaltrace.collector.record.autoconf import apply_env_defaults
+        from evaltrace.collector.recorder.autoconf import apply_env_defaults
 
         # Asked of the distro itself, on a copy of the environment, so the two never disagree.
         return apply_env_defaults(dict(os.environ)).get(var, "none")
@@ -204,7 +204,7 @@ def check_sdk_enabled() -> Check:
 
 def check_redaction() -> Check:
     """Redaction patterns compile (bad ones are skipped at run time, with a logged error)."""
-    from evaltrace.collector.record.redact import parse_env_patterns
+    from evaltrace.collector.recorder.redact import parse_env_patterns
 
     kept, errors = parse_env_patterns(os.environ.get("EVALTRACE_REDACT_PATTERNS", ""))
     if errors:

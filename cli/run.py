@@ -100,7 +100,7 @@ def run(
     header: otlp.Headers = None,
 ) -> None:
     """Run an agent over a spec's cases, record its spans, then score and gate like `evaltrace score`."""
-    from evaltrace.collector.record.autoconf import instrument_installed
+    from evaltrace.collector.recorder.autoconf import instrument_installed
     from evaltrace.evaluators.engine.sample import check_judge_setup
     from evaltrace.evaluators.engine.scoring import new_run, select_cases
     from evaltrace.evaluators.runner.agent import RunOptions, load_agent, new_run_directory, run_agent

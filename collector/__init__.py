@@ -15,15 +15,15 @@ if TYPE_CHECKING:
     from evaltrace.collector.errors import InputError as InputError
     from evaltrace.collector.otlp.files.inputs import RunFiles as RunFiles
     from evaltrace.collector.otlp.files.inputs import resolve_paths as resolve_paths
-    from evaltrace.collector.record.agent_run import AgentRun as AgentRun
-    from evaltrace.collector.record.agent_run import agent_run as agent_run
-    from evaltrace.collector.record.exporter import ParquetSpanExporter as ParquetSpanExporter
-    from evaltrace.collector.record.log_exporter import ParquetLogExporter as ParquetLogExporter
-    from evaltrace.collector.record.recording import Recorder as Recorder
-    from evaltrace.collector.record.recording import record as record
-    from evaltrace.collector.record.redact import RedactionSettings as RedactionSettings
-    from evaltrace.collector.record.tool_call import ToolCallRun as ToolCallRun
-    from evaltrace.collector.record.tool_call import tool_call as tool_call
+    from evaltrace.collector.recorder.agent_run import AgentRun as AgentRun
+    from evaltrace.collector.recorder.agent_run import agent_run as agent_run
+    from evaltrace.collector.recorder.exporter import ParquetSpanExporter as ParquetSpanExporter
+    from evaltrace.collector.recorder.log_exporter import ParquetLogExporter as ParquetLogExporter
+    from evaltrace.collector.recorder.recording import Recorder as Recorder
+    from evaltrace.collector.recorder.recording import record as record
+    from evaltrace.collector.recorder.redact import RedactionSettings as RedactionSettings
+    from evaltrace.collector.recorder.tool_call import ToolCallRun as ToolCallRun
+    from evaltrace.collector.recorder.tool_call import tool_call as tool_call
     from evaltrace.collector.runfiles.reader import RunsSummary as RunsSummary
     from evaltrace.collector.runfiles.reader import TraceSummary as TraceSummary
     from evaltrace.collector.runfiles.reader import clean_stale_inflight as clean_stale_inflight

@@ -6,7 +6,7 @@ arguments) win over the environment, which wins over the defaults. A blank varia
 unset, as a shell's `VAR=` means. A bad value is one `InputError` naming the variable or the
 option that gave it (exit 2 in the CLI), never a traceback.
 
-Not read here, on purpose: the recorder's variables (`collector/record/exporter.py`,
+Not read here, on purpose: the recorder's variables (`collector/recorder/exporter.py`,
 `redact.py`, `_genai_env.py`), read in the application's process, where a bad value is logged
 and skipped because recording must never crash the application; and the `OTEL_*` variables the
 OTel SDK reads itself.

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from evaltrace.collector import resolve_paths
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.traces.rebuild import read_traces
 from evaltrace.collector.traces.records import Trace
 

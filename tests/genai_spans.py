@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Span, Status, StatusCode
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 
 T0 = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z in ns
 

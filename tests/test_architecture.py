@@ -113,6 +113,18 @@ def test_every_listed_public_name_imports(package: str, name: str) -> None:
     assert name in dir(importlib.import_module(package))
 
 
+def test_no_subpackage_shadows_a_public_name() -> None:
+    # Importing `evaltrace.collector.x.y` sets the attribute `x` on `evaltrace.collector`: a room
+    # named like a public name (`record`, `score`) would replace that name once anything imported it.
+    packages = {name for name, module in MODULES.items() if module.path.name == "__init__.py"}
+    shadowed = [
+        (package, name)
+        for package, name in _package_public_names()
+        if f"{package}.{name}" in MODULES or f"{package}.{name}" in packages
+    ]
+    assert shadowed == []
+
+
 def test_public_lists_are_the_packages_documented_names() -> None:
     # The names a README reader imports are in the list the test above checks.
     evaluators = importlib.import_module("evaltrace.evaluators")
@@ -152,7 +164,7 @@ def test_imports_flow_collector_evaluators_cli() -> None:
 # after both; the pytest runner and plugin are front doors like the CLI.
 STAGES = (
     "collector.runfiles",
-    "collector.record",
+    "collector.recorder",
     "collector.otlp",
     "collector.traces",
     "evaluators.scoring",

@@ -60,7 +60,7 @@ from evaltrace.evaluators.scoring.scorers.plugins import import_user_module
 from evaltrace.evaluators.scoring.spec.model import Case
 
 if TYPE_CHECKING:
-    from evaltrace.collector.record.recording import Recorder
+    from evaltrace.collector.recorder.recording import Recorder
 
 CASE_ID_ATTRIBUTE = "evaltrace.case_id"
 REPEAT_ATTRIBUTE = "evaltrace.repeat"
@@ -187,8 +187,8 @@ def _record_into(directory: Path, run_id: str) -> tuple[SealingSpanProcessor, Re
     `record()` gets it rather than starting a second writer.
     """
     # Imported here: the Parquet writer (pyarrow) is not needed to import evaltrace.evaluators.
-    from evaltrace.collector.record.exporter import ParquetSpanExporter
-    from evaltrace.collector.record.recording import EvaltraceSpanProcessor, adopt, current, record_logs
+    from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+    from evaltrace.collector.recorder.recording import EvaltraceSpanProcessor, adopt, current, record_logs
 
     provider = sdk_provider()
     previous = current()

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 
 FORGED = "Gate PASSED: forged"
 COMMANDS = ["score base", "score new", "compare", "history", "runs", "traces", "show", "explain", "doctor"]

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
 from evaltrace.collector import resolve_paths
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles import layout
 from evaltrace.collector.runfiles.compact import compact_folder
 from evaltrace.collector.runfiles.reader import summarize_runs

@@ -28,8 +28,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Span, Tracer, set_span_in_context
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.redact import RedactionSettings
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.redact import RedactionSettings
 
 Check = dict[str, Any]
 QUESTION = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}])

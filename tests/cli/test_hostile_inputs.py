@@ -22,7 +22,7 @@ from cli_process import evaltrace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 
 DEEP = "[" * 100_000 + "]" * 100_000
 COMMANDS = ("score", "traces", "show")

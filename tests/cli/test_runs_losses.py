@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from evaltrace.collector import resolve_paths
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.recording import EvaltraceSpanProcessor
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.recording import EvaltraceSpanProcessor
 from evaltrace.collector.runfiles import batches
 from evaltrace.collector.runfiles.reader import summarize_runs
 

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from evaltrace.cli._options import _literal_glob
 from evaltrace.collector import resolve_paths
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles.reader import summarize_runs
 from evaltrace.collector.traces.rebuild import read_traces
 

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from report_runs import record_run
 
 from evaltrace.cli.main import main
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.evaluators.scoring.spec.model import spec_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]

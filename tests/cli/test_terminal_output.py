@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 from terminal_process import evaltrace_on_terminal
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 
 OSC_TITLE = "\x1b]0;PWNED-TITLE\x07"
 CSI = "\x1b[2J\x1b[31m"

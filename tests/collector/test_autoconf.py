@@ -14,8 +14,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from evaltrace.collector.record._genai_env import capture_content_value
-from evaltrace.collector.record.autoconf import apply_env_defaults
+from evaltrace.collector.recorder._genai_env import capture_content_value
+from evaltrace.collector.recorder.autoconf import apply_env_defaults
 
 APP = Path(__file__).parent / "apps" / "span_app.py"
 INSTRUMENT = str(Path(sys.executable).parent / "opentelemetry-instrument")

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles import batches, layout
 from evaltrace.collector.runfiles.jsonvalue import loads_attributes
 from evaltrace.collector.runfiles.layout import SCHEMA
@@ -236,7 +236,7 @@ def test_unwritable_folder_logs_keeps_spans_and_retries(tmp_path: Path, caplog: 
 
 
 def test_buffer_bounded_while_writes_fail_and_drops_counted(tmp_path: Path) -> None:
-    from evaltrace.collector.record.exporter import ExporterSettings
+    from evaltrace.collector.recorder.exporter import ExporterSettings
 
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -24,9 +24,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from evaltrace.collector import agent_run, resolve_paths
-from evaltrace.collector.record.exporter import ExporterSettings, ParquetSpanExporter
-from evaltrace.collector.record.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
-from evaltrace.collector.record.redact import RedactionSettings
+from evaltrace.collector.recorder.exporter import ExporterSettings, ParquetSpanExporter
+from evaltrace.collector.recorder.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
+from evaltrace.collector.recorder.redact import RedactionSettings
 from evaltrace.collector.runfiles.compact import compact_folder
 from evaltrace.collector.runfiles.reader import LogAttachment, Shard, iter_traces, split_signals, summarize_runs
 from evaltrace.collector.traces.rebuild import read_traces

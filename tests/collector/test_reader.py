@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from evaltrace.collector import resolve_paths
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles import _decode, reader, runfiles
 from evaltrace.collector.runfiles._decode import SpanBatch
 from evaltrace.collector.runfiles.reader import Shard, find_trace_ids, iter_traces, read_spans

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from evaltrace.collector import InputError, resolve_paths
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles.batches import encode_spans
 from evaltrace.collector.runfiles.layout import write_parquet
 from evaltrace.collector.runfiles.reader import (

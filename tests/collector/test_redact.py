@@ -12,8 +12,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.redact import MASK, RedactionSettings, Redactor
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.redact import MASK, RedactionSettings, Redactor
 from evaltrace.collector.runfiles.jsonvalue import loads_attributes
 
 MESSAGES = json.dumps(

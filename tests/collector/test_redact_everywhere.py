@@ -35,8 +35,8 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from evaltrace.collector import resolve_paths
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.redact import MASK, RedactionSettings, Redactor
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.redact import MASK, RedactionSettings, Redactor
 from evaltrace.collector.runfiles.jsonvalue import loads_attributes
 from evaltrace.collector.traces.rebuild import read_traces
 

@@ -26,9 +26,9 @@ from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 
 from evaltrace.collector.otlp.wire.decode import spans_from_request
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.log_exporter import ParquetLogExporter
-from evaltrace.collector.record.redact import MASK, RedactionSettings
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.log_exporter import ParquetLogExporter
+from evaltrace.collector.recorder.redact import MASK, RedactionSettings
 
 MASKED = RedactionSettings(mask_patterns=("acme-[0-9]+",))
 PLAIN = RedactionSettings()

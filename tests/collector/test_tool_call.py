@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from evaltrace.collector import RedactionSettings, agent_run, resolve_paths, tool_call
-from evaltrace.collector.record.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.runfiles.reader import read_spans
 from evaltrace.collector.traces.rebuild import read_traces
 from evaltrace.collector.traces.records import Trace
@@ -73,7 +73,7 @@ def test_calls_inside_a_run_are_its_tool_calls_in_order(tmp_path: Path) -> None:
 def test_a_call_outside_any_run_is_a_trace_of_its_own_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("evaltrace.collector.record.tool_call._warned_outside_run", False)
+    monkeypatch.setattr("evaltrace.collector.recorder.tool_call._warned_outside_run", False)
     provider = _provider(tmp_path)
 
     async def main() -> None:

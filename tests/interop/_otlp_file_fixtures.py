@@ -35,8 +35,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.log_exporter import ParquetLogExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.log_exporter import ParquetLogExporter
 
 LARGE_TEXT = "the forecast says " + "sunny " * 400
 """Over the store's 1 KiB threshold: stored in the `large_attributes` column."""

@@ -25,8 +25,8 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.log_exporter import ParquetLogExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.log_exporter import ParquetLogExporter
 
 LARGE = "the forecast says " + "sunny " * 400
 REMOTE = SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0x00F067AA0BA902B7, True, TraceFlags(1))

@@ -39,8 +39,8 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.log_exporter import ParquetLogExporter
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.log_exporter import ParquetLogExporter
 
 LARGE_TEXT = "the forecast says " + "sunny " * 400
 """Over the store's 1 KiB threshold: kept in the `large_attributes` column, merged back on reading."""

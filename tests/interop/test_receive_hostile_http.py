@@ -32,7 +32,7 @@ from test_receive_requests import _body
 
 from evaltrace.collector.otlp.receive.config import Address, ReceiverConfig
 from evaltrace.collector.otlp.receive.server import Receiver
-from evaltrace.collector.record.exporter import ExporterSettings
+from evaltrace.collector.recorder.exporter import ExporterSettings
 
 
 @contextmanager

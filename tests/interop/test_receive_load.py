@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from evaltrace.collector.otlp.receive.config import Address, ReceiverConfig
 from evaltrace.collector.otlp.receive.server import Receiver
-from evaltrace.collector.record.exporter import ExporterSettings
+from evaltrace.collector.recorder.exporter import ExporterSettings
 
 CLIENT = Path(__file__).with_name("_receive_load_client.py")
 

@@ -42,7 +42,7 @@ from pydantic import SecretStr
 
 from evaltrace.collector.otlp.receive.config import Address, ReceiverConfig
 from evaltrace.collector.otlp.receive.server import Receiver
-from evaltrace.collector.record.exporter import ExporterSettings
+from evaltrace.collector.recorder.exporter import ExporterSettings
 
 LIMIT = 1024 * 1024
 BODY = 4 * LIMIT

@@ -21,7 +21,7 @@ from evaltrace.collector.otlp.receive.http_server import HttpContext, HttpListen
 from evaltrace.collector.otlp.receive.refusals import RefusalLog
 from evaltrace.collector.otlp.receive.workqueue import WorkQueue
 from evaltrace.collector.otlp.receive.writer import RunWriter, Written
-from evaltrace.collector.record.exporter import ExporterSettings
+from evaltrace.collector.recorder.exporter import ExporterSettings
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaltrace.collector.otlp.receive.workqueue import Signal, Work, WorkQueue
-from evaltrace.collector.record.exporter import ExporterSettings, ParquetSpanExporter
-from evaltrace.collector.record.log_exporter import ParquetLogExporter
+from evaltrace.collector.recorder.exporter import ExporterSettings, ParquetSpanExporter
+from evaltrace.collector.recorder.log_exporter import ParquetLogExporter
 
 logger = logging.getLogger("evaltrace")
 

@@ -33,9 +33,9 @@ else:
         from opentelemetry.sdk._logs.export import LogExporter as LogRecordExporter
         from opentelemetry.sdk._logs.export import LogExportResult as LogRecordExportResult
 
-from evaltrace.collector.record._rolling import FileKind, RollingFilesMixin
-from evaltrace.collector.record.exporter import ExporterSettings, latest_span_run_id
-from evaltrace.collector.record.redact import RedactionSettings, build_redactor
+from evaltrace.collector.recorder._rolling import FileKind, RollingFilesMixin
+from evaltrace.collector.recorder.exporter import ExporterSettings, latest_span_run_id
+from evaltrace.collector.recorder.redact import RedactionSettings, build_redactor
 from evaltrace.collector.runfiles import batches, logs_layout
 from evaltrace.collector.runfiles.layout import writer_version
 from evaltrace.collector.runfiles.schema import LOGS_FILE_SUFFIX
@@ -135,7 +135,7 @@ class EvaltraceLogRecordProcessor(BatchLogRecordProcessor):
     def __init__(self, exporter: ParquetLogExporter, *args: Any, **kwargs: Any) -> None:
         super().__init__(exporter, *args, **kwargs)
         self.exporter = exporter
-        from evaltrace.collector.record.recording import count_queue_drops
+        from evaltrace.collector.recorder.recording import count_queue_drops
 
         count_queue_drops(self, exporter.note_dropped, "log records")
 

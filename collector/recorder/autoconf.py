@@ -40,9 +40,9 @@ from opentelemetry.sdk._configuration import _initialize_components, _OTelSDKCon
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from evaltrace.collector.record._genai_env import apply_capture_default
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
+from evaltrace.collector.recorder._genai_env import apply_capture_default
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
 
 logger = logging.getLogger("evaltrace")
 
@@ -86,7 +86,7 @@ class EvaltraceDistro(BaseDistro):  # type: ignore[misc]  # BaseDistro is untype
 
 def _processor_for(exporter: SpanExporter, *args: Any, **kwargs: Any) -> BatchSpanProcessor:
     """Processor factory for auto-configuration: evaltrace's processor for evaltrace's exporter."""
-    from evaltrace.collector.record.recording import EvaltraceSpanProcessor
+    from evaltrace.collector.recorder.recording import EvaltraceSpanProcessor
 
     if isinstance(exporter, ParquetSpanExporter):
         processor = EvaltraceSpanProcessor(exporter, *args, **kwargs)
@@ -137,7 +137,7 @@ class EvaltraceConfigurator(_OTelSDKConfigurator):
 
 
 def _hook_built_processors() -> None:
-    from evaltrace.collector.record.recording import adopt, install_process_hooks
+    from evaltrace.collector.recorder.recording import adopt, install_process_hooks
 
     provider = trace.get_tracer_provider()
     logs = _built_logs[0] if _built_logs else None

@@ -38,7 +38,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from evaltrace.collector.record._span_scope import SpanScope
+from evaltrace.collector.recorder._span_scope import SpanScope
 
 __all__ = ["AgentRun", "agent_run", "as_text", "record_error"]
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from evaltrace.collector.record._content_keys import (
+from evaltrace.collector.recorder._content_keys import (
     EMPTIED,
     Rule,
     content_rule,

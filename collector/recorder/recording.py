@@ -39,12 +39,12 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from evaltrace.collector.record._genai_env import apply_capture_default
-from evaltrace.collector.record.exporter import ParquetSpanExporter
-from evaltrace.collector.record.redact import RedactionSettings
+from evaltrace.collector.recorder._genai_env import apply_capture_default
+from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.redact import RedactionSettings
 
 if TYPE_CHECKING:
-    from evaltrace.collector.record.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
+    from evaltrace.collector.recorder.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
 
 logger = logging.getLogger("evaltrace")
 
@@ -250,7 +250,7 @@ def record_logs(spans: ParquetSpanExporter) -> EvaltraceLogRecordProcessor | Non
     Sets an SDK logger provider globally when none is set; `None` when the global one accepts no
     processors (said with a warning).
     """
-    from evaltrace.collector.record.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
+    from evaltrace.collector.recorder.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
 
     provider = _sdk_logger_provider()
     if provider is None:

@@ -31,8 +31,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
-from evaltrace.collector.record._span_scope import SpanScope
-from evaltrace.collector.record.agent_run import as_text, record_error
+from evaltrace.collector.recorder._span_scope import SpanScope
+from evaltrace.collector.recorder.agent_run import as_text, record_error
 
 __all__ = ["ToolCallRun", "tool_call"]
 

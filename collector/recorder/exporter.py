@@ -30,8 +30,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaltrace.collector.record._rolling import FileKind, RollingFilesMixin, RollingWriter
-from evaltrace.collector.record.redact import RedactionSettings, Redactor, build_redactor
+from evaltrace.collector.recorder._rolling import FileKind, RollingFilesMixin, RollingWriter
+from evaltrace.collector.recorder.redact import RedactionSettings, Redactor, build_redactor
 from evaltrace.collector.runfiles import batches, layout
 from evaltrace.collector.runfiles.schema import DEFAULT_MAX_ROWS
 
