@@ -220,7 +220,7 @@ def check_has_traces(tally: RecordingTally) -> Check:
         return Check(f"{_PREFIX}traces", "problem", "no traces in these files", "record a run of the agent first")
     if tally.with_model_calls == 0:
         msg = f"no model call in the {plural(tally.traces, 'trace')}: the LLM client was not instrumented"
-        fix = "install the instrumentation for your client or framework (see README, Record your own agent)"
+        fix = "install the instrumentation for your client or framework (see docs/frameworks.md, the recipes)"
         return Check(f"{_PREFIX}traces", "problem", msg, fix)
     return Check(f"{_PREFIX}traces", "ok", f"model calls in {_of(tally.with_model_calls, tally.traces, 'trace')}")
 
