@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evaltrace.collector.traces.records import Trace, Usage
+from evaltrace.collector.traces.records import Iteration, Trace, Usage
 from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
@@ -139,11 +139,15 @@ class UsageLimits(Scorer):
         """Evaluate every bound that can be evaluated (a spec check fails on those that cannot)."""
         if not self.total and not self.per_model:
             return self.result(None, reason="No usage limit is configured.")
+        return self.judged(trace.usage, trace.iterations)
+
+    def judged(self, usage: Usage, iterations: list[Iteration]) -> Score:
+        """The verdict on a run's usage and its model calls (read only for `per_model` bounds)."""
         failures: list[str] = []
         unknown: list[str] = []
-        checked = self._check("run", trace.usage, self.total, failures, unknown)
+        checked = self._check("run", usage, self.total, failures, unknown)
         for model, limits in self.per_model.items():
-            its = [it for it in trace.iterations if model_matches(model, it.model)]
+            its = [it for it in iterations if model_matches(model, it.model)]
             if not its:
                 unknown.append(f"{model}: no model call of this model was recorded")
                 continue
@@ -195,9 +199,13 @@ class Latency(Scorer):
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Compare the recorded durations with the bounds."""
-        checks = self._durations(trace)
+        calls = [(call.name, call.duration_seconds) for call in trace.tool_calls]
+        return self.judged(self._durations(trace.duration_seconds, trace.iterations, calls), not trace.iterations)
+
+    def judged(self, checks: list[tuple[str, float | None, float]], no_model_call: bool) -> Score:
+        """The verdict on `(label, seconds or None: not recorded, limit)` checks."""
         gaps = [f"{label}: duration not recorded" for label, d, _ in checks if d is None]
-        if self.max_iteration_seconds is not None and not trace.iterations:
+        if self.max_iteration_seconds is not None and no_model_call:
             gaps.append("max_iteration_seconds: no model call was recorded (is the model client instrumented?)")
         if self.spec_check and gaps:
             return self.result(False, None, "Cannot check latency: " + "; ".join(gaps[:5]) + ".", unrecorded=True)
@@ -213,19 +221,22 @@ class Latency(Scorer):
             return self.result(False, None, "Too slow: " + "; ".join(over[:5]) + ".")
         return self.result(True, None, f"All {len(measured)} measured durations within limits.")
 
-    def _durations(self, trace: Trace) -> list[tuple[str, float | None, float]]:
+    def _durations(
+        self, run: float | None, iterations: list[Iteration], calls: Iterable[tuple[str, float | None]]
+    ) -> list[tuple[str, float | None, float]]:
+        """The bounded durations: the run's, the model calls' and the `(name, seconds)` tool calls'."""
         checks: list[tuple[str, float | None, float]] = []
         if self.max_seconds is not None:
-            checks.append(("the run", trace.duration_seconds, self.max_seconds))
+            checks.append(("the run", run, self.max_seconds))
         if self.max_iteration_seconds is not None:
             per_call = self.max_iteration_seconds
-            checks += [(f"model call {it.index}", it.duration_seconds, per_call) for it in trace.iterations]
-        for i, call in enumerate(trace.tool_calls):
+            checks += [(f"model call {it.index}", it.duration_seconds, per_call) for it in iterations]
+        for i, (name, seconds) in enumerate(calls):
             tool_limit = self.max_tool_seconds
             if isinstance(tool_limit, dict):
-                tool_limit = tool_limit.get(call.name)
+                tool_limit = tool_limit.get(name)
             if tool_limit is not None:
-                checks.append((f"call #{i + 1} {call.name}", call.duration_seconds, tool_limit))
+                checks.append((f"call #{i + 1} {name}", seconds, tool_limit))
         return checks
 
 
@@ -330,12 +341,8 @@ def usage_form(scorer: UsageLimits, row: RowCalls, trace: Trace) -> Score | None
     """The passing `Score` of `usage` when every run-wide bound is recorded and met, else `None`."""
     if scorer.per_model or not scorer.total:
         return None
-    usage = Usage.model_validate(row.usage)  # the row's values, as the trace holds them
-    for metric, limit in scorer.total.items():
-        value = metric_value(usage, metric)
-        if value is None or limit.violation(value) is not None:
-            return None
-    return scorer.result(True, None, f"All {len(scorer.total)} usage limits met.", unknown=[])
+    found = scorer.judged(Usage.model_validate(row.usage), [])  # the row's values, as the trace holds them
+    return found if found.passed else None
 
 
 @columnar_form(Latency)
@@ -343,28 +350,17 @@ def latency_form(scorer: Latency, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `latency` when every measured duration is within its bound, else `None`.
 
     Bounds on model calls (`max_iteration_seconds`) need the iterations' times: left to the reference.
+    `timedelta.total_seconds()` divides the same integer by 10**6: `micros / 1_000_000` is the reference's float.
     """
     if scorer.max_iteration_seconds is not None:
         return None
-    checks: list[tuple[int | None, float]] = []
-    if scorer.max_seconds is not None:
-        checks.append((row.run_micros, scorer.max_seconds))
-    for name, micros in zip(row.names, row.call_micros, strict=True):
-        limit = scorer.max_tool_seconds
-        if isinstance(limit, dict):
-            limit = limit.get(name)
-        if limit is not None:
-            checks.append((micros, limit))
-    measured = [(micros / 1_000_000, limit) for micros, limit in checks if micros is not None]
-    if scorer.spec_check and len(measured) < len(checks):  # a duration not recorded fails a check
-        return None
-    if not checks:  # only per-tool bounds, for tools not called: a pass as a check, else not applicable
-        if not scorer.spec_check:
-            return None
-        return scorer.result(True, None, "No call of a tool with a latency limit was made.")
-    if not measured or any(seconds > limit for seconds, limit in measured):
-        return None
-    return scorer.result(True, None, f"All {len(measured)} measured durations within limits.")
+    run, calls = _seconds(row.run_micros), [_seconds(micros) for micros in row.call_micros]
+    found = scorer.judged(scorer._durations(run, [], zip(row.names, calls, strict=True)), False)
+    return found if found.passed else None
+
+
+def _seconds(micros: int | None) -> float | None:
+    return None if micros is None else micros / 1_000_000
 
 
 @columnar_form(Cost)
@@ -378,14 +374,5 @@ def cost_form(scorer: Cost, row: RowCalls, trace: Trace) -> Score | None:
     indexes = cast("list[int]", row.iteration_values("index"))
     calls = zip(models, map(Usage.model_validate, usages), indexes, strict=True)
     usd, unpriced = price_calls(calls, run_models[0] if len(run_models) == 1 else None, scorer.prices)
-    est = f"estimated ${usd:.4f}"
-    if unpriced and (scorer.unknown_model == "fail" or scorer.max_usd is None or len(unpriced) == len(models)):
-        return None
-    if scorer.max_usd is None:
-        if not scorer.spec_check:  # the estimate alone: the reference does not apply
-            return None
-        return scorer.result(True, None, f"Cost {est}; every model call was priced.", usd=usd)
-    if usd > scorer.max_usd:
-        return None
-    gaps = f" without {len(unpriced)} unpriced call(s): {', '.join(unpriced[:3])}" if unpriced else ""
-    return scorer.result(True, None, f"Cost {est}{gaps} within max ${scorer.max_usd:g}.", usd=usd)
+    found = scorer._verdict(usd, unpriced, len(models))
+    return found if found.passed else None
