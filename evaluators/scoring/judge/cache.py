@@ -8,11 +8,12 @@ question several times). The API key and the base URL are not part of it (the se
 and secrets never reach the disk.
 
 Each verdict is one small JSON file `judge/<key>.json` under the cache root (`cache_root()`, or
-the root `EVALTRACE_JUDGE_CACHE_DIR` / `--judge-cache-dir` names), written atomically by the cache, so a reader in another process sees either no file or a complete one.
-Two processes writing the same key write the same verdict, and the last rename wins. Only
-successful verdicts are stored. A write that fails is logged and skipped, never an error of the
-run. A root that is not private is not used (no verdict read or written), a hit touches its
-entry, and the cache prunes and clears verdicts with its other entries.
+the root `EVALTRACE_JUDGE_CACHE_DIR` / `--judge-cache-dir` names), written atomically by the
+cache, so a reader in another process sees either no file or a complete one. Two processes
+writing the same key write the same verdict, and the last rename wins. Only successful verdicts
+are stored. A write that fails is logged and skipped, never an error of the run. A root that is
+not private is not used (no verdict read or written), a hit touches its entry, and the cache
+prunes and clears verdicts with its other entries.
 
 Trust. A cached verdict is used in place of asking the judge, so whoever can write the cache
 root decides those verdicts: keep it out of reach of untrusted changes (outside the repository;
