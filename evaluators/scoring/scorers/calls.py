@@ -198,8 +198,10 @@ class Budget(Scorer):
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Compare the counts with the limits that are set."""
-        tool_calls = len(trace.all_tool_calls(nested=self.nested))
-        model_calls = len(trace.iterations)
+        return self.counted(len(trace.all_tool_calls(nested=self.nested)), len(trace.iterations))
+
+    def counted(self, tool_calls: int, model_calls: int) -> Score:
+        """The verdict on a run's counts of tool calls and model calls."""
         counts = {"tool calls": tool_calls, "model calls": model_calls, "steps": tool_calls + model_calls}
         limits = {"tool calls": self.max_tool_calls, "model calls": self.max_model_calls, "steps": self.max_steps}
         checked = {k: (counts[k], lim) for k, lim in limits.items() if lim is not None}
@@ -235,16 +237,8 @@ def budget_form(scorer: Budget, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `budget` when every count set a limit is within it, else `None`."""
     if scorer.nested and row.nested:
         return None
-    tool_calls, model_calls = len(row.names), row.model_calls
-    counts = {"tool calls": tool_calls, "model calls": model_calls, "steps": tool_calls + model_calls}
-    limits = {"tool calls": scorer.max_tool_calls, "model calls": scorer.max_model_calls, "steps": scorer.max_steps}
-    checked = {k: (counts[k], limit) for k, limit in limits.items() if limit is not None}
-    if not checked or any(n > limit for n, limit in checked.values()):
-        return None
-    within = ", ".join(f"{k} {n}/{limit}" for k, (n, limit) in checked.items())
-    return scorer.result(
-        True, None, f"Within budget ({within}).", tool_calls=tool_calls, model_calls=model_calls, steps=counts["steps"]
-    )
+    found = scorer.counted(len(row.names), row.model_calls)
+    return found if found.passed else None
 
 
 @columnar_form(ToolEfficiency)
