@@ -105,6 +105,7 @@ def test_the_cli_reference_lists_exactly_the_commands_options(command: str) -> N
     shown = _help_entries(command)
     assert listed == shown, (
         f"docs/cli.md `{command}`: missing {sorted(shown - listed)}, not in --help {sorted(listed - shown)}"
+        " (python docs/_generate.py rewrites it)"
     )
     assert f"`evaltrace {command} [OPTIONS]" in section  # its usage line
 
@@ -130,10 +131,10 @@ def test_the_scorers_reference_lists_every_builtin_scorer_and_option() -> None:
     page = (DOCS / "scorers.md").read_text(encoding="utf-8")
     sections = dict(re.findall(r"^### (\S+)\n(.*?)(?=^##|\Z)", page, re.MULTILINE | re.DOTALL))
     builtin = [s for s in listing if s["builtin"]]
-    assert sorted(sections) == sorted(s["name"] for s in builtin)
+    assert sorted(sections) == sorted(s["name"] for s in builtin), "python docs/_generate.py rewrites docs/scorers.md"
     for scorer in builtin:
         documented = set(_ROW_NAME.findall(sections[scorer["name"]]))
-        assert documented == {o["name"] for o in scorer["options"]}, scorer["name"]
+        assert documented == {o["name"] for o in scorer["options"]}, f"{scorer['name']}: python docs/_generate.py"
 
 
 @pytest.mark.parametrize("command", _READS_OTLP)
