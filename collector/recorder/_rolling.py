@@ -276,9 +276,21 @@ class RollingFilesMixin:
         """Write what is buffered and stop the timer; later calls do nothing."""
         self._writer.close()
 
-    def _buffer(self, batch: Any) -> bool:
-        """Buffer an encoded batch, rolling a file when it is due; False when that write failed."""
-        return self._writer.roll() if self._writer.add(batch) else True
+    def _encode_and_buffer(self, encode: Callable[[], Any], count: int) -> bool:
+        """Buffer `encode()`'s batch of `count` rows, rolling a file when due; False when closed or failed.
+
+        A batch that fails to encode is logged and counted as unwritten: recording never raises into the app.
+        """
+        writer = self._writer
+        if writer.closed:
+            return False
+        try:
+            batch = encode()
+        except Exception:
+            logger.exception("evaltrace: could not encode %d %s; they are dropped", count, writer.kind.noun)
+            writer.note_unwritten(count)
+            return False
+        return writer.roll() if writer.add(batch) else True
 
 
 def _remove_quietly(path: Path) -> None:

@@ -1,18 +1,7 @@
 """`ParquetSpanExporter`: the OTel span exporter that records spans to local Parquet files.
 
-Write path (see `_rolling.py`):
-
-- `export()` runs on the BatchSpanProcessor's worker thread. It converts the batch straight to
-  Arrow columns and appends the record batch to an in-memory buffer.
-- The buffer is rolled into ONE complete Parquet file by size, age, `force_flush()` and
-  `shutdown()`, written under a hidden in-flight name and renamed atomically to
-  `<run_id>--<utc-ts>--<host>-<pid>-<seq>.parquet`, so `*.parquet` only ever names complete files
-  and processes never share a file.
-- A failed write is logged and retried at the next roll (bounded); counts of spans dropped by the
-  processor queue and spans never written are stored in each file's metadata, with an id of the
-  writer, so `evaltrace runs` can show what a run lost.
-- After `fork()` the child starts with an empty buffer, so nothing is written twice.
-
+`export()` runs on the BatchSpanProcessor's worker thread and encodes the batch straight to Arrow
+columns; buffering, rolling, atomic renames, loss counts and fork safety are `_rolling.py`'s.
 `ExporterSettings` is shared with the log-record exporter (`log_exporter.py`).
 """
 
@@ -189,15 +178,9 @@ class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Encode a batch and buffer it; writes a file when the row threshold is reached."""
-        if self._writer.closed:
-            return SpanExportResult.FAILURE
-        try:
-            batch = batches.encode_spans(spans, self.settings.run_id, self._redactor)
-        except Exception:
-            logger.exception("evaltrace: could not encode %d spans; they are dropped", len(spans))
-            self._writer.note_unwritten(len(spans))
-            return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS if self._buffer(batch) else SpanExportResult.FAILURE
+        run_id, redactor = self.settings.run_id, self._redactor
+        ok = self._encode_and_buffer(lambda: batches.encode_spans(spans, run_id, redactor), len(spans))
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
 
 def _span_metadata(run_id: str, dropped: int, unwritten: int, writer_id: str) -> dict[str, str]:

@@ -3,11 +3,8 @@
 Instrumentations such as `opentelemetry-instrumentation-openai-v2` (in its default mode) send
 message content as OTel log records ("GenAI events": `gen_ai.user.message`, `gen_ai.choice`,
 ...), not as span attributes. This exporter writes them to `*.logs.parquet` files in the same
-folder as the span files (`EVALTRACE_DIR`), with the same rules (`_rolling.py`): buffered, rolled
-by size, age, `force_flush()` and `shutdown()`, written under a hidden in-flight name and renamed
-atomically; never raising into the application and never writing on its threads unless asked.
-The redaction settings of the span exporter (`EVALTRACE_CAPTURE_CONTENT`, `EVALTRACE_REDACT_*`)
-apply to log bodies and attributes too.
+folder as the span files (`EVALTRACE_DIR`), with the same rules (`_rolling.py`). The span
+exporter's redaction settings (`EVALTRACE_CAPTURE_CONTENT`, `EVALTRACE_REDACT_*`) apply too.
 
 Registered in the entry-point group `opentelemetry_logs_exporter` as `evaltrace`, so
 `OTEL_LOGS_EXPORTER=evaltrace` selects it (evaltrace's distro does so by default when
@@ -17,7 +14,6 @@ span id to its span as a span event.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -42,8 +38,6 @@ from evaltrace.collector.runfiles.schema import LOGS_FILE_SUFFIX
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import ReadableLogRecord
-
-logger = logging.getLogger("evaltrace")
 
 __all__ = ["EvaltraceLogRecordProcessor", "ParquetLogExporter"]
 
@@ -72,15 +66,7 @@ class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
     the same variables as `ParquetSpanExporter`. Keyword arguments override the environment.
     Without a run id (argument or `EVALTRACE_RUN_ID`), it takes that of the span exporter built
     in this process (auto-configuration builds that one first), so a run's spans and log records
-    carry one run id.
-
-    Args:
-        directory: target folder.
-        run_id: label stored with every record.
-        flush_interval: seconds before buffered records are written.
-        max_rows: buffered records that trigger a file.
-        redaction: redaction settings (default: from the environment).
-        settings: a complete `ExporterSettings` (the other arguments must then be omitted).
+    carry one run id. The arguments are `ParquetSpanExporter`'s.
     """
 
     def __init__(
@@ -114,15 +100,9 @@ class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         """Encode a batch and buffer it; writes a file when the row threshold is reached."""
-        if self._writer.closed:
-            return LogRecordExportResult.FAILURE
-        try:
-            encoded = self._encoder.encode(batch, self._writer.writer_id)
-        except Exception:
-            logger.exception("evaltrace: could not encode %d log records; they are dropped", len(batch))
-            self._writer.note_unwritten(len(batch))
-            return LogRecordExportResult.FAILURE
-        return LogRecordExportResult.SUCCESS if self._buffer(encoded) else LogRecordExportResult.FAILURE
+        writer_id = self._writer.writer_id
+        ok = self._encode_and_buffer(lambda: self._encoder.encode(batch, writer_id), len(batch))
+        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
 
 
 class EvaltraceLogRecordProcessor(BatchLogRecordProcessor):

@@ -92,11 +92,6 @@ def _long_text(value: str) -> bool:
     return n >= _MIN_CHARS_FOR_LARGE and len(value.encode("utf-8", "surrogatepass")) >= LARGE_VALUE_BYTES
 
 
-def is_large(key: str, value: object) -> bool:
-    """Whether a string attribute goes to `large_attributes` (non-strings always stay in JSON)."""
-    return isinstance(value, str) and (_LARGE_KEYS[key] or _long_text(value))
-
-
 def _as_str(value: Any) -> str | None:
     if isinstance(value, str):
         return value

@@ -93,7 +93,6 @@ PAYLOAD_COLUMNS: Final = (
     "dropped_events_count",
     "dropped_links_count",
 )
-ALL_COLUMNS: Final = BASE_COLUMNS + tuple(PROMOTED_STRING_KEYS) + tuple(PROMOTED_INT_KEYS) + PAYLOAD_COLUMNS
 
 # Temporary files carry this prefix and the `.tmp` suffix, so `*.parquet` globs never match them.
 INFLIGHT_PREFIX: Final = ".inflight-"

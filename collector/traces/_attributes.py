@@ -20,7 +20,6 @@ PROVIDER_STOP_REASONS: Final = ("anthropic.message.stop_reason",)
 AGENT_NAME: Final = "gen_ai.agent.name"
 WORKFLOW_NAME: Final = "gen_ai.workflow.name"
 CONVERSATION_ID: Final = "gen_ai.conversation.id"
-SERVER_ADDRESS: Final = "server.address"
 ERROR_TYPE: Final = "error.type"
 
 LLM_OPERATIONS: Final = frozenset({"chat", "generate_content", "text_completion"})

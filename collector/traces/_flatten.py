@@ -46,15 +46,6 @@ def nest_list(attributes: Mapping[str, Any], prefix: str) -> list[Any] | None:
     return nested if isinstance(nested, list) else [nested[k] for k in sorted(nested)]
 
 
-def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """Every dotted key of `flat` as a path of nested dicts, index-keyed dicts turned into lists."""
-    tree: dict[str, Any] = {}
-    for key, value in flat.items():
-        _insert(tree, key.split("."), value)
-    nested = _listify(tree)
-    return nested if isinstance(nested, dict) else {"": nested}
-
-
 def _insert(tree: dict[str, Any], path: list[str], value: Any) -> None:
     if len(path) > MAX_DEPTH:
         return

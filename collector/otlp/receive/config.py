@@ -11,8 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.network import is_loopback
 
-DEFAULT_HTTP = "127.0.0.1:4318"
-DEFAULT_GRPC = "127.0.0.1:4317"
 TOKEN_ENV = "EVALTRACE_COLLECT_TOKEN"
 """The environment variable holding the bearer token (a command line is visible to other users)."""
 

@@ -31,8 +31,6 @@ from evaltrace.evaluators.results.store.schema import STORE_SCHEMA_VERSION, TABL
 from evaltrace.evaluators.results.store.writer import publish_table
 
 LABELS_FOLDER = "labels"
-LABELS = ("pass", "fail")
-"""The verdicts a label can give."""
 
 _TIME = pa.timestamp("us", tz="UTC")
 
