@@ -43,7 +43,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class _Ref:
-    """A `module:attr` reference not imported yet (`attr` may be dotted: `Class.factory`)."""
+    """A `module:attr` reference not imported yet."""
 
     module: str
     attr: str
@@ -54,10 +54,7 @@ class _Ref:
         return getattr(item, "__module__", None) == self.module and getattr(item, "__qualname__", None) == self.attr
 
     def load(self) -> Any:
-        found: Any = importlib.import_module(self.module)
-        for part in self.attr.split("."):
-            found = getattr(found, part)
-        return found
+        return getattr(importlib.import_module(self.module), self.attr)
 
 
 def _add_entry(registry: Registry[Any], entry: EntryPoint, loaded: Any, where: str) -> None:
@@ -131,10 +128,6 @@ class Registry(Generic[T]):
                 f"Unknown {self.kind} {name!r}{did_you_mean(name, choices)}. Valid choices: {', '.join(choices)}"
                 f"{self._hint}"
             )
-
-    def __contains__(self, name: object) -> bool:
-        self.load_plugins()
-        return name in self._entries
 
     def names(self) -> list[str]:
         """Every registered name, lazy ones included (nothing is imported for it), sorted."""

@@ -172,17 +172,12 @@ def score(
         InputError: an unknown engine; a path names nothing or a file is unreadable; the
             selection keeps no case; there was no trace to score without a spec.
     """
+    paths = _paths_in(source)
+    if paths is None:
+        return _run_sync(ascore(source, spec, options, sink, engine=engine))
     options = options or ScoreOptions()
     kept = EntryList() if sink is None else None
-    paths = _paths_in(source)
-    if paths is not None:
-        run = ENGINES.get(engine)(paths, spec, options, sink if sink is not None else kept)
-    else:
-        _in_process(engine)
-        router, stats = new_run(spec, options)
-        traces = cast("Iterable[Trace]", source)
-        run = _run_sync(_ascore(traces, router, stats, spec, options, sink if sink is not None else kept))
-    return _with_entries(run, kept)
+    return _with_entries(ENGINES.get(engine)(paths, spec, options, sink if sink is not None else kept), kept)
 
 
 async def ascore(
