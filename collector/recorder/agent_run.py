@@ -2,28 +2,12 @@
 
 A plain model-and-tools loop instrumented by a client library (openai-v2, for instance) records
 one span per model call, each its own trace: nothing says the calls belong together, what the
-user asked or what the agent answered. `agent_run` makes the span that does, by the OTel GenAI
-conventions: named `invoke_agent {name}`, with `gen_ai.operation.name=invoke_agent`,
-`gen_ai.agent.name`, `gen_ai.conversation.id`, the input as `gen_ai.input.messages` and the
-answer as `gen_ai.output.messages` (JSON messages of the current conventions), and
-`evaltrace.case_id` to tie the run to a spec case. Every span started inside it (model calls,
-tool runs, `tool_call`'s) is its child, so the whole run is one trace.
-
-As a context manager::
-
-    with agent_run("weather", input=question, case_id="paris") as run:
-        run.output = my_loop(run.input)  # `run.input` is the input given
-
-As a decorator (sync or async functions)::
-
-    @agent_run("weather")
-    def answer(question: str) -> str: ...
-
-Without `input=`, the decorated function's first `str` argument is the input, and a `str` return
-value the output. An exception is recorded on the span (status ERROR, an `exception` event,
-`error.type`) and re-raised. The span goes to whatever tracer provider is set (`record()` or
-`opentelemetry-instrument`); `EVALTRACE_CAPTURE_CONTENT=0` removes the input and output from the
-files as it does for every span.
+user asked or what the agent answered. `agent_run` makes that span by the OTel GenAI conventions
+(`invoke_agent {name}`, `gen_ai.agent.name`, `gen_ai.conversation.id`, the input and answer as
+`gen_ai.input.messages` / `gen_ai.output.messages`, `evaltrace.case_id`), so every span started
+inside it is its child and the run is one trace. A context manager or a decorator (sync or async;
+docs/recording.md shows both): without `input=`, the function's first `str` argument is the input
+and a `str` return value the output. An exception is recorded on the span and re-raised.
 """
 
 from __future__ import annotations

@@ -2,23 +2,11 @@
 
 An instrumented model client records the model asking for a tool; nothing records the tool
 running, its result or its failure unless the loop writes that span. `tool_call` writes it by the
-OTel GenAI conventions the converter reads for every framework: named `execute_tool {name}`, with
-`gen_ai.operation.name=execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, the arguments as
-`gen_ai.tool.call.arguments` and the result as `gen_ai.tool.call.result` (JSON text unless the
-value is already text)::
-
-    with agent_run("weather", input=question) as run:
-        ...
-        with tool_call("get_weather", {"city": "Paris"}, call_id=call.id) as call:
-            call.result = get_weather("Paris")
-
-An exception raised inside is the call's error (status ERROR, an `exception` event, `error.type`)
-and propagates. Inside an `agent_run` (or any current span) the span is its child. Outside one
-it is still recorded, as a trace of its own (as a model call made outside a run is), and the
-`evaltrace` logger warns once: a tool span with no run around it is no agent's tool call, so the
-converter rebuilds no tool call from it. The span goes to whatever
-tracer provider is set, and `EVALTRACE_CAPTURE_CONTENT=0` (or a redaction setting) removes the
-arguments and the result from the files as it does for every span.
+GenAI conventions the converter reads for every framework (`execute_tool {name}`,
+`gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.call.arguments` / `.result` as JSON text
+unless already text). An exception raised inside is the call's error and propagates. Outside any
+span it is still recorded, as a trace of its own, and the `evaltrace` logger warns once: a tool
+span with no run around it is no agent's tool call, so the converter rebuilds none from it.
 """
 
 from __future__ import annotations

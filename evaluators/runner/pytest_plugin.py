@@ -1,32 +1,17 @@
-"""evaltrace's pytest plugin (entry point `pytest11`, name `evaltrace`): trace fixtures and evaluation tests.
+"""evaltrace's pytest plugin (entry point `pytest11`, name `evaltrace`); docs/pytest.md is the user's view.
 
-**Recording a trace in a test.** The `evaltrace_recorder` fixture records the spans the code
-inside a `with` block ends and rebuilds the agent's `Trace` from them, in memory::
+`evaltrace_recorder` records the spans a `with` block ends inside a root span (`evaltrace.test`),
+so the agent's spans on the global tracer provider form one trace (spans on threads that do not
+carry the OTel context are not seen), and rebuilds its `Trace` in memory. With no tracer provider
+set, the plugin sets an SDK `TracerProvider`.
 
-    def test_paris(evaltrace_recorder):
-        with evaltrace_recorder() as run:
-            agent.run("What's the weather in Paris?")
-        run.trace.assert_tool_call("get_weather", {"city": "Paris"})
-        assert "18" in run.trace.final_answer()
-
-The block runs inside a root span (`evaltrace.test`), so the agent's spans (from any
-OpenTelemetry instrumentation on the global tracer provider) form one trace; spans the agent
-starts on threads that do not carry the OpenTelemetry context are not seen. Run one agent call
-per block. When no tracer provider is set, the plugin sets an SDK `TracerProvider`.
-
-**Evaluation tests.** `@pytest.mark.evaltrace(confidence=0.8, repeat=1)` on a (usually
-parametrized) test turns its parameter sets into the cases of one evaluation: a failing case
-does not fail the session; the group does, when its pass rate is below `confidence`. Each case
-item reports as passed, with its outcome in the item's `user_properties` (`evaltrace_pass_rate`)
-and a report section; after the last case an extra item, `<test>[evaltrace]`, passes or fails
-with the group's verdict. The terminal summary has an `evaltrace` section with every case's
-outcome and the group's pass rate.
-
-Repeats: with `repeat=N` each case's body runs N times (same fixtures); the case's pass rate is
-passed runs / N, and the group's pass rate is the mean of its cases' pass rates (the spec's
-`repeat: mean` rule). A case is listed as passed when every run passed. A skipped case is not
-counted. The group is the cases that ran in this session (`-k` or node ids narrow it); groups
-split across processes (pytest-xdist) or reordered after collection are reported as such.
+`@pytest.mark.evaltrace(confidence, repeat)` makes a test's parameter sets the cases of one
+evaluation. Each case item passes, its outcome in `user_properties` (`evaltrace_pass_rate`) and a
+report section; an extra item `<test>[evaltrace]` passes or fails with the group's verdict. A
+case's pass rate is passed runs / `repeat` (listed as passed when every run passed), the group's
+the mean of its cases' (the spec's `repeat: mean`); skipped cases do not count. The group is the
+cases run in this session; groups split across processes (pytest-xdist) or reordered after
+collection are reported as such.
 """
 
 from __future__ import annotations
