@@ -14,7 +14,7 @@ from evaltrace.evaluators.scoring.spec.loader import load_spec, shipped_schema
 from evaltrace.evaluators.scoring.spec.model import spec_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ROOT / "evaluators" / "spec" / "spec_schema.json"
+SHIPPED = ROOT / "evaluators" / "scoring" / "spec" / "spec_schema.json"
 
 
 def test_shipped_schema_is_what_the_models_generate() -> None:
