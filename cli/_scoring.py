@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from pydantic import SecretStr
 
 from evaltrace.cli import _options as opt
 from evaltrace.cli._progress import progress_bar
@@ -114,7 +115,7 @@ def judge_options(
     given = {
         "model": model,
         "base_url": base_url,
-        "api_key": api_key,
+        "api_key": SecretStr(api_key) if api_key is not None else None,  # never in a repr of the options
         "timeout": timeout,
         "concurrency": concurrency,
         "max_requests": max_requests,
