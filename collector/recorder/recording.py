@@ -1,26 +1,18 @@
 """`record()`: attach the Parquet recorder to the application's tracer provider in one call.
 
-`record()` adds a `BatchSpanProcessor(ParquetSpanExporter(...))` to the tracer provider and, by
-default, a `BatchLogRecordProcessor(ParquetLogExporter(...))` to the logger provider (GenAI
-events: message content some instrumentations send as log records), creating and setting SDK
-providers only where none is set. It also turns GenAI content capture on unless the user set it
-(`_genai_env.py`): instrumentations read that setting when they instrument, so call `record()`
-before instrumenting the application's clients.
+`record()` adds the span exporter's processor to the tracer provider and, by default, the log
+exporter's to the logger provider, creating SDK providers only where none is set. It turns GenAI
+content capture on unless the user set it (`_genai_env.py`): instrumentations read that when they
+instrument, so `record()` comes before instrumenting the application's clients.
 
-Recording also installs the process hooks that the SDK lacks:
+It also installs the process hooks the SDK lacks (so does `autoconf.py` for `opentelemetry-instrument`):
 
-- **multiprocessing.** Fork workers of `multiprocessing` exit through `os._exit`, so `atexit`
-  never shuts the provider down and their spans were lost. A `multiprocessing.util` after-fork
-  hook registers a `Finalize` in each worker that flushes evaltrace first, then shuts the provider
-  down, when the worker exits normally.
-- **SIGTERM.** The default action kills the process without `atexit`. When the application has
-  no handler of its own (`SIG_DFL`, and we are in the main thread), evaltrace installs one that
-  writes every span already ended (evaltrace first, then the provider's other processors, within
-  a bounded time), restores `SIG_DFL` and re-sends SIGTERM to itself, so the process still dies
-  by SIGTERM with the usual status. Spans still open at that moment are never exported.
-
-The same hooks are installed when `opentelemetry-instrument` builds the exporter
-(`autoconf.py`).
+- **multiprocessing.** Fork workers exit through `os._exit`, so `atexit` never shuts the provider
+  down: an after-fork hook registers a `Finalize` in each worker that flushes evaltrace, then
+  shuts the provider down, when the worker exits normally.
+- **SIGTERM.** The default action kills the process without `atexit`. When the application has no
+  handler (`SIG_DFL`, main thread), evaltrace's handler writes every span already ended (within a
+  bounded time), restores `SIG_DFL` and re-sends SIGTERM, so the process still dies by SIGTERM.
 """
 
 from __future__ import annotations

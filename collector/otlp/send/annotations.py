@@ -4,25 +4,17 @@ Neither backend takes OTLP log records (Phoenix answers 405; Langfuse ingests OT
 so `score --send-results phoenix:URL` / `langfuse:URL` write what each one shows next to a trace:
 
 - Phoenix: `POST /v1/span_annotations?sync=true` (batches of `PHOENIX_BATCH`), one annotation per
-  (trace, scorer) on the trace's root span: name = the scorer, `result` = label, score and
-  explanation (the reason), `annotator_kind` LLM for a judge's verdict else CODE, and the
-  identifier `evaltrace`, so scoring again updates the annotation instead of adding one (Phoenix
-  upserts on name, span and identifier) and a person's annotation of the same name is left alone.
-  `sync=true` makes Phoenix answer 404 when it does not hold a span, instead of dropping the
-  annotation later: the traces must reach Phoenix first (forwarding or `evaltrace replay`).
-  `PHOENIX_API_KEY`, when set, is sent as `Authorization: Bearer`.
+  (trace, scorer) on the root span, `annotator_kind` LLM for a judge's verdict else CODE, with the
+  identifier `evaltrace`. `sync=true` makes Phoenix answer 404 for a span it does not hold instead
+  of dropping the annotation later. `PHOENIX_API_KEY`, when set, is a bearer token.
 - Langfuse: `POST /api/public/scores`, one score per (trace, scorer) with the OTel trace id as the
-  Langfuse trace id (its OTLP ingestion keeps it): the scorer's value as a NUMERIC score, or the
-  label as a CATEGORICAL one when the scorer gave no value; the reason as `comment`; label, case
-  and turn in `metadata`. The score `id` is derived from trace and scorer: Langfuse documents it as
-  an idempotency key, so scoring again updates the score. Basic auth from `LANGFUSE_PUBLIC_KEY`
-  and `LANGFUSE_SECRET_KEY`.
+  Langfuse trace id: the value as NUMERIC, or the label as CATEGORICAL when there is no value. The
+  score `id` is derived from trace and scorer. Basic auth from `LANGFUSE_PUBLIC_KEY` / `_SECRET_KEY`.
 
-Both backends upsert on what identifies a result (Phoenix: name, span, identifier; Langfuse: the
-score id), so a request retried after a lost answer (`rest.RestClient`) adds nothing twice.
-
-Both are checked with a request that needs the key before any scoring (Phoenix lists one project,
-Langfuse reads the project of the keys), so a wrong URL or key stops the command early.
+Both upsert on what identifies a result (Phoenix: name, span, identifier, so a person's annotation
+of the same name is left alone; Langfuse: the score id), so scoring again, or a request retried
+after a lost answer (`rest.RestClient`), adds nothing twice. Both are checked with a request that
+needs the key before any scoring, so a wrong URL or key stops the command early.
 """
 
 from __future__ import annotations

@@ -1,24 +1,18 @@
 """The OTel SDK's own OTLP exporters, set up for one backend, with failures turned into one clear error.
 
-`OtlpTarget` says where to send (`endpoint`, `protocol`, `headers`, `timeout`); `Sender` wraps the
-SDK exporter of one signal (`traces` or `logs`). The exporters retry transient failures themselves
-(HTTP 429/502/503/504, gRPC UNAVAILABLE and the like, with backoff, within `timeout`); what they
-still fail with becomes an `InputError` naming the endpoint and the HTTP status or gRPC code.
+`OtlpTarget` says where to send; `Sender` wraps the SDK exporter of one signal (`traces` or `logs`).
+The exporters retry transient failures themselves (within `timeout`); what they still fail with
+becomes an `InputError` naming the endpoint and the HTTP status or gRPC code. Headers come from
+`OTEL_EXPORTER_OTLP_HEADERS` (and the signal's own variable), then the command line, so a secret
+need not be typed where `ps` shows it; header values never appear in a message.
 
-Headers come from the standard `OTEL_EXPORTER_OTLP_HEADERS` (and the signal's own
-`OTEL_EXPORTER_OTLP_TRACES_HEADERS` / `..._LOGS_HEADERS`), then the command line, so a secret
-need not be typed where `ps` shows it. Header values never appear in a message, and the endpoint
-is shown without user info or query.
+No redirect is followed (older exporters followed them with the headers and the body, to any
+host; newer ones count a 3xx as delivered): it is a failure naming the status. Headers are never
+sent over plain `http://` to another host (`network.is_loopback`): they may hold a key.
 
-No redirect is followed: the session the HTTP exporter is given never follows one (older exporters
-followed them with the headers and the body, to any host), and a 3xx answer is a failure naming the
-status (newer exporters count it as delivered). Headers are never sent over plain `http://` to
-another host (the judge's rule for its key, `network.is_loopback`): they may hold a key.
-
-The exporters report failures only by logging. While a `Sender` sends, their loggers are kept
-off the terminal (the user gets the one error line instead) and watched: the HTTP status comes
-from a response hook on the `requests` session the HTTP exporter is given, the gRPC status code
-from the exporter's error record.
+The exporters report failures only by logging, so while a `Sender` sends their loggers are kept
+off the terminal and watched: the HTTP status comes from a response hook on the `requests`
+session the HTTP exporter is given, the gRPC code from the exporter's error record.
 """
 
 from __future__ import annotations
