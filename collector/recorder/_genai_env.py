@@ -1,30 +1,22 @@
 """Environment defaults evaltrace sets for recording: GenAI content capture on, logs recorded.
 
 Evaluation needs what the agent was asked, what its tools received and returned, and what it
-answered. GenAI instrumentations leave message content out unless
-`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` says otherwise, so when evaltrace records
-and the user set nothing, it sets that variable (the files stay local):
+answered; GenAI instrumentations leave message content out unless
+`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` says otherwise. So when evaltrace records and
+the user set nothing, it sets that variable (the files stay local):
 
-- instrumentations on the latest GenAI conventions (through `opentelemetry-util-genai`) read one
-  of `SPAN_ONLY`, `EVENT_ONLY`, `SPAN_AND_EVENT`; `true` is rejected there (a warning, then no
-  content). `SPAN_ONLY` puts the JSON messages on the model spans, which rebuild completely on
-  their own, without a second copy in log records. That is the case when
-  `OTEL_SEMCONV_STABILITY_OPT_IN` names `gen_ai_latest_experimental`, and always with
-  util-genai 1.1 and later, whose `is_experimental_mode()` is always true (openai-v2 2.4 asks it
-  which path to take);
-- otherwise (older util-genai, no opt-in) instrumentations keep the v1.30 conventions and read
-  `true`; they send content as log records (GenAI events), which evaltrace's logs exporter
-  records beside the spans. (util-genai's handler, built there too, warns once that `true` is
-  not one of its modes; the instrumentation still records content.)
+- on the latest GenAI conventions (`opentelemetry-util-genai`: with `OTEL_SEMCONV_STABILITY_OPT_IN`
+  naming `gen_ai_latest_experimental`, and always from util-genai 1.1, whose
+  `is_experimental_mode()` is always true) to `SPAN_ONLY` (`true` is rejected there): JSON messages
+  on the model spans, which rebuild completely without a second copy in log records;
+- otherwise (v1.30 conventions) to `true`: content comes as log records (GenAI events), which the
+  logs exporter records beside the spans (util-genai warns once that `true` is not one of its modes).
 
-Frameworks that make their own GenAI spans and keep content behind a switch of their own get that
-switch turned on the same way (`FRAMEWORK_CONTENT_SWITCHES`), unless the user set it or set the
-GenAI variable above to a value meaning no content.
-
-`EVALTRACE_CAPTURE_CONTENT=0` leaves the variables alone (and the exporters drop content from the
-files as before). Instrumentations read it when they instrument (openai-v2: at `instrument()`),
-so it must be set first: `opentelemetry-instrument` runs the distro before any instrumentor, and
-`record()` must be called before the application instruments its clients.
+Frameworks with a content switch of their own get it turned on the same way
+(`FRAMEWORK_CONTENT_SWITCHES`), unless the user set it or set the GenAI variable to no content.
+`EVALTRACE_CAPTURE_CONTENT=0` leaves the variables alone. Instrumentations read them when they
+instrument, so they are set first (the distro runs before any instrumentor; `record()` before the
+application instruments its clients).
 """
 
 from __future__ import annotations

@@ -1,29 +1,21 @@
 """evaltrace's own distro and configurator for `opentelemetry-instrument`.
 
 Without a configurator, `opentelemetry-instrument` ignores `OTEL_TRACES_EXPORTER` silently, and
-`opentelemetry-distro` (the usual configurator) defaults metrics and logs to OTLP over gRPC,
-which can make initialisation fail and disable tracing altogether. evaltrace therefore ships:
+`opentelemetry-distro` defaults metrics and logs to OTLP over gRPC, which can make initialisation
+fail and disable tracing altogether. So evaltrace ships:
 
-- `EvaltraceDistro` (entry point `opentelemetry_distro: evaltrace`): sets defaults only where
-  the user set nothing. When the traces exporter list names `evaltrace`, logs default to
-  `evaltrace` (GenAI events, i.e. message content sent as log records, are recorded beside the
-  spans), metrics default to `none`, and GenAI content capture is turned on, with the content
-  switches of frameworks that have their own (`_genai_env.py`; `EVALTRACE_CAPTURE_CONTENT=0`
-  keeps it off). The traces exporter itself is never defaulted:
+- `EvaltraceDistro` (entry point `opentelemetry_distro: evaltrace`): defaults only where the user
+  set nothing. When the traces exporters name `evaltrace`: logs to `evaltrace`, metrics to `none`,
+  GenAI content capture on (`_genai_env.py`). The traces exporter itself is never defaulted:
   installing evaltrace must not start recording in applications that did not ask for it.
-- `EvaltraceConfigurator` (entry point `opentelemetry_configurator: evaltrace`): the SDK's
-  configurator, plus evaltrace's processors for its span and log exporters (which count queue
-  drops and write the file on `force_flush`) and the SIGTERM/multiprocessing hooks of `record()`. When
-  initialisation fails it logs a warning saying whether recording is disabled and pointing to
-  `evaltrace doctor`, then lets the failure propagate as OTel does.
+- `EvaltraceConfigurator` (entry point `opentelemetry_configurator: evaltrace`): the SDK's, plus
+  evaltrace's processors (queue drops counted, the file written on `force_flush`) and `record()`'s
+  process hooks. A failed initialisation logs whether recording is disabled, pointing to
+  `evaltrace doctor`, then propagates as OTel does.
 
-`instrument_installed()` does in-process what `opentelemetry-instrument` does before an app runs
-(for `evaltrace run`, which runs the agent itself): content capture on, then every installed
-instrumentor, with this distro.
-
-If `opentelemetry-distro` is installed too, whichever entry point is discovered first wins;
-`OTEL_PYTHON_DISTRO=evaltrace OTEL_PYTHON_CONFIGURATOR=evaltrace` pins evaltrace's
-(`evaltrace doctor` explains this).
+`instrument_installed()` does in-process what `opentelemetry-instrument` does (for `evaltrace run`).
+With `opentelemetry-distro` installed too, whichever entry point is found first wins;
+`OTEL_PYTHON_DISTRO=evaltrace OTEL_PYTHON_CONFIGURATOR=evaltrace` pins evaltrace's.
 """
 
 from __future__ import annotations

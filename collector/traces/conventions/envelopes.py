@@ -1,32 +1,20 @@
 """Framework envelopes around tool arguments and answers, and where a framework keeps the prompt.
 
-Small named adapters, each with the reason it exists: what a framework's instrumentation records
-in an unusual place or wrapper, recognised by exact keys, never by a library name.
+Small named adapters, each with the reason it exists, recognising what a framework's
+instrumentation records in an unusual place or wrapper by exact keys, never by a library name.
+Envelopes belong to frameworks, not conventions, so assembly applies them whatever the convention:
 
-Arguments. A tool span should record the arguments the tool was called with. Some instrumentations record
-the wrapper's own call instead: the positional and keyword arguments of the method they patched,
-plus that method's options. Each adapter here recognises one such envelope by its exact keys and
-returns the arguments inside it, with the reason it exists. Assembly unwraps a tool span's
-arguments with `unwrap_arguments` (whatever the convention, since envelopes belong to frameworks,
-not conventions), and keeps the recorded value whenever it equals what the model asked for (a
-tool whose parameters really are called `args` and `kwargs`).
+- `unwrap_arguments`: the patched method's own call (positional and keyword arguments plus its
+  options) recorded in place of the tool's arguments; the recorded value is kept whenever it
+  equals what the model asked for (a tool whose parameters really are `args` and `kwargs`).
+- `unwrap_result` (merging a tool span into its call): the framework's whole tool-output object.
+- `unwrap_answer` (`payload.output_text`): the field of a result object holding the answer text;
+  `opaque_output`: an output that is a result object's printed form, often cut, holding no answer
+  (the last model reply is the answer then).
+- `prompt_in` (the OpenInference agent extraction): a run span's prompt kept elsewhere than its input.
 
-Results. A tool span should record what the tool returned; some record the framework's whole
-tool-output object instead, and `unwrap_result` (used when merging a tool span into its call) takes
-the return value out of it.
-
-Answers. An agent or workflow span's output may be the framework's result object; an answer
-envelope names the field holding the answer text (`unwrap_answer`, used by `payload.output_text`).
-
-Opaque outputs. An output text that is the printed form of a framework's result object, often cut
-short, holds no answer to take (`opaque_output`, used by `payload.output_text`): the last
-model reply is the answer then.
-
-Prompts. A run span whose input value holds no prompt may keep it elsewhere in its attributes
-(`prompt_in`, used by the OpenInference agent extraction when the input value yields no text).
-
-To support a new framework, add an adapter to `ARGUMENT_ENVELOPES`, `RESULT_ENVELOPES`,
-`ANSWER_ENVELOPES` or `PROMPT_LOCATIONS`.
+A new framework is one adapter in `ARGUMENT_ENVELOPES`, `RESULT_ENVELOPES`, `ANSWER_ENVELOPES` or
+`PROMPT_LOCATIONS`.
 """
 
 from __future__ import annotations
