@@ -1,31 +1,23 @@
-"""Optional redaction of everything a span carries before anything is written.
+"""Optional redaction of everything a span carries before anything is written (variables: docs/recording.md).
 
 Three independent tools, applied in this order to span, event, link and resource attributes:
 
-1. **Drop keys** (`EVALTRACE_REDACT_KEYS`, comma-separated globs such as `http.request.header.*`):
-   matching attributes are removed.
+1. **Drop keys** (`EVALTRACE_REDACT_KEYS`, globs): matching attributes are removed.
 2. **No content** (`EVALTRACE_CAPTURE_CONTENT=0`): every content-bearing key of every convention
-   the converter reads is removed while the structure stays: roles, tool names, call ids, finish
-   reasons and token counts are kept. Flat content keys are removed outright (message text, tool
-   arguments and results, retrieval documents, prompt templates and their variables, tool and
-   agent descriptions, exception messages and stack traces); JSON message lists keep their shape
-   with only structural fields left (an allow-list, so a field nobody anticipated is removed, not
-   kept); tool definitions and JSON schemas keep their shape without descriptions. Status
-   messages, which carry exception text, are removed too. Absent is what the reader reports as
-   "not captured", so an empty string is never written in place of content.
-3. **Mask** (`EVALTRACE_REDACT_PATTERNS`, one regex per line or a JSON array; plus built-in
-   patterns for API keys, bearer tokens, AWS keys and e-mail addresses with
-   `EVALTRACE_REDACT_DEFAULTS=1`): every match inside a string value becomes `[REDACTED]`, at any
-   depth of an attribute value (a list, an OTLP map, bytes: their text, other bytes kept), and so
-   does every match inside span names, event names, status messages and instrumentation-scope
-   names; in log files also inside the severity text, the event name, the resource (and so the
-   service name) and the scope. Names are structure the converter reads (`execute_tool get_weather`), so only the
-   matched text is replaced. Attribute keys are never masked (flattened keys hold indices that a
-   broad pattern would destroy): drop a key by glob instead.
+   the converter reads is removed while the structure stays (roles, tool names, call ids, finish
+   reasons, token counts). JSON message lists keep only structural fields by an allow-list, so a
+   field nobody anticipated is removed, not kept; tool definitions and schemas lose descriptions;
+   status messages (exception text) go. Absent is what the reader reports as "not captured", so
+   an empty string is never written in place of content.
+3. **Mask** (`EVALTRACE_REDACT_PATTERNS`, plus built-ins with `EVALTRACE_REDACT_DEFAULTS=1`): every
+   match inside a string value becomes `[REDACTED]`, at any depth (lists, OTLP maps, bytes' text),
+   and inside span, event and scope names and status messages; in log files also the severity
+   text, event name and resource. Names are structure the converter reads (`execute_tool
+   get_weather`), so only the matched text is replaced. Keys are never masked (flattened keys hold
+   indices a broad pattern would destroy): drop a key by glob instead.
 
-A bad pattern given in code raises `ValueError` at construction; a bad pattern from the
-environment is logged (naming the variable) and skipped, because recording must never crash the
-application it observes.
+A bad pattern given in code raises `ValueError`; one from the environment is logged (naming the
+variable) and skipped, because recording must never crash the application it observes.
 """
 
 from __future__ import annotations

@@ -1,36 +1,27 @@
 """Run an agent function over a spec's cases and record its spans into a new run folder.
 
-`evaltrace run` is this module followed by `evaltrace score` on the folder it wrote.
-
-The agent function (`module:function`, sync or `async def`) is called with the case's input as
-its one positional argument; its return value is the answer. What it does is read from the
-spans it (or its instrumentation) ends, as for `evaltrace score` (GenAI, OpenInference or
-OpenLLMetry conventions); `evaltrace run` loads the installed instrumentations before importing
-it (`autoconf.instrument_installed`), as `opentelemetry-instrument` would. The run folder is the
+`evaltrace run` is this module followed by `evaltrace score` on the folder it wrote (docs/run.md).
+The agent function (`module:function`, sync or `async def`) gets the case's input as its one
+positional argument and returns the answer; what it did is read from the spans it (or its
+instrumentation, loaded first by `autoconf.instrument_installed`) ends. The run folder is the
 process's one evaltrace recording, spans and log records (see `_record_into`).
 
-Each call runs inside a root span the runner opens, named `evaltrace.case <id>`, carrying
+Each call runs inside a root span the runner opens, `evaltrace.case <id>`, carrying
 `evaltrace.case_id`, `evaltrace.repeat` (0-based) and, for a multi-turn case, `evaltrace.turn`
-(1-based) and `gen_ai.conversation.id`. The agent's spans become its children, so each call is
-one trace whatever the agent's own instrumentation does.
+(1-based) and `gen_ai.conversation.id`, so each call is one trace whatever the agent's own
+instrumentation does.
 
-Multi-turn cases. The turns are sent in order, one call per turn, all in one conversation with
-a fresh id. The agent receives the conversation state through optional keyword parameters,
-passed only when its signature names them: `conversation_id` (the same string for every turn)
-and `history` (the earlier turns as `[{"role": "user" | "assistant", "content": str}, ...]`).
-An agent that keeps its own state by conversation id needs only the first. A turn that fails
-(error or timeout) ends the conversation: later turns are not sent, and scoring reports them
-as missing.
+Multi-turn cases: one call per turn, in order, in one conversation with a fresh id; the agent gets
+`conversation_id` and `history` (`[{"role", "content"}, ...]` of earlier turns) as keywords only
+when its signature names them. A failed or timed-out turn ends the conversation (later turns are
+missing).
 
-Failures never stop the run. An exception is an `error` entry (the root span has status ERROR
-and `error.type` = the exception class); a call still running after `timeout` seconds is a
-`timeout` entry (status ERROR, `error.type` = `timeout`, which the converter maps to
-`Trace.status == "timeout"`). A timed-out sync call keeps running on its daemon thread and an
-async one is cancelled; either way, spans of that trace ending after the timeout are dropped,
-so they can neither change its outcome nor reach another entry. An async agent that blocks its
-event loop cannot be timed out.
-
-Concurrency: up to `concurrency` cases (a whole conversation counts as one) run at once, sync
+Failures never stop the run. An exception is an `error` entry (root span status ERROR, `error.type`
+the exception class); a call running past `timeout` is a `timeout` entry (`error.type` = `timeout`,
+which the converter maps to `Trace.status == "timeout"`). A timed-out sync call keeps running on
+its daemon thread, an async one is cancelled; spans of that trace ending later are dropped, so they
+can neither change its outcome nor reach another entry. An async agent that blocks its event loop
+cannot be timed out. Up to `concurrency` cases (a conversation counts as one) run at once, sync
 agents on threads, async agents as tasks on one event loop.
 """
 
