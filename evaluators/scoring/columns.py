@@ -90,6 +90,12 @@ class RowCalls:
         return children.count(None) != len(children)
 
     @property
+    def nested_runs(self) -> bool:
+        """Whether a call started a nested agent whose calls are in its own row (a handoff's are in this one)."""
+        calls = zip(self.call_values("child_row"), self.call_values("handoff"), strict=True)
+        return any(child is not None and not handoff for child, handoff in calls)
+
+    @property
     def failed(self) -> bool:
         """Whether any call has an error recorded (a non-empty `error`)."""
         return any(self._batch.failed[self._start : self._end])

@@ -311,8 +311,7 @@ def _answer(row: RowCalls) -> _Answer | None:
 
 def _row_sources(row: RowCalls) -> str | None:
     """The reference's sources (input, then each call's result), or `None` when a nested agent adds to them."""
-    nested = zip(row.call_values("child_row"), row.call_values("handoff"), strict=True)
-    if any(child is not None and not handoff for child, handoff in nested):
+    if row.nested_runs:
         return None
     parts = [cast("str | None", row.value("input")) or ""]
     for text in cast("list[str | None]", row.call_values("result_json")):

@@ -269,7 +269,7 @@ def _decode(text: str | None) -> Any:
 def steps_form(scorer: Steps, row: RowCalls, trace: Trace) -> Score | None:
     """The passing `Score` of `steps` when every step check holds on the row's calls, else `None`."""
     total = len(scorer.contains) + len(scorer.not_contains) + len(scorer.regex)
-    if not total or (scorer.nested and _starts_nested_runs(row)):
+    if not total or (scorer.nested and row.nested_runs):
         return None
     calls = _Calls(row)
     if not _required_made(scorer, calls) or _forbidden_possible(scorer, calls):
@@ -277,14 +277,6 @@ def steps_form(scorer: Steps, row: RowCalls, trace: Trace) -> Score | None:
     if not all(_regex_found(item, calls) for item in scorer.regex):
         return None
     return scorer.result(True, 1.0, f"All {total} step checks passed.", failures=[])
-
-
-def _starts_nested_runs(row: RowCalls) -> bool:
-    """Whether a call started a nested agent whose calls `nested` adds (a handoff's are in the row already)."""
-    handoffs = row.call_values("handoff")
-    return any(
-        child is not None and not handoff for child, handoff in zip(row.call_values("child_row"), handoffs, strict=True)
-    )
 
 
 def _required_made(scorer: Steps, calls: _Calls) -> bool:
