@@ -123,3 +123,33 @@ def test_every_documented_spec_is_valid(tmp_path: Path, spec: str) -> None:
     done = evaltrace("score", REPO / "samples" / "runs", "--spec", "spec.yaml", "--no-store", cwd=tmp_path)
     assert done.returncode in (0, 1) and "Error:" not in done.stderr, done.stderr
     assert "Gate PASSED" in done.stdout or "Gate FAILED" in done.stdout, done.stdout
+
+
+def test_the_documented_report_format_plugin_writes_its_report(tmp_path: Path) -> None:
+    # docs/reports.md "Report format plugins": its class, installed under its entry point as pip
+    # would (a dist-info folder on the path), is a `--report csv=FILE` format of a real scoring.
+    text = (REPO / "docs" / "reports.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- example: report-format -->\n```python\n(.*?)```\n\n```toml\n(.*?)```", text, re.DOTALL)
+    assert found is not None
+    module, entry_point = found.groups()
+    group, _, line = entry_point.strip().partition("\n")
+    assert group == '[project.entry-points."evaltrace.report_formats"]'
+    name, _, target = (part.strip().strip('"') for part in line.partition("="))
+    site = tmp_path / "site"
+    (site / "my_package").mkdir(parents=True)
+    (site / "my_package" / "__init__.py").write_text("", encoding="utf-8")
+    (site / "my_package" / "reports.py").write_text(module, encoding="utf-8")
+    (site / "my_package-0.1.dist-info").mkdir()
+    (site / "my_package-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: my-package\nVersion: 0.1\n"
+    )
+    (site / "my_package-0.1.dist-info" / "entry_points.txt").write_text(
+        f"[evaltrace.report_formats]\n{name} = {target}\n"
+    )
+    table = tmp_path / "results.csv"
+    args = ("score", REPO / "samples" / "runs", "--spec", REPO / "samples" / "evals.yaml", "--no-store")
+    done = evaltrace(*args, "--report", f"{name}={table}", cwd=tmp_path, env={"PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stderr
+    rows = table.read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "case_id,status,scores" and rows[-1] == "gate,True,"
+    assert len(rows) == 2 + 6 and "paris-weather,passed," in table.read_text(encoding="utf-8")
