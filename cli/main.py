@@ -1,6 +1,6 @@
 """The `evaltrace` command: every command registered on one Typer app, behind one error boundary.
 
-Exit codes (README.md, "Score"): 0 the gate passed (or the command succeeded), 1 the gate failed,
+Exit codes (docs/scoring.md, "Exit codes"): 0 the gate passed (or the command succeeded), 1 the gate failed,
 2 bad input or usage, as one `Error: ...` line on stderr with no traceback. Anything else that
 escapes is a bug and keeps its traceback.
 """

@@ -1,6 +1,6 @@
 """`evaltrace score`: score stored traces and gate on the pass rate.
 
-Exit codes (README.md, "Score"): 0 the gate passed, 1 the gate failed, 2 bad input or usage.
+Exit codes (docs/scoring.md, "Exit codes"): 0 the gate passed, 1 the gate failed, 2 bad input or usage.
 What scoring writes, and where, is `_scoring.py`'s, shared with `evaltrace run`.
 """
 

@@ -1,6 +1,6 @@
 """The scoring engine: match traces to cases, run the scorers, aggregate repeats, gate.
 
-Matching (README.md, "Score"). A trace belongs to a case when any of its spans carries
+Matching (docs/scoring.md, "Cases, entries and the gate"). A trace belongs to a case when any of its spans carries
 `evaltrace.case_id` equal to the case id (`Trace.case_id`); otherwise when its input,
 whitespace-normalised, equals the case's input (a trace whose input equals several cases'
 input is a sample of each). Several traces of one case are repeats, decided by the case's

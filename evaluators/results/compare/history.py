@@ -2,7 +2,7 @@
 
 Runs are taken oldest first (run ids are ULIDs, so their order is the runs table's start time).
 A scorer's pass rate in a run is its results that passed over those that applied (passed or
-failed; an error fails), as the report's scorer counts and the README's DuckDB query count them.
+failed; an error fails), as the report's scorer counts and the DuckDB query of docs/reports.md counts them.
 A point is marked `changed` when the scorer's set of (version, configuration hash) differs from
 the previous run it ran in (for the gate: when the spec file's hash differs from the previous
 run's), so a series split by a spec edit or a scorer upgrade is never read as a trend.

@@ -5,7 +5,7 @@ registered by name. `score(trace, case)` returns a `Score`; `passed=None` means 
 not apply to that entry. Every scorer runs through `run_scorer`, which turns an exception into
 an error result: one broken scorer never stops a run and never counts as a pass.
 
-A scorer written in a spec is a check, and a check always applies (README.md, "Score"): the spec
+A scorer written in a spec is a check, and a check always applies (docs/scoring.md, "Nothing passes silently"): the spec
 loader marks it (`as_spec_check`), a scorer whose evidence was not recorded reports it with
 `missing` (a failure for a check, "does not apply" for a reference-free default), and
 `run_scorer` turns any `passed=None` a check still returns into a failure, so no spec check can

@@ -1,6 +1,6 @@
 """The spec file: cases, their expectations, the confidence threshold and how repeats aggregate.
 
-A spec is YAML or JSON (README.md, "Score"). Its models are strict: an unknown key is an error naming
+A spec is YAML or JSON (docs/scoring.md, "The spec"). Its models are strict: an unknown key is an error naming
 the key, never silently ignored. The JSON Schema evaltrace ships (`spec_schema.json`,
 `evaltrace schema`) is generated from these models, so editors and the loader agree.
 
