@@ -35,7 +35,7 @@ from evaltrace.evaluators.results.report._html_summary import summary_html
 from evaltrace.evaluators.results.report._html_trace import write_trees
 from evaltrace.evaluators.results.report._publish import AtomicFile
 from evaltrace.evaluators.results.report.model import EntryResult, Report, SampleResult, ScoreResult
-from evaltrace.evaluators.results.report.writer import ReportEntry
+from evaltrace.evaluators.results.report.writer import AbortOnExit, ReportEntry
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.results.report.formats import ReportTarget
@@ -87,7 +87,7 @@ class _Tally:
                 self.costs.append(sample.cost_usd)
 
 
-class HtmlWriter:
+class HtmlWriter(AbortOnExit):
     """Spools the entries' rows as they come and writes the whole page at `finish`."""
 
     def __init__(self, destination: str, *, cache: bool = True, files: Sequence[Path] | None = None) -> None:
@@ -146,12 +146,6 @@ class HtmlWriter:
         """Drop the unfinished page and the spool."""
         self._spool.close()
         self._file.discard()
-
-    def __enter__(self) -> HtmlWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.abort()
 
     def _write(self, html: str) -> None:
         self._file.write(html.encode("utf-8", "backslashreplace"))

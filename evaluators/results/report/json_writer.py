@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import json_safe_bytes
 from evaltrace.evaluators.results.report.model import Report
-from evaltrace.evaluators.results.report.writer import ReportEntry
+from evaltrace.evaluators.results.report.writer import AbortOnExit, ReportEntry
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.results.report.formats import ReportTarget
@@ -35,7 +35,7 @@ def write_report(report: Report, destination: str) -> None:
         raise InputError(f"{destination}: cannot write the JSON report: {exc.strerror or exc}") from None
 
 
-class ReportWriter:
+class ReportWriter(AbortOnExit):
     """Streams a report to a JSON file (or stdout for `-`): entries as they come, the header last.
 
     The file is one JSON object whose `entries` key comes first (key order means nothing to JSON
@@ -105,12 +105,6 @@ class ReportWriter:
         if isinstance(exc, BrokenPipeError) and self._destination == "-":
             return exc  # the reader of stdout went away: not a problem with the destination given
         return InputError(f"{self._destination}: cannot write the JSON report: {exc.strerror or exc}")
-
-    def __enter__(self) -> ReportWriter:
-        return self
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        self.abort()
 
 
 def for_target(target: ReportTarget) -> ReportWriter:

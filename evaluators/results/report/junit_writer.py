@@ -32,7 +32,7 @@ from typing import IO, TYPE_CHECKING
 from evaltrace.collector.terminal import printable
 from evaltrace.evaluators.results.report._publish import AtomicFile
 from evaltrace.evaluators.results.report.model import EntryResult, Report, SampleResult, ScoreResult
-from evaltrace.evaluators.results.report.writer import ReportEntry
+from evaltrace.evaluators.results.report.writer import AbortOnExit, ReportEntry
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.results.report.formats import ReportTarget
@@ -82,7 +82,7 @@ class _Suite:
     seconds: float = 0.0
 
 
-class JUnitWriter:
+class JUnitWriter(AbortOnExit):
     """Streams a report's entries into a JUnit XML file, published atomically by `finish`."""
 
     def __init__(self, destination: str, spec: str | None = None) -> None:
@@ -155,12 +155,6 @@ class JUnitWriter:
     def _close_spools(self) -> None:
         for suite in self._suites.values():
             suite.spool.close()
-
-    def __enter__(self) -> JUnitWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.abort()
 
 
 _Verdict = tuple[str, str, str, str]

@@ -30,7 +30,7 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import plural, printable
 from evaltrace.evaluators.results.report._publish import AtomicFile
 from evaltrace.evaluators.results.report.model import BaselineResult, EntryResult, Report, ScorerCount, ScoreResult
-from evaltrace.evaluators.results.report.writer import ReportEntry
+from evaltrace.evaluators.results.report.writer import AbortOnExit, ReportEntry
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.results.report.formats import ReportTarget
@@ -56,7 +56,7 @@ def markdown_text(text: str, limit: int | None = None) -> str:
     return _AUTOLINKED.sub(lambda m: m[0] + _ZERO_WIDTH_SPACE, escaped)
 
 
-class MarkdownWriter:
+class MarkdownWriter(AbortOnExit):
     """Collects the failed entries as they come and writes the summary at `finish`."""
 
     def __init__(self, destination: str, *, step_summary: str | None = None, limit: int = MAX_FAILED) -> None:
@@ -102,12 +102,6 @@ class MarkdownWriter:
     def abort(self) -> None:
         """Drop the unfinished file."""
         self._file.discard()
-
-    def __enter__(self) -> MarkdownWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.abort()
 
 
 def render_markdown(report: Report, failed_rows: list[str], omitted: int) -> str:

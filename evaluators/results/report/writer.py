@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, Self
 
 from evaltrace.evaluators.results.report.model import EntryResult, EntryStatus, Report
 
@@ -184,6 +184,20 @@ class ReportFormat(EntrySink, Protocol):
 
     def abort(self) -> None:
         """Drop an unfinished output."""
+
+
+class AbortOnExit:
+    """`with writer:` drops an output left unfinished when the block ends (`abort` after `finish` does nothing)."""
+
+    def abort(self) -> None:
+        """Drop the unfinished output (each writer has its own)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.abort()
 
 
 class Discard:
