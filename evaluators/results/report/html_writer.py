@@ -1,13 +1,8 @@
 """The HTML report (`--html FILE`): one self-contained page to read a scoring in a browser.
 
-What it shows: the gate and the numbers (pass rate, counts, latency p50/p95, tokens, cost), the
-per-scorer table, charts (pass rate by scorer and by tier; latency, token and cost histograms over
-the samples), then every entry with its scores, filterable (failed only, by scorer, by tier). The
-first `MAX_DETAILED_FAILED` failed or missing entries and the first `MAX_DETAILED_OTHER` others
-open into a drill-down: each scorer's verdict and reason, each sample's input, answer and error,
-and the rebuilt trace of up to `MAX_TREES_PER_ENTRY` samples as a tree (iterations, tool calls with
-arguments, results and errors, the answer; see `_html_trace.py`). Every other entry is one compact
-row (status, id, its scorers); the JSON report has them whole.
+What it shows is in docs/reports.md. The first `MAX_DETAILED_FAILED` failed or missing entries and
+the first `MAX_DETAILED_OTHER` others open into a drill-down, with the rebuilt trace of up to
+`MAX_TREES_PER_ENTRY` samples as a tree (`_html_trace.py`); every other entry is one compact row.
 
 Streaming. Entries' HTML is spooled to an unnamed temporary file as they arrive, since the
 summary, the charts and the filters' choices come first in the page but are known only at the end.

@@ -1,12 +1,8 @@
 """The Markdown summary (`--markdown FILE`) for pull requests and GitHub's job summary page.
 
-What it shows: the gate, the entries' counts and pass rate, a table of each scorer's verdicts
-(passed / failed / did not apply / errors), the first `MAX_FAILED` failed or missing entries with
-their reasons (then how many more), latency p50/p95, tokens and cost. Entries arrive one at a
-time: only that bounded list of rows and a count of the others are kept.
-
-When `GITHUB_STEP_SUMMARY` names a file (GitHub Actions sets it in every step), the same text is
-appended to it, never truncating what earlier steps wrote there.
+What it shows is in docs/reports.md. Entries arrive one at a time: only the first `MAX_FAILED`
+failed or missing entries' rows and a count of the others are kept. The text is also appended
+(never truncating) to the file `GITHUB_STEP_SUMMARY` names.
 
 Untrusted content. Recorded text (reasons quoting answers, model names) is shown, never
 interpreted: whitespace runs (newlines included) become one space so a table row stays one row,
