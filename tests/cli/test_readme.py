@@ -9,6 +9,7 @@ record-and-score example runs as written too, wherever it is shown.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -125,31 +126,55 @@ def test_every_documented_spec_is_valid(tmp_path: Path, spec: str) -> None:
     assert "Gate PASSED" in done.stdout or "Gate FAILED" in done.stdout, done.stdout
 
 
+def _install(site: Path, module: str, entry_point: str) -> dict[str, str]:
+    """`my_package` holding `module` as the documented entry point names it, laid out as pip installs it.
+
+    `entry_point` is the docs' ```toml block (`[project.entry-points."GROUP"]` then `NAME = "MODULE:CLASS"`);
+    returns the environment that finds the package.
+    """
+    header, _, line = entry_point.strip().partition("\n")
+    group = re.fullmatch(r'\[project\.entry-points\."([\w.]+)"\]', header)
+    assert group is not None, header
+    name, _, target = (part.strip().strip('"') for part in line.partition("="))
+    assert target.startswith("my_package.") and target.count(":") == 1, target
+    package = site / "my_package"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / f"{target.split(':')[0].split('.')[1]}.py").write_text(module, encoding="utf-8")
+    info = site / "my_package-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-package\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[{group.group(1)}]\n{name} = {target}\n", encoding="utf-8")
+    return {"PYTHONPATH": str(site)}
+
+
 def test_the_documented_report_format_plugin_writes_its_report(tmp_path: Path) -> None:
     # docs/reports.md "Report format plugins": its class, installed under its entry point as pip
     # would (a dist-info folder on the path), is a `--report csv=FILE` format of a real scoring.
     text = (REPO / "docs" / "reports.md").read_text(encoding="utf-8")
     found = re.search(r"<!-- example: report-format -->\n```python\n(.*?)```\n\n```toml\n(.*?)```", text, re.DOTALL)
     assert found is not None
-    module, entry_point = found.groups()
-    group, _, line = entry_point.strip().partition("\n")
-    assert group == '[project.entry-points."evaltrace.report_formats"]'
-    name, _, target = (part.strip().strip('"') for part in line.partition("="))
-    site = tmp_path / "site"
-    (site / "my_package").mkdir(parents=True)
-    (site / "my_package" / "__init__.py").write_text("", encoding="utf-8")
-    (site / "my_package" / "reports.py").write_text(module, encoding="utf-8")
-    (site / "my_package-0.1.dist-info").mkdir()
-    (site / "my_package-0.1.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: my-package\nVersion: 0.1\n"
-    )
-    (site / "my_package-0.1.dist-info" / "entry_points.txt").write_text(
-        f"[evaltrace.report_formats]\n{name} = {target}\n"
-    )
+    env = _install(tmp_path / "site", *found.groups())
     table = tmp_path / "results.csv"
     args = ("score", REPO / "samples" / "runs", "--spec", REPO / "samples" / "evals.yaml", "--no-store")
-    done = evaltrace(*args, "--report", f"{name}={table}", cwd=tmp_path, env={"PYTHONPATH": str(site)})
+    done = evaltrace(*args, "--report", f"csv={table}", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     rows = table.read_text(encoding="utf-8").splitlines()
     assert rows[0] == "case_id,status,scores" and rows[-1] == "gate,True,"
     assert len(rows) == 2 + 6 and "paris-weather,passed," in table.read_text(encoding="utf-8")
+
+
+def test_the_documented_scorer_entry_point_offers_the_scorer_to_every_run(tmp_path: Path) -> None:
+    # docs/scorers.md "Custom scorers": samples/scorers.py installed under the documented entry point
+    # is listed by `evaltrace scorers` and scores the sample run with no --plugin.
+    text = (REPO / "docs" / "scorers.md").read_text(encoding="utf-8")
+    (entry_point,) = re.findall(r"```toml\n(.*?)```", text, re.DOTALL)
+    env = _install(tmp_path / "site", (REPO / "samples" / "scorers.py").read_text(encoding="utf-8"), entry_point)
+    listed = json.loads(evaltrace("scorers", "--json", cwd=tmp_path, env=env).stdout)["scorers"]
+    assert [s["builtin"] for s in listed if s["name"] == "cities_named"] == [False]
+    report = tmp_path / "report.json"
+    args = ("score", REPO / "samples" / "runs", "--spec", REPO / "samples" / "evals-custom.yaml", "--json", report)
+    done = evaltrace(*args, "--no-store", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    scorers = {s["scorer"] for entry in json.loads(report.read_text())["entries"] for s in entry["scores"]}
+    assert "cities_named" in scorers
