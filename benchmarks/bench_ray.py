@@ -3,7 +3,7 @@
 Run: `.venv/bin/python benchmarks/bench_ray.py [--traces 10000] [--seed 7] [--rounds 1]`
 
 The dataset is the scoring benchmark's (`_scoring_data.py`, cached under `benchmarks/out/`). The
-cluster is the tests' (`tests/ray/_ray_cluster.py`): a real Ray in a cached venv, a head node on
+cluster is the tests' (`tests/evaluators/engine/ray/_ray_cluster.py`): a real Ray in a cached venv, a head node on
 127.0.0.2 given no CPUs (so it schedules no shard) and worker nodes of one CPU each on 127.0.0.3
 and up, every node a process group of its own. Each measurement is the wall time of one
 `evaltrace score DIR --spec SPEC --no-cache --no-store --json FILE` subprocess (cold: traces rebuilt),
@@ -33,7 +33,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path[:0] = [str(HERE), str(REPO / "tests"), str(REPO / "tests" / "ray")]
+sys.path[:0] = [str(HERE), str(REPO / "tests"), str(REPO / "tests" / "evaluators" / "engine" / "ray")]
 
 from _ray_cluster import HEAD_IP, Cluster, ray_python  # noqa: E402 - after the path set-up above
 from bench_scoring import dataset  # noqa: E402

@@ -23,11 +23,12 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """One xdist group per test file (`-n 2 --dist loadgroup` in pyproject.toml): a module's fixtures (a
-    server, a venv's app) start once, in one worker. All of tests/ray is one group: two Ray clusters at
-    once would share 127.0.0.2 and Ray's default ports, and double the memory."""
+    server, a venv's app) start once, in one worker. All of tests/evaluators/engine/ray is one group: two
+    Ray clusters at once would share 127.0.0.2 and Ray's default ports, and double the memory."""
     for item in items:
         path = item.path.relative_to(REPO / "tests")
-        item.add_marker(pytest.mark.xdist_group("ray" if path.parts[0] == "ray" else path.as_posix()))
+        ray = path.parts[:3] == ("evaluators", "engine", "ray")
+        item.add_marker(pytest.mark.xdist_group("ray" if ray else path.as_posix()))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 from _venvs import cached_venv
-from interop._send_fixtures import OtlpReceiver, evaltrace, record_run, running_receiver
 from packaging.requirements import Requirement
 from packaging.version import Version
+
+from tests.collector.otlp._send_fixtures import OtlpReceiver, evaltrace, record_run, running_receiver
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = REPO / "pyproject.toml"

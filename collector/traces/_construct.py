@@ -12,7 +12,7 @@ What validation would have done must then be done by the caller:
   a list with the converter's caches or with another record;
 - every value already has the field's type: a caller whose values come from recorded content
   (`Any`) checks them first and builds through validation when one does not fit, so a bad value
-  fails as it always did. tests/collector/test_construct.py holds records built both ways equal.
+  fails as it always did. tests/collector/traces/test_construct.py holds records built both ways equal.
 
 Every field counts as set (`model_fields_set`), as for records decoded from the traces table.
 """

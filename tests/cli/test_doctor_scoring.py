@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 from cli_process import evaltrace
-from interop._receive_process import running_collector
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -30,6 +29,7 @@ from opentelemetry.trace import Span, Tracer, set_span_in_context
 
 from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.recorder.redact import RedactionSettings
+from tests.collector.otlp._receive_process import running_collector
 
 Check = dict[str, Any]
 QUESTION = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}])

@@ -12,7 +12,7 @@ import xmlschema
 from cli_process import evaltrace
 from report_runs import PLUGIN, record_runs, write_spec
 
-SCHEMA = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[1] / "evaluators" / "junit-10.xsd"))
+SCHEMA = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[1] / "evaluators" / "results" / "junit-10.xsd"))
 AGENTS = Path(__file__).resolve().parent / "run_agents.py"
 
 

@@ -257,7 +257,7 @@ def _judge_server_module() -> Any:
     # The scripted judge server lives with the evaluator tests; load it by path (tests are not a package).
     import importlib.util
 
-    path = ROOT / "tests" / "evaluators" / "judge_server.py"
+    path = ROOT / "tests" / "evaluators" / "scoring" / "judge_server.py"
     spec = importlib.util.spec_from_file_location("_score_judge_server", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -5,7 +5,7 @@ no protobuf message in between: reading OTLP/JSON through protobuf's own JSON pa
 the protobuf path (`benchmarks/RESULTS.md`, "OTLP/JSON straight to SDK objects"). The values
 follow protobuf's JSON mapping (`jsonvalues.py`); lowerCamelCase keys and the proto field names
 are both read, unknown fields are ignored (as the OTLP specification asks of receivers, so a newer
-sender's request still reads). `tests/interop/test_otlp_json_direct.py` holds that both ways give
+sender's request still reads). `tests/collector/otlp/test_otlp_json_direct.py` holds that both ways give
 the same objects.
 
 A receiver passes its `SpanLimits`: lists past them are cut before any SDK object is made of

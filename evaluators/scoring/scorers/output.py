@@ -146,7 +146,7 @@ def strip_code_fence(text: str) -> str:
     Models often wrap JSON answers in a fence; the content is what the user asked for. Plain
     string operations, each one pass over the text: the answer is untrusted, and the regular
     expression this replaces backtracked cubically on many newlines (see
-    `test_fence_stripper_is_linear_on_hostile_answers` in tests/evaluators/test_rules_output.py).
+    `test_fence_stripper_is_linear_on_hostile_answers` in tests/evaluators/scoring/test_rules_output.py).
     """
     body = text.strip()
     if not (body.startswith("```") and body.endswith("```")) or len(body) < 6:

@@ -14,7 +14,7 @@ Two loaders give the same data:
 Whenever the fast path fails for any reason, the text is parsed again by the reference, so an
 error message (its words, line and column) is always the reference's, and a document libyaml
 would reject while the reference accepts still loads. The one difference found between the two
-parsers (tests/evaluators/test_spec_fast_path.py tries many) is that libyaml accepts a tab after
+parsers (tests/evaluators/scoring/test_spec_fast_path.py tries many) is that libyaml accepts a tab after
 `key:`, so a text holding a tab is left to the reference. No Python object is ever built from a tag
 on either path: both only know the safe constructors.
 """

@@ -183,7 +183,7 @@ def validate_strictly(data: dict[str, Any]) -> Spec:
 
     Strict mode takes no string for a number or boolean and no number for a string, as the JSON
     Schema; `by_name=False` refuses `schema_ref`, which the schema knows only as `$schema`. So
-    whatever this accepts, the schema accepts too (tests/evaluators/test_spec_fast_path.py holds
+    whatever this accepts, the schema accepts too (tests/evaluators/scoring/test_spec_fast_path.py holds
     the two against each other).
 
     Raises:

@@ -1,0 +1,365 @@
+"""`evaltrace score --engine ray` on a real Ray cluster: a head and worker nodes, each its own process.
+
+The cluster runs from a cached venv with Ray and this repository (`tests/_venvs.py`); its nodes
+take loopback addresses other than 127.0.0.1 (Ray swaps 127.0.0.1 for the machine's network
+address), usage stats and the dashboard are off, and every node and the CLI run as separate
+processes. Each report of the Ray engine is compared whole with the local engine's on the same
+files: the shipped sample run, the benchmark's synthetic agent traces and a run built to cross
+shards (repeats, conversations whose turns land in different shards, unmatched traces).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _ray_cluster import HEAD_IP, Cluster, Node, ray_python
+from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
+
+REPO = Path(__file__).resolve().parents[4]
+SAMPLES = REPO / "samples"
+
+SPEC = """\
+confidence: 0.4
+scorers: [tool_errors, tool_efficiency]
+cases:
+  - id: weather
+    input: Weather in Paris?
+    repeat: mean
+    expect:
+      tool_calls: [{name: get_weather, arguments: {city: Paris}}]
+      output: {contains: ["18C"]}
+  - id: never-seen
+    input: Nobody asks this
+  - id: chat
+    turns:
+      - {input: Hi there, expect: {output: {contains: [hello]}}}
+      - {input: "And Paris?", expect: {output: {contains: ["18C"]}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def python() -> Path:
+    return ray_python()
+
+
+@pytest.fixture(scope="module")
+def cluster(python: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with Cluster(python, tmp_path_factory.mktemp("ray-cache")) as running:
+        running.add_node("127.0.0.3")
+        yield running
+
+
+def _turn(rec: Recorder, prompt: str, answer: str, city: str | None = None, conversation: str | None = None) -> None:
+    extra = {"gen_ai.conversation.id": conversation} if conversation else {}
+    with rec.span("invoke_agent helper", agent_attrs("helper", **extra)):
+        user = ("user", [text(prompt)])
+        if city is not None:
+            call_id = f"c-{rec.now}"
+            call = ("assistant", [tool_call(call_id, "get_weather", {"city": city})])
+            chat(rec, "gpt-4o", messages(user), messages(call), (50, 5), "tool_call")
+            arguments = json.dumps({"city": city})
+            with rec.span("execute_tool get_weather", tool_attrs("get_weather", call_id, arguments, "18C")):
+                rec.tick(2)
+        chat(rec, "gpt-4o", messages(user), messages(("assistant", [text(answer)])), (80, 9))
+
+
+@pytest.fixture(scope="module")
+def crossing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """40 repeats (a quarter wrong), 3 two-turn conversations, 5 unmatched traces, over two files."""
+    root = tmp_path_factory.mktemp("crossing")
+    rec = Recorder(root / "runs")
+    for index in range(40):
+        right = index % 4 != 0
+        _turn(rec, "Weather in Paris?", "It is 18C." if right else "No idea.", "Paris" if right else "Rome")
+        if index == 20:
+            rec.provider.force_flush()
+    for index in range(3):
+        _turn(rec, "Hi there", "hello!", conversation=f"conv-{index}")
+        _turn(rec, "And Paris?", "18C" if index else "cold", "Paris", conversation=f"conv-{index}")
+    for index in range(5):
+        _turn(rec, f"Unrelated question {index}", "sure")
+    rec.close()
+    (root / "spec.yaml").write_text(SPEC, encoding="utf-8")
+    return root / "runs", root / "spec.yaml"
+
+
+def _bench_data(root: Path, traces: int) -> tuple[Path, Path]:
+    """The scoring benchmark's synthetic agent traces (`benchmarks/_scoring_data.py`) and its spec."""
+    found = importlib.util.spec_from_file_location("_scoring_data", REPO / "benchmarks" / "_scoring_data.py")
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    sys.modules.setdefault("_scoring_data", module)  # its dataclasses look their module up by name
+    found.loader.exec_module(sys.modules["_scoring_data"])
+    module = sys.modules["_scoring_data"]
+    module.generate(root / "runs", traces, 7)
+    module.write_spec(root / "spec.json", 7)
+    return root / "runs", root / "spec.json"
+
+
+@pytest.fixture(scope="module")
+def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return _bench_data(tmp_path_factory.mktemp("bench"), 3000)
+
+
+def _score_args(runs: Path | str, spec: Path | None, out: Path, *extra: str) -> list[str]:
+    with_spec = ["--spec", str(spec)] if spec is not None else []
+    return ["score", str(runs), *with_spec, "--json", str(out), "--no-store", *extra]
+
+
+def _comparable(report: dict[str, Any]) -> dict[str, Any]:
+    # The timestamp differs by design, and unmatched traces come shard by shard (as with --workers).
+    kept = {key: value for key, value in report.items() if key not in {"created_at", "unmatched"}}
+    kept["unmatched"] = sorted(item["trace_id"] for item in report["unmatched"])
+    return kept
+
+
+def _both(cluster: Cluster, runs: Path, spec: Path | None, tmp_path: Path, *extra: str) -> tuple[Any, Any]:
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", *extra))
+    ray = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "ray.json", *extra), *cluster.engine_args())
+    assert ray.returncode == local.returncode, ray.stderr
+    assert "Error" not in ray.stderr and "Traceback" not in ray.stderr, ray.stderr
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    assert _comparable(reports[1]) == _comparable(reports[0])
+    return reports[0], ray
+
+
+def test_the_sample_run_scores_the_same_on_ray(cluster: Cluster, tmp_path: Path) -> None:
+    report, ray = _both(cluster, SAMPLES / "runs", SAMPLES / "evals.yaml", tmp_path)
+    assert ray.returncode == 0 and "Gate PASSED" in ray.stdout
+    assert report["counts"]["entries"] == 6 and report["counts"]["traces"] == 6
+
+
+def test_conversations_repeats_and_unmatched_traces_across_shards(
+    cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, spec = crossing_run
+    report, _ = _both(cluster, runs, spec, tmp_path, "--no-cache")
+    entries = {entry["case_id"]: entry for entry in report["entries"]}
+    assert len(entries["weather"]["samples"]) == 40 and entries["weather"]["pass_rate"] == pytest.approx(0.75)
+    assert [len(sample["trace_ids"]) for sample in entries["chat"]["samples"]] == [2, 2, 2]
+    assert entries["never-seen"]["status"] == "missing"
+    assert len(report["unmatched"]) == 5 and report["counts"]["traces"] == 51
+
+
+def test_without_a_spec_cached_twice(cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, _ = crossing_run
+    folder = Path(cluster.env["EVALTRACE_CACHE_DIR"]) / "traces"
+
+    def tables() -> dict[Path, int]:
+        return {path: path.stat().st_mtime_ns for path in folder.glob("*.parquet")}
+
+    before = tables()
+    seen: list[dict[Path, int]] = []
+    for attempt in ("cold", "warm"):  # the second run reads the shards' traces tables from the cache
+        (tmp_path / attempt).mkdir()
+        report, _ = _both(cluster, runs, None, tmp_path / attempt)
+        assert report["counts"]["entries"] == 51
+        seen.append({path: mtime for path, mtime in tables().items() if path not in before})
+    # Cold: the local run wrote one table, the groups of Ray's shuffle one per shard (2 CPUs, 4 shards).
+    assert len(seen[0]) == 1 + 4, seen[0]
+    # Warm: no table written; the Ray run's shard tasks read theirs (reading marks a table used).
+    assert seen[1].keys() == seen[0].keys()
+    assert sum(seen[1][path] > seen[0][path] for path in seen[0]) >= 4
+
+
+def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, spec = bench_run
+    report, ray = _both(cluster, runs, spec, tmp_path, "--no-cache")
+    assert report["counts"]["traces"] == 3000 and report["counts"]["failed"] > 0
+    assert ray.returncode == (0 if report["passed"] else 1)
+
+
+PLUGIN = """\
+from typing import Any, ClassVar
+
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
+
+
+@register
+class Flaky(Scorer):
+    name: ClassVar[str] = "t_ray_flaky"
+
+    def score(self, trace: Any, case: Any = None) -> Score:
+        if "Paris" not in (trace.input or ""):
+            raise RuntimeError("the flaky scorer crashed")
+        return self.result(True, 1.0, "fine")
+"""
+
+
+def test_a_plugin_scorer_is_shipped_and_its_crash_is_an_error_result(
+    cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, _ = crossing_run
+    plugin = tmp_path / "flaky_scorers.py"  # importable nowhere but here: its code travels with the router
+    plugin.write_text(PLUGIN, encoding="utf-8")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.replace("[tool_errors, tool_efficiency]", "[t_ray_flaky]"), encoding="utf-8")
+    report, _ = _both(cluster, runs, spec, tmp_path, "--plugin", str(plugin))
+    entries = {entry["case_id"]: entry for entry in report["entries"]}
+    assert "the flaky scorer crashed" in json.dumps(entries["chat"])
+    assert "the flaky scorer crashed" not in json.dumps(entries["weather"])
+
+
+def test_unknown_engine_and_unreachable_cluster_are_one_line_errors(cluster: Cluster, tmp_path: Path) -> None:
+    runs = SAMPLES / "runs"
+    wrong = cluster.evaltrace(*_score_args(runs, None, tmp_path / "x.json", "--engine", "spark"))
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip() == "Error: Unknown engine 'spark'. Valid choices: local, ray"
+    away = cluster.evaltrace(
+        *_score_args(runs, None, tmp_path / "y.json", "--engine", "ray", "--ray-address", "127.0.0.9:1"), timeout=180
+    )
+    assert away.returncode == 2, away.stderr
+    assert away.stderr.startswith("Error: cannot join the Ray cluster at 127.0.0.9:1"), away.stderr
+    assert "Traceback" not in away.stderr
+    assert not (tmp_path / "y.json").exists()
+
+
+def test_killing_a_worker_node_mid_run_gives_the_same_report(
+    cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, spec = bench_run
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", "--no-cache"))
+    doomed = cluster.add_node("127.0.0.4")
+    args = _score_args(runs, spec, tmp_path / "ray.json", "--no-cache", *cluster.engine_args())
+    # Ray may place every task of a scoring on the other node; then the scoring is run again (the
+    # doomed node stays up) until a kill lands mid-run: only such a scoring is compared.
+    for _ in range(KILL_ATTEMPTS):
+        scoring = cluster.start_evaltrace(*args)
+        try:
+            killed = _kill_when_scoring(doomed, scoring)
+        finally:
+            out, err = scoring.communicate(timeout=600)
+        if killed:
+            break
+    assert killed, f"no task of {KILL_ATTEMPTS} scorings ran on the doomed node while they ran"
+    assert scoring.returncode == local.returncode, err
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    assert _comparable(reports[1]) == _comparable(reports[0])
+    assert "Gate" in out
+
+
+KILL_ATTEMPTS = 3
+
+
+def _kill_when_scoring(node: Node, scoring: subprocess.Popen[str]) -> bool:
+    """Kill every process of `node` once it runs a task of the scoring; `False`: the scoring ended first.
+
+    Blocks the node made (read rows, shuffled parts) die with it: Ray re-runs the tasks that made them."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if scoring.poll() is not None:
+            return False
+        if node.running_a_scoring_task():
+            node.kill()
+            return True
+        time.sleep(0.05)
+    scoring.kill()
+    pytest.fail("no task of the scoring ran on the doomed node within 300 s")
+
+
+def test_every_node_is_on_loopback(cluster: Cluster) -> None:
+    alive = cluster.alive_nodes()
+    assert HEAD_IP in alive and "127.0.0.3" in alive
+    assert all(ipaddress.ip_address(address).is_loopback for address in alive), alive
+
+
+@pytest.fixture(scope="module")
+def split_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six recorded traces, each rewritten half in one file and half in another (model calls apart)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("split")
+    rec = Recorder(root / "recorded")
+    for index in range(6):
+        _turn(rec, f"Weather in Paris, take {index}?", "It is 18C.", "Paris")
+    rec.close()
+    (recorded,) = sorted((root / "recorded").glob("*.parquet"))
+    table = pq.read_table(recorded)  # the file's metadata (schema version, run) is kept in both halves
+    chats = pc.starts_with(table.column("name"), "chat")
+    (root / "runs").mkdir()
+    pq.write_table(table.filter(chats), root / "runs" / "a.parquet")
+    pq.write_table(table.filter(pc.invert(chats)), root / "runs" / "b.parquet")
+    return root / "runs"
+
+
+def _files_per_trace(runs: Path) -> dict[str, int]:
+    import pyarrow.parquet as pq
+
+    counts: dict[str, int] = {}
+    for path in sorted(runs.glob("*.parquet")):
+        for trace_id in set(pq.read_table(path, columns=["trace_id"]).column(0).to_pylist()):
+            counts[trace_id] = counts.get(trace_id, 0) + 1
+    return counts
+
+
+def test_spans_of_a_trace_split_over_files_meet_in_one_group(cluster: Cluster, split_run: Path, tmp_path: Path) -> None:
+    assert sorted(_files_per_trace(split_run).values()) == [2] * 6  # the run is split as intended
+    report, _ = _both(cluster, split_run, None, tmp_path, "--no-cache")
+    assert report["counts"]["traces"] == 6 and report["counts"]["entries"] == 6
+    # The tool call (second file) is found with the model call that asked for it (first file).
+    reasons = [
+        score["reason"] for entry in report["entries"] for score in entry["scores"] if score["scorer"] == "tool_errors"
+    ]
+    assert reasons == ["All 1 tool calls succeeded."] * 6, reasons
+
+
+def test_a_file_uri_scores_as_its_path(cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path) -> None:
+    runs, spec = crossing_run
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json"))
+    uri = runs.resolve().as_uri()
+    ray = cluster.evaltrace(*_score_args(uri, spec, tmp_path / "ray.json"), *cluster.engine_args())
+    assert ray.returncode == local.returncode, ray.stderr
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    assert reports[1]["inputs"]["paths"] == [uri]
+    reports[1]["inputs"]["paths"] = reports[0]["inputs"]["paths"]
+    assert _comparable(reports[1]) == _comparable(reports[0])
+    assert reports[0]["counts"]["traces"] == 51
+
+
+def test_a_damaged_file_is_one_error_line_naming_it(
+    cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, spec = crossing_run
+    copied = tmp_path / "runs"
+    copied.mkdir()
+    files = sorted(runs.glob("*.parquet"))
+    for path in files:
+        (copied / path.name).write_bytes(path.read_bytes())
+    damaged = copied / files[-1].name
+    data = bytearray(damaged.read_bytes())
+    data[100:4100] = bytes(4000)  # pages zeroed; the footer, which the driver checks, is intact
+    damaged.write_bytes(bytes(data))
+    done = cluster.evaltrace(*_score_args(copied, spec, tmp_path / "ray.json", "--no-cache", *cluster.engine_args()))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {damaged}: "), done.stderr
+    assert not (tmp_path / "ray.json").exists()
+
+
+def test_a_run_with_log_record_files_scores_the_same(cluster: Cluster, tmp_path: Path) -> None:
+    """Log records attach to their spans while each file is read: such runs take the per-shard tasks."""
+    found = importlib.util.spec_from_file_location(
+        "_log_records", REPO / "tests" / "collector" / "recorder" / "test_log_records.py"
+    )
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    recording = module.Recording(tmp_path / "runs")
+    for index in range(8):
+        module.tool_loop(recording, case_id=f"case-{index}")
+        if index == 3:
+            recording.flush()
+    recording.close()
+    assert len(list((tmp_path / "runs").glob("*.logs.parquet"))) == 2
+    report, _ = _both(cluster, tmp_path / "runs", None, tmp_path, "--no-cache")
+    assert report["counts"]["traces"] == 8
