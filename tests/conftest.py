@@ -18,17 +18,24 @@ from evaltrace.collector.traces.rebuild import read_traces
 from evaltrace.collector.traces.records import Trace
 
 REPO = Path(__file__).resolve().parents[1]
+RAY_TESTS = "tests/evaluators/engine/ray/"
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """One xdist group per test file (`-n 2 --dist loadgroup` in pyproject.toml): a module's fixtures (a
-    server, a venv's app) start once, in one worker. All of tests/evaluators/engine/ray is one group: two
-    Ray clusters at once would share 127.0.0.2 and Ray's default ports, and double the memory."""
-    for item in items:
-        path = item.path.relative_to(REPO / "tests")
-        ray = path.parts[:3] == ("evaluators", "engine", "ray")
-        item.add_marker(pytest.mark.xdist_group("ray" if ray else path.as_posix()))
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """The pytest-xdist workers (`-n 2` in pyproject.toml) take whole test files, so a module's fixtures
+    (a server, a venv's app) start once and its tests run in order; all of tests/evaluators/engine/ray
+    is one unit, as two Ray clusters at once would share 127.0.0.2 and Ray's default ports, and double the memory.
+    (xdist's own `--dist loadgroup` does not group under pytest 9: it renames the node ids pytest 9
+    no longer reads.)"""
+    from xdist.scheduler import LoadFileScheduling
+
+    class _FilesAndRay(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return RAY_TESTS if path.startswith(RAY_TESTS) else path
+
+    return _FilesAndRay(config, log)  # type: ignore[arg-type]
 
 
 @pytest.fixture(autouse=True, scope="session")
