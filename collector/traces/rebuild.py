@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+
 def _label(extract: Extractor) -> str:
     return f"{extract.__module__}:{extract.__name__}"
 

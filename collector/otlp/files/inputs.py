@@ -78,9 +78,7 @@ class RunFiles(Sequence[Path]):
         return sorted(found, key=lambda loc: (_name(loc), str(loc)))
 
 
-def resolve_paths(
-    paths: Iterable[PathArg] | RunFiles, *, fresh_imports: bool = False, uris: bool = False
-) -> RunFiles:
+def resolve_paths(paths: Iterable[PathArg] | RunFiles, *, fresh_imports: bool = False, uris: bool = False) -> RunFiles:
     """Expand PATH arguments into the run files they name, de-duplicated, in name order.
 
     Args:

@@ -163,6 +163,7 @@ def _plainly_valid(plain: _Plain, instance: Any) -> bool:
 _PARAMETERS: dict[str, Any] = {}
 _PARAMETERS_MAX = 512
 
+
 def schema_parameters(text: str | None) -> Any:
     """A tool schema's parameters decoded from the table's JSON text (`None`: not recorded)."""
     if text is None:
