@@ -141,12 +141,19 @@ def test_pydantic_ai_tool_exception_fails_the_run(fake_llm: FakeLLM, span_record
             settings = InstrumentationSettings(tracer_provider=span_recorder.provider)
             agent = Agent(_model(client), name="crashy", capabilities=[Instrumentation(settings=settings)])
 
+            # pydantic-ai runs the two calls at once and cancels the other when one raises: `crash`
+            # raises only once `get_weather` has returned, so what is recorded does not depend on timing.
+            weather_done = asyncio.Event()
+
             @agent.tool_plain
-            def get_weather(city: str) -> str:
+            async def get_weather(city: str) -> str:
+                weather_done.set()
                 return f"18C in {city}"
 
             @agent.tool_plain
-            def crash(x: int) -> str:
+            async def crash(x: int) -> str:
+                await asyncio.wait_for(weather_done.wait(), timeout=30)
+                await asyncio.sleep(0.1)  # get_weather's task ends (its span too) before this one raises
                 raise ValueError(f"boom {x}")
 
             await agent.run(PROMPT)
