@@ -131,14 +131,14 @@ def _config(
 
     from evaltrace.collector.errors import InputError
     from evaltrace.collector.otlp.receive.config import TOKEN_ENV, ReceiverConfig, parse_address
+    from evaltrace.collector.recorder.exporter import runs_directory
 
     token = os.environ.get(TOKEN_ENV)  # set but blank is refused by the config, not taken as "no token"
     try:
         return ReceiverConfig(
             http=parse_address(http, "--http"),
             grpc=parse_address(grpc, "--grpc"),
-            # The recorder's variable, read as the exporter reads it (collector/recorder/exporter.py).
-            directory=directory or Path(os.environ.get("EVALTRACE_DIR") or "runs"),
+            directory=directory or runs_directory(),
             run_id=run_id,
             token=SecretStr(token) if token is not None else None,
             allow_unauthenticated=allow_unauthenticated,

@@ -63,6 +63,11 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
+def runs_directory() -> Path:
+    """The folder runs are written to: `EVALTRACE_DIR`, else `runs` (relative to the working directory)."""
+    return Path(os.environ.get("EVALTRACE_DIR") or "runs")
+
+
 class ExporterSettings(BaseModel):
     """Configuration of `ParquetSpanExporter`; `from_env` gives the environment defaults."""
 
@@ -87,7 +92,7 @@ class ExporterSettings(BaseModel):
     def from_env(cls, **overrides: Any) -> ExporterSettings:
         """Settings from `EVALTRACE_*` variables; keyword arguments that are not None win."""
         values: dict[str, Any] = {
-            "directory": Path(os.environ.get("EVALTRACE_DIR") or "runs"),
+            "directory": runs_directory(),
             "flush_interval": _env_float("EVALTRACE_FLUSH_INTERVAL", 10.0),
             "max_rows": _env_int("EVALTRACE_MAX_ROWS", DEFAULT_MAX_ROWS),
             "redaction": RedactionSettings.from_env(),
