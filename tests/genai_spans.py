@@ -147,6 +147,23 @@ def agent_attrs(name: str, **extra: Any) -> dict[str, Any]:
     return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, **extra}
 
 
+def agent_turn(
+    rec: Recorder, prompt: str, answer: str, city: str | None = None, conversation: str | None = None
+) -> None:
+    """One agent run: with a city, a get_weather call (18C) before the answer; in a conversation when given."""
+    extra = {"gen_ai.conversation.id": conversation} if conversation else {}
+    with rec.span("invoke_agent helper", agent_attrs("helper", **extra)):
+        user = ("user", [text(prompt)])
+        if city is not None:
+            call_id = f"c-{rec.now}"
+            call = ("assistant", [tool_call(call_id, "get_weather", {"city": city})])
+            chat(rec, "gpt-4o", messages(user), messages(call), (50, 5), "tool_call")
+            arguments = json.dumps({"city": city})
+            with rec.span("execute_tool get_weather", tool_attrs("get_weather", call_id, arguments, "18C")):
+                rec.tick(2)
+        chat(rec, "gpt-4o", messages(user), messages(("assistant", [text(answer)])), (80, 9))
+
+
 def without_prompts(dumped: Any) -> Any:
     """Trace JSON (`model_dump(mode="json")`) with every iteration's prompt null, child traces included."""
     if isinstance(dumped, list):

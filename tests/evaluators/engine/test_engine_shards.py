@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from _engine_scorers import KillsWorker, PromptsSeen, Sleeps  # noqa: F401 - registers the test scorers
-from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
+from genai_spans import Recorder, agent_turn
 
 from evaltrace.collector import resolve_paths
 from evaltrace.collector.errors import InputError
@@ -46,34 +46,20 @@ cases:
 """
 
 
-def _turn(rec: Recorder, prompt: str, answer: str, *, city: str | None = None, conversation: str | None = None) -> None:
-    extra = {"gen_ai.conversation.id": conversation} if conversation else {}
-    with rec.span("invoke_agent helper", agent_attrs("helper", **extra)):
-        user = ("user", [text(prompt)])
-        if city is not None:
-            call_id = f"c-{rec.now}"
-            call = ("assistant", [tool_call(call_id, "get_weather", {"city": city})])
-            chat(rec, "gpt-4o", messages(user), messages(call), (50, 5), "tool_call")
-            arguments = json.dumps({"city": city})
-            with rec.span("execute_tool get_weather", tool_attrs("get_weather", call_id, arguments, "18C")):
-                rec.tick(2)
-        chat(rec, "gpt-4o", messages(user), messages(("assistant", [text(answer)])), (80, 9))
-
-
 def record_run(directory: Path) -> None:
     """40 weather repeats (a quarter wrong), 3 conversations, 5 unmatched traces, over two files."""
     rec = Recorder(directory)
     for index in range(40):
         right = index % 4 != 0
-        _turn(rec, "Weather in Paris?", "It is 18C." if right else "No idea.", city="Paris" if right else "Rome")
+        agent_turn(rec, "Weather in Paris?", "It is 18C." if right else "No idea.", city="Paris" if right else "Rome")
         if index == 20:
             rec.provider.force_flush()  # a second file
     for index in range(3):
         # The turns of one conversation get consecutive trace ids: they land in different shards.
-        _turn(rec, "Hi there", "hello!", conversation=f"conv-{index}")
-        _turn(rec, "And Paris?", "18C" if index else "cold", city="Paris", conversation=f"conv-{index}")
+        agent_turn(rec, "Hi there", "hello!", conversation=f"conv-{index}")
+        agent_turn(rec, "And Paris?", "18C" if index else "cold", city="Paris", conversation=f"conv-{index}")
     for index in range(5):
-        _turn(rec, f"Unrelated question {index}", "sure")
+        agent_turn(rec, f"Unrelated question {index}", "sure")
     rec.close()
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from _ray_cluster import HEAD_IP, Cluster, Node, ray_python
-from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
+from genai_spans import Recorder, agent_turn
 
 REPO = Path(__file__).resolve().parents[4]
 SAMPLES = REPO / "samples"
@@ -57,20 +57,6 @@ def cluster(python: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield running
 
 
-def _turn(rec: Recorder, prompt: str, answer: str, city: str | None = None, conversation: str | None = None) -> None:
-    extra = {"gen_ai.conversation.id": conversation} if conversation else {}
-    with rec.span("invoke_agent helper", agent_attrs("helper", **extra)):
-        user = ("user", [text(prompt)])
-        if city is not None:
-            call_id = f"c-{rec.now}"
-            call = ("assistant", [tool_call(call_id, "get_weather", {"city": city})])
-            chat(rec, "gpt-4o", messages(user), messages(call), (50, 5), "tool_call")
-            arguments = json.dumps({"city": city})
-            with rec.span("execute_tool get_weather", tool_attrs("get_weather", call_id, arguments, "18C")):
-                rec.tick(2)
-        chat(rec, "gpt-4o", messages(user), messages(("assistant", [text(answer)])), (80, 9))
-
-
 @pytest.fixture(scope="module")
 def crossing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """40 repeats (a quarter wrong), 3 two-turn conversations, 5 unmatched traces, over two files."""
@@ -78,14 +64,14 @@ def crossing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     rec = Recorder(root / "runs")
     for index in range(40):
         right = index % 4 != 0
-        _turn(rec, "Weather in Paris?", "It is 18C." if right else "No idea.", "Paris" if right else "Rome")
+        agent_turn(rec, "Weather in Paris?", "It is 18C." if right else "No idea.", "Paris" if right else "Rome")
         if index == 20:
             rec.provider.force_flush()
     for index in range(3):
-        _turn(rec, "Hi there", "hello!", conversation=f"conv-{index}")
-        _turn(rec, "And Paris?", "18C" if index else "cold", "Paris", conversation=f"conv-{index}")
+        agent_turn(rec, "Hi there", "hello!", conversation=f"conv-{index}")
+        agent_turn(rec, "And Paris?", "18C" if index else "cold", "Paris", conversation=f"conv-{index}")
     for index in range(5):
-        _turn(rec, f"Unrelated question {index}", "sure")
+        agent_turn(rec, f"Unrelated question {index}", "sure")
     rec.close()
     (root / "spec.yaml").write_text(SPEC, encoding="utf-8")
     return root / "runs", root / "spec.yaml"
@@ -281,7 +267,7 @@ def split_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("split")
     rec = Recorder(root / "recorded")
     for index in range(6):
-        _turn(rec, f"Weather in Paris, take {index}?", "It is 18C.", "Paris")
+        agent_turn(rec, f"Weather in Paris, take {index}?", "It is 18C.", "Paris")
     rec.close()
     (recorded,) = sorted((root / "recorded").glob("*.parquet"))
     table = pq.read_table(recorded)  # the file's metadata (schema version, run) is kept in both halves

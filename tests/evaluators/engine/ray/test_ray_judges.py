@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 from _ray_cluster import Cluster, Node, ray_python
-from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
+from genai_spans import Recorder, agent_turn
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[4]
@@ -77,20 +77,6 @@ def cluster(server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
         yield running
 
 
-def _turn(rec: Recorder, prompt: str, answer: str, city: str | None, conversation: str | None = None) -> None:
-    extra = {"gen_ai.conversation.id": conversation} if conversation else {}
-    with rec.span("invoke_agent helper", agent_attrs("helper", **extra)):
-        user = ("user", [text(prompt)])
-        if city is not None:
-            call_id = f"c-{rec.now}"
-            call = ("assistant", [tool_call(call_id, "get_weather", {"city": city})])
-            chat(rec, "gpt-4o", messages(user), messages(call), (50, 5), "tool_call")
-            arguments = json.dumps({"city": city})
-            with rec.span("execute_tool get_weather", tool_attrs("get_weather", call_id, arguments, "18C")):
-                rec.tick(2)
-        chat(rec, "gpt-4o", messages(user), messages(("assistant", [text(answer)])), (80, 9))
-
-
 @pytest.fixture(scope="module")
 def judged_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """8 one-trace city cases (every third answer wrong), 3 identical repeats, a garbled answer, 2 conversations."""
@@ -99,15 +85,15 @@ def judged_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     cases: list[dict[str, Any]] = []
     for index, city in enumerate(CITIES):
         answer = "No idea." if index % 3 == 0 else f"It is 18C in {city}."
-        _turn(rec, f"Weather in {city}?", answer, city)
+        agent_turn(rec, f"Weather in {city}?", answer, city)
         cases.append({"id": f"city-{city}", "input": f"Weather in {city}?"})
     for _ in range(3):  # the same question thrice: asked once, the repeats served by its actor
-        _turn(rec, "Weather in Nice?", "It is 18C in Nice.", "Nice")
+        agent_turn(rec, "Weather in Nice?", "It is 18C in Nice.", "Nice")
     rec.provider.force_flush()
-    _turn(rec, "Weather in Cork?", "garbled", "Cork")
+    agent_turn(rec, "Weather in Cork?", "garbled", "Cork")
     for index in range(2):
-        _turn(rec, "Hi there", "hello!", None, conversation=f"conv-{index}")
-        _turn(rec, "And Paris?", "It is 18C." if index else "cold", "Paris", conversation=f"conv-{index}")
+        agent_turn(rec, "Hi there", "hello!", None, conversation=f"conv-{index}")
+        agent_turn(rec, "And Paris?", "It is 18C." if index else "cold", "Paris", conversation=f"conv-{index}")
     rec.close()
     cases += [
         {"id": "again", "input": "Weather in Nice?", "repeat": "mean"},
