@@ -35,12 +35,19 @@ _ROW_NAME = re.compile(r"^\| `([^`]+)` \|", re.MULTILINE)
 
 
 @functools.cache
+def _raw_help(command: str) -> str:
+    """`evaltrace COMMAND --help` (`""`: the top level), wide so nothing is cut; run once per command."""
+    done = evaltrace(*command.split(), "--help", env={"COLUMNS": "250"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@functools.cache
 def _commands() -> tuple[str, ...]:
     """Every command, a group's as `GROUP SUB` (`labels export`), from the real CLI's help."""
-    listing = evaltrace("--help", env={"COLUMNS": "200"}).stdout
     found: list[str] = []
-    for name in re.findall(r"^│ ([a-z][a-z-]*) ", listing, re.MULTILINE):
-        group = evaltrace(name, "--help", env={"COLUMNS": "200"}).stdout
+    for name in re.findall(r"^│ ([a-z][a-z-]*) ", _raw_help(""), re.MULTILINE):
+        group = _raw_help(name)
         subcommands = re.findall(r"^│ ([a-z][a-z-]*) ", group.partition("Commands")[2], re.MULTILINE)
         found += [f"{name} {sub}" for sub in subcommands] or [name]
     return tuple(found)
@@ -70,19 +77,15 @@ def _doc_options() -> dict[str, set[str]]:
     return found
 
 
-@functools.cache
 def _help(command: str) -> str:
-    """`evaltrace COMMAND --help`, the table's frame removed and lines joined (wide, so nothing is cut)."""
-    done = evaltrace(*command.split(), "--help", env={"COLUMNS": "250"})
-    assert done.returncode == 0, done.stderr
-    return " ".join(done.stdout.replace("│", " ").replace("╭", " ").replace("╰", " ").split())
+    """`evaltrace COMMAND --help`, the table's frame removed and lines joined."""
+    return " ".join(_raw_help(command).replace("│", " ").replace("╭", " ").replace("╰", " ").split())
 
 
 def _help_entries(command: str) -> set[str]:
     """The options (`--json`) and arguments (`PATH`, `[RUN]`) `evaltrace COMMAND --help` lists."""
-    done = evaltrace(*command.split(), "--help", env={"COLUMNS": "250"})
     entries = set()
-    for line in done.stdout.splitlines():  # an entry starts near the frame; a continued line far from it
+    for line in _raw_help(command).splitlines():  # an entry starts near the frame; a continued line far from it
         if name := re.match(r"│ (?:\* *| {0,4})(\S+(?: \S+)*?)(?: {2,}| *│)", line):
             entries.add(name.group(1))
     return {e for e in entries if e.startswith(("-", "[")) or e.isupper()} - {"--help"}
