@@ -50,7 +50,7 @@ _SPAN_FIELDS = (
     *_TAIL,
     *_COUNTS,
 )
-_MARKER = '"$float"'  # present in any text holding a non-finite float (see `_jsonvalue`)
+_MARKER = '"$float"'  # present in any text holding a non-finite float (see `jsonvalue.py`)
 
 # (trace ids, span ids, spans) of one record batch.
 SpanBatch = tuple[list[str], list[str], list[Span]]

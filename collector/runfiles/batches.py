@@ -3,21 +3,20 @@
 `encode_spans` turns one batch of ended SDK spans straight into an Arrow record batch (the span
 reading is in `encode.py`; no span objects or per-span dicts are kept); `LogEncoder` does the same
 for log records. Both apply redaction before anything is encoded. The layouts themselves (types,
-file metadata, the Parquet writer) belong to the store: `store/layout.py` and `store/logs_layout.py`.
+file metadata, the Parquet writer) are `layout.py` and `logs_layout.py`.
 """
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from evaltrace.collector.runfiles.encode import Redactor, span_columns
+from evaltrace.collector.runfiles.jsonvalue import dumps
 from evaltrace.collector.runfiles.layout import MEMORY_POOL, SCHEMA
 from evaltrace.collector.runfiles.logs_layout import LOGS_SCHEMA
 from evaltrace.collector.runfiles.schema import LOG_COLUMNS
@@ -165,27 +164,3 @@ def _resource(
         service = attributes.get("service.name")
         found = cache[key] = (dumps(attributes), str(service) if service is not None else None)
     return found
-
-
-def _plain(value: Any) -> Any:
-    """`value` with bytes as text (base64 when not UTF-8) and non-finite floats as markers."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return base64.b64encode(value).decode("ascii")
-    if isinstance(value, float) and not math.isfinite(value):
-        return {"$float": "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
-    return value
-
-
-def dumps(value: Any) -> str:
-    """JSON text of an OTel `AnyValue` (maps, arrays, scalars, bytes)."""
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (ValueError, TypeError):
-        return json.dumps(_plain(value), ensure_ascii=False, allow_nan=False, default=str)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from opentelemetry.trace import SpanKind, StatusCode
 
-from evaltrace.collector.runfiles.jsonvalue import dumps_attributes
+from evaltrace.collector.runfiles import jsonvalue
 from evaltrace.collector.runfiles.schema import (
     LARGE_ATTRIBUTE_KEYS,
     LARGE_ATTRIBUTE_PREFIXES,
@@ -119,11 +119,11 @@ def _as_int(value: Any) -> int | None:
 
 
 def dumps_one(attributes: Mapping[str, Any]) -> str:
-    """JSON object text of attributes; non-finite floats and non-JSON values via `_jsonvalue`."""
+    """JSON object text of attributes; non-finite floats and non-JSON values via `jsonvalue.dumps`."""
     try:
         return _ENCODER.encode(attributes)
     except (ValueError, TypeError):
-        return dumps_attributes(attributes)
+        return jsonvalue.dumps(attributes)
 
 
 def dumps_many(objects: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -227,7 +227,7 @@ class _Resources:
             if self._redactor is not None:
                 attributes = self._redactor.apply(attributes)
             service = attributes.get("service.name")
-            value = (dumps_attributes(attributes), service if isinstance(service, str) else None)
+            value = (jsonvalue.dumps(attributes), service if isinstance(service, str) else None)
         self._last, self._value = resource, value
         return value
 

@@ -36,9 +36,16 @@ def _encode_value(value: Any) -> Any:
     return value
 
 
-def dumps_attributes(attributes: Mapping[str, Any]) -> str:
-    """Encode an attribute mapping as JSON object text, non-finite floats included."""
-    return json.dumps({k: _encode_value(v) for k, v in attributes.items()}, ensure_ascii=False, allow_nan=False)
+def dumps(value: Any) -> str:
+    """JSON text of an attribute mapping or any OTel `AnyValue`, non-finite floats and bytes included.
+
+    Plain JSON first (the common case, no walk over the value); a value that is not plain JSON is
+    written in the lossless form above, and anything else (an object in a log body) as its `str`.
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError):
+        return json.dumps(_encode_value(value), ensure_ascii=False, allow_nan=False, default=str)
 
 
 def _reject_constant(name: str) -> Any:
@@ -61,7 +68,7 @@ def _decode_value(value: Any) -> Any:
 
 
 def loads_attributes(text: str | None) -> dict[str, Any]:
-    """Decode text written by `dumps_attributes`; `None` or empty text gives `{}`.
+    """Decode the object text written by `dumps`; `None` or empty text gives `{}`.
 
     Raises:
         ValueError: the text is not a JSON object (or holds a bare `NaN` / `Infinity`).
