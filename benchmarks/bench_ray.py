@@ -27,6 +27,7 @@ import json
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,8 @@ started = time.perf_counter()
 read = files().map_batches(ray_data.read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}).count()
 read_s = time.perf_counter() - started
 started = time.perf_counter()
-groups = ray_data.shuffled(files(), count).map_groups(lambda t: pa.table({"n": [t.num_rows]}), batch_format="pyarrow")
+count_rows = lambda t: pa.table({"n": [t.num_rows]})
+groups = ray_data.shuffled(files(), count, 3).map_groups(count_rows, batch_format="pyarrow")
 grouped = sum(batch["n"].to_pylist()[0] for batch in groups.iter_batches(batch_size=1, batch_format="pyarrow"))
 shuffle_s = time.perf_counter() - started
 assert read == grouped, (read, grouped)
@@ -120,6 +122,58 @@ def _stages(cluster: Cluster, runs: Path, nodes: int) -> dict[str, Any]:
     if done.returncode != 0:
         raise SystemExit(f"timing the stages failed:\n{done.stderr[-2000:]}")
     found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+DRIVER = """\
+import json, logging, sys, time
+import ray
+from evaltrace.cli import main as cli
+from evaltrace.evaluators.engine import ray_engine
+address, ip, runs, spec, out, store = sys.argv[1:7]
+ray.init(address=address, _node_ip_address=ip, logging_level=logging.ERROR, log_to_driver=False)
+marks = {}
+scored = ray_engine.score_on_ray
+def timed(*args, **kwargs):
+    marks["tasks_start"], marks["tasks_wall"] = time.thread_time(), time.perf_counter()
+    scored(*args, **kwargs)
+    marks["tasks_end"], marks["tasks_wall_end"] = time.thread_time(), time.perf_counter()
+ray_engine.score_on_ray = timed
+args = ["score", runs, "--spec", spec, "--no-cache", "--store", store, "--json", out, *sys.argv[7:]]
+cpu, wall = time.thread_time(), time.perf_counter()
+try:
+    cli.app(args, standalone_mode=False)
+except SystemExit:
+    pass
+cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+during = marks["tasks_end"] - marks["tasks_start"]
+print(json.dumps({"driver_cpu_s": cpu, "wall_s": wall, "cpu_while_tasks_s": during,
+                  "tasks_wall_s": marks["tasks_wall_end"] - marks["tasks_wall"], "cpu_outside_tasks_s": cpu - during}))
+"""
+
+
+def driver_time(traces: int, seed: int, nodes: int) -> dict[str, Any]:
+    """The driver's serial work on one cold Ray scoring (JSON report and score store written).
+
+    The `evaltrace score` command runs in a driver of its own (Ray joined first, not counted); the
+    figure is its main thread's CPU time (`time.thread_time`): what the driver itself computes,
+    receiving the tasks' results included, and none of Ray's own threads or the workers' time.
+    """
+    runs, spec, spans = dataset(traces, seed)
+    with (
+        tempfile.TemporaryDirectory(prefix="ray-driver-", dir=runs.parent) as scratch,
+        Cluster(ray_python(), Path(scratch) / "cache", head_cpus=0) as cluster,
+    ):
+        for index in range(nodes):
+            cluster.add_node(WORKER_IPS[index])
+        out, store = Path(scratch) / "report.json", Path(scratch) / "store"
+        cmd = [str(cluster.python), "-c", DRIVER, cluster.address, HEAD_IP, str(runs), str(spec), str(out), str(store)]
+        done = subprocess.run(cmd, env=cluster.env, capture_output=True, text=True, timeout=3600, cwd=cluster.temp)
+        if done.returncode != 0 or not out.exists():
+            raise SystemExit(f"the timed driver failed:\n{done.stderr[-3000:]}")
+        found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    per_million = 1_000_000 / spans
+    found.update(traces=traces, spans=spans, nodes=nodes, driver_cpu_per_1m_s=found["driver_cpu_s"] * per_million)
     return found
 
 
@@ -143,7 +197,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--traces", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--driver", type=int, metavar="NODES", help="only time the driver's serial work, on NODES nodes"
+    )
     args = parser.parse_args(argv)
+    if args.driver:
+        found = driver_time(args.traces, args.seed, args.driver)
+        print(json.dumps(found, indent=2))
+        name = f"ray-driver-{args.traces}-seed{args.seed}-{args.driver}node.json"
+        (HERE / "out" / name).write_text(json.dumps(found, indent=2), encoding="utf-8")
+        return
     print(f"{platform.python_version()} on {platform.machine()}, head {HEAD_IP}, workers {', '.join(WORKER_IPS)}")
     rows = measure(args.traces, args.seed, args.rounds)
     print(table(rows))

@@ -129,9 +129,23 @@ class Environment(EnvSettings):
     """The cache folder (`cachedir.cache_root` applies the default)."""
     store: Path | None = Field(default=None, validation_alias=env("store", "EVALTRACE_STORE"))
     """The score store when `--store` is not given."""
-    ray_judge_actors: int | None = Field(
-        default=None, ge=1, validation_alias=env("ray_judge_actors", "EVALTRACE_RAY_JUDGE_ACTORS")
-    )
-    """Judge actors of `--engine ray` (`None`: one per few cluster CPUs)."""
 
-    hints: ClassVar[dict[str, str]] = {"ray_judge_actors": "give the number of judge actors, at least 1"}
+
+class RaySettings(EnvSettings):
+    """The `EVALTRACE_RAY_*` variables of `--engine ray`: a model of their own, read only by a Ray run.
+
+    Apart from `Environment` so that a bad Ray variable stops Ray runs only, not the cache or the store.
+    """
+
+    judge_actors: int | None = Field(
+        default=None, ge=1, validation_alias=env("judge_actors", "EVALTRACE_RAY_JUDGE_ACTORS")
+    )
+    """Judge actors (`None`: one per few cluster CPUs)."""
+    max_restarts: int = Field(default=3, ge=0, validation_alias=env("max_restarts", "EVALTRACE_RAY_MAX_RESTARTS"))
+    """Times Ray re-runs a scoring task whose worker or node died, and restarts a judge actor whose process died."""
+
+    label: ClassVar[str] = "Ray setting"
+    hints: ClassVar[dict[str, str]] = {
+        "judge_actors": "give the number of judge actors, at least 1",
+        "max_restarts": "give how many times a task or judge actor may be restarted, 0 or more",
+    }

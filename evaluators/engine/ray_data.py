@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from evaltrace.collector.traces.records import Trace
     from evaltrace.evaluators.engine.scoring import ScoreOptions
 
-MAX_RETRIES = 3
-"""Times Ray re-runs a task whose worker process or node died."""
 # One parked sample as `Spill.add` takes it: group, start, trace id, JSON, tag.
 _Row = tuple[str, datetime | None, str | None, bytes, int]
 
@@ -94,9 +92,6 @@ ROWS_SCHEMA = pa.schema(
     ]
 )
 """The shuffled rows: the span columns decoding needs, the shard key, where the row was read, bad input."""
-# Bounded, where Ray Data retries its tasks forever: a scorer that kills its worker each time fails the
-# run. Ray 2.60 deprecates task options given this way (none has a name of its own yet): not shown.
-_RETRIED: dict[str, Any] = {"max_retries": MAX_RETRIES}
 _RESULTS_SCHEMA = pa.schema([pa.field(KEY, pa.int32()), pa.field(RESULT, pa.binary())])
 
 
@@ -110,6 +105,8 @@ class RunParts:
     router: Router
     stats: RunStats
     options: ScoreOptions
+    retries: int
+    """Times Ray re-runs a task whose worker process or node died (`RaySettings.max_restarts`)."""
 
 
 def read_file(items: pa.Table, count: int) -> Iterator[pa.Table]:
@@ -212,27 +209,33 @@ def score_groups(parts: RunParts, count: int, on_result: Callable[[int, ShardRes
     _quiet_ray_data(ray.data.DataContext.get_current())
     blob = ray.cloudpickle.dumps(parts)
     items = [{"file": index, "location": str(location)} for index, location in enumerate(parts.locations)]
-    dataset = _dataset(ray.data.from_items(items, override_num_blocks=max(1, len(items))), count, blob)
+    files = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
+    dataset = _dataset(files, count, blob, parts.retries)
     for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
         for key, payload in zip(batch.column(KEY).to_pylist(), batch.column(RESULT).to_pylist(), strict=True):
             on_result(key, ray.cloudpickle.loads(payload))
 
 
-def _dataset(files: Any, count: int, blob: bytes) -> Any:
+def _dataset(files: Any, count: int, blob: bytes, retries: int) -> Any:
     """The pipeline over the dataset of `files`: read, shuffle by shard key, score each group."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # see `_RETRIED`
-        return shuffled(files, count).map_groups(
-            score_group, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, **_RETRIED
+        warnings.simplefilter("ignore", DeprecationWarning)  # see `shuffled`
+        return shuffled(files, count, retries).map_groups(
+            score_group, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries
         )
 
 
-def shuffled(files: Any, count: int) -> Any:
-    """The span rows of `files` (a dataset of `file`, `location` items) grouped by shard key (`GroupedData`)."""
+def shuffled(files: Any, count: int, retries: int) -> Any:
+    """The span rows of `files` (a dataset of `file`, `location` items) grouped by shard key (`GroupedData`).
+
+    Each task is re-run at most `retries` times, where Ray Data retries forever: a scorer that kills
+    its worker each time fails the run. Ray 2.60 deprecates task options given this way (none has a
+    name of its own yet): the warning is not shown.
+    """
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # see `_RETRIED`
+        warnings.simplefilter("ignore", DeprecationWarning)
         rows = files.map_batches(
-            read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}, **_RETRIED
+            read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}, max_retries=retries
         )
     return rows.groupby(KEY)
 

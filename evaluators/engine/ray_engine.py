@@ -14,9 +14,9 @@ what its router still holds and its run statistics. The driver parks the samples
 as tasks finish, merges the hand-overs, scores held conversations, and computes repeats, the
 gate and the report exactly as a local run: the entries are the same, entry for entry.
 
-A task returns its whole shard at once rather than streaming it, so a task that Ray re-runs
-(its worker or node died; Ray retries it, `MAX_RETRIES`) cannot deliver a sample twice. Scorer
-crashes are error results inside the task, as locally; bad input is returned as a message and
+A task returns its whole shard at once rather than streaming it, so a task that Ray re-runs (its
+worker or node died; Ray retries it, up to `EVALTRACE_RAY_MAX_RESTARTS` times) cannot deliver a
+sample twice. Scorer crashes are error results inside the task, as locally; bad input is returned as a message and
 raised here as `InputError`. Judge scorers ask their questions of a pool of actors
 (`ray_judges.py`).
 
@@ -43,9 +43,10 @@ from typing import TYPE_CHECKING, Any
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.runfiles.reader import Shard
 from evaltrace.collector.runfiles.runfiles import Location
+from evaltrace.collector.settings import RaySettings
 from evaltrace.evaluators.engine._loop import Router, score_held
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.engine.ray_data import MAX_RETRIES, ListSpill, RunParts, ShardResult, score_groups
+from evaltrace.evaluators.engine.ray_data import ListSpill, RunParts, ShardResult, score_groups
 from evaltrace.evaluators.engine.ray_judges import judges_on_ray, score_in_task
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.shards import WorkerError, shard_traces
@@ -173,6 +174,7 @@ def score_on_ray(
     address: str | None,
     shards: int | None,
     histories: bool,
+    retries: int,
 ) -> None:
     """Score `files` in Ray tasks; samples land on `spill`, the rest on `router` and `stats`.
 
@@ -189,9 +191,10 @@ def score_on_ray(
     # Workers do not share the driver's working folder: local paths go absolute, URIs as they are.
     located = [path.resolve() if isinstance(path, Path) else path for path in files]
     if _holds_logs(located) or _all_cached(located, count, histories, options.cache):
-        results = _score_by_shards(ray, located, count, (histories, router, stats, shipped), spill, options.progress)
+        run = (histories, router, stats, shipped)
+        results = _score_by_shards(ray, located, count, run, retries, spill, options.progress)
     else:
-        parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped)
+        parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped, retries)
         gathered = _Gathered(spill, options.progress)
         score_groups(parts, count, gathered.add)
         results = [gathered.results[key] for key in sorted(gathered.results)]
@@ -255,13 +258,14 @@ def _score_by_shards(
     files: Sequence[Location],
     count: int,
     run: tuple[bool, Router, RunStats, ScoreOptions],
+    retries: int,
     spill: Spill,
     progress: Callable[[int], None] | None,
 ) -> list[ShardResult]:
     """Shard tasks that each read every file and keep their shard's traces (runs with log-record files)."""
     histories, router, stats, shipped = run
     # SPREAD: shards go to every node rather than filling the first ones (each reads every file).
-    task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1, scheduling_strategy="SPREAD")(run_shard)
+    task = ray.remote(max_retries=retries, num_cpus=1, scheduling_strategy="SPREAD")(run_shard)
     shared = ray.put(([Path(path) for path in files], histories, router, RunStats(prices=stats.prices), shipped))
     pending = [task.remote(Shard(index, count), shared) for index in range(count)]
     return _gather(ray, pending, spill, progress)
@@ -338,12 +342,15 @@ def score_paths_ray(
     from evaltrace.evaluators.scoring.scorers.base import reads_histories
 
     address, shards = options.ray_address, options.workers
+    retries = RaySettings.from_env().max_restarts  # a bad value stops the run before Ray is joined
     files = resolve_paths(paths, uris=True).locations  # the CLI's RunFiles (resolved with uris) as they are
     router, stats = new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     histories = reads_histories(router.scorers())
     with Spill() as spill, judges_on_ray(router, options.judge_overrides, lambda: connect(address)) as judged:
-        score_on_ray(files, router, stats, spill, options, address=address, shards=shards, histories=histories)
+        score_on_ray(
+            files, router, stats, spill, options, address=address, shards=shards, histories=histories, retries=retries
+        )
         with scorer_time_limit(options.scorer_timeout):
             asyncio.run(score_held(router, stats, spill))  # judges of held conversations: the pool too
         return _finish(router, stats, spill, spec, options, sink, judged())

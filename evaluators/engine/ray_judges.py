@@ -21,7 +21,7 @@ past it the request fails with the local run's budget error. Which questions are
 the budget runs out depends on the order requests are sent, on either engine.
 
 A judge actor whose process dies (the OOM killer, a kill) is restarted by Ray, up to
-`MAX_ACTOR_RESTARTS` times, and the questions it had in flight are sent again to the restarted
+`EVALTRACE_RAY_MAX_RESTARTS` times, and the questions it had in flight are sent again to the restarted
 actor: it asks them anew, or finds them in the verdict cache on disk, so the verdicts are those
 of a local run. A restart loses the actor's memory: the in-flight sharing (a question in flight
 is asked once more), its HTTP client, and its counters, which is why each actor sends its
@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.settings import Environment
+from evaltrace.collector.settings import RaySettings
 from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine._loop import Router, score_stream, score_stream_now
 from evaltrace.evaluators.engine.ray_ledger import (
@@ -82,8 +82,6 @@ if TYPE_CHECKING:
 CPUS_PER_JUDGE_ACTOR = 2
 MAX_DEFAULT_JUDGE_ACTORS = 8
 _ACTOR_NAME = "evaltrace-judge-{index}"
-MAX_ACTOR_RESTARTS = 5
-"""How often Ray restarts a judge actor whose process died, and re-sends each question it had in flight."""
 _ERRORS: dict[str, type[verdicts.JudgeError]] = {
     cls.__name__: cls
     for cls in (
@@ -135,7 +133,7 @@ def route(prompt: RenderedPrompt, actors: int) -> int:
 class JudgeWorker:
     """One judge actor: a judge session of its own, its key from its own environment.
 
-    Ray restarts it when its process dies (`MAX_ACTOR_RESTARTS`): `__init__` runs again, with the
+    Ray restarts it when its process dies (`RaySettings.max_restarts`): `__init__` runs again, with the
     same arguments, and reads the key from the environment again.
     """
 
@@ -254,7 +252,7 @@ def _named(index: int) -> Any | None:
 class JudgePool:
     """The driver's handle on the pool: started, checked, finished, stopped."""
 
-    def __init__(self, ray: Any, settings: JudgeSettings, count: int) -> None:
+    def __init__(self, ray: Any, settings: JudgeSettings, count: int, restarts: int) -> None:
         self.ray, self.count = ray, count
         fields = shipped_fields(settings)
         self.session = PoolSession(JudgeSettings.model_validate(fields), [])
@@ -269,8 +267,8 @@ class JudgePool:
                 max_concurrency=settings.concurrency,
                 num_cpus=0,
                 scheduling_strategy=here,
-                max_restarts=MAX_ACTOR_RESTARTS,
-                max_task_retries=MAX_ACTOR_RESTARTS,  # a question in flight when it died is asked again
+                max_restarts=restarts,
+                max_task_retries=restarts,  # a question in flight when it died is asked again
             ).remote(fields, count)
             for index in range(count)
         ]
@@ -339,7 +337,7 @@ def _gone(index: int) -> str:
     name = _ACTOR_NAME.format(index=index)
     return (
         f"judge actor {name} cannot answer: its process died and Ray could not restart it "
-        f"(at most {MAX_ACTOR_RESTARTS} restarts); this entry was not judged"
+        "(EVALTRACE_RAY_MAX_RESTARTS); this entry was not judged"
     )
 
 
@@ -368,8 +366,9 @@ def judges_on_ray(
         raise JudgeSetupError(f"judge setup: --judge-api-key is not used by --engine ray: {_NOT_SHIPPED}")
     settings = JudgeSettings.from_env(**overrides)
     settings.model_copy(update={"api_key": None}).require_usable()  # the key is the actors' to check
+    ray_settings = RaySettings.from_env()
     ray = connect()
-    pool = JudgePool(ray, settings, pool_size(ray))
+    pool = JudgePool(ray, settings, pool_size(ray, ray_settings.judge_actors), ray_settings.max_restarts)
     try:
         pool.check(driver_has_key=settings.api_key is not None)
         with serving(pool.session):
@@ -378,13 +377,8 @@ def judges_on_ray(
         pool.stop()
 
 
-def pool_size(ray: Any) -> int:
-    """`EVALTRACE_RAY_JUDGE_ACTORS`, else one actor per `CPUS_PER_JUDGE_ACTOR` cluster CPUs (1 to 8).
-
-    Raises:
-        InputError: the variable is not a whole number of at least 1.
-    """
-    given = Environment.from_env().ray_judge_actors
+def pool_size(ray: Any, given: int | None) -> int:
+    """`given` (`EVALTRACE_RAY_JUDGE_ACTORS`), else one actor per `CPUS_PER_JUDGE_ACTOR` cluster CPUs (1 to 8)."""
     if given is not None:
         return given
     cpus = int(ray.cluster_resources().get("CPU", 1))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evaltrace.collector.errors import InputError
-from evaltrace.collector.settings import Environment
+from evaltrace.collector.settings import Environment, RaySettings
 from evaltrace.evaluators.scoring.judge.settings import JudgeSettings
 
 
@@ -18,9 +18,9 @@ def test_a_blank_variable_counts_as_unset_and_values_are_stripped() -> None:
 
 
 def test_an_option_wins_over_its_variable_and_none_is_not_given() -> None:
-    env = {"EVALTRACE_STORE": "from-env", "EVALTRACE_RAY_JUDGE_ACTORS": "3"}
-    settings = Environment.from_env(env, store=Path("from-option"), ray_judge_actors=None)
-    assert (settings.store, settings.ray_judge_actors) == (Path("from-option"), 3)
+    env = {"EVALTRACE_STORE": "from-env", "EVALTRACE_CACHE_DIR": "/tmp/c"}
+    settings = Environment.from_env(env, store=Path("from-option"), cache_dir=None)
+    assert (settings.store, settings.cache_dir) == (Path("from-option"), Path("/tmp/c"))
     # An option's good value also hides a bad variable it overrides: the variable is not used.
     judge = JudgeSettings.from_env({"EVALTRACE_JUDGE_TIMEOUT": "soon"}, timeout=5)
     assert judge.timeout == 5
@@ -31,8 +31,19 @@ def test_a_bad_variable_is_one_error_naming_it() -> None:
         JudgeSettings.from_env({"EVALTRACE_JUDGE_CONCURRENCY": "0"})
     assert str(raised.value) == "judge setting EVALTRACE_JUDGE_CONCURRENCY: Input should be greater than or equal to 1"
     with pytest.raises(InputError) as raised:
-        Environment.from_env({"EVALTRACE_RAY_JUDGE_ACTORS": "none"})
+        RaySettings.from_env({"EVALTRACE_RAY_JUDGE_ACTORS": "none"})
     assert str(raised.value) == "EVALTRACE_RAY_JUDGE_ACTORS='none': give the number of judge actors, at least 1"
+    with pytest.raises(InputError) as raised:
+        RaySettings.from_env({"EVALTRACE_RAY_MAX_RESTARTS": "-1"})
+    assert str(raised.value).startswith("EVALTRACE_RAY_MAX_RESTARTS='-1': give how many times")
+
+
+def test_a_bad_ray_variable_leaves_the_cache_and_store_settings_alone() -> None:
+    # Ray's variables are a model of their own: only a Ray run reads (and fails on) them.
+    env = {"EVALTRACE_RAY_JUDGE_ACTORS": "none", "EVALTRACE_RAY_MAX_RESTARTS": "x", "EVALTRACE_STORE": "s"}
+    assert Environment.from_env(env).store == Path("s")
+    assert RaySettings.from_env({"EVALTRACE_RAY_MAX_RESTARTS": "0"}).max_restarts == 0
+    assert RaySettings.from_env({}).max_restarts == 3
 
 
 def test_a_bad_option_names_the_option_or_the_keyword() -> None:
@@ -40,7 +51,7 @@ def test_a_bad_option_names_the_option_or_the_keyword() -> None:
         JudgeSettings.from_env({}, timeout=-1)
     with pytest.raises(InputError, match="^judge setting samples=: "):
         JudgeSettings.from_env({}, samples=0)
-    with pytest.raises(TypeError, match="unknown setting 'stor'; valid: cache_dir, ray_judge_actors, store"):
+    with pytest.raises(TypeError, match="unknown setting 'stor'; valid: cache_dir, store"):
         Environment.from_env({}, stor=Path("x"))
 
 
