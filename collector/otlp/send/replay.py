@@ -20,7 +20,8 @@ from typing import Any
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp.files.inputs import RunFiles
 from evaltrace.collector.otlp.send.exporters import OtlpTarget, Sender
-from evaltrace.collector.otlp.send.sdk_objects import LogFields, ResourceCache, readable_log_record, readable_span
+from evaltrace.collector.otlp.send.sdk_objects import ResourceCache, hex_id, readable_span
+from evaltrace.collector.otlp.wire import decode
 from evaltrace.collector.runfiles.jsonvalue import loads_attributes
 from evaltrace.collector.runfiles.reader import iter_traces
 from evaltrace.collector.runfiles.runfiles import read_columns
@@ -112,36 +113,36 @@ def _log_stream(files: Sequence[Path], counts: ReplayCounts) -> Iterator[Any]:
                     continue
                 seen.add(log_id)
                 counts.log_records += 1
-                yield readable_log_record(_log_fields(path, columns, row), resources)
+                yield _log_record(path, columns, row, resources)
 
 
-def _log_fields(path: Path, columns: dict[str, list[Any]], row: int) -> LogFields:
+def _log_record(path: Path, columns: dict[str, list[Any]], row: int, resources: ResourceCache) -> Any:
+    """One stored log record as the SDK record its OTLP log exporters encode."""
+
     def value(name: str) -> Any:
         return columns[name][row]
 
-    def decoded(name: str, decode: Callable[[str | None], Any]) -> Any:
+    def decoded(name: str, parse: Callable[[str | None], Any]) -> Any:
         try:
-            return decode(value(name))
+            return parse(value(name))
         except (ValueError, RecursionError) as exc:
             what = f"log record {value('log_id')} (row {row})"
             raise InputError(f"{path}: {what}: malformed {name} JSON ({' '.join(str(exc).split())[:200]})") from None
 
-    return LogFields(
-        trace_id=value("trace_id"),
-        span_id=value("span_id"),
-        trace_flags=value("trace_flags"),
-        time_ns=value("time"),
-        observed_time_ns=value("observed_time"),
-        severity_number=value("severity_number"),
-        severity_text=value("severity_text"),
-        event_name=value("event_name"),
+    fields = decode.LogFields(
+        time=value("time") or 0,
+        observed_time=value("observed_time"),
+        severity_number=value("severity_number") or 0,
+        severity_text=value("severity_text") or "",
         body=decoded("body", _any_value),
         attributes=decoded("attributes", loads_attributes),
-        resource=decoded("resource", loads_attributes),
-        scope_name=value("scope_name"),
-        scope_version=value("scope_version"),
+        event_name=value("event_name") or "",
+        ids=(hex_id(value("trace_id")), hex_id(value("span_id"))),
+        flags=value("trace_flags") or 0,
         dropped_attributes=value("dropped_attributes_count") or 0,
     )
+    scope = decode.new_scope(value("scope_name") or "", value("scope_version") or "", "", {})
+    return decode.new_log_record(fields, resources.get(decoded("resource", loads_attributes)), scope)
 
 
 def _any_value(text: str | None) -> Any:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaltrace.collector.otlp.send.exporters import OtlpTarget, Sender, shown_endpoint, signal_url
-from evaltrace.collector.otlp.send.sdk_objects import LogFields, ResourceCache, readable_log_record
+from evaltrace.collector.otlp.send.sdk_objects import SAMPLED, hex_id
+from evaltrace.collector.otlp.wire import decode
 from evaltrace.collector.terminal import plural
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -68,10 +69,9 @@ class ResultsSender:
         self._sender = Sender(target, "logs")
         self._batch_size = batch_size
         self._pending: list[Any] = []
-        self._resources = ResourceCache()
         # `Resource.create` adds OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES and the SDK's own attributes.
-        self._resource = dict(Resource.create({"service.name": SCOPE_NAME}).attributes)
-        self._version = _version()
+        self._resource = Resource.create({"service.name": SCOPE_NAME})
+        self._scope = decode.new_scope(SCOPE_NAME, _version(), "", {})
 
     @property
     def sent(self) -> int:
@@ -122,28 +122,25 @@ class ResultsSender:
 
     def _record(self, result: EvaluationResult) -> Any:
         now = time.time_ns()
-        fields = LogFields(
-            trace_id=result.trace_id,
-            span_id=result.span_id,
-            trace_flags=1,  # the evaluated trace was recorded, hence sampled
-            time_ns=now,
-            observed_time_ns=now,
-            severity_number=None,
-            severity_text=None,
-            event_name=EVENT_NAME,
+        fields = decode.LogFields(
+            time=now,
+            observed_time=now,
+            severity_number=0,
+            severity_text="",
             body=None,
             attributes=result.attributes(),
-            resource=self._resource,
-            scope_name=SCOPE_NAME,
-            scope_version=self._version,
+            event_name=EVENT_NAME,
+            ids=(hex_id(result.trace_id), hex_id(result.span_id)),
+            flags=SAMPLED,  # the evaluated trace was recorded, hence sampled
+            dropped_attributes=0,
         )
-        return readable_log_record(fields, self._resources)
+        return decode.new_log_record(fields, self._resource, self._scope)
 
 
-def _version() -> str | None:
+def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("evaltrace")
     except PackageNotFoundError:  # running from a source tree that is not installed
-        return None
+        return ""
