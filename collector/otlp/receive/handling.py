@@ -85,7 +85,7 @@ class Intake:
         """
         if isinstance(request, decode.Decoded):  # OTLP/JSON: decoded with the limits held (`parse_body`)
             decoded: decode.Decoded[Any] = request
-            dropped = limits.Dropped(request.cut_events, request.cut_links, request.cut_attributes)
+            dropped = request.dropped
         elif isinstance(request, ExportTraceServiceRequest):
             dropped = limits.hold_span_limits(request, self.limits)
             decoded = decode.decode_spans(request)

@@ -34,6 +34,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.otlp.wire.limits import Dropped
 from evaltrace.collector.otlp.wire.values import (
     SPAN_ID_BYTES,
     TRACE_ID_BYTES,
@@ -73,12 +74,8 @@ class Decoded(Generic[T]):
     rejected: int = 0
     first_error: str = ""
     """Where the first rejected item sits in the request and why ('' when none was)."""
-    cut_events: int = 0
-    """Events past the SDK's limits, cut while decoding (OTLP/JSON with limits; see `jsonformat.py`)."""
-    cut_links: int = 0
-    """Links past the limits, cut while decoding."""
-    cut_attributes: int = 0
-    """Attributes (of spans, events, links, log records) past the limits, cut while decoding."""
+    dropped: Dropped = field(default_factory=Dropped)
+    """What was past the SDK's limits, cut while decoding (OTLP/JSON with limits; see `jsonformat.py`)."""
 
     def reject(self, where: str, error: InvalidItem) -> None:
         """Count one rejected item (the first one's reason is kept)."""

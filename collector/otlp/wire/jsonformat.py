@@ -45,6 +45,7 @@ from evaltrace.collector.otlp.wire.jsonvalues import (
     obj,
     text,
 )
+from evaltrace.collector.otlp.wire.limits import excess
 from evaltrace.collector.otlp.wire.values import SPAN_ID_BYTES, TRACE_ID_BYTES, InvalidItem, optional_id, required_id
 from evaltrace.collector.terminal import printable
 
@@ -154,10 +155,11 @@ class _Hold:
     def cut(self, items: list[Any], limit_name: str, counter: str) -> tuple[list[Any], int]:
         """`items` within the limit `limit_name` (a `SpanLimits` field), and how many were cut (added to `counter`)."""
         limit: int | None = getattr(self.limits, limit_name) if self.limits is not None else None
-        if limit is None or len(items) <= limit:
+        extra = excess(len(items), limit)
+        if not extra:
             return items, 0
-        extra = len(items) - limit
-        setattr(self.out, counter, getattr(self.out, counter) + extra)
+        dropped = self.out.dropped
+        setattr(dropped, counter, getattr(dropped, counter) + extra)
         return items[:limit], extra
 
 
@@ -233,9 +235,9 @@ def _dropped(item: dict[str, Any], camel: str, snake: str, extra: int) -> int:
 
 
 def _span(span: dict[str, Any], resource: Resource, scope: InstrumentationScope, hold: _Hold) -> ReadableSpan:
-    attrs, cut_attrs = hold.cut(array(span.get("attributes"), "attributes"), "max_span_attributes", "cut_attributes")
-    events, cut_events = hold.cut(array(span.get("events"), "events"), "max_events", "cut_events")
-    links, cut_links = hold.cut(array(span.get("links"), "links"), "max_links", "cut_links")
+    attrs, cut_attrs = hold.cut(array(span.get("attributes"), "attributes"), "max_span_attributes", "attributes")
+    events, cut_events = hold.cut(array(span.get("events"), "events"), "max_events", "events")
+    links, cut_links = hold.cut(array(span.get("links"), "links"), "max_links", "links")
     status = obj(span.get("status"), "status")
     raw = (hex_id(get(span, "traceId", "trace_id"), "traceId"), hex_id(get(span, "spanId", "span_id"), "spanId"))
     parent = hex_id(get(span, "parentSpanId", "parent_span_id"), "parentSpanId")
@@ -282,7 +284,7 @@ def _each(items: list[Any], field: str, build: Callable[[dict[str, Any]], T]) ->
 
 def _event(event: dict[str, Any], hold: _Hold) -> Event:
     limit = "max_event_attributes"
-    attrs, _ = hold.cut(array(event.get("attributes"), "attributes"), limit, "cut_attributes")
+    attrs, _ = hold.cut(array(event.get("attributes"), "attributes"), limit, "attributes")
     return decode.new_event(
         text(event.get("name"), "name"),
         attributes(attrs, "attributes"),
@@ -301,7 +303,7 @@ class _LinkFields:
 
 def _link_fields(link: dict[str, Any], hold: _Hold) -> _LinkFields:
     limit = "max_link_attributes"
-    attrs, _ = hold.cut(array(link.get("attributes"), "attributes"), limit, "cut_attributes")
+    attrs, _ = hold.cut(array(link.get("attributes"), "attributes"), limit, "attributes")
     return _LinkFields(
         hex_id(get(link, "traceId", "trace_id"), "traceId"),
         hex_id(get(link, "spanId", "span_id"), "spanId"),
@@ -321,7 +323,7 @@ def _log_record(
     record: dict[str, Any], resource: Resource, scope: InstrumentationScope, hold: _Hold
 ) -> ReadableLogRecord:
     limit = "max_attributes"
-    attrs, cut = hold.cut(array(record.get("attributes"), "attributes"), limit, "cut_attributes")
+    attrs, cut = hold.cut(array(record.get("attributes"), "attributes"), limit, "attributes")
     body = record.get("body")
     raw = (hex_id(get(record, "traceId", "trace_id"), "traceId"), hex_id(get(record, "spanId", "span_id"), "spanId"))
     fields = decode.LogFields(

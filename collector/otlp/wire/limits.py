@@ -74,12 +74,16 @@ def _hold_attributes(message: Any, limit: int | None) -> int:
     return _hold(message, "attributes", "dropped_attributes_count", limit)
 
 
+def excess(count: int, limit: int | None) -> int:
+    """How many of `count` items are past `limit` (None: no limit): the one rule of both encodings."""
+    return 0 if limit is None else max(0, count - limit)
+
+
 def _hold(message: Any, field: str, counter: str, limit: int | None) -> int:
-    """Remove what is past `limit` (None: no limit) from a repeated field, counted in `counter`."""
+    """Remove what is past `limit` from a repeated field, counted in `counter`."""
     repeated = getattr(message, field)
-    if limit is None or len(repeated) <= limit:
-        return 0
-    extra = len(repeated) - limit
-    del repeated[limit:]
-    setattr(message, counter, min(getattr(message, counter) + extra, _UINT32))
+    extra = excess(len(repeated), limit)
+    if extra:
+        del repeated[limit:]
+        setattr(message, counter, min(getattr(message, counter) + extra, _UINT32))
     return extra
