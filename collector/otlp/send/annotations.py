@@ -27,7 +27,7 @@ from typing import Any
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp.send.exporters import shown_endpoint
 from evaltrace.collector.otlp.send.rest import RestClient
-from evaltrace.collector.otlp.send.results import EvaluationResult
+from evaltrace.collector.otlp.send.results import EvaluationResult, ResultsSink
 from evaltrace.collector.terminal import plural
 
 PHOENIX_BATCH = 100
@@ -35,77 +35,17 @@ PHOENIX_IDENTIFIER = "evaltrace"
 _LANGFUSE_OTEL_PATH = "/api/public/otel"
 
 
-class _RestResults:
-    """Queue, batch and count results for one REST backend; subclasses say how a batch is sent."""
-
-    unit = "result"
-    batch_size = 1
+class _RestResults(ResultsSink):
+    """A REST backend's results: one `RestClient`, and what a failed request leaves undelivered."""
 
     def __init__(self, client: RestClient) -> None:
+        super().__init__(client, shown_endpoint(client.base))
         self._client = client
-        self._pending: list[EvaluationResult] = []
-        self.sent = 0
-        """Results the backend has accepted."""
-        self.skipped = 0
-        """Results this backend cannot hold (see `skip_note`)."""
-
-    @property
-    def where(self) -> str:
-        """The backend, as it may be shown."""
-        return shown_endpoint(self._client.base)
-
-    def summary(self) -> str:
-        """What was sent, for the line printed after scoring."""
-        skipped = f" ({self.skipped} not sent: {self.skip_note})" if self.skipped else ""
-        return f"results sent: {plural(self.sent, self.unit)} to {self.where}{skipped}"
-
-    skip_note = ""
-
-    def add(self, result: EvaluationResult) -> None:
-        """Queue one result; a full batch is sent at once.
-
-        Raises:
-            InputError: the backend could not be reached or refused a batch.
-        """
-        if not self.accepts(result):
-            self.skipped += 1
-            return
-        self._pending.append(result)
-        if len(self._pending) >= self.batch_size:
-            self.flush()
-
-    def flush(self) -> None:
-        """Send what is queued.
-
-        Raises:
-            InputError: the backend could not be reached or refused the batch.
-        """
-        batch, self._pending = self._pending, []
-        if batch:
-            self.send(batch)
-            self.sent += len(batch)
-
-    def close(self) -> None:
-        """Drop what is still queued and close the connections."""
-        self._pending = []
-        self._client.close()
 
     def lost(self, count: int) -> str:
         """What a failed request leaves undelivered, for its error line."""
         before = f" ({self.sent} were delivered before)" if self.sent else ""
         return f"{plural(count, self.unit)} not delivered{before}"
-
-    def accepts(self, result: EvaluationResult) -> bool:
-        """Whether this backend can hold `result`."""
-        return True
-
-    def check(self) -> None:
-        """A request that needs the key, before any scoring."""
-        raise NotImplementedError
-
-    def send(self, batch: list[EvaluationResult]) -> None:
-        """Send one batch (every result accepted, or an `InputError`)."""
-        raise NotImplementedError
 
 
 class PhoenixAnnotations(_RestResults):

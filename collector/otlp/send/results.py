@@ -60,41 +60,33 @@ class EvaluationResult:
         return {k: v for k, v in {**named, **self.extra}.items() if v is not None}
 
 
-class ResultsSender:
-    """Sends `EvaluationResult`s to one OTLP backend, `batch_size` records per request."""
+class ResultsSink:
+    """A results backend as scoring sees it: queues, batches and counts results; subclasses send a batch.
 
-    def __init__(self, target: OtlpTarget, batch_size: int = DEFAULT_BATCH) -> None:
-        from opentelemetry.sdk.resources import Resource
+    Every kind of `--send-results` (`targets.py`) is one, so scoring neither knows nor asks which it writes to.
+    """
 
-        self._sender = Sender(target, "logs")
-        self._batch_size = batch_size
-        self._pending: list[Any] = []
-        # `Resource.create` adds OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES and the SDK's own attributes.
-        self._resource = Resource.create({"service.name": SCOPE_NAME})
-        self._scope = decode.new_scope(SCOPE_NAME, _version(), "", {})
+    unit = "result"
+    """What one sent result is called in the summary line."""
+    batch_size = 1
+    skip_note = ""
+    """Why results this backend cannot hold were not sent (see `accepts`)."""
 
-    @property
-    def sent(self) -> int:
-        """Records the backend has taken."""
-        return self._sender.sent
-
-    @property
-    def where(self) -> str:
+    def __init__(self, connection: Any, where: str) -> None:
+        self._connection = connection
+        """What sends: closed by `close`."""
+        self.where = where
         """The backend, as it may be shown."""
-        target = self._sender.target
-        return shown_endpoint(target.endpoint if target.protocol == "grpc" else signal_url(target.endpoint, "logs"))
+        self._pending: list[Any] = []
+        self.sent = 0
+        """Results the backend has accepted."""
+        self.skipped = 0
+        """Results this backend cannot hold."""
 
     def summary(self) -> str:
         """What was sent, for the line printed after scoring."""
-        return f"results sent: {plural(self.sent, 'evaluation event')} to {self.where}"
-
-    def check(self) -> None:
-        """Send an empty request, so an unreachable or refusing backend is found before any scoring.
-
-        Raises:
-            InputError: the backend could not be reached or refused the request.
-        """
-        self._sender.send_empty()
+        skipped = f" ({self.skipped} not sent: {self.skip_note})" if self.skipped else ""
+        return f"results sent: {plural(self.sent, self.unit)} to {self.where}{skipped}"
 
     def add(self, result: EvaluationResult) -> None:
         """Queue one result; a full batch is sent at once.
@@ -102,8 +94,11 @@ class ResultsSender:
         Raises:
             InputError: the backend could not be reached or refused a batch.
         """
-        self._pending.append(self._record(result))
-        if len(self._pending) >= self._batch_size:
+        if not self.accepts(result):
+            self.skipped += 1
+            return
+        self._pending.append(self.queued(result))
+        if len(self._pending) >= self.batch_size:
             self.flush()
 
     def flush(self) -> None:
@@ -113,12 +108,67 @@ class ResultsSender:
             InputError: the backend could not be reached or refused the batch.
         """
         batch, self._pending = self._pending, []
-        self._sender.send(batch)
+        if batch:
+            self.send(batch)
+            self.sent += len(batch)
 
     def close(self) -> None:
-        """Drop what is still queued and shut the exporter down."""
+        """Drop what is still queued and close the connections."""
         self._pending = []
-        self._sender.close()
+        self._connection.close()
+
+    def accepts(self, result: EvaluationResult) -> bool:
+        """Whether this backend can hold `result`."""
+        return True
+
+    def queued(self, result: EvaluationResult) -> Any:
+        """What is queued for `result` (the result itself, or what is sent of it)."""
+        return result
+
+    def check(self) -> None:
+        """Reach the backend before any scoring.
+
+        Raises:
+            InputError: the backend could not be reached, refused the request or the key.
+        """
+        raise NotImplementedError
+
+    def send(self, batch: list[Any]) -> None:
+        """Send one batch (every item accepted, or an `InputError`)."""
+        raise NotImplementedError
+
+
+class ResultsSender(ResultsSink):
+    """Sends `EvaluationResult`s to one OTLP backend as log records, `batch_size` records per request."""
+
+    unit = "evaluation event"
+
+    def __init__(self, target: OtlpTarget, batch_size: int = DEFAULT_BATCH) -> None:
+        from opentelemetry.sdk.resources import Resource
+
+        url = target.endpoint if target.protocol == "grpc" else signal_url(target.endpoint, "logs")
+        self._sender = Sender(target, "logs")
+        super().__init__(self._sender, shown_endpoint(url))
+        self.batch_size = batch_size
+        # `Resource.create` adds OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES and the SDK's own attributes.
+        self._resource = Resource.create({"service.name": SCOPE_NAME})
+        self._scope = decode.new_scope(SCOPE_NAME, _version(), "", {})
+
+    def check(self) -> None:
+        """Send an empty request, so an unreachable or refusing backend is found before any scoring.
+
+        Raises:
+            InputError: the backend could not be reached or refused the request.
+        """
+        self._sender.send_empty()
+
+    def queued(self, result: EvaluationResult) -> Any:
+        """The result's log record, made when it is queued (its time is the evaluation's)."""
+        return self._record(result)
+
+    def send(self, batch: list[Any]) -> None:
+        """One export request with the batch's log records."""
+        self._sender.send(batch)
 
     def _record(self, result: EvaluationResult) -> Any:
         now = time.time_ns()

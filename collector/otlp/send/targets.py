@@ -5,52 +5,22 @@
 - `phoenix`: span annotations on the scored traces' root spans (`annotations.PhoenixAnnotations`).
 - `langfuse`: scores on the scored traces (`annotations.LangfuseScores`).
 
-Every kind's sink has the same small interface (`ResultsSink`), so the scoring side neither knows
-nor asks which one it writes to.
+Every kind's sink is a `results.ResultsSink`, so the scoring side neither knows nor asks which one
+it writes to.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp.send.exporters import DEFAULT_TIMEOUT, OtlpTarget
-from evaltrace.collector.otlp.send.results import EvaluationResult
+from evaltrace.collector.otlp.send.results import ResultsSink
 from evaltrace.collector.terminal import printable
 
 OPTION = "--send-results"
-
-
-class ResultsSink(Protocol):
-    """What scoring asks of a results backend."""
-
-    @property
-    def sent(self) -> int:
-        """Results the backend has accepted."""
-        ...
-
-    def summary(self) -> str:
-        """The line printed after scoring (what was sent, where)."""
-        ...
-
-    def check(self) -> None:
-        """Reach the backend before any scoring; raises `InputError` when it cannot be used."""
-        ...
-
-    def add(self, result: EvaluationResult) -> None:
-        """Queue one result (a full batch is sent at once)."""
-        ...
-
-    def flush(self) -> None:
-        """Send what is queued."""
-        ...
-
-    def close(self) -> None:
-        """Drop what is queued and close the connections."""
-        ...
 
 
 class ResultsTarget(BaseModel):
