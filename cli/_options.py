@@ -194,6 +194,11 @@ StoreDir = Annotated[
         help="The score store this scoring is added to (default: $EVALTRACE_STORE, else .evaltrace/store).",
     ),
 ]
+StoreOption = Annotated[
+    str | None,
+    typer.Option("--store", metavar="DIR", help="The score store (EVALTRACE_STORE; default .evaltrace/store)."),
+]
+"""`--store` of the commands that read or label a store (scoring's own is `StoreDir`)."""
 MinJudgeKappa = Annotated[
     float | None,
     typer.Option(

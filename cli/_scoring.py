@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from pydantic import SecretStr
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
     from evaltrace.evaluators.results.report.writer import ReportFormat
     from evaltrace.evaluators.results.store.writer import StoreWriter
     from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
+
+_Added = TypeVar("_Added", bound="ReportFormat")
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 the gate passed; 1 the gate failed; 2 bad input, usage or setup (one 'Error:' line on "
@@ -141,7 +145,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path, scoring.reports
     )
     baseline = baseline_side(scoring.baseline, scoring.store)  # a bad REF stops us before any scoring
-    compare_options = _compare_options(scoring)
+    comparing = compare_options(scoring.baseline, scoring.alpha, scoring.strict)
     loaded, case_from_spec_arg = _spec_of(scoring)
     options = scoring.options
     if loaded is None and (options.tiers or options.tags or options.cases):
@@ -156,10 +160,22 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     writer: ReportFormat | None = open_formats(
         [(name, ReportTarget(path, scoring.spec, cache=options.cache, files=files)) for name, path in reports]
     )
-    writer, store = _with_store(writer, scoring.store, loaded)
-    writer, results = _with_results(writer, scoring.send_results, _judged_scorers(loaded))
-    check = None if baseline is None else _with_baseline(writer, baseline, compare_options)
-    writer = writer if check is None else check
+    store: StoreWriter | None = None
+    results: ResultsWriter | None = None
+    if scoring.store is not None:  # this scoring also goes into the score store
+        from evaltrace.evaluators.results.store.writer import open_store
+
+        writer, store = _joined(writer, partial(open_store, scoring.store, loaded))
+    if scoring.send_results is not None:  # and every score to the backend
+        from evaltrace.evaluators.results.report.results_writer import ResultsWriter
+
+        writer, results = _joined(writer, partial(ResultsWriter, scoring.send_results, _judged_scorers(loaded)))
+    # The comparison with the baseline sits in front of the others, which then carry it.
+    check: BaselineCheck | None = None
+    if baseline is not None:
+        from evaltrace.evaluators.results.compare.baseline import BaselineCheck
+
+        writer = check = BaselineCheck(baseline, comparing, writer)
     try:
         # `--json -` on a terminal: the report's lines and the bar would share the screen.
         shown = not (json_path == "-" and _stdout_is_terminal())
@@ -218,10 +234,6 @@ def _check_judges(loaded: LoadedSpec | None, min_kappa: float, store: Path | Non
         typer.echo(inline(note), err=True)
 
 
-def _compare_options(scoring: Scoring) -> CompareOptions:
-    return compare_options(scoring.baseline, scoring.alpha, scoring.strict)
-
-
 def compare_options(baseline: str | None, alpha: float | None, strict: bool) -> CompareOptions:
     """`--alpha` and `--strict`, which only `--baseline` uses.
 
@@ -235,13 +247,6 @@ def compare_options(baseline: str | None, alpha: float | None, strict: bool) -> 
     return CompareOptions(alpha=opt.alpha_level(alpha), strict=strict)
 
 
-def _with_baseline(writer: ReportFormat | None, baseline: Side, options: CompareOptions) -> BaselineCheck:
-    """`writer` behind the comparison with the baseline, which its reports then carry."""
-    from evaltrace.evaluators.results.compare.baseline import BaselineCheck
-
-    return BaselineCheck(baseline, options, writer)
-
-
 def _against_baseline(check: BaselineCheck, err: bool) -> bool:
     """Print how this scoring compares with the baseline; whether that fails the gate."""
     from evaltrace.evaluators.results.compare.render import render_baseline
@@ -252,48 +257,17 @@ def _against_baseline(check: BaselineCheck, err: bool) -> bool:
     return check.comparison.regressed
 
 
-def _with_store(
-    writer: ReportFormat | None, folder: Path | None, loaded: LoadedSpec | None
-) -> tuple[ReportFormat | None, StoreWriter | None]:
-    """`writer` joined by a writer of this scoring into the score store at `folder` (`None`: no store).
-
-    Raises:
-        InputError: the store cannot be written (`writer` is aborted first).
-    """
-    if folder is None:
-        return writer, None
+def _joined(writer: ReportFormat | None, opened: Callable[[], _Added]) -> tuple[ReportFormat | None, _Added]:
+    """`writer` joined by the writer `opened` returns (a store, a results sender); `writer` is aborted if that fails."""
     from evaltrace.evaluators.results.report.formats import FanOut
-    from evaltrace.evaluators.results.store.writer import open_store
 
     try:
-        store = open_store(folder, loaded)
+        added = opened()
     except BaseException:
         if writer is not None:
             writer.abort()
         raise
-    return (store if writer is None else FanOut([writer, store])), store
-
-
-def _with_results(
-    writer: ReportFormat | None, target: ResultsTarget | None, judges: frozenset[str]
-) -> tuple[ReportFormat | None, ResultsWriter | None]:
-    """`writer` joined by the sender of every score to `target` (`None`: nothing sent).
-
-    Raises:
-        InputError: the backend cannot be reached or refuses an empty request (`writer` is aborted first).
-    """
-    if target is None:
-        return writer, None
-    from evaltrace.evaluators.results.report.formats import FanOut
-    from evaltrace.evaluators.results.report.results_writer import ResultsWriter
-
-    try:
-        results = ResultsWriter(target, judges)
-    except BaseException:
-        if writer is not None:
-            writer.abort()
-        raise
-    return (results if writer is None else FanOut([writer, results])), results
+    return (added if writer is None else FanOut([writer, added])), added
 
 
 def _stdout_is_terminal() -> bool:

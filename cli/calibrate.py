@@ -22,12 +22,7 @@ def calibrate(
         str | None,
         typer.Argument(metavar="[RUN]", help="A scoring-run id (or a unique prefix); default: each entry's latest."),
     ] = None,
-    store: Annotated[
-        str | None,
-        typer.Option(
-            "--store", metavar="DIR", help="The score store read (EVALTRACE_STORE; default .evaltrace/store)."
-        ),
-    ] = None,
+    store: opt.StoreOption = None,
     min_kappa: Annotated[
         float | None,
         typer.Option("--min-kappa", metavar="K", help="Exit 1 when a kappa with n >= 10 is below K."),

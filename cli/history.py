@@ -21,12 +21,7 @@ HISTORY_EXIT_CODES = (
 
 
 def history(
-    store: Annotated[
-        str | None,
-        typer.Option(
-            "--store", metavar="DIR", help="The score store read (EVALTRACE_STORE; default .evaltrace/store)."
-        ),
-    ] = None,
+    store: opt.StoreOption = None,
     last: Annotated[
         int, typer.Option("--last", metavar="N", min=1, help="Show the newest N scoring runs.")
     ] = 20,  # evaluators.compare.history.DEFAULT_LAST (not imported here: it would load pyarrow for --help)

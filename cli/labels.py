@@ -18,16 +18,11 @@ labels_app = _App(
     name="labels", cls=_Group, help="Export or import people's labels (CSV or JSON lines).", no_args_is_help=True
 )
 
-StoreRead = Annotated[
-    str | None,
-    typer.Option("--store", metavar="DIR", help="The score store (EVALTRACE_STORE; default .evaltrace/store)."),
-]
-
 
 @labels_app.command("export")
 def export_labels(
     file: Annotated[str, typer.Argument(metavar="FILE", help="A .csv or .jsonl file ('-': JSON lines on stdout).")],
-    store: StoreRead = None,
+    store: opt.StoreOption = None,
 ) -> None:
     """Write the store's labels (the latest per case, trace and scorer) to FILE."""
     from evaltrace.evaluators.results.review.label_files import dump_labels, file_format
@@ -44,7 +39,7 @@ def export_labels(
 @labels_app.command("import")
 def import_labels(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A .csv or .jsonl file of labels.")],
-    store: StoreRead = None,
+    store: opt.StoreOption = None,
     author: Annotated[
         str | None, typer.Option("--author", metavar="NAME", help="Who labelled, for rows without an author.")
     ] = None,

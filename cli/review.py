@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from evaltrace.cli import _options as opt
 from evaltrace.collector.errors import InputError
 
 LOOPBACK = "127.0.0.1"
@@ -26,10 +27,7 @@ def review(
         list[str] | None,
         typer.Argument(metavar="[PATH...]", help="Run folders or span files to show as traces without scores."),
     ] = None,
-    store: Annotated[
-        str | None,
-        typer.Option("--store", metavar="DIR", help="The score store (EVALTRACE_STORE; default .evaltrace/store)."),
-    ] = None,
+    store: opt.StoreOption = None,
     port: Annotated[int, typer.Option("--port", metavar="N", min=0, max=65535, help="Port (0: any free one).")] = 0,
     no_browser: Annotated[
         bool, typer.Option("--no-browser", help="Print the URL only; do not open a browser.")
