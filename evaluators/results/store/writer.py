@@ -13,6 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -83,6 +86,22 @@ def publish_table(store: Path, destination: Path, table: pa.Table) -> None:
     file.publish()
 
 
+@dataclass(frozen=True)
+class StoreParts:
+    """A run's scores table written in parts by an engine's tasks (`StoreWriter.in_parts`), named in report order."""
+
+    folder: Path
+    """The hidden folder the parts go to; published as the run's scores folder."""
+    run: RunContext
+    """What every row of the run repeats."""
+
+    def write(self, name: str, batches: Iterable[pa.RecordBatch]) -> None:
+        """Write the part `name` (parts are read back in the order of their names)."""
+        with pq.ParquetWriter(self.folder / name, SCORES_SCHEMA, compression=_COMPRESSION) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+
+
 def open_store(folder: Path, spec: LoadedSpec | None, *, batch_rows: int = 8192) -> StoreWriter:
     """A writer of one scoring run with `spec` (or, without one, the reference-free defaults) into `folder`.
 
@@ -123,10 +142,33 @@ class StoreWriter:
         self._rows = ScoreRows(RunContext(self.run_id, self._started), index, batch_rows)
         self._parquet: pq.ParquetWriter | None = None
         self._entries = 0
+        self._parts: StoreParts | None = None
         self.published = False
+
+    def in_parts(self) -> StoreParts:
+        """Have the scores table written in parts (`StoreParts.write`) by the engine's tasks, not by `add`.
+
+        `add` then only counts the entries, and `parts_written` adds the parts' row counts.
+        """
+        if self._parts is None:
+            folder = self._scores.path.with_suffix(".parts")
+            try:
+                folder.mkdir()
+            except OSError as exc:
+                raise store_error(self.folder, exc) from None
+            self._parts = StoreParts(folder, RunContext(self.run_id, self._started))
+        return self._parts
+
+    def parts_written(self, rows: int, errors: int) -> None:
+        """Count rows (of which `errors` scorer errors) the parts hold."""
+        self._rows.total += rows
+        self._rows.errors += errors
 
     def add(self, entry: ReportEntry) -> None:
         """Turn the entry into rows; write a row group whenever a batch is full."""
+        if self._parts is not None:
+            self._entries += 1  # its rows are in a part already
+            return
         fields, sides = entry.fields(), entry.sides()
         if fields is not None and sides is not None:
             # The samples' values were packed when they were scored: no JSON is parsed.
@@ -138,7 +180,27 @@ class StoreWriter:
         self._entries += 1
 
     def finish(self, report: Report) -> None:
-        """Write the last rows, publish the scores file, then the run's row."""
+        """Write the last rows, publish the scores file (or folder of parts), then the run's row."""
+        if self._parts is not None:
+            self._publish_parts()
+        else:
+            self._publish_scores()
+        row = self._run_row(report)
+        columns = [column([row[field.name]], field.type) for field in RUNS_SCHEMA]
+        table = pa.Table.from_arrays(columns, schema=RUNS_SCHEMA)
+        self._write_file(table, self._run)
+        self._run.publish()
+        self.published = True
+
+    def _publish_parts(self) -> None:
+        assert self._parts is not None
+        self._scores.discard()
+        try:
+            os.replace(self._parts.folder, self._scores.destination.with_suffix(""))
+        except OSError as exc:
+            raise store_error(self.folder, exc) from None
+
+    def _publish_scores(self) -> None:
         self._write(self._rows.flush())  # opens the Parquet writer too, when no row group was written yet
         assert self._parquet is not None
         try:
@@ -147,12 +209,6 @@ class StoreWriter:
             raise store_error(self.folder, exc) from None
         self._parquet = None
         self._scores.publish()
-        row = self._run_row(report)
-        columns = [column([row[field.name]], field.type) for field in RUNS_SCHEMA]
-        table = pa.Table.from_arrays(columns, schema=RUNS_SCHEMA)
-        self._write_file(table, self._run)
-        self._run.publish()
-        self.published = True
 
     def abort(self) -> None:
         """Drop the unfinished run: neither file is left."""
@@ -163,6 +219,8 @@ class StoreWriter:
             self._parquet = None
         self._scores.discard()
         self._run.discard()
+        if self._parts is not None:
+            shutil.rmtree(self._parts.folder, ignore_errors=True)
 
     def _write(self, batch: pa.RecordBatch | None) -> None:
         try:
@@ -215,7 +273,8 @@ class StoreWriter:
             "input_tokens": report.usage.input_tokens,
             "output_tokens": report.usage.output_tokens,
             "cost_usd": report.cost.estimated_usd,
-            "scores_file": f"{SCORES_FOLDER}/{self.run_id}.parquet",
+            # A folder of parts when the engine's tasks wrote them (`in_parts`): read back as one table.
+            "scores_file": f"{SCORES_FOLDER}/{self.run_id}" + ("" if self._parts is not None else ".parquet"),
         }
 
 
