@@ -41,7 +41,7 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.runfiles import layout, logs_layout
 from evaltrace.collector.runfiles.inflight import inflight_path
 from evaltrace.collector.runfiles.reader import folder_span_files
-from evaltrace.collector.runfiles.runfiles import LossTally, open_span_file, signal_of
+from evaltrace.collector.runfiles.runfiles import LossTally, open_run_file, signal_of
 from evaltrace.collector.runfiles.schema import (
     DEFAULT_MAX_ROWS,
     HOST_NAME_LIMIT,
@@ -145,7 +145,7 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 
 
 def _source(path: Path) -> _Source:
-    handle = open_span_file(path)
+    handle = open_run_file(path)
     try:
         meta = handle.metadata
         run_id = (meta.metadata or {}).get(b"evaltrace.run_id", b"").decode("utf-8", "replace")
@@ -205,7 +205,7 @@ def _merge(folder: Path, pack: Sequence[_Source]) -> CompactedFile:
     try:
         write = logs_layout.write_logs_parquet if pack[0].signal == SIGNAL_LOGS else layout.write_parquet
         written = write(table.to_batches(), str(tmp), _metadata(pack[0], tally))
-        check = open_span_file(tmp)
+        check = open_run_file(tmp)
         try:
             rows = check.metadata.num_rows
         finally:
@@ -231,7 +231,7 @@ def _read_pack(pack: Sequence[_Source]) -> tuple[pa.Table, LossTally]:
     tally = LossTally(pack[0].signal)
     tables = []
     for source in pack:
-        handle = open_span_file(source.path)
+        handle = open_run_file(source.path)
         try:
             tally.add(handle)
             tables.append(handle.read(use_threads=False).replace_schema_metadata(None))

@@ -1,9 +1,9 @@
 """Opening and checking run files (the pyarrow side of `reader.py`).
 
 A run folder holds span files (schema version 1) and log-record files (logs schema version 1,
-metadata `evaltrace.signal=logs`). Every file is opened through `open_run_file` (alias
-`open_span_file`), which recognises the kind by the file's metadata, checks its schema against
-`_parquet.SCHEMA` or `_parquet_logs.LOGS_SCHEMA`, and turns every pyarrow failure into a one-line
+metadata `evaltrace.signal=logs`). Every file is opened through `open_run_file`, which
+recognises the kind by the file's metadata, checks its schema against `layout.SCHEMA` or
+`logs_layout.LOGS_SCHEMA`, and turns every pyarrow failure into a one-line
 `InputError` naming the file. `file_signal` tells which kind a file is.
 Values come out column by column (`to_pylist` per column, never per-row pyarrow scalars).
 `_decode.py` turns the span columns into `Span` objects.
@@ -81,16 +81,12 @@ def open_run_file(path: Location) -> pq.ParquetFile:
         raise _fail(path, exc) from None
     metadata = schema.metadata or {}
     if _signal(metadata) == SIGNAL_LOGS:
-        _check_logs_version(path, metadata)
+        _check_version(path, metadata, "log-record", LOGS_SCHEMA_VERSION)
         _check_columns(path, schema, LOGS_SCHEMA, f"logs schema v{LOGS_SCHEMA_VERSION}")
     else:
-        _check_version(path, metadata)
+        _check_version(path, metadata, "span", SCHEMA_VERSION)
         _check_columns(path, schema, SCHEMA, f"schema v{SCHEMA_VERSION}")
     return handle
-
-
-open_span_file = open_run_file
-"""The name callers used before log-record files existed: every run file opens the same way."""
 
 
 def _signal(metadata: dict[bytes, bytes]) -> str:
@@ -115,39 +111,23 @@ def file_signal(path: Location) -> str:
         handle.close()
 
 
-def _check_logs_version(path: Location, metadata: dict[bytes, bytes]) -> None:
-    raw = metadata.get(METADATA_SCHEMA_VERSION, b"")
-    try:
-        version = int(raw.decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        key = METADATA_SCHEMA_VERSION.decode()
-        raise InputError(f"{path}: unreadable {key} {raw!r} of a log-record file") from None
-    if version != LOGS_SCHEMA_VERSION:
-        newer = version > LOGS_SCHEMA_VERSION
-        hint = ". Upgrade evaltrace: pip install -U evaltrace" if newer else " is not supported"
-        raise InputError(
-            f"{path}: written with logs schema v{version} (this evaltrace reads v{LOGS_SCHEMA_VERSION}){hint}"
-        )
-
-
-def _check_version(path: Location, metadata: dict[bytes, bytes]) -> None:
+def _check_version(path: Location, metadata: dict[bytes, bytes], noun: str, supported: int) -> None:
+    """The file's schema version is the one this evaltrace reads (`noun`: the file's kind, for messages)."""
+    key = METADATA_SCHEMA_VERSION.decode()
     raw = metadata.get(METADATA_SCHEMA_VERSION)
     if raw is None:
-        raise InputError(
-            f"{path}: not an evaltrace span file (no {METADATA_SCHEMA_VERSION.decode()} metadata). "
-            "Was it written by evaltrace?"
-        )
+        raise InputError(f"{path}: not an evaltrace {noun} file (no {key} metadata). Was it written by evaltrace?")
     try:
         version = int(raw.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
-        raise InputError(f"{path}: unreadable {METADATA_SCHEMA_VERSION.decode()} {raw!r}") from None
-    if version > SCHEMA_VERSION:
+        raise InputError(f"{path}: unreadable {key} {raw!r} of a {noun} file") from None
+    if version != supported:
+        newer = version > supported
+        hint = ". Upgrade evaltrace: pip install -U evaltrace" if newer else "; it is not supported"
+        relation = "newer" if newer else "older"
         raise InputError(
-            f"{path}: written with span schema v{version}, newer than this evaltrace reads "
-            f"(v{SCHEMA_VERSION}). Upgrade evaltrace: pip install -U evaltrace"
+            f"{path}: written with {noun} schema v{version}, {relation} than this evaltrace reads (v{supported}){hint}"
         )
-    if version < SCHEMA_VERSION:
-        raise InputError(f"{path}: span schema v{version} is not supported (this evaltrace reads v{SCHEMA_VERSION})")
 
 
 def _check_columns(path: Location, schema: pa.Schema, layout: pa.Schema, version: str) -> None:
@@ -232,11 +212,11 @@ def recording_losses(files: Iterable[Location], signal: str = SIGNAL_SPANS) -> R
     """What the writers of `files` lost in all, spans or log records (footers only; see `LossTally`).
 
     Raises:
-        InputError: as `open_span_file`.
+        InputError: as `open_run_file`.
     """
     tally = LossTally(signal)
     for path in files:
-        handle = open_span_file(path)
+        handle = open_run_file(path)
         try:
             tally.add(handle)
         finally:

@@ -131,14 +131,14 @@ def read_footers(span_files: Iterable[Path]) -> tuple[RecordingLosses, dict[str,
     """The writers' losses and the run ids of imported OTLP files (run id -> file name), from the footers only.
 
     Raises:
-        InputError: as `open_span_file`.
+        InputError: as `open_run_file`.
     """
-    from evaltrace.collector.runfiles.runfiles import LossTally, open_span_file
+    from evaltrace.collector.runfiles.runfiles import LossTally, open_run_file
 
     losses = LossTally()
     imported: dict[str, str] = {}
     for path in span_files:
-        handle = open_span_file(path)
+        handle = open_run_file(path)
         try:
             losses.add(handle)
             meta = handle.metadata.metadata or {}
