@@ -23,9 +23,9 @@ import random
 import re
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     import httpx
@@ -40,10 +40,10 @@ from evaltrace.evaluators.scoring.judge.verdict import (
     JudgeRefusedError,
     JudgeReplyError,
     JudgeUnavailableError,
+    Verdict,
+    parse_verdict,
     snippet,
 )
-
-T = TypeVar("T")
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
 """What the client asks of the server's output: a strict JSON schema, any JSON object, or nothing."""
@@ -121,10 +121,10 @@ class Counters:
 
 
 @dataclass(frozen=True)
-class Completion(Generic[T]):
-    """A parsed reply with the tokens it cost."""
+class Completion:
+    """A verdict with the tokens it cost."""
 
-    value: T
+    value: Verdict
     prompt_tokens: int
     completion_tokens: int
 
@@ -184,24 +184,24 @@ class JudgeClient:
         """Close the connection pool."""
         await self._http.aclose()
 
-    async def complete(self, messages: list[dict[str, str]], parse: Callable[[str], T]) -> Completion[T]:
-        """Ask the judge and parse its reply, retrying what is worth retrying.
+    async def complete(self, messages: list[dict[str, str]]) -> Completion:
+        """Ask the judge and parse its verdict, retrying what is worth retrying.
 
         Raises:
             JudgeError: The last failure once retries are spent, or a budget/HTTP error at once;
                 its message has every secret removed.
         """
         try:
-            return await self._complete(messages, parse)
+            return await self._complete(messages)
         except JudgeError as exc:
             exc.args = (self.redact(str(exc)),)
             raise
 
-    async def _complete(self, messages: list[dict[str, str]], parse: Callable[[str], T]) -> Completion[T]:
+    async def _complete(self, messages: list[dict[str, str]]) -> Completion:
         attempt = 0
         while True:
             try:
-                return await self._attempt(messages, parse)
+                return await self._attempt(messages)
             except _Downgrade:
                 continue  # a new format is not a retry of the same request
             except _Retry as retry:
@@ -249,7 +249,7 @@ class JudgeClient:
             )
         self._counters.requests += 1
 
-    async def _attempt(self, messages: list[dict[str, str]], parse: Callable[[str], T]) -> Completion[T]:
+    async def _attempt(self, messages: list[dict[str, str]]) -> Completion:
         asked = self.response_format
         async with self._semaphore:
             await self._take_budget()
@@ -260,7 +260,7 @@ class JudgeClient:
         self._counters.prompt_tokens += prompt_tokens
         self._counters.completion_tokens += completion_tokens
         try:
-            value = parse(content)
+            value = parse_verdict(content)
         except JudgeReplyError as exc:
             raise _Retry(exc) from None
         return Completion(value=value, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)

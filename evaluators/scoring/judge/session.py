@@ -32,8 +32,6 @@ from evaltrace.evaluators.scoring.judge.verdict import (
     JudgeConfigError,
     JudgeError,
     JudgeRefusedError,
-    Verdict,
-    parse_verdict,
 )
 
 
@@ -188,7 +186,7 @@ class JudgeSession:
 
     async def _fetch(self, prompt: RenderedPrompt, index: int, key: str) -> CachedVerdict:
         reply = await self._ask(prompt.messages())
-        verdict: Verdict = reply.value
+        verdict = reply.value
         entry = CachedVerdict(
             key=key,
             passed=verdict.passed,
@@ -204,7 +202,7 @@ class JudgeSession:
             self._cache.put(key, entry)
         return entry
 
-    async def _ask(self, messages: list[dict[str, str]]) -> Completion[Verdict]:
+    async def _ask(self, messages: list[dict[str, str]]) -> Completion:
         # The first request is the contact check: the others wait until it has settled, and none
         # is sent once it was refused.
         if not self._contacted:
@@ -213,11 +211,11 @@ class JudgeSession:
                 if not self._contacted:
                     return await self._contact(messages)
         self._raise_if_refused()
-        return await self._http_client().complete(messages, parse_verdict)
+        return await self._http_client().complete(messages)
 
-    async def _contact(self, messages: list[dict[str, str]]) -> Completion[Verdict]:
+    async def _contact(self, messages: list[dict[str, str]]) -> Completion:
         try:
-            reply = await self._http_client().complete(messages, parse_verdict)
+            reply = await self._http_client().complete(messages)
         except JudgeRefusedError as exc:
             hint = self.settings.key_hint() if " HTTP 401" in str(exc) or " HTTP 403" in str(exc) else ""
             self.setup_error = JudgeSetupError(f"judge setup: {exc}{hint}")
@@ -272,13 +270,12 @@ async def judge_session(settings: JudgeSettings | None = None) -> AsyncIterator[
     """
     session = JudgeSession(settings if settings is not None else JudgeSettings.from_env())
     session.settings.require_usable()
-    token = _CURRENT.set(session)
     try:
-        yield session
+        with serving(session):
+            yield session
         if session.setup_error is not None:
             raise session.setup_error
     finally:
-        _CURRENT.reset(token)
         await session.aclose()
 
 
