@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.collector.runfiles.spans import Span
 from evaltrace.collector.traces._assemble import Assembler
+from evaltrace.collector.traces._flat_genai import flat_trace
 from evaltrace.collector.traces._normalized import NormalizedSpan
 from evaltrace.collector.traces._spanutil import span_error, span_label
 from evaltrace.collector.traces._tree import SpanTree, build_tree
@@ -81,7 +82,8 @@ def convert_trace(spans: list[Span], *, histories: bool = True) -> list[Trace]:
     # last reference): the cyclic GC's collections during it free nothing. Paused per trace, it
     # cost ~10% of a cold rebuild; what the trace keeps is scanned by the next collection after.
     with collections_paused():
-        return _convert_tree(build_tree(spans), histories)
+        flat = None if histories else flat_trace(spans)  # the common GenAI shape, built as the converter would
+        return [flat] if flat is not None else _convert_tree(build_tree(spans), histories)
 
 
 def _convert_tree(tree: SpanTree, histories: bool) -> list[Trace]:
