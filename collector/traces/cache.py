@@ -124,19 +124,27 @@ def traces_of(
 
 
 def cache_rebuilt(
-    files: Sequence[Path], traces: Iterable[Trace], *, histories: bool = True, shard: Shard | None = None
+    files: Sequence[Path],
+    traces: Iterable[Trace],
+    *,
+    histories: bool = True,
+    shard: Shard | None = None,
+    on_batch: BatchHook | None = None,
 ) -> Iterator[Trace]:
     """`traces` (rebuilt from `files` elsewhere: the rows of a shuffle), their table written to the cache on the way.
 
     The table is the one `cached_traces(files, histories=histories, shard=shard)` would build and
-    later reads: the same key, published once every trace went through, never half.
+    later reads: the same key, published once every trace went through, never half. `on_batch`: as
+    for `cached_traces`, each batch written is handed to it before its traces.
     """
     key = cache_key(files, histories=histories, shard=shard)
     space = Namespace.open(TRACES)
     writer = None
     if key is not None and space is not None and not (table := space.entry(key, ".parquet")).exists():
         writer = TableWriter.start(space, table, ROWS_PER_GROUP)
-    yield from written(traces, writer, lambda: cache_key(files, histories=histories, shard=shard) == key)
+    yield from written(
+        traces, writer, lambda: cache_key(files, histories=histories, shard=shard) == key, on_batch=on_batch
+    )
 
 
 def is_cached(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> bool:
@@ -159,14 +167,31 @@ def cache_key(files: Sequence[Path], *, histories: bool, shard: Shard | None) ->
         return None
 
 
+def table_batches(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> Iterator[pa.RecordBatch] | None:
+    """The cached traces table of `files` as record batches, or `None` when the cache holds none.
+
+    For the engine's warm path, which reads the columns without decoding traces. The table is
+    checked as it is opened (on the first `next`); a fault there or midway raises, and the caller
+    then scores through `cached_traces`, which discards the table and rebuilds.
+    """
+    key, space = cache_key(files, histories=histories, shard=shard), Namespace.open(TRACES)
+    if key is None or space is None or not (path := space.entry(key, ".parquet")).exists():
+        return None
+    return _batches(path, key)
+
+
 def _read_table(path: Path, key: str, on_batch: BatchHook | None) -> Iterator[Trace]:
     """The traces in the table at `path`; raises if there is none or it is not a sound table for `key`."""
+    batches = _batches(path, key)
+    yield from iter_table_traces(batches if on_batch is None else _observed(batches, on_batch))
+
+
+def _batches(path: Path, key: str) -> Iterator[pa.RecordBatch]:
     with path.open("rb") as handle:  # opened once: a table renamed over this one meanwhile does not disturb us
         parquet = pq.ParquetFile(handle, page_checksum_verification=True)
         _check(parquet.schema_arrow, key)
         touch(path)
-        batches = parquet.iter_batches(batch_size=ROWS_PER_READ)
-        yield from iter_table_traces(batches if on_batch is None else _observed(batches, on_batch))
+        yield from parquet.iter_batches(batch_size=ROWS_PER_READ)
 
 
 def _observed(batches: Iterator[pa.RecordBatch], on_batch: BatchHook) -> Iterator[pa.RecordBatch]:

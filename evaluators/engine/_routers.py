@@ -215,14 +215,14 @@ class SpecRouter:
         self._pack_sides = pack_sides
         """Park each sample with its score-store values (`pack_side`); off when no store reads them."""
         self.selected = selected
-        self._selected_ids = {case.id for case in selected}
+        self.selected_ids = {case.id for case in selected}
         self._by_id = {case.id: case for case in spec.cases}
         self._by_input: dict[str, list[Case]] = {}
         for case in spec.cases:
             key = normalize_input(case.input if case.turns is None else case.turns[0].input)
             if key is not None:
                 self._by_input.setdefault(key, []).append(case)
-        self._has_multi_turn = any(case.turns is not None for case in spec.cases)
+        self.has_multi_turn = any(case.turns is not None for case in spec.cases)
         self._policies: dict[str, RepeatPolicy] = {}
         self._pairing = ScorerPairing(spec)
         self.state = RouterState()
@@ -248,25 +248,30 @@ class SpecRouter:
         cases = self._cases_for(trace)
         single = [case for case in cases if case.turns is None]
         if single:
-            return [self._job(case, trace, stats) for case in single if case.id in self._selected_ids]
-        if self._has_multi_turn and (cases or trace.conversation_id is not None):
+            return [self._job(case, trace, stats) for case in single if case.id in self.selected_ids]
+        if self.has_multi_turn and (cases or trace.conversation_id is not None):
             # Maybe a turn of a conversation: decided once all its traces are in (see finish).
             self.state.conversations.setdefault(trace.conversation_id or f"trace:{trace.trace_id}", []).append(trace)
             return []
-        self._unmatched(trace)
+        self.add_unmatched(trace.trace_id, trace.input)
         return []
 
     def _cases_for(self, trace: Trace) -> list[Case]:
-        if trace.case_id is not None and trace.case_id in self._by_id:
-            return [self._by_id[trace.case_id]]
-        return self._by_input.get(normalize_input(trace.input) or "", [])
+        return self.cases_for(trace.case_id, trace.input)
+
+    def cases_for(self, case_id: str | None, text: str | None) -> list[Case]:
+        """The cases a trace with this case id and input matches (selected or not)."""
+        if case_id is not None and case_id in self._by_id:
+            return [self._by_id[case_id]]
+        return self._by_input.get(normalize_input(text) or "", [])
 
     def _job(self, case: Case, trace: Trace, stats: RunStats) -> Job:
         return _keyed(case.id, score_trace(trace, case, self.spec.case_scorers[case.id][0], stats))
 
-    def _unmatched(self, trace: Trace) -> None:
-        text = trace.input[:_UNMATCHED_INPUT_CHARS] if trace.input is not None else None
-        self.unmatched.append(UnmatchedTrace(trace_id=trace.trace_id, input=text))
+    def add_unmatched(self, trace_id: str, text: str | None) -> None:
+        """Note a trace that matches no case (its input cut short)."""
+        short = text[:_UNMATCHED_INPUT_CHARS] if text is not None else None
+        self.unmatched.append(UnmatchedTrace(trace_id=trace_id, input=short))
 
     def finish(self, stats: RunStats) -> list[Job]:
         jobs: list[Job] = []
@@ -275,8 +280,8 @@ class SpecRouter:
             case = self._conversation_case(traces)
             if case is None:
                 for trace in traces:
-                    self._unmatched(trace)
-            elif case.id in self._selected_ids:
+                    self.add_unmatched(trace.trace_id, trace.input)
+            elif case.id in self.selected_ids:
                 turn_scorers = self.spec.case_scorers[case.id]
                 jobs.append(_keyed(case.id, score_conversation(traces, case, turn_scorers, stats)))
         self.state.conversations.clear()

@@ -22,7 +22,7 @@ from evaltrace.evaluators.engine.time_limit import Limiter, ScorerTimeout, curre
 from evaltrace.evaluators.results.report.model import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
 from evaltrace.evaluators.scoring.columns import columnar_score
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, arun_scorer, run_scorer
-from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
+from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, TokenCounts, call_cost, find_price
 from evaltrace.evaluators.scoring.spec.model import Case
 
 
@@ -49,15 +49,25 @@ class RunStats:
 
     def add(self, trace: Trace) -> float | None:
         """Count a scored trace; returns its estimated cost (`None` when it cannot be priced)."""
-        duration = trace.duration_seconds  # a property: computed once
+        usage = trace.usage
+        calls = [(iteration.model, iteration.usage) for iteration in trace.iterations]
+        return self.add_run(trace.duration_seconds, usage.input_tokens, usage.output_tokens, calls)
+
+    def add_run(
+        self,
+        duration: float | None,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        calls: Sequence[tuple[str | None, TokenCounts]],
+    ) -> float | None:
+        """Count a scored trace given as values (its model calls' models and usages): `add` without a `Trace`."""
         if duration is not None:
             self.durations.append(duration)
-        usage = trace.usage
         self.usage = TokenUsage(
-            input_tokens=self.usage.input_tokens + (usage.input_tokens or 0),
-            output_tokens=self.usage.output_tokens + (usage.output_tokens or 0),
+            input_tokens=self.usage.input_tokens + (input_tokens or 0),
+            output_tokens=self.usage.output_tokens + (output_tokens or 0),
         )
-        cost = self._trace_cost(trace)
+        cost = self._cost(calls)
         if cost is not None:
             self.cost_usd.add(cost)
         return cost
@@ -73,19 +83,18 @@ class RunStats:
         self.cost_usd.merge(other.cost_usd)
         self.unpriced_models |= other.unpriced_models
 
-    def _trace_cost(self, trace: Trace) -> float | None:
+    def _cost(self, calls: Sequence[tuple[str | None, TokenCounts]]) -> float | None:
         total, complete = 0.0, True
         known = self._price_of
-        for iteration in trace.iterations:
-            model = iteration.model
+        for model, usage in calls:
             price = (known[model] if model in known else self._price(model)) if model else None
             if price is None:
                 complete = False
-                self.unpriced_models.add(iteration.model or "(unknown model)")
+                self.unpriced_models.add(model or "(unknown model)")
                 continue
-            total += call_cost(iteration.usage, price)
+            total += call_cost(usage, price)
         # A trace without model calls has nothing to price: it is neither priced nor unpriced.
-        return total if complete and trace.iterations else None
+        return total if complete and calls else None
 
     def _price(self, model: str) -> ModelPrice | None:
         if model not in self._price_of:
@@ -128,7 +137,7 @@ def _run_limited(scorer: Scorer, trace: Trace, case: Case | None, limiter: Limit
     try:
         return limiter.call(lambda: _score_one(scorer, trace, case))
     except ScorerTimeout:
-        return _timed_out(scorer, limiter.seconds)
+        return timed_out(scorer, limiter.seconds)
 
 
 def _score_one(scorer: Scorer, trace: Trace, case: Case | None) -> Score:
@@ -152,10 +161,11 @@ async def _arun_limited(scorer: Scorer, trace: Trace, case: Case | None, limiter
     try:
         return await asyncio.wait_for(arun_scorer(scorer, trace, case), limiter.seconds)
     except TimeoutError:  # raised by `wait_for`: the scorer's own errors are results of `arun_scorer`
-        return _timed_out(scorer, limiter.seconds)
+        return timed_out(scorer, limiter.seconds)
 
 
-def _timed_out(scorer: Scorer, seconds: float) -> Score:
+def timed_out(scorer: Scorer, seconds: float) -> Score:
+    """The result of a scorer (or its columnar form) stopped at the time limit."""
     return Score(
         scorer=scorer.name,
         passed=False,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import fnmatch
+import functools
 import os
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -271,16 +272,24 @@ def score_files(
     from evaltrace.collector.runfiles.reader import recording_losses
     from evaltrace.collector.traces.cache import traces_of
     from evaltrace.evaluators.engine import shards
+    from evaltrace.evaluators.engine.columnar_entries import score_warm
     from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
     if options.ray_address is not None:
         raise InputError("--ray-address is for --engine ray")
     # --no-cache: OTLP files imported anew too; the CLI's RunFiles (resolved once) come back as they are
     files = resolve_paths(paths, fresh_imports=not options.cache)
+    losses = recording_losses(files)
     router, stats = new_run(spec, options)
-    stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
+    stats.dropped_spans, stats.unwritten_spans = losses
     count = shards.plan_workers(options.workers, files, router)
     histories = reads_histories(router.scorers())
+    finish = functools.partial(_finish, router, stats, spec=spec, options=options, sink=sink, judge=None)
+    warm = score_warm(files, router, stats, options, workers=count, histories=histories, finish=finish)
+    if warm is not None:
+        return warm
+    router, stats = new_run(spec, options)  # as new: a warm path given up midway may have used them
+    stats.dropped_spans, stats.unwritten_spans = losses
     if count == 1:
         with columnar_run(RunCalls()) as calls, bulk_collections():
             traces = traces_of(files, histories=histories, cache=options.cache, on_batch=calls.add_batch)

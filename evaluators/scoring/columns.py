@@ -37,10 +37,11 @@ import pyarrow.compute as pc
 from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 
-Form = Callable[[Any, "RowCalls", Trace], Score | None]
-"""A columnar form: (scorer, row, the row's trace) -> the sure passing `Score`, or `None` for the reference.
+Form = Callable[[Any, "RowCalls"], Score | None]
+"""A columnar form: (scorer, row) -> the sure passing `Score`, or `None` for the reference.
 
-The trace is there for the rare detail the columns cannot settle; a form reads it only then."""
+A form reads the row's columns only: the warm path (`engine/columnar_entries.py`) asks it before any
+`Trace` is decoded."""
 
 FORMS: dict[type[Scorer], Form] = {}
 """Columnar forms by the exact scorer class they answer for (filled as the scorers' modules load)."""
@@ -343,7 +344,7 @@ class RunCalls:
         row = self.row(trace)
         if row is None:
             return None
-        found = form(scorer, row, trace)
+        found = form(scorer, row)
         if found is not None:
             self.hits += 1
         return found

@@ -345,7 +345,7 @@ def _passing(found: Score) -> Score | None:
 
 
 @columnar_form(Groundedness)
-def groundedness_form(scorer: Groundedness, row: RowCalls, trace: Trace) -> Score | None:
+def groundedness_form(scorer: Groundedness, row: RowCalls) -> Score | None:
     """The passing `Score` of `groundedness` when every claim of the answer is in the sources, else `None`."""
     answer = _answer(row)
     axis = None if answer is None else _groundedness(scorer, row, answer)
@@ -353,7 +353,7 @@ def groundedness_form(scorer: Groundedness, row: RowCalls, trace: Trace) -> Scor
 
 
 @columnar_form(Correctness)
-def correctness_form(scorer: Correctness, row: RowCalls, trace: Trace) -> Score | None:
+def correctness_form(scorer: Correctness, row: RowCalls) -> Score | None:
     """The passing `Score` of `correctness` when enough expected facts are in the answer, else `None`."""
     answer = _answer(row)
     axis = None if answer is None else _correctness(scorer, answer)
@@ -361,14 +361,14 @@ def correctness_form(scorer: Correctness, row: RowCalls, trace: Trace) -> Score 
 
 
 @columnar_form(Completeness)
-def completeness_form(scorer: Completeness, row: RowCalls, trace: Trace) -> Score | None:
+def completeness_form(scorer: Completeness, row: RowCalls) -> Score | None:
     """The passing `Score` of `completeness` when enough asked-for fields are in the answer, else `None`."""
     answer = _answer(row)
     return None if answer is None else _passing(scorer.score_axis(_completeness(scorer, answer)))
 
 
 @columnar_form(AnswerQuality)
-def answer_quality_form(scorer: AnswerQuality, row: RowCalls, trace: Trace) -> Score | None:
+def answer_quality_form(scorer: AnswerQuality, row: RowCalls) -> Score | None:
     """The passing `Score` of `answer_quality` when the weighted axes reach the threshold, else `None`."""
     answer = _answer(row)
     correct = None if answer is None else _correctness(scorer, answer)  # first: it may need the case

@@ -223,7 +223,7 @@ class Budget(Scorer):
 
 
 @columnar_form(ToolErrors)
-def tool_errors_form(scorer: ToolErrors, row: RowCalls, trace: Trace) -> Score | None:
+def tool_errors_form(scorer: ToolErrors, row: RowCalls) -> Score | None:
     """The passing `Score` of `tool_errors` when no call can have failed, else `None`."""
     if (scorer.nested and row.nested) or row.failed or (scorer.error_results and row.error_text):
         return None
@@ -233,7 +233,7 @@ def tool_errors_form(scorer: ToolErrors, row: RowCalls, trace: Trace) -> Score |
 
 
 @columnar_form(Budget)
-def budget_form(scorer: Budget, row: RowCalls, trace: Trace) -> Score | None:
+def budget_form(scorer: Budget, row: RowCalls) -> Score | None:
     """The passing `Score` of `budget` when every count set a limit is within it, else `None`."""
     if scorer.nested and row.nested:
         return None
@@ -242,7 +242,7 @@ def budget_form(scorer: Budget, row: RowCalls, trace: Trace) -> Score | None:
 
 
 @columnar_form(ToolEfficiency)
-def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls, trace: Trace) -> Score | None:
+def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls) -> Score | None:
     """The passing `Score` of `tool_efficiency` when repeats and loops are within limits, else `None`."""
     if scorer.nested and row.nested:
         return None

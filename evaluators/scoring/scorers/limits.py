@@ -337,7 +337,7 @@ def price_calls(
 
 
 @columnar_form(UsageLimits)
-def usage_form(scorer: UsageLimits, row: RowCalls, trace: Trace) -> Score | None:
+def usage_form(scorer: UsageLimits, row: RowCalls) -> Score | None:
     """The passing `Score` of `usage` when every run-wide bound is recorded and met, else `None`."""
     if scorer.per_model or not scorer.total:
         return None
@@ -346,7 +346,7 @@ def usage_form(scorer: UsageLimits, row: RowCalls, trace: Trace) -> Score | None
 
 
 @columnar_form(Latency)
-def latency_form(scorer: Latency, row: RowCalls, trace: Trace) -> Score | None:
+def latency_form(scorer: Latency, row: RowCalls) -> Score | None:
     """The passing `Score` of `latency` when every measured duration is within its bound, else `None`.
 
     Bounds on model calls (`max_iteration_seconds`) need the iterations' times: left to the reference.
@@ -364,7 +364,7 @@ def _seconds(micros: int | None) -> float | None:
 
 
 @columnar_form(Cost)
-def cost_form(scorer: Cost, row: RowCalls, trace: Trace) -> Score | None:
+def cost_form(scorer: Cost, row: RowCalls) -> Score | None:
     """The passing `Score` of `cost` when the priced calls are within `max_usd` (or all priced), else `None`."""
     models = cast("list[str | None]", row.iteration_values("model"))
     if not models:

@@ -209,7 +209,7 @@ def _message_text(message: dict[str, Any]) -> str | None:
 
 
 @columnar_form(Output)
-def output_form(scorer: Output, row: RowCalls, trace: Trace) -> Score | None:
+def output_form(scorer: Output, row: RowCalls) -> Score | None:
     """The passing `Score` of `output` when an answer was recorded and every check holds, else `None`."""
     checks = scorer._check_count()
     text = final_answer(row) if checks else None
@@ -219,7 +219,7 @@ def output_form(scorer: Output, row: RowCalls, trace: Trace) -> Score | None:
 
 
 @columnar_form(Outcome)
-def outcome_form(scorer: Outcome, row: RowCalls, trace: Trace) -> Score | None:
+def outcome_form(scorer: Outcome, row: RowCalls) -> Score | None:
     """The passing `Score` of `outcome` when the run's outcome is the expected one, else `None`."""
     actual, evidence = _row_outcome(row)
     if actual != scorer.expected:

@@ -12,10 +12,17 @@ provider prefix such as `openai/` is ignored.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaltrace.collector.traces.records import Usage
+
+class TokenCounts(Protocol):
+    """What `call_cost` reads of a model call's usage: a `Usage` record, or a table row's values."""
+
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
 
 
 class ModelPrice(BaseModel):
@@ -70,7 +77,7 @@ def find_price(model: str, prices: Mapping[str, ModelPrice]) -> ModelPrice | Non
     return table[max(prefixes, key=len)] if prefixes else None
 
 
-def call_cost(usage: Usage, price: ModelPrice) -> float:
+def call_cost(usage: TokenCounts, price: ModelPrice) -> float:
     """Estimated USD of one model call: uncached input, cache reads and output, each at its price.
 
     The one formula for both the report's run cost and the `cost` scorer. `Usage` counts cache

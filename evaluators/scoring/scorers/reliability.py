@@ -156,7 +156,7 @@ class ToolDescriptionReliability(Scorer):
 
 
 @columnar_form(ToolNameReliability)
-def tool_name_reliability_form(scorer: ToolNameReliability, row: RowCalls, trace: Trace) -> Score | None:
+def tool_name_reliability_form(scorer: ToolNameReliability, row: RowCalls) -> Score | None:
     """The passing `Score` of `tool_name_reliability` when every called name was offered and enough names are clear."""
     offered = [tool["name"] for tool in offered_tools(row)]
     called = list(dict.fromkeys(row.names))
@@ -171,7 +171,7 @@ def tool_name_reliability_form(scorer: ToolNameReliability, row: RowCalls, trace
 
 
 @columnar_form(ToolDescriptionReliability)
-def tool_description_reliability_form(scorer: ToolDescriptionReliability, row: RowCalls, trace: Trace) -> Score | None:
+def tool_description_reliability_form(scorer: ToolDescriptionReliability, row: RowCalls) -> Score | None:
     """The passing `Score` of `tool_description_reliability` when enough offered tools are well described."""
     tools = offered_tools(row)
     if not tools:

@@ -266,7 +266,7 @@ def _decode(text: str | None) -> Any:
 
 
 @columnar_form(Steps)
-def steps_form(scorer: Steps, row: RowCalls, trace: Trace) -> Score | None:
+def steps_form(scorer: Steps, row: RowCalls) -> Score | None:
     """The passing `Score` of `steps` when every step check holds on the row's calls, else `None`."""
     total = len(scorer.contains) + len(scorer.not_contains) + len(scorer.regex)
     if not total or (scorer.nested and row.nested_runs):

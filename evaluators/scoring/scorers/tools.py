@@ -241,7 +241,7 @@ def offered_tools(row: RowCalls) -> list[dict[str, Any]]:
 
 
 @columnar_form(ToolCallValidity)
-def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls, trace: Trace) -> Score | None:
+def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls) -> Score | None:
     """The passing `Score` of `tool_call_validity` when every checkable call is valid, else `None`."""
     if scorer.nested and row.nested:
         return None
@@ -286,7 +286,7 @@ def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls, trace: Trac
 
 
 @columnar_form(ToolCorrectness)
-def tool_correctness_form(scorer: ToolCorrectness, row: RowCalls, trace: Trace) -> Score | None:
+def tool_correctness_form(scorer: ToolCorrectness, row: RowCalls) -> Score | None:
     """The passing `Score` of `tool_correctness` when its value is known and meets the threshold, else `None`."""
     expected = scorer.expected
     if expected is None or (scorer.nested and row.nested):

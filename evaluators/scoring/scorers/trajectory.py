@@ -251,7 +251,7 @@ _ARGUMENTS = attrgetter("arguments")
 
 
 @columnar_form(Trajectory)
-def trajectory_form(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
+def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
     """The passing `Score` of `trajectory` when the calls are exactly the expected ones, else `None`."""
     expected = scorer.expected
     if expected is None or row.truncated or (scorer.nested and row.nested):

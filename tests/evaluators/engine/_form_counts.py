@@ -21,8 +21,8 @@ def count_form_answers(monkeypatch: pytest.MonkeyPatch, scorers: Iterable[type])
     answered: Counter[str] = Counter()
 
     def counted(form: Form) -> Form:
-        def count(scorer: Any, row: RowCalls, trace: Trace) -> Score | None:
-            found = form(scorer, row, trace)
+        def count(scorer: Any, row: RowCalls) -> Score | None:
+            found = form(scorer, row)
             answered[scorer.name] += found is not None
             return found
 

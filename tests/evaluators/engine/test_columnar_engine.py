@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine import scoring
 from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
@@ -83,8 +82,8 @@ def test_warm_scoring_takes_the_columnar_path_with_the_reference_report(
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     answered: list[Score] = []
 
-    def counted(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
-        found = trajectory_form(scorer, row, trace)
+    def counted(scorer: Trajectory, row: RowCalls) -> Score | None:
+        found = trajectory_form(scorer, row)
         if found is not None:
             answered.append(found)
         return found
@@ -131,8 +130,8 @@ def test_a_failing_form_leaves_the_verdict_to_the_reference(
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     calls: list[str] = []
 
-    def broken(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
-        calls.append(trace.trace_id)
+    def broken(scorer: Trajectory, row: RowCalls) -> Score | None:
+        calls.append(scorer.name)
         raise RecursionError("a form tripped over a deeply nested value")
 
     key: type[Scorer] = Trajectory
@@ -151,7 +150,7 @@ def test_a_slow_form_is_held_to_the_scorer_time_limit(
 ) -> None:
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
 
-    def spinning(scorer: Trajectory, row: RowCalls, trace: Trace) -> Score | None:
+    def spinning(scorer: Trajectory, row: RowCalls) -> Score | None:
         while True:  # a pattern backtracking on a hostile answer, as far as the engine can tell
             pass
 

@@ -282,8 +282,8 @@ def test_warm_scoring_answers_passing_answers_on_the_columnar_path(
 
 
 def _counted(form: forms.Form, answered: list[str]) -> forms.Form:
-    def counted(scorer: Scorer, row: RowCalls, trace: Trace) -> Score | None:
-        found = form(scorer, row, trace)
+    def counted(scorer: Scorer, row: RowCalls) -> Score | None:
+        found = form(scorer, row)
         if found is not None:
             answered.append(found.scorer)
         return found

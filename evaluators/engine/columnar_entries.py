@@ -1,0 +1,231 @@
+"""The warm path: samples made from the cached traces table's columns, a `Trace` only where they cannot be.
+
+When the traces cache holds the run's traces table and every scorer of the selected cases has a
+columnar form (`scoring/columns.py`), `score_files` takes this path instead of decoding each row
+into a `Trace`. Each top-level row is routed to its case by its `case_id` and `input` columns (the
+router's own matching); the case's scorers' forms are asked on the row; when every one gives its
+sure pass, the sample is made from the row's columns (the very `SampleResult` the per-trace path
+makes) and kept as that path keeps it, so the report, the store rows and the gate are the same.
+The rows left undecided (a form's `None`: failures; rows matching several cases; a trace id two
+rows share) are decoded with their nested agents' rows by the table's own decoder and scored by
+the per-trace path, which gives the reasons. Unmatched rows are noted in table order, as there.
+
+Nothing is forked: a sharded run's tables (a first scoring with workers caches one per shard) are
+read one after the other in shard order, which is the order a sharded run merges its workers'
+unmatched traces in. Multi-turn specs, runs without a spec and scorers without a form (plugins,
+judges) keep the per-trace path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar, cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from evaltrace.collector.gc_policy import bulk_collections
+from evaltrace.collector.runfiles.shard import Shard
+from evaltrace.collector.traces.cache import table_batches
+from evaltrace.collector.traces.table import iter_table_traces
+from evaltrace.evaluators.engine._aggregate import sample_status, score_result, status_passed
+from evaltrace.evaluators.engine._loop import Router, score_stream_now
+from evaltrace.evaluators.engine._routers import SampleSpill, SpecRouter
+from evaltrace.evaluators.engine._spill import Spill
+from evaltrace.evaluators.engine.sample import RunStats, timed_out
+from evaltrace.evaluators.engine.time_limit import ScorerTimeout, current_limiter, scorer_time_limit
+from evaltrace.evaluators.results.report.model import SampleResult, TokenUsage
+from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, Form, RowCalls
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.output import final_answer
+from evaltrace.evaluators.scoring.spec.model import Case
+
+if TYPE_CHECKING:
+    from evaltrace.evaluators.engine.scoring import ScoreOptions
+
+logger = logging.getLogger("evaltrace")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+T = TypeVar("T")
+Tables = list[Iterator[pa.RecordBatch]]
+
+
+class TableFault(Exception):
+    """The cached table could not be read: the run is scored again by the per-trace path."""
+
+
+def warm_tables(files: Sequence[Path], router: Router, *, cache: bool, workers: int, histories: bool) -> Tables | None:
+    """The run's cached tables (one, or one per shard of a `workers`-process layout) when this path applies."""
+    if not cache or not isinstance(router, SpecRouter) or router.has_multi_turn:
+        return None
+    if any(type(scorer) not in FORMS for scorer in router.scorers()):
+        return None
+    shards = [None] if workers == 1 else [Shard(index, workers) for index in range(workers)]
+    tables = [table_batches(files, histories=histories, shard=shard) for shard in shards]
+    return None if any(table is None for table in tables) else [t for t in tables if t is not None]
+
+
+def score_warm(
+    files: Sequence[Path],
+    router: Router,
+    stats: RunStats,
+    options: ScoreOptions,
+    *,
+    workers: int,
+    histories: bool,
+    finish: Callable[[Spill], T],
+) -> T | None:
+    """Score the run on the warm path when it applies, then `finish(spill)`; `None` when it does not apply.
+
+    Also `None` when a table cannot be read: `router` and `stats` may then hold part of the run,
+    and the caller scores it again from new ones, by the per-trace path.
+    """
+    tables = warm_tables(files, router, cache=options.cache, workers=workers, histories=histories)
+    if tables is None or not isinstance(router, SpecRouter):
+        return None
+    rows = _Rows(router, stats, options)
+    try:
+        with Spill() as spill, scorer_time_limit(options.scorer_timeout), bulk_collections():
+            rows.spill = spill
+            for batches in tables:
+                traces = iter_table_traces(rows.undecided(_guarded(batches)))
+                score_stream_now(traces, router, stats, spill, options)
+            return finish(spill)
+    except TableFault as fault:  # the per-trace path reads the table again, discards it and rebuilds
+        logger.info("traces cache unusable for the warm path (%s); scoring trace by trace", fault)
+        return None
+
+
+def _guarded(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except Exception as exc:  # the table's fault: the caller scores the run again without it
+            raise TableFault(f"{type(exc).__name__}: {exc}") from exc
+        yield batch
+
+
+class _Tokens:
+    """A model call's usage as `call_cost` reads it, from the table's usage struct."""
+
+    __slots__ = ("input_tokens", "output_tokens", "cache_read_tokens")
+
+    def __init__(self, usage: dict[str, int | None]) -> None:
+        self.input_tokens = usage["input_tokens"]
+        self.output_tokens = usage["output_tokens"]
+        self.cache_read_tokens = usage["cache_read_tokens"]
+
+
+class _Rows:
+    """Decides a batch's rows from their columns; what is left goes on, filtered, to the decoder."""
+
+    def __init__(self, router: SpecRouter, stats: RunStats, options: ScoreOptions) -> None:
+        self._router, self._stats, self._options = router, stats, options
+        self.spill: SampleSpill | None = None
+        self._seen: set[str] = set()
+        self._carried: set[int] = set()
+        """The previous batch's last top row, when undecided: its nested rows may go on in this batch."""
+
+    def undecided(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Each batch's rows that belong to an undecided top-level trace (nested rows with it)."""
+        for batch in batches:
+            calls = _Columns(batch)
+            left = self._carried | self._decide(calls)
+            last = calls.top_rows[-1] if calls.top_rows else None
+            self._carried = {last} if last in left else set()
+            if left:
+                kept = batch.filter(pc.is_in(batch.column("top_row"), pa.array(sorted(left), pa.int64())))
+                if kept.num_rows:
+                    yield kept
+
+    def _decide(self, calls: _Columns) -> set[int]:
+        """Keep the samples the forms decide; returns the top rows left undecided."""
+        router, stats, left = self._router, self._stats, set()
+        unique = dict(calls.rows())
+        for index in calls.tops:
+            trace_id, text = calls.ids[index], calls.inputs[index]
+            matched = router.cases_for(calls.case_ids[index], text)
+            if not matched:
+                router.add_unmatched(trace_id, text)
+            cases = [case for case in matched if case.id in router.selected_ids]
+            alone = unique.get(trace_id) == index and trace_id not in self._seen
+            self._seen.add(trace_id)
+            if cases and not (alone and len(cases) == 1 and self._sample(cases[0], calls, index)):
+                left.add(calls.top_rows[index])  # counted by the per-trace path as it reads it
+                continue
+            stats.traces += 1
+        if self._options.progress is not None:
+            self._options.progress(stats.traces)
+        return left
+
+    def _sample(self, case: Case, calls: _Columns, index: int) -> bool:
+        """Keep the row's sample when every scorer's form passes it for sure; `False` leaves it undecided."""
+        row = RowCalls(calls, index)
+        # Every form is asked, as the per-trace path asks each scorer's: a form's cost is the same either way.
+        scores = [_ask(FORMS[type(scorer)], scorer, row) for scorer in self._router.spec.case_scorers[case.id][0]]
+        if None in scores:
+            return False
+        found = [score_result(score) for score in scores if score is not None]
+        start, end = calls.starts[index], calls.ends[index]
+        first, last = calls.iteration_bounds(index)
+        models = cast("list[str | None]", calls.iteration_field("model")[first:last])
+        usages = [_Tokens(cast("dict[str, int | None]", usage)) for usage in calls.iteration_field("usage")[first:last]]
+        duration = None if start is None or end is None else (end - start) / 1_000_000
+        used = calls.usages[index]
+        status = sample_status(found)
+        sample = SampleResult(
+            trace_id=calls.ids[index],
+            trace_ids=[calls.ids[index]],
+            root_span_ids=[calls.column("root_span_id")[index]],
+            conversation_id=calls.column("conversation_id")[index],
+            status=status,
+            passed=status_passed(status),
+            scores=found,
+            input=calls.inputs[index],
+            output=final_answer(row),
+            error=calls.column("error")[index],
+            start_time=None if start is None else _EPOCH + timedelta(0, 0, start),
+            duration_seconds=duration,
+            usage=TokenUsage(input_tokens=used["input_tokens"] or 0, output_tokens=used["output_tokens"] or 0),
+            cost_usd=self._stats.add_run(
+                duration, used["input_tokens"], used["output_tokens"], list(zip(models, usages, strict=True))
+            ),
+        )
+        assert self.spill is not None
+        self._router.keep(self.spill, case.id, sample)
+        return True
+
+
+def _ask(form: Form, scorer: Scorer, row: RowCalls) -> Score | None:
+    """The form's sure pass, under the run's time limit as the per-trace path asks it.
+
+    A time-out is that path's result too; a form that fails leaves the row to the reference (`None`).
+    """
+    limiter = current_limiter()
+    try:
+        return form(scorer, row) if limiter is None else limiter.call(lambda: form(scorer, row))
+    except ScorerTimeout:
+        assert limiter is not None
+        return timed_out(scorer, limiter.seconds)
+    except Exception:
+        return None
+
+
+class _Columns(BatchCalls):
+    """A batch's columns the samples are made of, converted once per batch."""
+
+    def __init__(self, batch: pa.RecordBatch) -> None:
+        super().__init__(batch)
+        self.ids: list[str] = batch.column("trace_id").to_pylist()
+        self.case_ids: list[str | None] = batch.column("case_id").to_pylist()
+        self.inputs: list[str | None] = batch.column("input").to_pylist()
+        self.top_rows: list[int] = batch.column("top_row").to_pylist()
+        self.usages: list[dict[str, int | None]] = batch.column("usage").to_pylist()
+        self.starts: list[int | None] = batch.column("start_time").cast(pa.int64()).to_pylist()
+        self.ends: list[int | None] = batch.column("end_time").cast(pa.int64()).to_pylist()
+        tops = pc.is_null(batch.column("parent_row")).to_pylist()
+        self.tops = [index for index, top in enumerate(tops) if top]
