@@ -64,8 +64,7 @@ class ReviewData:
 
     def entries(self, source: str, filters: Filters) -> list[dict[str, Any]]:
         """The source's entries that pass `filters`, in report order."""
-        entries = self._entries(source)
-        return [entry for entry in entries if _keep(entry, filters)]
+        return [entry for entry in self._entries(source) if _keep(entry, filters)]
 
     def entry(self, source: str, index: int) -> dict[str, Any]:
         """One entry whole: its samples' scores and trace trees, and the labels given so far.
@@ -73,6 +72,8 @@ class ReviewData:
         Raises:
             InputError: no such entry.
         """
+        from evaltrace.evaluators.results.report.trees import trace_tree
+
         found = next((e for e in self._entries(source, whole=True) if e["index"] == index), None)
         if found is None:
             raise InputError(f"{source}: no entry {index}")
@@ -81,9 +82,9 @@ class ReviewData:
         labels = {label.key: label for label in read_labels(self.store)} if self.store.is_dir() else {}
         for sample in found["samples"]:
             trace = self._traces.get(sample["trace_id"])
-            sample["tree"] = None if trace is None else _tree(trace)
+            sample["tree"] = None if trace is None else trace_tree(trace)
             keys = [(found["case_id"], sample["trace_id"], s) for s in ["", *(x["scorer"] for x in sample["scores"])]]
-            sample["labels"] = {key[2]: _label_json(labels[key]) for key in keys if key in labels}
+            sample["labels"] = {key[2]: labels[key].model_dump(mode="json") for key in keys if key in labels}
         found["run_id"] = None if run is None else run.run_id
         return found
 
@@ -118,8 +119,11 @@ class ReviewData:
         return _group_rows(read_run_scores(self.store, run, columns).to_pylist(), whole=whole)
 
     def _all_path_traces(self) -> list[Trace]:
+        from evaltrace.collector.otlp.files.inputs import resolve_paths
+        from evaltrace.collector.traces.cache import traces_of
+
         if self._path_traces is None:
-            self._path_traces = list(_read_traces(self.paths))
+            self._path_traces = list(traces_of(resolve_paths(self.paths), histories=False, cache=True))
             self._traces.update((t.trace_id, t) for t in self._path_traces)
         return self._path_traces
 
@@ -138,53 +142,30 @@ class ReviewData:
             self._all_path_traces()  # the PATH arguments: where the user says the traces are now
 
 
-def _read_traces(paths: Sequence[str]) -> list[Trace]:
-    from evaltrace.collector.otlp.files.inputs import resolve_paths
-    from evaltrace.collector.traces.cache import traces_of
-
-    return list(traces_of(resolve_paths(paths), histories=False, cache=True))
-
-
-def _tree(trace: Trace) -> str:
-    from evaltrace.evaluators.results.report.trees import trace_tree
-
-    return trace_tree(trace)
+def _entry(index: int, case_id: str | None, tier: str | None, status: str, failed: bool) -> dict[str, Any]:
+    """An entry as the page reads it, its scorers and samples still to add."""
+    entry = {"index": index, "case_id": case_id or "", "tier": tier or "", "status": status, "failed": failed}
+    return {**entry, "scorers": [], "fails": [], "samples": []}
 
 
-def _label_json(label: Label) -> dict[str, Any]:
-    return label.model_dump(mode="json")
+def _sample(trace_id: str, index: int, duration: float | None) -> dict[str, Any]:
+    return {"trace_id": trace_id, "sample_index": index, "duration_seconds": duration, "scores": []}
 
 
 def _trace_entry(index: int, trace: Trace) -> dict[str, Any]:
-    sample = {"trace_id": trace.trace_id, "sample_index": 0, "duration_seconds": trace.duration_seconds, "scores": []}
-    return {
-        "index": index,
-        "case_id": trace.case_id or "",
-        "tier": "",
-        "status": trace.status,
-        "failed": trace.status == "error",
-        "scorers": [],
-        "fails": [],
-        "samples": [sample],
-    }
+    entry = _entry(index, trace.case_id, None, trace.status, trace.status == "error")
+    entry["samples"].append(_sample(trace.trace_id, 0, trace.duration_seconds))
+    return entry
 
 
 def _group_rows(rows: list[dict[str, Any]], *, whole: bool) -> list[dict[str, Any]]:
     """The scores rows of one run as entries (each with its samples and their scores)."""
     entries: dict[int, dict[str, Any]] = {}
     for row in rows:
-        entry = entries.get(row["entry_index"])
+        index, status = row["entry_index"], row["entry_status"]
+        entry = entries.get(index)
         if entry is None:
-            entry = entries[row["entry_index"]] = {
-                "index": row["entry_index"],
-                "case_id": row["case_id"] or "",
-                "tier": row["tier"] or "",
-                "status": row["entry_status"],
-                "failed": row["entry_status"] in _FAILED,
-                "scorers": [],
-                "fails": [],
-                "samples": [],
-            }
+            entry = entries[index] = _entry(index, row["case_id"], row["tier"], status, status in _FAILED)
         _add_row(entry, row, whole=whole)
     return list(entries.values())
 
@@ -199,14 +180,7 @@ def _add_row(entry: dict[str, Any], row: dict[str, Any], *, whole: bool) -> None
         return
     samples = entry["samples"]
     if not samples or samples[-1]["sample_index"] != row["sample_index"]:
-        samples.append(
-            {
-                "trace_id": row["trace_id"],
-                "sample_index": row["sample_index"],
-                "duration_seconds": row["sample_duration_seconds"],
-                "scores": [],
-            }
-        )
+        samples.append(_sample(row["trace_id"], row["sample_index"], row["sample_duration_seconds"]))
     if whole and scorer is not None:
         score = {k: row[k] for k in ("scorer", "passed", "value", "reason", "error")}
         samples[-1]["scores"].append({**score, "judge": is_judge(scorer)})
