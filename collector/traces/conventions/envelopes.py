@@ -21,20 +21,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 from evaltrace.collector.traces._lenient_json import json_list, parse_json
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True, slots=True)
-class Envelope:
-    """One framework's wrapper around tool arguments."""
+class Envelope(Generic[T]):
+    """One framework's adapter: an envelope around tool arguments, a result or an answer, or a prompt's place."""
 
     name: str
     reason: str
     """Which instrumentation writes it, and why."""
-    unwrap: Callable[[dict[str, Any]], dict[str, Any] | None]
-    """The arguments inside, or `None` when the value is not this envelope."""
+    apply: Callable[[Any], T | None]
+    """What is inside (or found), or `None` when the value is not this framework's."""
+    scope: str | None = None
+    """The instrumentation scope whose spans write it, for an envelope whose keys alone are too
+    common to tell it from a tool's own value; `None`: recognised on any span."""
+
+
+def _first(envelopes: tuple[Envelope[T], ...], value: Any, scope: str | None = None) -> T | None:
+    """What the first envelope (of those for `scope`) that recognises `value` finds in it."""
+    for envelope in envelopes:
+        if envelope.scope is None or envelope.scope == scope:
+            found = envelope.apply(value)
+            if found is not None:
+                return found
+    return None
 
 
 def _call_arguments(value: dict[str, Any], options: frozenset[str]) -> dict[str, Any] | None:
@@ -72,14 +87,14 @@ def _openllmetry_langchain(value: dict[str, Any]) -> dict[str, Any] | None:
     return inputs
 
 
-ARGUMENT_ENVELOPES: Final[tuple[Envelope, ...]] = (
+ARGUMENT_ENVELOPES: Final[tuple[Envelope[dict[str, Any]], ...]] = (
     Envelope(
         name="smolagents-tool-call",
         reason=(
             "openinference-instrumentation-smolagents records the bound arguments of `Tool.__call__`: "
             '`{"args": [], "sanitize_inputs_outputs": true, "kwargs": {...}}`; the tool got the kwargs'
         ),
-        unwrap=_smolagents,
+        apply=_smolagents,
     ),
     Envelope(
         name="llama-index-tool-call",
@@ -87,7 +102,7 @@ ARGUMENT_ENVELOPES: Final[tuple[Envelope, ...]] = (
             "openinference-instrumentation-llama-index records the keyword arguments of "
             '`FunctionTool.acall` / `call` as `{"kwargs": {...}}`; the tool got the kwargs'
         ),
-        unwrap=_llama_index,
+        apply=_llama_index,
     ),
     Envelope(
         name="openllmetry-langchain-tool-run",
@@ -96,7 +111,7 @@ ARGUMENT_ENVELOPES: Final[tuple[Envelope, ...]] = (
             '`on_tool_start` callback: `{"input_str", "tags", "metadata", "inputs": {...}, "kwargs"}`; '
             "the tool got `inputs`"
         ),
-        unwrap=_openllmetry_langchain,
+        apply=_openllmetry_langchain,
     ),
 )
 """Tried in order; the first that recognises the value unwraps it."""
@@ -112,25 +127,8 @@ def unwrap_arguments(recorded: Any, requested: Any = None) -> Any:
     """
     if not isinstance(recorded, dict) or recorded == requested:
         return recorded
-    for envelope in ARGUMENT_ENVELOPES:
-        inner = envelope.unwrap(recorded)
-        if inner is not None:
-            return inner
-    return recorded
-
-
-@dataclass(frozen=True, slots=True)
-class ResultEnvelope:
-    """One framework's wrapper around a tool's return value."""
-
-    name: str
-    reason: str
-    """Which instrumentation writes it, and why."""
-    unwrap: Callable[[Any], tuple[Any] | None]
-    """`(result,)` inside, or `None` when the value is not this envelope (a result may itself be `None`)."""
-    scope: str | None = None
-    """The instrumentation scope whose tool spans write it, for an envelope whose keys alone are too
-    common to tell it from a tool's own return value; `None`: recognised on any span."""
+    inner = _first(ARGUMENT_ENVELOPES, recorded)
+    return recorded if inner is None else inner
 
 
 def _llama_index_output(value: Any) -> tuple[Any] | None:
@@ -164,16 +162,17 @@ def _strands_text_block(value: Any) -> tuple[Any] | None:
     return (parse_json(text).value if text.lstrip().startswith(("{", "[")) else text,)
 
 
-RESULT_ENVELOPES: Final[tuple[ResultEnvelope, ...]] = (
-    ResultEnvelope(
+# A result envelope finds `(result,)`: a tool's result may itself be `None`.
+RESULT_ENVELOPES: Final[tuple[Envelope[tuple[Any]], ...]] = (
+    Envelope(
         name="llama-index-tool-output",
         reason=(
             "openinference-instrumentation-llama-index records the whole `ToolOutput` "
             '(`{"blocks", "tool_name", "raw_input", "raw_output", "is_error"}`); the tool returned `raw_output`'
         ),
-        unwrap=_llama_index_output,
+        apply=_llama_index_output,
     ),
-    ResultEnvelope(
+    Envelope(
         name="openllmetry-langchain-tool-output",
         reason=(
             "OpenLLMetry's opentelemetry-instrumentation-langchain records the arguments of LangChain's "
@@ -181,10 +180,10 @@ RESULT_ENVELOPES: Final[tuple[ResultEnvelope, ...]] = (
             "the message's content. Only on its spans (scope `opentelemetry.instrumentation.langchain`): "
             'elsewhere a tool may return `{"output": ...}` itself'
         ),
-        unwrap=_openllmetry_langchain_output,
+        apply=_openllmetry_langchain_output,
         scope="opentelemetry.instrumentation.langchain",
     ),
-    ResultEnvelope(
+    Envelope(
         name="adk-function-response",
         reason=(
             "Google ADK hands the model a tool's return value that is not a dict as the function response "
@@ -192,17 +191,17 @@ RESULT_ENVELOPES: Final[tuple[ResultEnvelope, ...]] = (
             "the tool returned `value`. Only on ADK's spans (scope `gcp.vertex.agent`): elsewhere a tool may "
             'return `{"result": ...}` itself'
         ),
-        unwrap=_adk_function_response,
+        apply=_adk_function_response,
         scope="gcp.vertex.agent",
     ),
-    ResultEnvelope(
+    Envelope(
         name="strands-text-block",
         reason=(
             "Strands hands the model a tool's return value as one Bedrock-style content block "
             '`[{"text": value}]` (JSON text for a value that is not a string) and records that list as the tool '
             "span's result; the tool returned `value`. Only on Strands' spans (scope `strands.telemetry.tracer`)"
         ),
-        unwrap=_strands_text_block,
+        apply=_strands_text_block,
         scope="strands.telemetry.tracer",
     ),
 )
@@ -218,26 +217,11 @@ def unwrap_result(recorded: Any, scope: str | None = None) -> Any:
     """
     if not isinstance(recorded, (dict, list)):
         return recorded
-    for envelope in RESULT_ENVELOPES:
-        if envelope.scope is not None and envelope.scope != scope:
-            continue
-        inner = envelope.unwrap(recorded)
-        if inner is not None:
-            return inner[0]
-    return recorded
+    inner = _first(RESULT_ENVELOPES, recorded, scope)
+    return recorded if inner is None else inner[0]
 
 
 # --- answers ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerEnvelope:
-    """One framework's result object around the final answer text."""
-
-    name: str
-    reason: str
-    unwrap: Callable[[dict[str, Any]], str | None]
-    """The answer text inside, or `None` when the value is not this envelope."""
 
 
 def _crewai_output(value: dict[str, Any]) -> str | None:
@@ -247,66 +231,42 @@ def _crewai_output(value: dict[str, Any]) -> str | None:
     return raw if isinstance(raw, str) else None
 
 
-ANSWER_ENVELOPES: Final[tuple[AnswerEnvelope, ...]] = (
-    AnswerEnvelope(
+ANSWER_ENVELOPES: Final[tuple[Envelope[str], ...]] = (
+    Envelope(
         name="crewai-output",
         reason=(
             "openinference-instrumentation-crewai records a crew's CrewOutput and a task's TaskOutput as JSON; "
             "the answer is their `raw` text (beside `pydantic`, `json_dict` and the task outputs)"
         ),
-        unwrap=_crewai_output,
+        apply=_crewai_output,
     ),
 )
 
 
 def unwrap_answer(value: Any) -> str | None:
     """The answer text inside a framework's result object (parsed JSON), or `None` when none holds it."""
-    if not isinstance(value, dict):
-        return None
-    for envelope in ANSWER_ENVELOPES:
-        found = envelope.unwrap(value)
-        if found is not None:
-            return found
-    return None
+    return _first(ANSWER_ENVELOPES, value) if isinstance(value, dict) else None
 
 
-@dataclass(frozen=True, slots=True)
-class OpaqueOutput:
-    """A framework's output text that is the printed form of its result object, not the answer."""
-
-    name: str
-    reason: str
-    matches: Callable[[str], bool]
-
-
-OPAQUE_OUTPUTS: Final[tuple[OpaqueOutput, ...]] = (
-    OpaqueOutput(
+# A framework's output text that is the printed form of its result object, not the answer.
+OPAQUE_OUTPUTS: Final[tuple[Envelope[bool], ...]] = (
+    Envelope(
         name="llama-index-stop-event",
         reason=(
             "openinference-instrumentation-llama-index records a workflow's output as the text/plain repr of its "
             "`StopEvent(result=AgentOutput(...))`, cut short; the answer is the last model reply"
         ),
-        matches=lambda text: text.startswith("StopEvent("),
+        apply=lambda text: text.startswith("StopEvent(") or None,
     ),
 )
 
 
 def opaque_output(text: str) -> bool:
     """Whether an output text is a framework's printed result object (no answer to take from it)."""
-    return any(kind.matches(text) for kind in OPAQUE_OUTPUTS)
+    return _first(OPAQUE_OUTPUTS, text) is not None
 
 
 # --- prompts ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PromptLocation:
-    """Where one framework's run span keeps the user's prompt when its input value does not."""
-
-    name: str
-    reason: str
-    find: Callable[[dict[str, Any]], str | None]
-    """The prompt text in the span's attributes, or `None`."""
 
 
 def _crewai_tasks(attrs: dict[str, Any]) -> str | None:
@@ -316,23 +276,20 @@ def _crewai_tasks(attrs: dict[str, Any]) -> str | None:
     return description if isinstance(description, str) and description.strip() else None
 
 
-PROMPT_LOCATIONS: Final[tuple[PromptLocation, ...]] = (
-    PromptLocation(
+# Where a framework's run span keeps the user's prompt when its input value does not (found in its attributes).
+PROMPT_LOCATIONS: Final[tuple[Envelope[str], ...]] = (
+    Envelope(
         name="crewai-crew-tasks",
         reason=(
             "a CrewAI crew is prompted by its tasks: openinference-instrumentation-crewai records the kickoff "
             "inputs (template values, often none) as input and the tasks, with their descriptions, as `crew_tasks`; "
             "the first task's description is what the crew was asked"
         ),
-        find=_crewai_tasks,
+        apply=_crewai_tasks,
     ),
 )
 
 
 def prompt_in(attrs: dict[str, Any]) -> str | None:
     """The user's prompt at a framework's known place in a run span's attributes, or `None`."""
-    for location in PROMPT_LOCATIONS:
-        found = location.find(attrs)
-        if found is not None:
-            return found
-    return None
+    return _first(PROMPT_LOCATIONS, attrs)
