@@ -26,12 +26,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evaltrace.collector.runfiles.inflight import inflight_path
-from evaltrace.collector.runfiles.schema import HOST_NAME_LIMIT, safe_file_part
+from evaltrace.collector.runfiles.schema import HOST_NAME_LIMIT, run_file_name, safe_file_part
 
 logger = logging.getLogger("evaltrace")
 
@@ -180,9 +179,8 @@ class RollingWriter:
             metadata = self.kind.metadata(self.run_id, self._dropped, self._unwritten, self._writer_id) | self.labels
             self.kind.write(batches, str(tmp), metadata)
             self._seq += 1
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-            name = f"{self._run_name}--{stamp}--{self._host}-{os.getpid()}-{self._seq:05d}{self.kind.suffix}"
-            os.replace(tmp, directory / name)
+            writer = f"{self._host}-{os.getpid()}"
+            os.replace(tmp, directory / run_file_name(self._run_name, writer, self._seq, self.kind.suffix))
         except Exception as exc:
             logger.error(
                 "evaltrace: could not write %d %s to %s: %s (will retry)", rows, self.kind.noun, directory, exc

@@ -1,6 +1,6 @@
 """Run files written batch by batch: what an importer uses to write a stream of any length.
 
-The in-process exporters buffer a file's batches and write it at once (`capture/_rolling.py`);
+The in-process exporters buffer a file's batches and write it at once (`recorder/_rolling.py`);
 an import of a large file cannot hold a file's worth of spans, so `FileSink` writes each encoded
 batch to an open Parquet writer as its own row group and starts a new file every `max_rows`
 rows. Files are written under a hidden in-flight name in the target folder and renamed into
@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evaltrace.collector.runfiles.inflight import inflight_path
-from evaltrace.collector.runfiles.layout import MEMORY_POOL, ZSTD_LEVEL
-from evaltrace.collector.runfiles.schema import DEFAULT_MAX_ROWS, HOST_NAME_LIMIT, safe_file_part
+from evaltrace.collector.runfiles.layout import PARQUET_OPTIONS
+from evaltrace.collector.runfiles.schema import DEFAULT_MAX_ROWS, HOST_NAME_LIMIT, run_file_name, safe_file_part
 
 Metadata = Callable[[], dict[str, str]]
 
@@ -93,15 +92,7 @@ class FileSink:
         self.folder.mkdir(parents=True, exist_ok=True)
         self._temp = inflight_path(self.folder, safe_file_part(socket.gethostname(), HOST_NAME_LIMIT))
         schema = self.schema.with_metadata(self.metadata())
-        self._writer = pq.ParquetWriter(
-            self._temp,
-            schema,
-            compression="zstd",
-            compression_level=ZSTD_LEVEL,
-            use_dictionary=True,
-            write_statistics=True,
-            memory_pool=MEMORY_POOL,
-        )
+        self._writer = pq.ParquetWriter(self._temp, schema, **PARQUET_OPTIONS)
         self._rows = 0
 
     def _publish(self) -> None:
@@ -109,7 +100,6 @@ class FileSink:
         assert writer is not None and temp is not None
         writer.close()
         self._writer = self._temp = None
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        final = self.folder / f"{self.run_name}--{stamp}--{self.name}-{len(self.written) + 1:05d}{self.suffix}"
+        final = self.folder / run_file_name(self.run_name, self.name, len(self.written) + 1, self.suffix)
         os.replace(temp, final)
         self.written.append(final)

@@ -14,7 +14,7 @@ import json
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -84,6 +84,14 @@ MEMORY_POOL = pa.system_memory_pool()
 
 ROW_GROUP_SIZE = 64 * 1024
 ZSTD_LEVEL = 3
+PARQUET_OPTIONS: Final[dict[str, Any]] = {
+    "compression": "zstd",
+    "compression_level": ZSTD_LEVEL,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "memory_pool": MEMORY_POOL,
+}
+"""How every run file is written, whole (`write_parquet`) or batch by batch (`filesink.py`)."""
 
 
 def batch_rows(batch: Any) -> int:
@@ -107,16 +115,7 @@ def write_parquet(
     """
     table = pa.Table.from_batches(list(batches), schema=SCHEMA if schema is None else schema)
     table = table.replace_schema_metadata({k.encode(): v.encode() for k, v in metadata.items()})
-    pq.write_table(
-        table,
-        path,
-        memory_pool=MEMORY_POOL,
-        compression="zstd",
-        compression_level=ZSTD_LEVEL,
-        row_group_size=ROW_GROUP_SIZE,
-        use_dictionary=True,
-        write_statistics=True,
-    )
+    pq.write_table(table, path, row_group_size=ROW_GROUP_SIZE, **PARQUET_OPTIONS)
     return int(table.num_rows)
 
 

@@ -6,6 +6,7 @@ schemas differ (pyarrow drops columns, Polars raises), so readers use this expli
 """
 
 import re
+from datetime import UTC, datetime
 from typing import Final
 
 SCHEMA_VERSION: Final = 1
@@ -108,6 +109,12 @@ def safe_file_part(text: str, limit: int = 80) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text)
     cleaned = re.sub(r"-{2,}", "-", cleaned).lstrip(".-") or "run"
     return cleaned[:limit]
+
+
+def run_file_name(run_name: str, writer: str, seq: int, suffix: str) -> str:
+    """A complete run file's name, `<run>--<UTC time>--<writer>-<seq><suffix>` (parts already file-safe)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    return f"{run_name}--{stamp}--{writer}-{seq:05d}{suffix}"
 
 
 # --- Log records (OTel logs signal: GenAI events) -----------------------------------------------
