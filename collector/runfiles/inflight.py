@@ -30,6 +30,11 @@ def inflight_path(folder: Path, host: str) -> Path:
     return folder / f"{INFLIGHT_PREFIX}{host}-{os.getpid()}-{secrets.token_hex(4)}{INFLIGHT_SUFFIX}"
 
 
+def is_inflight(path: Path) -> bool:
+    """Whether `path` is an in-flight temporary file (by its name)."""
+    return path.name.startswith(INFLIGHT_PREFIX) and path.name.endswith(INFLIGHT_SUFFIX)
+
+
 def _writer(name: str) -> tuple[str, int] | None:
     """`(host, pid)` from an in-flight file name, or None when the name has another shape."""
     core = name[len(INFLIGHT_PREFIX) : -len(INFLIGHT_SUFFIX)]
@@ -84,8 +89,8 @@ def find_stale_inflight(folder: str | os.PathLike[str], max_age_s: float = DEFAU
     if not base.is_dir():
         return []
     hosts, now = _this_host_names(), time.time()
-    candidates = [p for p in base.iterdir() if p.name.startswith(INFLIGHT_PREFIX) and p.name.endswith(INFLIGHT_SUFFIX)]
-    return sorted((p for p in candidates if _is_stale(p, hosts, now, max_age_s)), key=lambda p: p.name)
+    stale = (p for p in base.iterdir() if is_inflight(p) and _is_stale(p, hosts, now, max_age_s))
+    return sorted(stale, key=lambda p: p.name)
 
 
 def clean_stale_inflight(folder: str | os.PathLike[str], max_age_s: float = DEFAULT_MAX_AGE_S) -> list[Path]:

@@ -34,6 +34,7 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp.files.framing import OtlpFormat
 from evaltrace.collector.otlp.files.importer import ImportTarget, cut_warning, import_otlp, run_label
 from evaltrace.collector.runfiles.layout import writer_version
+from evaltrace.collector.runfiles.reader import folder_span_files
 from evaltrace.collector.runfiles.schema import LOGS_SCHEMA_VERSION, SCHEMA_VERSION
 
 logger = logging.getLogger("evaltrace")
@@ -110,7 +111,7 @@ def _key(path: Path) -> str:
 
 
 def _run_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith("."))
+    return sorted(folder_span_files(folder))
 
 
 def _temp_folder(space: Namespace, folder: Path) -> Path:

@@ -24,9 +24,9 @@ import pyarrow as pa
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp.files import framing
+from evaltrace.collector.runfiles.inflight import is_inflight
 from evaltrace.collector.runfiles.reader import folder_span_files, split_signals
 from evaltrace.collector.runfiles.runfiles import Location, is_uri
-from evaltrace.collector.runfiles.schema import INFLIGHT_PREFIX, INFLIGHT_SUFFIX
 
 __all__ = ["PathArg", "RunFiles", "resolve_paths"]
 
@@ -132,7 +132,7 @@ def _run_files(path: Path, fresh: bool, imported: list[Path]) -> list[Path]:
 def _expand(arg: str) -> list[Path]:
     if any(c in _GLOB_CHARS for c in arg):
         matches = [Path(m) for m in glob.glob(arg, recursive=True)]
-        files = [m for m in matches if m.is_file() and not _is_inflight(m)]
+        files = [m for m in matches if m.is_file() and not is_inflight(m)]
         if not files:
             raise InputError(f"no files match {arg!r}")
         return files
@@ -149,16 +149,12 @@ def _expand(arg: str) -> list[Path]:
 def _folder_files(folder: Path) -> list[Path]:
     files = folder_span_files(folder)
     if not files:
-        inflight = sum(1 for p in folder.iterdir() if _is_inflight(p))
+        inflight = sum(1 for p in folder.iterdir() if is_inflight(p))
         hint = f" ({inflight} in-flight temporary file(s): a writer may still be running)" if inflight else ""
         if not hint and any(p.is_file() and not p.name.startswith(".") for p in folder.iterdir()):
             hint = f" (OTLP files are read when named: {folder / '*.jsonl'}, for instance)"
         raise InputError(f"{folder}: no *.parquet files in this folder{hint}")
     return files
-
-
-def _is_inflight(path: Path) -> bool:
-    return path.name.startswith(INFLIGHT_PREFIX) and path.name.endswith(INFLIGHT_SUFFIX)
 
 
 def _name(location: Location) -> str:
