@@ -51,6 +51,8 @@ from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine.ray_judges import score_in_task
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
+from evaltrace.evaluators.results.store.writer import StoreParts
+from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
 if TYPE_CHECKING:
     from evaltrace.collector.traces.records import Trace
@@ -107,6 +109,16 @@ class RunParts:
     options: ScoreOptions
     retries: int
     """Times Ray re-runs a task whose worker process or node died (`RaySettings.max_restarts`)."""
+    entries: EntryTarget | None = None
+    """Set: the groups' samples go on to the entries stage (`ray_entries.py`) instead of the driver."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryTarget:
+    """The entries stage's partitions of the selected cases, and the score store's parts (`None`: no store)."""
+
+    parts: int
+    store: StoreParts | None
 
 
 def read_file(items: pa.Table, count: int) -> Iterator[pa.Table]:
@@ -141,30 +153,35 @@ def score_group(rows: pa.Table, parts_blob: bytes) -> pa.Table:
     """The scoring stage: one group of the shuffle (every span of its traces) scored into a `ShardResult`."""
     import ray
 
-    key = rows.column(KEY)[0].as_py()
+    return result_row(*group_result(rows, ray.cloudpickle.loads(parts_blob)))
+
+
+def group_result(rows: pa.Table, parts: RunParts) -> tuple[int, ShardResult]:
+    """One group's key and `ShardResult`: its traces scored, or the first bad input read (in file order)."""
+    key: int = rows.column(KEY)[0].as_py()
     errors = rows.filter(pc.is_valid(rows.column(ERROR)))
     if errors.num_rows:
         first = errors.sort_by([(FILE, "ascending")]).column(ERROR)[0].as_py()
-        result = ShardResult(rows=[], router=None, stats=None, input_error=first)
-    else:
-        result = _score_rows(rows, key, ray.cloudpickle.loads(parts_blob))
-    return pa.Table.from_arrays(
-        [pa.array([key], pa.int32()), pa.array([ray.cloudpickle.dumps(result)])], schema=_RESULTS_SCHEMA
-    )
+        return key, ShardResult(rows=[], router=None, stats=None, input_error=first)
+    return key, _score_rows(rows, key, parts)
 
 
 def _score_rows(rows: pa.Table, key: int, parts: RunParts) -> ShardResult:
     spill = ListSpill()
     quiet = dataclasses.replace(parts.options, progress=None)
     try:
-        with scorer_time_limit(parts.options.scorer_timeout):
-            score_in_task(_traces(rows, key, parts), parts.router, parts.stats, spill, quiet)
+        # As a local cold run: the table batches written to the cache reach the columnar forms first.
+        with scorer_time_limit(parts.options.scorer_timeout), columnar_run(RunCalls()) as calls:
+            traces = _traces(rows, key, parts, calls.add_batch)
+            score_in_task(traces, parts.router, parts.stats, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
-    return ShardResult(rows=spill.rows, router=parts.router.hand_over(), stats=parts.stats)
+    # The entries stage decides the cases from the merged tallies: no decision here.
+    state = parts.router.state if parts.entries is not None else parts.router.hand_over()
+    return ShardResult(rows=spill.rows, router=state, stats=parts.stats)
 
 
-def _traces(rows: pa.Table, key: int, parts: RunParts) -> Iterator[Trace]:
+def _traces(rows: pa.Table, key: int, parts: RunParts, on_batch: Callable[[pa.RecordBatch], None]) -> Iterator[Trace]:
     """The group's traces, rebuilt; with the cache on, its shard's traces table written on the way.
 
     A re-scoring of the same local files then finds every shard's table and skips Ray Data
@@ -177,7 +194,7 @@ def _traces(rows: pa.Table, key: int, parts: RunParts) -> Iterator[Trace]:
     paths = [location for location in parts.locations if isinstance(location, Path)]
     if not parts.options.cache or len(paths) < len(parts.locations):
         return traces
-    return cache_rebuilt(paths, traces, histories=parts.histories, shard=Shard(key, parts.count))
+    return cache_rebuilt(paths, traces, histories=parts.histories, shard=Shard(key, parts.count), on_batch=on_batch)
 
 
 def rows_by_file(rows: pa.Table, locations: Sequence[Location]) -> list[tuple[Location, list[pa.RecordBatch]]]:
@@ -203,25 +220,56 @@ def _run_end(values: list[int], start: int) -> int:
 
 def score_groups(parts: RunParts, count: int, on_result: Callable[[int, ShardResult], None]) -> None:
     """Read, shuffle and score `parts.locations` in `count` groups; `on_result` takes each group's result."""
+    files, blob = files_dataset(parts)
+    for key, result in results(scored_groups(files, count, blob, parts.retries)):
+        on_result(key, result)
+
+
+def files_dataset(parts: RunParts) -> tuple[Any, bytes]:
+    """The dataset of the run's span files (one item each: `file`, `location`), and `parts` pickled for the tasks."""
     import ray
     import ray.data
 
     _quiet_ray_data(ray.data.DataContext.get_current())
-    blob = ray.cloudpickle.dumps(parts)
     items = [{"file": index, "location": str(location)} for index, location in enumerate(parts.locations)]
-    files = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
-    dataset = _dataset(files, count, blob, parts.retries)
+    return ray.data.from_items(items, override_num_blocks=max(1, len(items))), ray.cloudpickle.dumps(parts)
+
+
+def results(dataset: Any) -> Iterator[tuple[int, Any]]:
+    """The last stage's rows (`KEY`, `RESULT`) as they come: each key and its result unpickled."""
+    import ray
+
     for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
         for key, payload in zip(batch.column(KEY).to_pylist(), batch.column(RESULT).to_pylist(), strict=True):
-            on_result(key, ray.cloudpickle.loads(payload))
+            yield key, ray.cloudpickle.loads(payload)
 
 
-def _dataset(files: Any, count: int, blob: bytes, retries: int) -> Any:
-    """The pipeline over the dataset of `files`: read, shuffle by shard key, score each group."""
+def result_row(key: int, result: object) -> pa.Table:
+    """A stage's one output row: `key` and `result` pickled (what `results` reads)."""
+    import ray
+
+    return pa.Table.from_arrays(
+        [pa.array([key], pa.int32()), pa.array([ray.cloudpickle.dumps(result)])], schema=_RESULTS_SCHEMA
+    )
+
+
+def scored_groups(
+    files: Any, count: int, blob: bytes, retries: int, stage: Callable[..., pa.Table] = score_group
+) -> Any:
+    """The pipeline over the dataset of `files`: read, shuffle by shard key, score each group (`stage`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # see `shuffled`
         return shuffled(files, count, retries).map_groups(
-            score_group, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries
+            stage, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries
+        )
+
+
+def grouped_by(dataset: Any, key: str, stage: Callable[..., pa.Table], blob: bytes, retries: int) -> Any:
+    """`dataset` grouped by `key` and each group given to `stage` (with `blob`): one more shuffle and map."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # see `shuffled`
+        return dataset.groupby(key).map_groups(
+            stage, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries
         )
 
 

@@ -45,8 +45,10 @@ from evaltrace.collector.runfiles.reader import Shard
 from evaltrace.collector.runfiles.runfiles import Location
 from evaltrace.collector.settings import RaySettings
 from evaltrace.evaluators.engine._loop import Router, score_held
+from evaltrace.evaluators.engine._routers import SpecRouter
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.ray_data import ListSpill, RunParts, ShardResult, score_groups
+from evaltrace.evaluators.engine.ray_entries import EntryStage, eligible, finish_entries, score_entries
 from evaltrace.evaluators.engine.ray_judges import judges_on_ray, score_in_task
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.shards import WorkerError, shard_traces
@@ -175,10 +177,13 @@ def score_on_ray(
     shards: int | None,
     histories: bool,
     retries: int,
-) -> None:
+    entries: EntryStage | None = None,
+) -> bool:
     """Score `files` in Ray tasks; samples land on `spill`, the rest on `router` and `stats`.
 
-    Afterwards `router` and `stats` hold every shard's share, as after `shards.score_sharded`.
+    Afterwards `router` and `stats` hold every shard's share, as after `shards.score_sharded`. With
+    `entries`, a cold run takes the entries stage instead (`ray_entries.py`): its results land on
+    `entries` (and its entries' JSON on `spill`), and `True` is returned.
 
     Raises:
         InputError: Ray is missing or unreachable, or a task met bad input.
@@ -193,6 +198,11 @@ def score_on_ray(
     if _holds_logs(located) or _all_cached(located, count, histories, options.cache):
         run = (histories, router, stats, shipped)
         results = _score_by_shards(ray, located, count, run, retries, spill, options.progress)
+    elif entries is not None:
+        target = entries.start(count)
+        parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped, retries, target)
+        score_entries(parts, count, entries)
+        return True
     else:
         parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped, retries)
         gathered = _Gathered(spill, options.progress)
@@ -202,6 +212,7 @@ def score_on_ray(
         assert result.router is not None and result.stats is not None
         router.state.merge(result.router)
         stats.merge(result.stats)
+    return False
 
 
 def _holds_logs(files: Sequence[Location]) -> bool:
@@ -316,6 +327,15 @@ def _gather(ray: Any, pending: list[Any], spill: Spill, progress: Callable[[int]
     return [result for result in results if result is not None]
 
 
+def _entry_stage(
+    router: Router, spec: LoadedSpec | None, sink: EntrySink | None, options: ScoreOptions, spill: Spill
+) -> EntryStage | None:
+    """The entries stage, for a run that takes it (`ray_entries.eligible`)."""
+    if not isinstance(router, SpecRouter) or not eligible(router, spec):
+        return None
+    return EntryStage(router, sink, options, spill)
+
+
 def score_paths_ray(
     paths: Sequence[str | os.PathLike[str]],
     spec: LoadedSpec | None,
@@ -348,9 +368,21 @@ def score_paths_ray(
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     histories = reads_histories(router.scorers())
     with Spill() as spill, judges_on_ray(router, options.judge_overrides, lambda: connect(address)) as judged:
-        score_on_ray(
-            files, router, stats, spill, options, address=address, shards=shards, histories=histories, retries=retries
+        stage = _entry_stage(router, spec, sink, options, spill)
+        done = score_on_ray(
+            files,
+            router,
+            stats,
+            spill,
+            options,
+            address=address,
+            shards=shards,
+            histories=histories,
+            retries=retries,
+            entries=stage,
         )
+        if done and stage is not None:
+            return finish_entries(stage, stats, spec, judged())
         with scorer_time_limit(options.scorer_timeout):
             asyncio.run(score_held(router, stats, spill))  # judges of held conversations: the pool too
         return _finish(router, stats, spill, spec, options, sink, judged())

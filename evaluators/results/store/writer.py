@@ -96,10 +96,15 @@ class StoreParts:
     """What every row of the run repeats."""
 
     def write(self, name: str, batches: Iterable[pa.RecordBatch]) -> None:
-        """Write the part `name` (parts are read back in the order of their names)."""
-        with pq.ParquetWriter(self.folder / name, SCORES_SCHEMA, compression=_COMPRESSION) as writer:
+        """Write the part `name` (parts are read back in the order of their names), whole or not at all.
+
+        A task Ray runs again writes the same part anew: under a name of its own, then renamed over it.
+        """
+        hidden = self.folder / f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        with pq.ParquetWriter(hidden, SCORES_SCHEMA, compression=_COMPRESSION) as writer:
             for batch in batches:
                 writer.write_batch(batch)
+        os.replace(hidden, self.folder / name)
 
 
 def open_store(folder: Path, spec: LoadedSpec | None, *, batch_rows: int = 8192) -> StoreWriter:

@@ -95,9 +95,20 @@ def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return _bench_data(tmp_path_factory.mktemp("bench"), 3000)
 
 
-def _score_args(runs: Path | str, spec: Path | None, out: Path, *extra: str) -> list[str]:
+def _score_args(runs: Path | str, spec: Path | None, out: Path, *extra: str, store: Path | None = None) -> list[str]:
     with_spec = ["--spec", str(spec)] if spec is not None else []
-    return ["score", str(runs), *with_spec, "--json", str(out), "--no-store", *extra]
+    stored = ["--store", str(store)] if store is not None else ["--no-store"]
+    return ["score", str(runs), *with_spec, "--json", str(out), *stored, *extra]
+
+
+def _stored(store: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The store's one run row and its scores rows, without what differs by design (ids, times, file names)."""
+    from evaltrace.evaluators.results.store.reader import list_runs, read_scores
+
+    (run,) = list_runs(store)
+    row = run.model_dump(exclude={"run_id", "started_at", "finished_at", "scores_file"})
+    scores = read_scores(store, run.run_id).drop_columns(["run_id", "run_started_at"]).to_pylist()
+    return row, scores
 
 
 def _comparable(report: dict[str, Any]) -> dict[str, Any]:
@@ -107,13 +118,20 @@ def _comparable(report: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def _both(cluster: Cluster, runs: Path, spec: Path | None, tmp_path: Path, *extra: str) -> tuple[Any, Any]:
-    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", *extra))
-    ray = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "ray.json", *extra), *cluster.engine_args())
+def _both(
+    cluster: Cluster, runs: Path, spec: Path | None, tmp_path: Path, *extra: str, stores: bool = False
+) -> tuple[Any, Any]:
+    """Score with each engine; the reports, exit codes and (`stores`) score-store rows must be the same."""
+    local_store, ray_store = (tmp_path / "local-store", tmp_path / "ray-store") if stores else (None, None)
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", *extra, store=local_store))
+    ray_args = _score_args(runs, spec, tmp_path / "ray.json", *extra, store=ray_store)
+    ray = cluster.evaltrace(*ray_args, *cluster.engine_args())
     assert ray.returncode == local.returncode, ray.stderr
     assert "Error" not in ray.stderr and "Traceback" not in ray.stderr, ray.stderr
     reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
     assert _comparable(reports[1]) == _comparable(reports[0])
+    if local_store is not None and ray_store is not None:
+        assert _stored(ray_store) == _stored(local_store)
     return reports[0], ray
 
 
@@ -127,7 +145,7 @@ def test_conversations_repeats_and_unmatched_traces_across_shards(
     cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
 ) -> None:
     runs, spec = crossing_run
-    report, _ = _both(cluster, runs, spec, tmp_path, "--no-cache")
+    report, _ = _both(cluster, runs, spec, tmp_path, "--no-cache", stores=True)
     entries = {entry["case_id"]: entry for entry in report["entries"]}
     assert len(entries["weather"]["samples"]) == 40 and entries["weather"]["pass_rate"] == pytest.approx(0.75)
     assert [len(sample["trace_ids"]) for sample in entries["chat"]["samples"]] == [2, 2, 2]
@@ -158,9 +176,65 @@ def test_without_a_spec_cached_twice(cluster: Cluster, crossing_run: tuple[Path,
 
 def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     runs, spec = bench_run
-    report, ray = _both(cluster, runs, spec, tmp_path, "--no-cache")
+    report, ray = _both(cluster, runs, spec, tmp_path, "--no-cache", stores=True)
+    # The run takes the entries stage: the tasks wrote the scores table as parts (one per partition).
+    (parts,) = (tmp_path / "ray-store" / "scores").iterdir()
+    assert parts.is_dir() and len(list(parts.glob("part-*.parquet"))) > 1
     assert report["counts"]["traces"] == 3000 and report["counts"]["failed"] > 0
     assert ray.returncode == (0 if report["passed"] else 1)
+
+
+WATCHED_DRIVER = """\
+import json, sys
+from evaltrace.evaluators.engine import _spill, ray_entries
+from evaltrace.cli.main import run
+parked, received = [], []
+park = _spill.Spill.add
+def counted(self, *args, **kwargs):
+    parked.append(args[0])
+    return park(self, *args, **kwargs)
+_spill.Spill.add = counted
+results = ray_entries.results
+def watched(dataset):
+    for key, result in results(dataset):
+        received.append(result)
+        yield key, result
+ray_entries.results = watched
+sys.argv = ["evaltrace", *sys.argv[1:]]
+code = 0
+try:
+    run()
+except SystemExit as exit:
+    code = exit.code
+print("WATCHED=" + json.dumps({
+    "code": code,
+    "parked": len(parked),
+    "kinds": sorted({type(result).__name__ for result in received}),
+    "sample_rows": sum(len(shard.rows) for result in received for _, shard in result.handovers),
+    "outcomes": sum(len(result.outcomes) for result in received),
+}))
+"""
+
+
+def test_the_driver_receives_tallies_not_samples(
+    cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # The entries stage: tasks decide whole cases and write the store; the driver receives per case
+    # its outcome and the entry's finished JSON (parked, then copied to the report unparsed), no sample.
+    runs, spec = bench_run
+    args = _score_args(runs, spec, tmp_path / "ray.json", "--no-cache", store=tmp_path / "store")
+    command = [str(cluster.python), "-c", WATCHED_DRIVER, *args, *cluster.engine_args()]
+    done = subprocess.run(command, env=cluster.env, capture_output=True, text=True, timeout=600, cwd=cluster.temp)
+    marked = [line for line in done.stdout.splitlines() if line.startswith("WATCHED=")]
+    assert marked, done.stderr[-3000:]
+    watched = json.loads(marked[-1].removeprefix("WATCHED="))
+    cases = len(json.loads(spec.read_text(encoding="utf-8"))["cases"])
+    # Parked here: each entry's finished JSON (one per case), never one of the 3000 samples.
+    assert watched["code"] in (0, 1) and watched["parked"] <= cases, watched
+    assert watched["kinds"] == ["Entries"] and watched["sample_rows"] == 0, watched
+    assert watched["outcomes"] == cases, watched
+    report = json.loads((tmp_path / "ray.json").read_text(encoding="utf-8"))
+    assert report["counts"]["traces"] == 3000 and sum(len(e["samples"]) for e in report["entries"]) > 2000
 
 
 PLUGIN = """\
@@ -213,13 +287,15 @@ def test_killing_a_worker_node_mid_run_gives_the_same_report(
     cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path
 ) -> None:
     runs, spec = bench_run
-    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", "--no-cache"))
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", "--no-cache", store=tmp_path / "ls"))
     doomed = cluster.add_node("127.0.0.4")
-    args = _score_args(runs, spec, tmp_path / "ray.json", "--no-cache", *cluster.engine_args())
     # Ray may place every task of a scoring on the other node; then the scoring is run again (the
     # doomed node stays up) until a kill lands mid-run: only such a scoring is compared.
-    for _ in range(KILL_ATTEMPTS):
-        scoring = cluster.start_evaltrace(*args)
+    for attempt in range(KILL_ATTEMPTS):
+        store = tmp_path / f"rs{attempt}"
+        scoring = cluster.start_evaltrace(
+            *_score_args(runs, spec, tmp_path / "ray.json", "--no-cache", *cluster.engine_args(), store=store)
+        )
         try:
             killed = _kill_when_scoring(doomed, scoring)
         finally:
@@ -230,6 +306,7 @@ def test_killing_a_worker_node_mid_run_gives_the_same_report(
     assert scoring.returncode == local.returncode, err
     reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
     assert _comparable(reports[1]) == _comparable(reports[0])
+    assert _stored(store) == _stored(tmp_path / "ls")
     assert "Gate" in out
 
 
