@@ -1,15 +1,16 @@
 """`score --baseline REF`: the scoring compared with REF as it finishes, before its reports are written.
 
 `BaselineCheck` is a report writer standing in front of the others: it keeps each entry's outcomes
-(`SideCollector`), and at `finish` compares them with REF and hands the report on with the result
-in `Report.baseline`, so the JSON report and the Markdown summary say how many cases regressed.
+(not its samples, so no JSON file is needed), and at `finish` compares them with REF and hands the
+report on with the result in `Report.baseline`, so the JSON report and the Markdown summary say how
+many cases regressed.
 """
 
 from __future__ import annotations
 
 from evaltrace.evaluators.results.compare.comparison import CompareOptions, compare_sides
 from evaltrace.evaluators.results.compare.model import Comparison
-from evaltrace.evaluators.results.compare.sides import Side, SideCollector
+from evaltrace.evaluators.results.compare.sides import Side, SideEntry, report_entry, side_from_report
 from evaltrace.evaluators.results.report.model import BaselineResult, Report
 from evaltrace.evaluators.results.report.writer import ReportEntry, ReportFormat
 
@@ -21,21 +22,20 @@ class BaselineCheck:
         self._baseline = baseline
         self._options = options
         self._then = then
-        self._collector = SideCollector("this scoring")
+        self._entries: list[SideEntry] = []
         self.comparison: Comparison | None = None
         """Set by `finish`."""
 
     def add(self, entry: ReportEntry) -> None:
         """Keep the entry's outcomes and pass it on."""
-        self._collector.add(entry)
+        self._entries.append(report_entry(entry.result()))
         if self._then is not None:
             self._then.add(entry)
 
     def finish(self, report: Report) -> None:
         """Compare with the baseline, then finish the other writers with the comparison in the report."""
-        self._collector.finish(report)
-        assert self._collector.side is not None  # set by finish
-        self.comparison = compare_sides(self._baseline, self._collector.side, self._options)
+        scored = side_from_report("this scoring", report, self._entries)
+        self.comparison = compare_sides(self._baseline, scored, self._options)
         if self._then is not None:
             self._then.finish(report.model_copy(update={"baseline": baseline_result(self.comparison)}))
 

@@ -9,6 +9,7 @@ interval) over each run's applicable outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -136,19 +137,9 @@ def _pair_kind(before: bool, after: bool) -> str:
 
 
 def _rate_row(scorer: str | None, diff: st.Difference, paired: bool, n_base: int, n_new: int) -> RateRow:
-    return RateRow(
-        scorer=scorer,
-        test=diff.test,
-        paired=paired,
-        n_base=n_base,
-        n_new=n_new,
-        base_rate=diff.base_rate,
-        new_rate=diff.new_rate,
-        delta=diff.delta,
-        p_value=diff.p_value,
-        ci_low=diff.ci_low,
-        ci_high=diff.ci_high,
-    )
+    fields = dataclasses.asdict(diff)
+    del fields["confidence_level"]  # the comparison's, said once beside its rows
+    return RateRow(scorer=scorer, paired=paired, n_base=n_base, n_new=n_new, **fields)
 
 
 def _applicable(entries: list[SideEntry], pick: Pick) -> tuple[int, int]:

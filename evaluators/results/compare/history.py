@@ -214,15 +214,5 @@ def _scorer_counts(store: str | Path, run: StoredRun) -> dict[str, ScorerPoint]:
 
 
 def _run_point(run: StoredRun, previous: StoredRun | None) -> RunPoint:
-    return RunPoint(
-        run_id=run.run_id,
-        started_at=run.started_at,
-        spec=run.spec,
-        spec_sha256=run.spec_sha256,
-        gate_passed=run.gate_passed,
-        gate_pass_rate=run.gate_pass_rate,
-        entries=run.entries,
-        entries_passed=run.entries_passed,
-        entries_failed=run.entries_failed,
-        spec_changed=previous is not None and previous.spec_sha256 != run.spec_sha256,
-    )
+    shown = run.model_dump(include=RunPoint.model_fields.keys() - {"spec_changed"})
+    return RunPoint(**shown, spec_changed=previous is not None and previous.spec_sha256 != run.spec_sha256)

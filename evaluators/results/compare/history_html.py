@@ -2,7 +2,7 @@
 
 Nothing is fetched: the style is inline and each chart is inline SVG (no script, no font, no
 link). Scorer names, spec paths and run ids are store content and may hold anything: every text
-goes through `_text` (control characters made visible, then HTML-escaped), and numbers are
+goes through `text` (control characters made visible, then HTML-escaped), and numbers are
 formatted by this module. A scorer's line is broken where its version or configuration changed
 (a dashed rule marks the run) and where it has no rate, so no trend is drawn across a change.
 The x axis is the runs in order, each tick labelled with its run's start (date, then time, UTC).
@@ -10,13 +10,12 @@ The x axis is the runs in order, each tick labelled with its run's start (date, 
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Iterator, Sequence
 
-from evaltrace.collector.terminal import printable
 from evaltrace.evaluators.results.compare.history import History, RunPoint
 from evaltrace.evaluators.results.compare.history_render import Row, rows_of
+from evaltrace.evaluators.results.compare.render_html import text
 
 _WIDTH, _HEIGHT = 640, 214
 _LEFT, _RIGHT, _TOP, _BOTTOM = 48, 16, 14, 58
@@ -33,11 +32,6 @@ table { border-collapse: collapse; } td, th { border: 1px solid #d0d7de; padding
 """
 
 
-def _text(value: object) -> str:
-    """Store content as inert HTML text (also safe inside a quoted attribute)."""
-    return html.escape(printable(str(value)), quote=True)
-
-
 def render_html(history: History) -> str:
     """The whole page: headline, a chart per row (the gate first), and the runs table."""
     runs = history.runs
@@ -47,12 +41,12 @@ def render_html(history: History) -> str:
         "<title>evaltrace history</title>",
         f"<style>{_STYLE}</style></head><body>",
         "<h1>evaltrace history</h1>",
-        f"<p>{len(runs)} scoring runs of {history.runs_in_store} in {_text(history.store)}"
-        + (f", spec {_text(history.spec)}" if history.spec is not None else "")
+        f"<p>{len(runs)} scoring runs of {history.runs_in_store} in {text(history.store)}"
+        + (f", spec {text(history.spec)}" if history.spec is not None else "")
         + ", oldest first. Pass rate: results that passed over results that applied (an error fails).</p>",
     ]
     for row in rows_of(history):
-        parts.append(f"<h2>{_text(row.label)}</h2>")
+        parts.append(f"<h2>{text(row.label)}</h2>")
         parts.append(_chart(row, runs))
     parts += _runs_table(runs)
     parts.append("</body></html>")
@@ -70,7 +64,7 @@ def _y(rate: float) -> float:
 
 def _chart(row: Row, runs: Sequence[RunPoint]) -> str:
     count = len(runs)
-    label = _text(f"{row.label}: pass rate by run")
+    label = text(f"{row.label}: pass rate by run")
     parts = [
         f'<svg width="{_WIDTH}" height="{_HEIGHT}" viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="{label}">'
     ]
@@ -86,7 +80,7 @@ def _chart(row: Row, runs: Sequence[RunPoint]) -> str:
     for index, rate in enumerate(row.rates):
         if rate is not None:
             started = f"{runs[index].started_at:%Y-%m-%d %H:%M} UTC"
-            tip = _text(f"run {index + 1} {runs[index].run_id}, {started}: {rate:.1%}")
+            tip = text(f"run {index + 1} {runs[index].run_id}, {started}: {rate:.1%}")
             x, y = _x(index, count), _y(rate)
             parts.append(f'<circle class="dot" cx="{x:.1f}" cy="{y:.1f}" r="3.5"><title>{tip}</title></circle>')
     parts.append("</svg>")
@@ -132,9 +126,9 @@ def _runs_table(runs: Sequence[RunPoint]) -> list[str]:
         verdict = "passed" if run.gate_passed else "failed"
         rate = "-" if run.gate_pass_rate is None else f"{run.gate_pass_rate:.1%}"
         rows.append(
-            f"<tr><td>{number}</td><td>{_text(run.run_id)}</td><td>{run.started_at:%Y-%m-%d %H:%M:%S}</td>"
+            f"<tr><td>{number}</td><td>{text(run.run_id)}</td><td>{run.started_at:%Y-%m-%d %H:%M:%S}</td>"
             f'<td class="{verdict}">{verdict} {rate} ({run.entries_passed}/{run.entries})</td>'
-            f"<td>{_text(run.spec or '(defaults)')}</td></tr>"
+            f"<td>{text(run.spec or '(defaults)')}</td></tr>"
         )
     rows.append("</table>")
     return rows

@@ -2,7 +2,7 @@
 
 Nothing is fetched and nothing runs: the style is inline, the chart is inline SVG, and a
 Content-Security-Policy allows nothing else. Reasons, case ids, scorer names and run references
-come from reports or the store and may quote recorded content, so every text goes through `_text`
+come from reports or the store and may quote recorded content, so every text goes through `text`
 (control characters made visible, then HTML-escaped); numbers are formatted here.
 """
 
@@ -47,7 +47,7 @@ def render_html(comparison: Comparison) -> str:
         "<title>evaltrace compare</title>",
         f"<style>{_STYLE}</style></head><body>",
         "<h1>evaltrace compare</h1>",
-        f"<p>{_text(headline(comparison))}</p>",
+        f"<p>{text(headline(comparison))}</p>",
         _verdict(comparison),
         *_rows_table(comparison),
         _chart(comparison.rows),
@@ -60,7 +60,7 @@ def render_html(comparison: Comparison) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _text(value: object) -> str:
+def text(value: object) -> str:
     """Report or store content as inert HTML text (also safe inside a quoted attribute)."""
     return html.escape(printable(str(value)), quote=True)
 
@@ -68,17 +68,17 @@ def _text(value: object) -> str:
 def _verdict(comparison: Comparison) -> str:
     label = status(comparison)
     css = {"FAILED": "bad", "WARNING": "warn"}.get(label, "good")
-    return f'<p class="verdict {css}">{label}: {_text(comparison.verdict)}</p>'
+    return f'<p class="verdict {css}">{label}: {text(comparison.verdict)}</p>'
 
 
 def _rows_table(comparison: Comparison) -> list[str]:
     level = f"{comparison.confidence_level:.0%} CI"
-    head = "".join(f"<th>{_text(h)}</th>" for h in ("scorer", "base", "new", "delta", level, "p", "test"))
+    head = "".join(f"<th>{text(h)}</th>" for h in ("scorer", "base", "new", "delta", level, "p", "test"))
     rows = [f"<h2>Pass rates</h2><table><tr>{head}</tr>"]
     for row in comparison.rows:
         css = ' class="bad"' if row.significant_regression else ""
-        cells = "".join(f'<td class="num">{_text(cell)}</td>' for cell in row_cells(row)[1:])
-        rows.append(f"<tr{css}><td>{_text(scorer_label(row))}</td>{cells}</tr>")
+        cells = "".join(f'<td class="num">{text(cell)}</td>' for cell in row_cells(row)[1:])
+        rows.append(f"<tr{css}><td>{text(scorer_label(row))}</td>{cells}</tr>")
     rows.append("</table>")
     return rows
 
@@ -90,7 +90,7 @@ def _chart(rows: list[RateRow]) -> str:
     parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="pass rates, base and new">']
     for index, row in enumerate(rows):
         top = index * (2 * _BAR_HEIGHT + 8)
-        label = _text(scorer_label(row))
+        label = text(scorer_label(row))
         parts.append(f'<text class="axis" x="0" y="{top + _BAR_HEIGHT + 4}">{label}</text>')
         for offset, rate, css in ((0, row.base_rate, "base"), (_BAR_HEIGHT, row.new_rate, "new")):
             length = 0.0 if rate is None else rate * _BAR_WIDTH
@@ -112,15 +112,15 @@ def _changes(title: str, changes: list[CaseChange], css: str) -> list[str]:
     if not changes:
         return []
     parts = [
-        f"<h2>{_text(title)}: {_text(changes_count(changes))}</h2>",
+        f"<h2>{text(title)}: {text(changes_count(changes))}</h2>",
         "<table><tr><th>case</th><th>scorer</th><th>reason (new)</th></tr>",
     ]
     for change in changes[:MAX_CHANGES]:
         what = "entry" if change.scorer is None else change.scorer
         reason = (change.reason or "no reason given")[:_MAX_REASON]
         parts.append(
-            f'<tr class="{css}"><td>{_text(change.key)}</td><td>{_text(what)}</td>'
-            f'<td class="reason">{_text(reason)}</td></tr>'
+            f'<tr class="{css}"><td>{text(change.key)}</td><td>{text(what)}</td>'
+            f'<td class="reason">{text(reason)}</td></tr>'
         )
     parts.append("</table>")
     if len(changes) > MAX_CHANGES:
@@ -135,18 +135,18 @@ def _cases(comparison: Comparison) -> list[str]:
         ("Missing cases (only in base)", comparison.missing_cases),
     ):
         if keys:
-            shown = ", ".join(_text(key) for key in keys[:MAX_CHANGES])
+            shown = ", ".join(text(key) for key in keys[:MAX_CHANGES])
             more = f" and {len(keys) - MAX_CHANGES} more" if len(keys) > MAX_CHANGES else ""
-            parts.append(f"<h2>{_text(title)}: {len(keys)}</h2><p>{shown}{more}</p>")
+            parts.append(f"<h2>{text(title)}: {len(keys)}</h2><p>{shown}{more}</p>")
     return parts
 
 
 def _stats(comparison: Comparison) -> list[str]:
     items = [
-        f"<li>{_text(STAT_LABELS[s.name])}: {_text(stat_text(s))}</li>" for s in comparison.stats if s.base is not None
+        f"<li>{text(STAT_LABELS[s.name])}: {text(stat_text(s))}</li>" for s in comparison.stats if s.base is not None
     ]
     items += [
-        f"<li>Changed scorer: {_text(c.scorer)} ({_text(configs_text(c.base))} → {_text(configs_text(c.new))})</li>"
+        f"<li>Changed scorer: {text(c.scorer)} ({text(configs_text(c.base))} → {text(configs_text(c.new))})</li>"
         for c in comparison.changed_scorers
     ]
     return ["<h2>Statistics and scorers</h2><ul>", *items, "</ul>"] if items else []

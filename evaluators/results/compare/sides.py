@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ from pydantic import ValidationError
 
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.results.report.model import EntryResult, Report, ScoreResult
-from evaltrace.evaluators.results.report.writer import ReportEntry
 
 
 @dataclass
@@ -87,8 +86,8 @@ def load_side(ref: str, store: str | Path | None) -> Side:
         raise InputError(f"{ref}: no such report file; {exc}") from None
 
 
-def side_from_report(label: str, report: Report) -> Side:
-    """A `Side` from a report held in memory (the JSON report's content)."""
+def side_from_report(label: str, report: Report, entries: list[SideEntry] | None = None) -> Side:
+    """A `Side` from a report held in memory: its own entries, or `entries` kept as they streamed past."""
     stats = RunStats(
         latency_p50_seconds=report.latency.p50_seconds,
         latency_p95_seconds=report.latency.p95_seconds,
@@ -97,33 +96,9 @@ def side_from_report(label: str, report: Report) -> Side:
         cost_usd=report.cost.estimated_usd,
     )
     scorers = {(s.name, s.version, s.config_hash) for s in report.scorers}
-    return Side(label, [_report_entry(entry) for entry in report.entries], scorers, stats)
-
-
-class SideCollector:
-    """A report writer (`ReportFormat`) keeping what a comparison needs of a scoring as it streams.
-
-    The engine streams entries to its writers and returns a report without them; this keeps each
-    entry's outcomes only (not its samples), so `score --baseline` compares without a JSON file.
-    """
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self._entries: list[SideEntry] = []
-        self.side: Side | None = None
-        """Set by `finish`."""
-
-    def add(self, entry: ReportEntry) -> None:
-        """Keep the entry's outcomes."""
-        self._entries.append(_report_entry(entry.result()))
-
-    def finish(self, report: Report) -> None:
-        """Make the `Side` from the kept entries and the report's scorers and statistics."""
-        self.side = side_from_report(self.label, report)
-        self.side.entries = self._entries
-
-    def abort(self) -> None:
-        """Nothing to clean up: everything is in memory."""
+    if entries is None:
+        entries = [report_entry(entry) for entry in report.entries]
+    return Side(label, entries, scorers, stats)
 
 
 def _read_report(path: Path) -> Report:
@@ -141,7 +116,8 @@ def _read_report(path: Path) -> Report:
         raise InputError(f"{path}: not a valid evaltrace report: {where}: {first['msg']}") from None
 
 
-def _report_entry(entry: EntryResult) -> SideEntry:
+def report_entry(entry: EntryResult) -> SideEntry:
+    """What a comparison keeps of a report's entry: its outcome and each scorer's, not its samples."""
     scorers: dict[str, Outcome] = {}
     _merge_scores(scorers, entry.scores)
     if not entry.scores:  # an entry written without entry-level scores: its samples decide
@@ -161,13 +137,7 @@ def _side_from_store(ref: str, store: str | Path) -> Side:
     from evaltrace.evaluators.results.store.reader import find_run, read_scores
 
     run = find_run(store, ref)
-    stats = RunStats(
-        latency_p50_seconds=run.latency_p50_seconds,
-        latency_p95_seconds=run.latency_p95_seconds,
-        input_tokens=run.input_tokens,
-        output_tokens=run.output_tokens,
-        cost_usd=run.cost_usd,
-    )
+    stats = RunStats(**run.model_dump(include={f.name for f in fields(RunStats)}))  # the runs table's columns
     scorers = {(s.name, s.version, s.config_hash) for s in run.scorers}
     rows = read_scores(store, run.run_id).to_pylist()
     return Side(run.run_id, _stored_entries(rows), scorers, stats)
