@@ -20,11 +20,11 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ParamSpec, TypeVar, cast
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span
 
-from evaltrace.collector.recorder._span_scope import SpanScope
+from evaltrace.collector.recorder._span_scope import SpanScope, as_text, started_span
 
-__all__ = ["AgentRun", "agent_run", "as_text", "record_error"]
+__all__ = ["AgentRun", "agent_run"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -33,23 +33,6 @@ _TRACER_NAME = "evaltrace.collector.agent_run"
 
 def _messages(role: str, text: str, **extra: str) -> str:
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}], **extra}], ensure_ascii=False)
-
-
-def as_text(value: Any) -> str:
-    """A recorded value as text: text as is, anything else as JSON (else `str`)."""
-    if isinstance(value, str):
-        return value
-    try:  # structured output (a dict, a pydantic model dumped by the caller): kept as JSON text
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def record_error(span: Span, exc: BaseException) -> None:
-    """Mark `span` failed by `exc`: an `exception` event, `error.type` and status ERROR."""
-    span.record_exception(exc)
-    span.set_attribute("error.type", type(exc).__qualname__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
 
 
 class AgentRun:
@@ -131,20 +114,9 @@ class agent_run(SpanScope[AgentRun]):  # lower case: used as a function (`with a
 
     @contextmanager
     def _run(self, input_value: Any) -> Iterator[AgentRun]:
-        tracer = trace.get_tracer(_TRACER_NAME, tracer_provider=self.tracer_provider)
-        with tracer.start_as_current_span(
-            f"invoke_agent {self.name}",
-            kind=SpanKind.INTERNAL,
-            attributes=self._attributes(input_value),
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            handle = AgentRun(span, input_value)
-            try:
-                yield handle
-            except BaseException as exc:
-                record_error(span, exc)
-                raise
+        attributes = self._attributes(input_value)
+        with started_span(_TRACER_NAME, self.tracer_provider, f"invoke_agent {self.name}", attributes) as span:
+            yield AgentRun(span, input_value)
 
     def _open(self) -> AbstractContextManager[AgentRun]:
         return self._run(self.input)

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Span
 
-from evaltrace.collector.recorder._span_scope import SpanScope
-from evaltrace.collector.recorder.agent_run import as_text, record_error
+from evaltrace.collector.recorder._span_scope import SpanScope, as_text, started_span
 
 __all__ = ["ToolCallRun", "tool_call"]
 
@@ -86,26 +85,13 @@ class tool_call(SpanScope[ToolCallRun]):  # lower case: used as a function (`wit
         return attributes
 
     @contextmanager
-    def _run(self) -> Iterator[ToolCallRun]:
-        tracer = trace.get_tracer(_TRACER_NAME, tracer_provider=self.tracer_provider)
+    def _open(self) -> Iterator[ToolCallRun]:
         outside = not trace.get_current_span().get_span_context().is_valid
-        with tracer.start_as_current_span(
-            f"execute_tool {self.name}",
-            kind=SpanKind.INTERNAL,
-            attributes=self._attributes(),
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
+        name = f"execute_tool {self.name}"
+        with started_span(_TRACER_NAME, self.tracer_provider, name, self._attributes()) as span:
             if outside and span.is_recording():
                 _warn_outside_run(self.name)
-            try:
-                yield ToolCallRun(span, self.name, self.arguments, self.call_id)
-            except BaseException as exc:
-                record_error(span, exc)
-                raise
-
-    def _open(self) -> AbstractContextManager[ToolCallRun]:
-        return self._run()
+            yield ToolCallRun(span, self.name, self.arguments, self.call_id)
 
 
 def _warn_outside_run(name: str) -> None:
