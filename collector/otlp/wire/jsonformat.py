@@ -127,24 +127,6 @@ def decode_log_records(request: dict[str, Any], limits: SpanLimits | None = None
     return out
 
 
-def spans_from_request(request: dict[str, Any]) -> list[ReadableSpan]:
-    """The spans of a parsed OTLP/JSON traces request.
-
-    Raises:
-        InputError: not valid OTLP/JSON, or a span cannot be stored (naming its place and the field).
-    """
-    return decode.all_or_error(decode_spans(request), "span")
-
-
-def log_records_from_request(request: dict[str, Any]) -> list[ReadableLogRecord]:
-    """The log records of a parsed OTLP/JSON logs request.
-
-    Raises:
-        InputError: not valid OTLP/JSON, or a record cannot be stored (naming its place and the field).
-    """
-    return decode.all_or_error(decode_log_records(request), "log record")
-
-
 @dataclass
 class _Hold:
     """The SDK's limits held while decoding (none when `limits` is None); what was cut goes to `out`."""

@@ -220,8 +220,8 @@ def test_official_otlp_json_reads_as_the_protobuf_request() -> None:
     # What the official OTLP JSON file exporter writes per line, through the JSON text.
     span_doc = json.loads(json.dumps(json_encode_spans(spans).to_dict()))
     log_doc = json.loads(json.dumps(json_encode_logs(logs).to_dict()))
-    assert encode_spans(jsonformat.spans_from_request(span_doc)) == encode_spans(spans)
-    assert encode_logs(jsonformat.log_records_from_request(log_doc)) == encode_logs(logs)
+    assert encode_spans(decode.all_or_error(jsonformat.decode_spans(span_doc), "span")) == encode_spans(spans)
+    assert encode_logs(decode.all_or_error(jsonformat.decode_log_records(log_doc), "log record")) == encode_logs(logs)
     body = json.dumps(json_encode_spans(spans).to_dict()).encode()
     assert encode_spans(jsonformat.decode_spans(jsonformat.document(body)).items) == encode_spans(spans)
 
@@ -254,7 +254,7 @@ def test_otlp_json_mapping_details() -> None:
             }
         ]
     }
-    (span,) = jsonformat.spans_from_request(line)
+    (span,) = decode.all_or_error(jsonformat.decode_spans(line), "span")
     assert f"{span.context.trace_id:032x}" == "5b8efff798038103d269b633813fc60c"
     assert span.parent is None and span.kind is SpanKind.CLIENT
     assert (span.start_time, span.end_time) == (1544712660000000000, 1544712661000000000)
