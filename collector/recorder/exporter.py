@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -25,6 +25,7 @@ from evaltrace.collector.runfiles import batches, layout
 from evaltrace.collector.runfiles.schema import DEFAULT_MAX_ROWS
 
 logger = logging.getLogger("evaltrace")
+_N = TypeVar("_N", int, float)
 
 __all__ = ["ExporterSettings", "ParquetSpanExporter"]
 
@@ -45,21 +46,14 @@ def latest_span_run_id() -> str | None:
 # The recorder reads its variables here, not through collector/settings.py: it runs in the application's
 # process (often via the OTel configurator), where a bad value must be logged and the default used, never
 # raised (recording must not crash the application), and where pydantic-settings would add to its import time.
-def _env_float(name: str, default: float) -> float:
+def _env_number(name: str, default: _N) -> _N:
+    """The variable `name` as a number of `default`'s type (int or float), else `default` (a bad value logged)."""
     raw = os.environ.get(name, "").strip()
     try:
-        return float(raw) if raw else default
+        return type(default)(raw) if raw else default
     except ValueError:
-        logger.error("evaltrace: %s=%r is not a number; using %s", name, raw, default)
-        return default
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    try:
-        return int(raw) if raw else default
-    except ValueError:
-        logger.error("evaltrace: %s=%r is not an integer; using %s", name, raw, default)
+        kind = "an integer" if isinstance(default, int) else "a number"
+        logger.error("evaltrace: %s=%r is not %s; using %s", name, raw, kind, default)
         return default
 
 
@@ -93,8 +87,8 @@ class ExporterSettings(BaseModel):
         """Settings from `EVALTRACE_*` variables; keyword arguments that are not None win."""
         values: dict[str, Any] = {
             "directory": runs_directory(),
-            "flush_interval": _env_float("EVALTRACE_FLUSH_INTERVAL", 10.0),
-            "max_rows": _env_int("EVALTRACE_MAX_ROWS", DEFAULT_MAX_ROWS),
+            "flush_interval": _env_number("EVALTRACE_FLUSH_INTERVAL", 10.0),
+            "max_rows": _env_number("EVALTRACE_MAX_ROWS", DEFAULT_MAX_ROWS),
             "redaction": RedactionSettings.from_env(),
         }
         if os.environ.get("EVALTRACE_RUN_ID"):
