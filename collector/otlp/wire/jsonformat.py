@@ -183,9 +183,7 @@ def _collect(items: list[Any], build: _Build[T], places: tuple[str, str], out: d
 
 
 def _invalid(place: str, exc: Bad) -> InputError:
-    detail = str(exc)
-    joined = f"{place}{detail}" if detail.startswith(":") else f"{place}.{detail}"
-    return InputError(f"not a valid OTLP/JSON request: {printable(joined)}")
+    return InputError(f"not a valid OTLP/JSON request: {printable(exc.within(place))}")
 
 
 def _resource(group: dict[str, Any]) -> Resource:
@@ -258,9 +256,7 @@ def _each(items: list[Any], field: str, build: Callable[[dict[str, Any]], T]) ->
         for item in items:
             built.append(build(obj(item, "")))
     except Bad as exc:
-        i = len(built)
-        inner = str(exc)
-        raise Bad(f"{field}[{i}]{'' if inner.startswith(':') else '.'}{inner}") from None
+        raise Bad(exc.within(f"{field}[{len(built)}]")) from None
     return built
 
 

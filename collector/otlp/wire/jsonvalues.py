@@ -30,6 +30,11 @@ _INT32: Final = (-(2**31), 2**31 - 1)
 class Bad(ValueError):
     """A JSON value its OTLP field does not take; the message starts with the field's path."""
 
+    def within(self, place: str) -> str:
+        """The message with `place` (where the field's item is) in front of the field's path."""
+        detail = str(self)
+        return f"{place}{detail}" if detail.startswith(":") else f"{place}.{detail}"
+
 
 def get(item: dict[str, Any], camel: str, snake: str) -> Any:
     """A field by its lowerCamelCase JSON name or its proto name (both are valid JSON); None if absent.
@@ -190,8 +195,7 @@ def attributes(pairs: Any, field: str) -> dict[str, Any]:
             found[text(pair.get("key"), "key")] = any_value(pair.get("value"), "value")
             i += 1
     except Bad as exc:
-        inner = str(exc)
-        raise Bad(f"{field}[{i}]{'' if inner.startswith(':') else '.'}{inner}") from None
+        raise Bad(exc.within(f"{field}[{i}]")) from None
     return found
 
 
@@ -214,13 +218,9 @@ def _int64(value: Any, field: str) -> int:
     return integer(value, field, INT64)
 
 
-def _string(value: Any, field: str) -> str:
-    return text(value, field)
-
-
 _SCALARS: Final = {
-    "stringValue": _string,
-    "string_value": _string,
+    "stringValue": text,
+    "string_value": text,
     "boolValue": boolean,
     "bool_value": boolean,
     "intValue": _int64,
