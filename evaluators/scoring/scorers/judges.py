@@ -63,6 +63,8 @@ class JudgeScorer(Scorer):
     """Base of the judge scorers: session lookup, majority vote, error results."""
 
     uses_judge: ClassVar[bool] = True
+    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
+    reads_histories: ClassVar[bool] = False  # the prompts quote steps and answers, never `input_messages`
 
     samples: int | None = Field(default=None, ge=1)
     """Verdicts per question for a majority vote; default the judge's `samples` setting."""
@@ -175,8 +177,6 @@ class TaskCompletion(JudgeScorer):
     """Pass when the agent completed every task (default: the user's request) within the constraints."""
 
     name: ClassVar[str] = "task_completion"
-    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
-    reads_histories: ClassVar[bool] = False
 
     tasks: list[str] | None = None
     """Tasks the run must complete; when omitted, the task is the user's request (case or trace input)."""
@@ -209,8 +209,6 @@ class ArgumentHallucination(JudgeScorer):
     """
 
     name: ClassVar[str] = "argument_hallucination"
-    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
-    reads_histories: ClassVar[bool] = False
 
     threshold: float = Field(default=1.0, ge=0, le=1)
     """Fraction of judged calls that must be grounded for a pass (default: all of them)."""
@@ -254,8 +252,6 @@ class SemanticOutput(JudgeScorer):
     """Pass when the final answer satisfies a rubric (Timbal's `semantic` output validator)."""
 
     name: ClassVar[str] = "semantic_output"
-    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
-    reads_histories: ClassVar[bool] = False
 
     rubric: Rubric
     """One sentence, or several that must all hold: "Should give the temperature in Celsius"."""
@@ -275,8 +271,6 @@ class SemanticSteps(JudgeScorer):
     """Pass when the tool-call trajectory satisfies a rubric (Timbal's `semantic` steps validator)."""
 
     name: ClassVar[str] = "semantic_steps"
-    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
-    reads_histories: ClassVar[bool] = False
 
     rubric: Rubric
     """One sentence, or several: "Should search before answering", "Must not call any tool"."""
@@ -293,8 +287,6 @@ class AnswerMatch(JudgeScorer):
     """Pass when the final answer means the same as the expected answer (semantic equivalence)."""
 
     name: ClassVar[str] = "answer_match"
-    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
-    reads_histories: ClassVar[bool] = False
 
     expected: str | None = None
     """The expected answer; when omitted, the case's `expected_output`."""
@@ -322,8 +314,6 @@ class ReasoningQuality(JudgeScorer):
     """
 
     name: ClassVar[str] = "reasoning_quality"
-    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
-    reads_histories: ClassVar[bool] = False
 
     aspects: list[ReasoningAspect] = Field(default_factory=lambda: list(_DEFAULT_ASPECTS), min_length=1)
     """Aspects to judge: coherence, relevance, efficiency, error_recovery."""
@@ -363,8 +353,6 @@ class ToolDescriptionQuality(JudgeScorer):
     """
 
     name: ClassVar[str] = "tool_description_quality"
-    version: ClassVar[int] = 2  # 2: one-object verdicts only; unrecorded evidence fails a spec check
-    reads_histories: ClassVar[bool] = False
 
     tools: list[str] | None = None
     """Only judge these tools (default: every tool definition recorded in the trace)."""
