@@ -23,9 +23,7 @@ from typing import Any, Generic, TypeVar
 from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope as ScopeMessage
 from opentelemetry.proto.logs.v1 import logs_pb2
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource as ResourceMessage
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk.resources import Resource
@@ -129,25 +127,26 @@ class _ReceivedStatus(Status):
 
 def decode_spans(request: ExportTraceServiceRequest) -> Decoded[ReadableSpan]:
     """The spans of `request` as SDK spans; invalid ones counted in `rejected`."""
-    out: Decoded[ReadableSpan] = Decoded()
-    for r, resource_spans in enumerate(request.resource_spans):
-        resource = _resource(resource_spans.resource, resource_spans.schema_url)
-        for s, scope_spans in enumerate(resource_spans.scope_spans):
-            scope = _scope(scope_spans.scope, scope_spans.schema_url)
-            where = f"resource_spans[{r}].scope_spans[{s}].spans"
-            collect(scope_spans.spans, partial(_span, resource=resource, scope=scope), where, out)
-    return out
+    return _decode(request, ("resource_spans", "scope_spans", "spans"), _span)
 
 
 def decode_log_records(request: ExportLogsServiceRequest) -> Decoded[ReadableLogRecord]:
     """The log records of `request` as SDK log records; invalid ones counted in `rejected`."""
-    out: Decoded[ReadableLogRecord] = Decoded()
-    for r, resource_logs in enumerate(request.resource_logs):
-        resource = _resource(resource_logs.resource, resource_logs.schema_url)
-        for s, scope_logs in enumerate(resource_logs.scope_logs):
-            scope = _scope(scope_logs.scope, scope_logs.schema_url)
-            where = f"resource_logs[{r}].scope_logs[{s}].log_records"
-            collect(scope_logs.log_records, partial(_log_record, resource=resource, scope=scope), where, out)
+    return _decode(request, ("resource_logs", "scope_logs", "log_records"), _log_record)
+
+
+def _decode(request: Any, levels: tuple[str, str, str], build: Callable[..., T]) -> Decoded[T]:
+    """The items of a request whose `levels` (resources, scopes, items) are named as the fields."""
+    out: Decoded[T] = Decoded()
+    outer, middle, inner = levels
+    for r, group in enumerate(getattr(request, outer)):
+        found = group.resource
+        resource = ReceivedResource(attributes(found.attributes), group.schema_url, found.dropped_attributes_count)
+        for s, scoped in enumerate(getattr(group, middle)):
+            named = scoped.scope
+            scope = new_scope(named.name, named.version, scoped.schema_url, attributes(named.attributes))
+            where = f"{outer}[{r}].{middle}[{s}].{inner}"
+            collect(getattr(scoped, inner), partial(build, resource=resource, scope=scope), where, out)
     return out
 
 
@@ -186,25 +185,12 @@ def collect(messages: Iterable[M], build: Callable[[M], T], where: str, out: Dec
             out.reject(f"{where}[{i}]", exc)
 
 
-def _resource(message: ResourceMessage, schema_url: str) -> Resource:
-    return new_resource(attributes(message.attributes), schema_url, message.dropped_attributes_count)
-
-
-def new_resource(attrs: dict[str, Any], schema_url: str, dropped: int) -> Resource:
-    """The SDK resource of received items (shared by the items of one resource)."""
-    return _ReceivedResource(attrs, schema_url, dropped)
-
-
-class _ReceivedResource(Resource):
-    """A resource with the dropped-attribute count its sender reported (kept for replay)."""
+class ReceivedResource(Resource):
+    """The SDK resource of received items (shared by one resource's items), with its sender's dropped count."""
 
     def __init__(self, attrs: dict[str, object], schema_url: str, dropped: int) -> None:
         super().__init__(attrs, schema_url)  # type: ignore[arg-type]
         self.dropped_attributes = dropped
-
-
-def _scope(message: ScopeMessage, schema_url: str) -> InstrumentationScope:
-    return new_scope(message.name, message.version, schema_url, attributes(message.attributes))
 
 
 def new_scope(name: str, version: str, schema_url: str, attrs: dict[str, Any]) -> InstrumentationScope:

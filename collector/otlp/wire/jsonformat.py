@@ -188,7 +188,7 @@ def _invalid(place: str, exc: Bad) -> InputError:
 
 def _resource(group: dict[str, Any]) -> Resource:
     message = obj(get(group, "resource", "resource"), "resource")
-    return decode.new_resource(
+    return decode.ReceivedResource(
         attributes(get(message, "attributes", "attributes"), "resource.attributes"),
         text(get(group, "schemaUrl", "schema_url"), "schemaUrl"),
         integer(
