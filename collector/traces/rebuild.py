@@ -74,14 +74,18 @@ def convert_trace(spans: list[Span], *, histories: bool = True) -> list[Trace]:
             resends the conversation so far; tool results and the input still come from them.
 
     Returns:
-        One `Trace` per root span (normally exactly one); empty for no spans.
+        One `Trace` per root span (normally exactly one); empty for no spans. Without `histories`,
+        the common flat GenAI trace is built by `_flat_genai.flat_trace`, which gives the same record.
     """
     if not spans:
         return []
     # Rebuilding allocates many small objects and no garbage cycles (temporaries go with their
     # last reference): the cyclic GC's collections during it free nothing. Paused per trace, it
-    # cost ~10% of a cold rebuild; what the trace keeps is scanned by the next collection after.
-    with collections_paused():
+    # cost ~10% of a cold rebuild. What the trace keeps is settled (moved to the oldest generation
+    # unscanned): left young, the next collections scanned it again and again while scoring held
+    # the traces (a first scoring of 10,000 peer traces, one process: 200 young collections took
+    # 3.8 s and 18 middle ones 0.8 s; settled, 0.19 s and 0.14 s).
+    with collections_paused(settle=True):
         flat = None if histories else flat_trace(spans)  # the common GenAI shape, built as the converter would
         return [flat] if flat is not None else _convert_tree(build_tree(spans), histories)
 

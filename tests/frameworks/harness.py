@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from fake_llm import FakeLLM, Turn, call, text_turn, tool_turn
+from flat_agreement import flat_agrees
 
 from evaltrace.collector import resolve_paths
+from evaltrace.collector.runfiles.reader import iter_traces
 from evaltrace.collector.traces.rebuild import read_traces
 from evaltrace.collector.traces.records import Trace
 
@@ -119,7 +121,10 @@ def record(
         usage, model_calls = llm.total_usage(), llm.consumed
     lines = done.stdout.strip().splitlines()
     tools = [json.loads(line) for line in tool_log.read_text().splitlines()]
-    traces = list(read_traces(resolve_paths([folder / "runs"])))
+    files = resolve_paths([folder / "runs"])
+    traces = list(read_traces(files))
+    for spans in iter_traces(files):  # where the flat GenAI shortcut builds a trace, it is the converter's
+        flat_agrees(spans)
     return Recorded(scenario, traces, tools, lines[-1] if lines else "", usage, model_calls, done.stderr)
 
 
