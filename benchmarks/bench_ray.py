@@ -126,7 +126,7 @@ def _stages(cluster: Cluster, runs: Path, nodes: int) -> dict[str, Any]:
 
 
 DRIVER = """\
-import json, logging, sys, time
+import json, logging, resource, sys, time
 import ray
 from evaltrace.cli import main as cli
 from evaltrace.evaluators.engine import ray_engine
@@ -136,18 +136,22 @@ marks = {}
 scored = ray_engine.score_on_ray
 def timed(*args, **kwargs):
     marks["tasks_start"], marks["tasks_wall"] = time.thread_time(), time.perf_counter()
-    scored(*args, **kwargs)
+    done = scored(*args, **kwargs)
     marks["tasks_end"], marks["tasks_wall_end"] = time.thread_time(), time.perf_counter()
+    return done
 ray_engine.score_on_ray = timed
 args = ["score", runs, "--spec", spec, "--no-cache", "--store", store, "--json", out, *sys.argv[7:]]
-cpu, wall = time.thread_time(), time.perf_counter()
+def process_cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+cpu, wall, every = time.thread_time(), time.perf_counter(), process_cpu()
 try:
     cli.app(args, standalone_mode=False)
 except SystemExit:
     pass
-cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+cpu, wall, every = time.thread_time() - cpu, time.perf_counter() - wall, process_cpu() - every
 during = marks["tasks_end"] - marks["tasks_start"]
-print(json.dumps({"driver_cpu_s": cpu, "wall_s": wall, "cpu_while_tasks_s": during,
+print(json.dumps({"driver_cpu_s": cpu, "process_cpu_s": every, "wall_s": wall, "cpu_while_tasks_s": during,
                   "tasks_wall_s": marks["tasks_wall_end"] - marks["tasks_wall"], "cpu_outside_tasks_s": cpu - during}))
 """
 
@@ -172,6 +176,8 @@ def driver_time(traces: int, seed: int, nodes: int) -> dict[str, Any]:
         if done.returncode != 0 or not out.exists():
             raise SystemExit(f"the timed driver failed:\n{done.stderr[-3000:]}")
         found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        # The entries stage ran: the tasks wrote the scores table as parts (a folder per run).
+        found["entries_stage"] = all(path.is_dir() for path in (store / "scores").iterdir())
     per_million = 1_000_000 / spans
     found.update(traces=traces, spans=spans, nodes=nodes, driver_cpu_per_1m_s=found["driver_cpu_s"] * per_million)
     return found
