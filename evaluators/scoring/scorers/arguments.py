@@ -32,6 +32,7 @@ from evaltrace.collector.traces.arguments import short as short
 from evaltrace.collector.traces.arguments import value_diffs as value_diffs
 from evaltrace.collector.traces.records import ToolCall
 from evaltrace.collector.traces.table import comparable_text
+from evaltrace.evaluators.scoring.scorers.base import Scorer
 
 
 class _Config(BaseModel):
@@ -77,6 +78,20 @@ class ExpectedCall(_Config):
     """Tool name."""
     arguments: dict[str, Any] | None = None
     """Expected arguments; `None` means the arguments are not compared."""
+
+
+class ExpectedCallsScorer(Scorer):
+    """The part `tool_correctness` and `trajectory` share: the expected calls, needed to apply at all."""
+
+    expected: list[ExpectedCall] | None = None
+    """Expected calls (in order, for the modes that compare it); `None` means there is nothing to compare
+    (not applicable)."""
+
+    def configuration_problem(self) -> str | None:
+        """No expected calls configured."""
+        if self.expected is None:
+            return "no expected tool calls are configured: give expected (a case's tool_calls)"
+        return None
 
 
 def argument_diffs(expected: ExpectedCall, call: ToolCall, match: ArgumentMatch) -> list[str]:

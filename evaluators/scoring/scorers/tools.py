@@ -25,6 +25,7 @@ from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
+    ExpectedCallsScorer,
     RowPairs,
     call_label,
     call_matches,
@@ -153,14 +154,12 @@ ToolCorrectnessMode = Literal["names", "order", "arguments"]
 
 
 @register
-class ToolCorrectness(Scorer):
+class ToolCorrectness(ExpectedCallsScorer):
     """The agent used the expected tools (by names, names in order, or names and arguments)."""
 
     name: ClassVar[str] = "tool_correctness"
     reads_histories: ClassVar[bool] = False
 
-    expected: list[ExpectedCall] | None = None
-    """Expected calls; `None` means there is nothing to compare (not applicable)."""
     mode: ToolCorrectnessMode = "names"
     """names: F1 over tool names; order: LCS similarity of the name sequences; arguments: F1 over matching calls."""
     threshold: float = Field(default=1.0, ge=0.0, le=1.0)
@@ -169,14 +168,6 @@ class ToolCorrectness(Scorer):
     """How arguments are compared in `arguments` mode."""
     nested: bool = False
     """Also count the calls made by nested agents."""
-
-    def configuration_problem(self) -> str | None:
-        """No expected calls configured."""
-        return (
-            "no expected tool calls are configured: give expected (a case's tool_calls)"
-            if self.expected is None
-            else None
-        )
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Compare the recorded calls with `expected`."""

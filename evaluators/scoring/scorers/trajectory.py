@@ -35,6 +35,7 @@ from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
+    ExpectedCallsScorer,
     RowPairs,
     argument_diffs,
     call_matches,
@@ -44,7 +45,7 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     max_bipartite_matching,
     same_texts,
 )
-from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.base import Score
 from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
 from evaltrace.evaluators.scoring.scorers.registry import register
 
@@ -106,7 +107,7 @@ def mode_value(mode: TrajectoryMode, al: _Alignment) -> float:
 
 
 @register
-class Trajectory(Scorer):
+class Trajectory(ExpectedCallsScorer):
     """The tool-call sequence matches the expected calls in the chosen mode."""
 
     name: ClassVar[str] = "trajectory"
@@ -114,8 +115,6 @@ class Trajectory(Scorer):
     """2: `expected: []` fails on any call in every mode (before: only where extras were not allowed)."""
     reads_histories: ClassVar[bool] = False
 
-    expected: list[ExpectedCall] | None = None
-    """Expected calls in order; `None` means there is nothing to compare (not applicable)."""
     mode: TrajectoryMode = "in_order"
     """strict | in_order | any_order | superset | subset | precision | recall."""
     threshold: float = Field(default=1.0, ge=0.0, le=1.0)
@@ -124,14 +123,6 @@ class Trajectory(Scorer):
     """How arguments are compared."""
     nested: bool = False
     """Include the calls made by nested agents, after the call that started them."""
-
-    def configuration_problem(self) -> str | None:
-        """No expected calls configured."""
-        return (
-            "no expected tool calls are configured: give expected (a case's tool_calls)"
-            if self.expected is None
-            else None
-        )
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Align the recorded calls with `expected` and grade them in `mode`."""
