@@ -24,11 +24,12 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaltrace.collector.runfiles import layout
 from evaltrace.collector.runfiles.inflight import inflight_path
 from evaltrace.collector.runfiles.schema import HOST_NAME_LIMIT, run_file_name, safe_file_part
 
@@ -37,18 +38,16 @@ logger = logging.getLogger("evaltrace")
 
 @dataclass(frozen=True)
 class FileKind:
-    """What a writer writes: how its files are named, written, and what their rows are called."""
+    """What a writer writes: how its files are named and laid out, and what their rows are called."""
 
     noun: str
     """What a row is, for messages ("spans", "log records")."""
     suffix: str
     """End of the final file name (`.parquet`, `.logs.parquet`)."""
-    write: Callable[[Sequence[Any], str, dict[str, str]], int]
-    """Writes buffered batches as one Parquet file at a path with the given metadata."""
-    rows: Callable[[Any], int]
-    """Rows of one encoded batch."""
-    metadata: Callable[[str, int, int, str], dict[str, str]]
-    """The file metadata from (run id, dropped, unwritten, writer id)."""
+    schema: Any
+    """The files' layout (`layout.SCHEMA`, `logs_layout.LOGS_SCHEMA`)."""
+    metadata: Callable[..., dict[str, str]]
+    """The file metadata from (run id, dropped, unwritten, writer_id=...): `layout.file_metadata` or the logs'."""
 
 
 @dataclass
@@ -132,7 +131,7 @@ class RollingWriter:
         with self._lock:
             buf = self._buffer
             buf.batches.append(batch)
-            buf.rows += self.kind.rows(batch)
+            buf.rows += batch.num_rows
             if buf.oldest is None:
                 buf.oldest = time.monotonic()
             due = buf.rows >= self.max_rows
@@ -176,8 +175,9 @@ class RollingWriter:
         tmp = inflight_path(directory, self._host)
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            metadata = self.kind.metadata(self.run_id, self._dropped, self._unwritten, self._writer_id) | self.labels
-            self.kind.write(batches, str(tmp), metadata)
+            losses = (self._dropped, self._unwritten)
+            metadata = self.kind.metadata(self.run_id, *losses, writer_id=self._writer_id) | self.labels
+            layout.write_parquet(batches, str(tmp), metadata, self.kind.schema)  # looked up per call: tests replace it
             self._seq += 1
             writer = f"{self._host}-{os.getpid()}"
             os.replace(tmp, directory / run_file_name(self._run_name, writer, self._seq, self.kind.suffix))
@@ -197,7 +197,7 @@ class RollingWriter:
             buf.rows += rows
             buf.oldest = time.monotonic()  # retry after one more interval, not in a hot loop
             while buf.rows > self.max_buffered_rows and len(buf.batches) > 1:
-                dropped = self.kind.rows(buf.batches.pop(0))
+                dropped = buf.batches.pop(0).num_rows
                 buf.rows -= dropped
                 self._unwritten += dropped
                 logger.error("evaltrace: buffer full while writes fail; dropped %d %s", dropped, self.kind.noun)

@@ -182,18 +182,4 @@ class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
 
-def _span_metadata(run_id: str, dropped: int, unwritten: int, writer_id: str) -> dict[str, str]:
-    return layout.file_metadata(run_id, dropped, unwritten, writer_id=writer_id)
-
-
-def _write_spans(batches: Sequence[Any], path: str, metadata: dict[str, str]) -> int:
-    return layout.write_parquet(batches, path, metadata)  # looked up per call: tests replace it
-
-
-_SPAN_FILES = FileKind(
-    noun="spans",
-    suffix=".parquet",
-    write=_write_spans,
-    rows=layout.batch_rows,
-    metadata=_span_metadata,
-)
+_SPAN_FILES = FileKind(noun="spans", suffix=".parquet", schema=layout.SCHEMA, metadata=layout.file_metadata)

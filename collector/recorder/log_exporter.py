@@ -42,20 +42,11 @@ if TYPE_CHECKING:
 __all__ = ["EvaltraceLogRecordProcessor", "ParquetLogExporter"]
 
 
-def _write_logs(batches: Sequence[Any], path: str, metadata: dict[str, str]) -> int:
-    return logs_layout.write_logs_parquet(batches, path, metadata)  # looked up per call: tests replace it
-
-
-def _logs_metadata(run_id: str, dropped: int, unwritten: int, writer_id: str) -> dict[str, str]:
-    return logs_layout.logs_file_metadata(run_id, dropped, unwritten, writer_id=writer_id)
-
-
 _LOG_FILES = FileKind(
     noun="log records",
     suffix=LOGS_FILE_SUFFIX,
-    write=_write_logs,
-    rows=logs_layout.batch_rows,
-    metadata=_logs_metadata,
+    schema=logs_layout.LOGS_SCHEMA,
+    metadata=logs_layout.logs_file_metadata,
 )
 
 

@@ -203,8 +203,8 @@ def _merge(folder: Path, pack: Sequence[_Source]) -> CompactedFile:
     final = folder / _merged_name(pack)
     tmp = inflight_path(folder, safe_file_part(socket.gethostname(), HOST_NAME_LIMIT))
     try:
-        write = logs_layout.write_logs_parquet if pack[0].signal == SIGNAL_LOGS else layout.write_parquet
-        written = write(table.to_batches(), str(tmp), _metadata(pack[0], tally))
+        schema = logs_layout.LOGS_SCHEMA if pack[0].signal == SIGNAL_LOGS else layout.SCHEMA
+        written = layout.write_parquet(table.to_batches(), str(tmp), _metadata(pack[0], tally), schema)
         check = open_run_file(tmp)
         try:
             rows = check.metadata.num_rows

@@ -31,7 +31,6 @@ __all__ = [
     "EVENT_TYPE",
     "LINK_TYPE",
     "SCHEMA",
-    "batch_rows",
     "file_metadata",
     "promoted_keys_json",
     "write_parquet",
@@ -92,11 +91,6 @@ PARQUET_OPTIONS: Final[dict[str, Any]] = {
     "memory_pool": MEMORY_POOL,
 }
 """How every run file is written, whole (`write_parquet`) or batch by batch (`filesink.py`)."""
-
-
-def batch_rows(batch: Any) -> int:
-    """Number of rows of a batch returned by `encode_spans`."""
-    return int(batch.num_rows)
 
 
 def write_parquet(

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from evaltrace.collector.runfiles.layout import write_parquet, writer_version
+from evaltrace.collector.runfiles.layout import writer_version
 from evaltrace.collector.runfiles.schema import (
     LOG_COLUMNS,
     LOGS_SCHEMA_VERSION,
@@ -31,9 +29,6 @@ from evaltrace.collector.runfiles.schema import (
     METADATA_SIGNAL,
     SIGNAL_LOGS,
 )
-
-if TYPE_CHECKING:
-    pass
 
 _TS = pa.timestamp("ns", tz="UTC")
 _TYPES: dict[str, pa.DataType] = {
@@ -57,16 +52,6 @@ _TYPES: dict[str, pa.DataType] = {
 }
 _NOT_NULL = {"observed_time", "attributes", "log_id"}
 LOGS_SCHEMA = pa.schema([pa.field(c, _TYPES[c], nullable=c not in _NOT_NULL) for c in LOG_COLUMNS])
-
-
-def batch_rows(batch: Any) -> int:
-    """Rows of an encoded batch."""
-    return int(batch.num_rows)
-
-
-def write_logs_parquet(batches: Sequence[Any], path: str, metadata: Mapping[str, str]) -> int:
-    """Write `batches` of log rows as one Parquet file at `path` (settings as for span files)."""
-    return write_parquet(batches, path, metadata, LOGS_SCHEMA)
 
 
 def logs_file_metadata(run_id: str, dropped: int, unwritten: int, **extra: str) -> dict[str, str]:
