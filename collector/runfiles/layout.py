@@ -1,10 +1,9 @@
 """The Arrow/Parquet layout of schema version 1 (the only module that defines pyarrow types).
 
 See `schema.py` for the column names and why promoted columns and a large-payload map exist.
-This module also holds the write side: `encode_spans` turns one batch of SDK spans straight into
-an Arrow record batch (the span reading is in `encode.py`; no span objects or per-span dicts are
-kept), and `write_parquet` writes buffered batches as one complete Parquet file. It is the
-only writer-side module that imports pyarrow, so pyarrow's untyped API stays confined here.
+This module also holds the write side's settings: `write_parquet` writes buffered batches as one
+complete Parquet file, `PARQUET_OPTIONS` are the settings every run file is written with, and
+`file_metadata` is what a span file's footer says. (`batches.py` encodes SDK spans to batches.)
 """
 
 from __future__ import annotations
