@@ -12,6 +12,7 @@ times out gives failed entries, never a crash.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import shlex
 import sys
 from collections.abc import Callable
@@ -167,13 +168,8 @@ def _counter(progress: Callable[[int], None] | None) -> Callable[[CallRecord], N
     """The runner's per-call hook feeding the bar: it counts the calls that ended."""
     if progress is None:
         return None
-    done = [0]
-
-    def ended(_call: CallRecord) -> None:
-        done[0] += 1
-        progress(done[0])
-
-    return ended
+    done = itertools.count(1)
+    return lambda _call: progress(next(done))
 
 
 def _report_run(

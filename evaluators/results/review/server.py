@@ -25,7 +25,7 @@ from starlette.routing import Route
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.results.review.data import Filters, ReviewData
 from evaltrace.evaluators.results.review.page import CSP, PAGE
-from evaltrace.evaluators.results.store.labels import Label, write_labels
+from evaltrace.evaluators.results.store.labels import Label, read_labels, write_labels
 
 TOKEN_HEADER = "x-evaltrace-token"
 MAX_BODY = 64 * 1024
@@ -120,8 +120,8 @@ def create_app(data: ReviewData, access: Access) -> Starlette:
         given = _parse_label(body)
         data.check_label(given)
         write_labels(data.store, [given], author=access.author)
-        latest = {item.key: item for item in _read_back(data, given)}
-        return _json({"label": latest[given.key].model_dump(mode="json")})
+        stored = next(item for item in read_labels(data.store) if item.key == given.key)  # the latest per key
+        return _json({"label": stored.model_dump(mode="json")})
 
     return Starlette(
         routes=[
@@ -148,9 +148,3 @@ def _parse_label(body: bytes) -> Label:
     except ValidationError as exc:
         problem = exc.errors()[0]
         raise InputError(f"label: {'.'.join(map(str, problem['loc']))}: {problem['msg']}") from None
-
-
-def _read_back(data: ReviewData, given: Label) -> list[Label]:
-    from evaltrace.evaluators.results.store.labels import read_labels
-
-    return [label for label in read_labels(data.store) if label.key == given.key]
