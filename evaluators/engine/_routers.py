@@ -122,11 +122,12 @@ class Totals:
 
 def scorer_config(scorer: Scorer) -> ScorerConfig:
     """`scorer`'s configuration hash and configuration JSON text (as the score store keeps it)."""
+    dumped = scorer.model_dump(mode="json")  # once, for the text and the hash
     try:
-        text: str | None = json.dumps(scorer.model_dump(mode="json"))
+        text: str | None = json.dumps(dumped)
     except (TypeError, ValueError):  # left for the report to fail on, as it always has
         text = None
-    return scorer.config_hash(), text
+    return scorer.config_hash(dumped), text
 
 
 class ScorerInfos:
@@ -299,17 +300,17 @@ class SpecRouter:
         if case_id is not None:
             self.state.decided.pop(case_id, None)  # a sample scored after the hand-over (a conversation)
             self.state.scorer_tally.add(sample.scores)
+            tally = self.state.tallies.get(case_id)
+            if tally is None:  # the case's first sample: its scorers' configurations (and hashes) once
+                tally = self.state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
+                turns = self.spec.case_scorers[case_id]
+                self.state.scorer_configs[case_id] = tuple(scorer_config(s) for turn in turns for s in turn)
+            tally.add(sample)
             # Parked with the values the score store needs, so it never parses the JSON back.
             # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
             side = pack_side(sample, self._pairing.identities(case_id, sample.scores)) if self._pack_sides else b""
             record = park(sample.model_dump_json().encode(), side)
             spill.add(case_id, sample.start_time, sample.trace_id, record)
-            tally = self.state.tallies.get(case_id)
-            if tally is None:
-                tally = self.state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
-                turns = self.spec.case_scorers[case_id]
-                self.state.scorer_configs[case_id] = tuple(scorer_config(s) for turn in turns for s in turn)
-            tally.add(sample)
 
     def _policy(self, case: Case) -> RepeatPolicy:
         policy = self._policies.get(case.id)

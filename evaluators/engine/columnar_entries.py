@@ -19,6 +19,7 @@ judges) keep the per-trace path.
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -98,6 +99,11 @@ def score_warm(
         return None
 
 
+def _int64s(values: list[int]) -> pa.Array:
+    """`values` as an Arrow array, packed here: `pa.array` on a list would import pandas to look at it."""
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(array("q", values))])
+
+
 def _guarded(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     while True:
         try:
@@ -138,7 +144,7 @@ class _Rows:
             last = calls.top_rows[-1] if calls.top_rows else None
             self._carried = {last} if last in left else set()
             if left:
-                kept = batch.filter(pc.is_in(batch.column("top_row"), pa.array(sorted(left), pa.int64())))
+                kept = batch.filter(pc.is_in(batch.column("top_row"), _int64s(sorted(left))))
                 if kept.num_rows:
                     yield kept
 

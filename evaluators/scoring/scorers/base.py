@@ -117,17 +117,18 @@ class Scorer(BaseModel, ABC):
         """Async entry point; judges override it to run concurrently. Rule scorers stay sync."""
         return self.score(trace, case)
 
-    def config_hash(self) -> str:
+    def config_hash(self, dumped: dict[str, Any] | None = None) -> str:
         """A short, stable hash of the configuration, carried in reports.
 
         A spec check hashes apart from the same scorer used as a default: its verdicts differ
-        where evidence is missing (a failure rather than "does not apply").
+        where evidence is missing (a failure rather than "does not apply"). `dumped`: the
+        configuration's `model_dump(mode="json")` when the caller made it already.
         """
         key = id(self)
         known = _HASHES.get(key)
         if known is not None and known[0]() is self:
             return known[1]
-        blob = _CANONICAL.encode(self.model_dump(mode="json"))
+        blob = _CANONICAL.encode(self.model_dump(mode="json") if dumped is None else dumped)
         # Read from the private-attribute store directly: `self._spec_check` goes through
         # `BaseModel.__getattr__`, a tenth of this function's time for a 10,000-case spec.
         mark = ":check" if (self.__pydantic_private__ or {}).get("_spec_check") else ""
