@@ -22,7 +22,6 @@ from evaltrace.collector.runfiles.spans import Span
 from evaltrace.collector.traces import _attributes as A
 from evaltrace.collector.traces._calls import prompt_of, tool_schemas
 from evaltrace.collector.traces._fields import iteration, new_trace, outcome
-from evaltrace.collector.traces._lenient_json import within_depth
 from evaltrace.collector.traces._model_calls import records_reply
 from evaltrace.collector.traces._normalized import NormalizedSpan
 from evaltrace.collector.traces._pair_calls import Requested, ToolSpan, merge, tool_results, usable_id
@@ -143,7 +142,7 @@ def _start_order(span: Span) -> tuple[int, str]:
 def _plain(head: NormalizedSpan, llms: list[NormalizedSpan], executions: list[NormalizedSpan]) -> bool:
     """Whether the spans read as the roles the shortcut assumes, each model call its own."""
     case = head.span.attributes.get(A.CASE_ID)
-    if case is not None and not (isinstance(case, str) and within_depth(case)):
+    if case is not None and not isinstance(case, str):  # the converter would write its text
         return False
     if any(n.llm is None or not records_reply(n) for n in llms) or any(n.tool is None for n in executions):
         return False
