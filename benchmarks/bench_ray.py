@@ -25,10 +25,10 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -48,24 +48,14 @@ def _comparable(report: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def _time(cluster: Cluster, runs: Path, spec: Path, out: Path, extra: list[str]) -> tuple[float, dict[str, Any]]:
-    args = ["score", str(runs), "--spec", str(spec), "--no-cache", "--no-store", "--json", str(out), *extra]
-    started = time.perf_counter()
-    done = cluster.evaltrace(*args, timeout=3600)
-    seconds = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"evaltrace {' '.join(extra)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    return seconds, report
-
-
 def measure(traces: int, seed: int, rounds: int) -> list[dict[str, Any]]:
-    """Best-of-`rounds` wall time of each configuration on the (traces, seed) dataset."""
+    """Best-of-`rounds` wall time of each configuration on the (traces, seed) dataset, and its driver's CPU."""
     runs, spec, spans = dataset(traces, seed)
-    out = runs.parent / "ray-bench.json"
-    python = ray_python()
     rows: list[dict[str, Any]] = []
-    with Cluster(python, runs.parent / "ray-cache", head_cpus=0) as cluster:
+    with (
+        tempfile.TemporaryDirectory(prefix="ray-bench-", dir=runs.parent) as scratch,
+        Cluster(ray_python(), Path(scratch) / "cache", head_cpus=0) as cluster,
+    ):
         configs: list[tuple[str, list[str], int]] = [
             ("local-1", ["--workers", "1"], 0),
             ("local-2", ["--workers", "2"], 0),
@@ -76,16 +66,21 @@ def measure(traces: int, seed: int, rounds: int) -> list[dict[str, Any]]:
         for name, extra, nodes in configs:
             while len(cluster.nodes) - 1 < nodes:
                 cluster.add_node(WORKER_IPS[len(cluster.nodes) - 1])
-            best, report = min((_time(cluster, runs, spec, out, extra) for _ in range(rounds)), key=lambda r: r[0])
+            timed = [timed_run(cluster, runs, spec, Path(scratch), extra) for _ in range(rounds)]
+            best = min(timed, key=lambda found: float(found["wall_s"]))
+            report = best.pop("report")
             reference = reference or _comparable(report)
             if _comparable(report) != reference:
                 raise SystemExit(f"{name}: the report differs from local-1's")
-            row = {"config": name, "traces": traces, "spans": spans, "seconds": best, "spans_per_s": spans / best}
+            seconds = best["wall_s"]
+            row = {"config": name, "traces": traces, "spans": spans, "seconds": seconds, "spans_per_s": spans / seconds}
+            row.update({key: value for key, value in best.items() if key != "wall_s"})
             if nodes:
                 row.update(_stages(cluster, runs, nodes))
             rows.append(row)
             stages = f"  read {row['read_s']:.2f} s, read+shuffle {row['shuffle_s']:.2f} s" if nodes else ""
-            print(f"  {name:<11} {best:7.2f} s  {spans / best:9,.0f} spans/s{stages}", flush=True)
+            driver = f"  driver CPU {row['driver_cpu_s']:.2f} s"
+            print(f"  {name:<11} {seconds:7.2f} s  {spans / seconds:9,.0f} spans/s{driver}{stages}", flush=True)
     return rows
 
 
@@ -127,12 +122,13 @@ def _stages(cluster: Cluster, runs: Path, nodes: int) -> dict[str, Any]:
 
 DRIVER = """\
 import json, logging, resource, sys, time
-import ray
 from evaltrace.cli import main as cli
-from evaltrace.evaluators.engine import ray_engine
+from evaltrace.evaluators.engine import ray_engine, ray_entries
 address, ip, runs, spec, out, store = sys.argv[1:7]
-ray.init(address=address, _node_ip_address=ip, logging_level=logging.ERROR, log_to_driver=False)
-marks = {}
+if "--engine" in sys.argv:
+    import ray
+    ray.init(address=address, _node_ip_address=ip, logging_level=logging.ERROR, log_to_driver=False)
+marks = {"receive": 0.0}
 scored = ray_engine.score_on_ray
 def timed(*args, **kwargs):
     marks["tasks_start"], marks["tasks_wall"] = time.thread_time(), time.perf_counter()
@@ -140,29 +136,54 @@ def timed(*args, **kwargs):
     marks["tasks_end"], marks["tasks_wall_end"] = time.thread_time(), time.perf_counter()
     return done
 ray_engine.score_on_ray = timed
+received = ray_entries.EntryStage.add
+def receive(self, *args):
+    started = time.thread_time()
+    received(self, *args)
+    marks["receive"] += time.thread_time() - started
+ray_entries.EntryStage.add = receive
 args = ["score", runs, "--spec", spec, "--no-cache", "--store", store, "--json", out, *sys.argv[7:]]
 def process_cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 cpu, wall, every = time.thread_time(), time.perf_counter(), process_cpu()
-try:
-    cli.app(args, standalone_mode=False)
-except SystemExit:
-    pass
+code = cli.main(args)
 cpu, wall, every = time.thread_time() - cpu, time.perf_counter() - wall, process_cpu() - every
-during = marks["tasks_end"] - marks["tasks_start"]
-print(json.dumps({"driver_cpu_s": cpu, "process_cpu_s": every, "wall_s": wall, "cpu_while_tasks_s": during,
-                  "tasks_wall_s": marks["tasks_wall_end"] - marks["tasks_wall"], "cpu_outside_tasks_s": cpu - during}))
+during = marks.get("tasks_end", 0.0) - marks.get("tasks_start", 0.0)
+print(json.dumps({"code": code, "driver_cpu_s": cpu, "process_cpu_s": every, "wall_s": wall,
+                  "cpu_while_tasks_s": during, "receive_cpu_s": marks["receive"], "cpu_outside_tasks_s": cpu - during}))
 """
 
 
-def driver_time(traces: int, seed: int, nodes: int) -> dict[str, Any]:
-    """The driver's serial work on one cold Ray scoring (JSON report and score store written).
+def timed_run(cluster: Cluster, runs: Path, spec: Path, scratch: Path, extra: list[str]) -> dict[str, Any]:
+    """One `evaltrace score` (JSON report and score store written) in a timed driver; its figures and report.
 
-    The `evaltrace score` command runs in a driver of its own (Ray joined first, not counted); the
-    figure is its main thread's CPU time (`time.thread_time`): what the driver itself computes,
-    receiving the tasks' results included, and none of Ray's own threads or the workers' time.
+    The command runs in a process of its own after its imports (and, for Ray, after joining the
+    cluster), so `wall_s` is scoring alone. `driver_cpu_s` is the main thread's CPU
+    (`time.thread_time`): what the driver itself computes, none of Ray's threads or the workers';
+    `receive_cpu_s` the part spent taking the entries stage's results as they came, and
+    `cpu_outside_tasks_s` the part before and after the tasks (merging, the gate, the reports).
     """
+    out, store = scratch / "report.json", scratch / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    given = [str(runs), str(spec), str(out), str(store), *extra]
+    cmd = [str(cluster.python), "-c", DRIVER, cluster.address, HEAD_IP, *given]
+    done = subprocess.run(cmd, env=cluster.env, capture_output=True, text=True, timeout=3600, cwd=cluster.temp)
+    marked = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not out.exists() or not marked:
+        raise SystemExit(f"evaltrace {' '.join(extra)} failed:\n{done.stderr[-3000:]}")
+    found: dict[str, Any] = json.loads(marked[-1])
+    if found["code"] not in (0, 1):
+        raise SystemExit(f"evaltrace {' '.join(extra)} exited {found['code']}:\n{done.stderr[-3000:]}")
+    # The entries stage ran: the tasks wrote the scores table as parts (a folder per run).
+    found["entries_stage"] = all(path.is_dir() for path in (store / "scores").iterdir())
+    found["report"] = json.loads(out.read_text(encoding="utf-8"))
+    shutil.rmtree(store, ignore_errors=True)
+    return found
+
+
+def driver_time(traces: int, seed: int, nodes: int) -> dict[str, Any]:
+    """The driver's serial work on one cold Ray scoring on `nodes` one-CPU worker nodes (see `timed_run`)."""
     runs, spec, spans = dataset(traces, seed)
     with (
         tempfile.TemporaryDirectory(prefix="ray-driver-", dir=runs.parent) as scratch,
@@ -170,14 +191,8 @@ def driver_time(traces: int, seed: int, nodes: int) -> dict[str, Any]:
     ):
         for index in range(nodes):
             cluster.add_node(WORKER_IPS[index])
-        out, store = Path(scratch) / "report.json", Path(scratch) / "store"
-        cmd = [str(cluster.python), "-c", DRIVER, cluster.address, HEAD_IP, str(runs), str(spec), str(out), str(store)]
-        done = subprocess.run(cmd, env=cluster.env, capture_output=True, text=True, timeout=3600, cwd=cluster.temp)
-        if done.returncode != 0 or not out.exists():
-            raise SystemExit(f"the timed driver failed:\n{done.stderr[-3000:]}")
-        found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-        # The entries stage ran: the tasks wrote the scores table as parts (a folder per run).
-        found["entries_stage"] = all(path.is_dir() for path in (store / "scores").iterdir())
+        found = timed_run(cluster, runs, spec, Path(scratch), cluster.engine_args())
+    del found["report"]
     per_million = 1_000_000 / spans
     found.update(traces=traces, spans=spans, nodes=nodes, driver_cpu_per_1m_s=found["driver_cpu_s"] * per_million)
     return found
@@ -186,14 +201,14 @@ def driver_time(traces: int, seed: int, nodes: int) -> dict[str, Any]:
 def table(rows: list[dict[str, Any]]) -> str:
     base = rows[0]["seconds"]
     lines = [
-        "| configuration | traces | spans | wall s | spans/s | vs local-1 | read s | read+shuffle s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| configuration | traces | spans | wall s | spans/s | vs local-1 | driver CPU s | read s | read+shuffle s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         stages = f"{row['read_s']:.2f} | {row['shuffle_s']:.2f}" if "read_s" in row else "- | -"
         lines.append(
             f"| {row['config']} | {row['traces']:,} | {row['spans']:,} | {row['seconds']:.2f} | "
-            f"{row['spans_per_s']:,.0f} | {base / row['seconds']:.2f}x | {stages} |"
+            f"{row['spans_per_s']:,.0f} | {base / row['seconds']:.2f}x | {row['driver_cpu_s']:.2f} | {stages} |"
         )
     return "\n".join(lines)
 

@@ -50,6 +50,7 @@ from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine.ray_judges import score_in_task
 from evaltrace.evaluators.engine.sample import RunStats
+from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 from evaltrace.evaluators.results.store.writer import StoreParts
 from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
@@ -236,10 +237,23 @@ def files_dataset(parts: RunParts) -> tuple[Any, bytes]:
 
 
 def results(dataset: Any) -> Iterator[tuple[int, Any]]:
-    """The last stage's rows (`KEY`, `RESULT`) as they come: each key and its result unpickled."""
+    """The last stage's rows (`KEY`, `RESULT`) as they come: each key and its result unpickled.
+
+    Raises:
+        WorkerError: a task failed past its retries (its worker or node died each time).
+    """
     import ray
 
-    for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+    batches = iter(dataset.iter_batches(batch_size=None, batch_format="pyarrow"))
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except Exception as exc:  # Ray wraps the task's failure in its own types
+            lines = [line for line in str(exc).splitlines() if line.strip()]
+            last = lines[-1] if lines else type(exc).__name__
+            raise WorkerError(f"a Ray task failed past EVALTRACE_RAY_MAX_RESTARTS re-runs: {last}") from None
         for key, payload in zip(batch.column(KEY).to_pylist(), batch.column(RESULT).to_pylist(), strict=True):
             yield key, ray.cloudpickle.loads(payload)
 

@@ -269,6 +269,48 @@ def test_a_plugin_scorer_is_shipped_and_its_crash_is_an_error_result(
     assert "the flaky scorer crashed" not in json.dumps(entries["weather"])
 
 
+DYING = """\
+import os
+from typing import Any, ClassVar
+
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.registry import register
+
+
+@register
+class Dying(Scorer):
+    name: ClassVar[str] = "t_ray_dying"
+
+    def score(self, trace: Any, case: Any = None) -> Score:
+        os._exit(3)  # the worker process dies, as under the OOM killer
+"""
+
+
+def test_a_task_whose_worker_always_dies_fails_at_the_restart_limit(
+    cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs, _ = crossing_run
+    plugin = tmp_path / "dying_scorers.py"
+    plugin.write_text(DYING, encoding="utf-8")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.replace("[tool_errors, tool_efficiency]", "[t_ray_dying]"), encoding="utf-8")
+    args = _score_args(runs, spec, tmp_path / "r.json", "--no-cache", "--plugin", str(plugin))
+    command = [str(cluster.python), "-m", "evaltrace.cli", *args, *cluster.engine_args()]
+    env = {**cluster.env, "EVALTRACE_RAY_MAX_RESTARTS": "0"}
+    started = time.monotonic()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=cluster.temp)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert "EVALTRACE_RAY_MAX_RESTARTS" in line, line
+    assert time.monotonic() - started < 300
+    assert not (tmp_path / "r.json").exists()
+    bad = subprocess.run(
+        command, env={**env, "EVALTRACE_RAY_MAX_RESTARTS": "many"}, capture_output=True, text=True, timeout=120
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("Error: EVALTRACE_RAY_MAX_RESTARTS='many': "), bad.stderr
+
+
 def test_unknown_engine_and_unreachable_cluster_are_one_line_errors(cluster: Cluster, tmp_path: Path) -> None:
     runs = SAMPLES / "runs"
     wrong = cluster.evaltrace(*_score_args(runs, None, tmp_path / "x.json", "--engine", "spark"))
