@@ -1,6 +1,6 @@
 """Scoring and gating a run, shared by `evaltrace score` and `evaltrace run` through one options object.
 
-The summary goes to stdout; with `--json -` the report takes stdout and the summary goes to
+The summary goes to stdout; with `--json -` (or `--report json=-`) the report takes stdout and the summary goes to
 stderr. The report's entries are streamed to each report asked for (`--json`, `--junit`,
 `--markdown`, `--html`; a temporary name, renamed into place at the end), so scoring memory does not grow
 with the number of traces; every report path is checked before any work starts. A progress bar
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -58,12 +58,8 @@ class Scoring:
     """The spec already loaded by `run` (and the case id of `FILE::CASE_ID`): each command loads it once."""
     engine: str = "local"
     """`--engine NAME`: where the traces are scored (`evaluators/engine/engines.py`)."""
-    json_path: str | None = None
-    junit_path: str | None = None
-    markdown_path: str | None = None
-    html_path: str | None = None
-    reports: tuple[str, ...] = ()
-    """`--report FORMAT=FILE` values (any registered report format, installed plugins' included)."""
+    reports: Sequence[tuple[str, str]] = ()
+    """The reports as `(format, FILE)`, each FILE checked (`opt.report_destinations`); `("json", "-")` takes stdout."""
     store: Path | None = None
     """The score store the scoring is added to; `None`: not stored (`--no-store`)."""
     baseline: str | None = None
@@ -141,9 +137,6 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
     from evaltrace.evaluators.results.report.writer import Discard
 
     ENGINES.check(scoring.engine)  # an unknown name stops us before any scoring
-    reports = opt.report_destinations(
-        scoring.json_path, scoring.junit_path, scoring.markdown_path, scoring.html_path, scoring.reports
-    )
     baseline = baseline_side(scoring.baseline, scoring.store)  # a bad REF stops us before any scoring
     comparing = compare_options(scoring.baseline, scoring.alpha, scoring.strict)
     loaded, case_from_spec_arg = _spec_of(scoring)
@@ -154,11 +147,11 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         _check_judges(loaded, scoring.min_judge_kappa, scoring.store)  # before any scoring work
     cases = opt.case_globs(list(options.cases), case_from_spec_arg)
     options = dataclasses.replace(options, cases=cases, paths=tuple(paths), store_values=scoring.store is not None)
-    json_path = scoring.json_path
+    to_stdout = ("json", "-") in scoring.reports  # the report takes stdout: the summary goes to stderr
     # The PATHs resolved once (OTLP files imported here): the count, the engine and the HTML report read these.
     files = resolve_paths(paths, fresh_imports=not options.cache, uris=scoring.engine in READS_URIS)
     writer: ReportFormat | None = open_formats(
-        [(name, ReportTarget(path, scoring.spec, cache=options.cache, files=files)) for name, path in reports]
+        [(name, ReportTarget(path, scoring.spec, cache=options.cache, files=files)) for name, path in scoring.reports]
     )
     store: StoreWriter | None = None
     results: ResultsWriter | None = None
@@ -178,7 +171,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         writer = check = BaselineCheck(baseline, comparing, writer)
     try:
         # `--json -` on a terminal: the report's lines and the bar would share the screen.
-        shown = not (json_path == "-" and _stdout_is_terminal())
+        shown = not (to_stdout and _stdout_is_terminal())
         with progress_bar("scoring", "traces", lambda: _count_traces(files), shown=shown) as progress:
             options = dataclasses.replace(options, progress=progress)
             run = score(files, loaded, options, writer if writer is not None else Discard(), engine=scoring.engine)
@@ -188,8 +181,8 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         if writer is not None:
             writer.abort()
     # The summary quotes recorded content (reasons, model names): `render_summary` lays each out inert.
-    typer.echo(render_summary(run.report, run.digest), nl=False, err=json_path == "-")
-    regressed = check is not None and _against_baseline(check, err=json_path == "-")
+    typer.echo(render_summary(run.report, run.digest), nl=False, err=to_stdout)
+    regressed = check is not None and _against_baseline(check, err=to_stdout)
     if results is not None:
         typer.echo(inline(results.summary()), err=True)
     if store is not None:

@@ -122,7 +122,7 @@ def run(
     # This process runs the agent and may still have its threads when scoring: never fork it (workers=1).
     options = score_options(confidence, (tier, tag, case), 1, scorer_timeout, no_cache, judge)
     # A bad FILE stops us before the agent runs.
-    opt.report_destinations(json_path, junit_path, markdown_path, html_path, report or ())
+    reports = opt.report_destinations(json_path, junit_path, markdown_path, html_path, report or ())
     store_dir = opt.store_choice(store, no_store)  # an unwritable store stops us before the agent runs
     baseline_side(baseline, store_dir)  # so does a --baseline REF that names no run
     compare_options(baseline, alpha, strict)  # or --alpha / --strict without it
@@ -145,11 +145,7 @@ def run(
         spec=spec,
         options=options,
         loaded=(loaded, case_id),
-        json_path=json_path,
-        junit_path=junit_path,
-        markdown_path=markdown_path,
-        html_path=html_path,
-        reports=tuple(report or ()),
+        reports=reports,
         store=store_dir,
         baseline=baseline,
         alpha=alpha,

@@ -148,6 +148,15 @@ def test_selection_by_tier_tag_case_and_file_case_id(workdir: Path) -> None:
     assert tagged.returncode == 1 and "MISSING rome" in tagged.stdout
 
 
+def test_a_json_report_on_stdout_by_report_moves_the_summary_to_stderr(workdir: Path) -> None:
+    # `--report json=-` is `--json -` spelled as a report: stdout holds the JSON alone.
+    record(workdir / "runs", GOOD[:1])
+    result = evaltrace("score", "runs", "--spec", "evals.yaml::paris-weather", "--report", "json=-", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert [e["case_id"] for e in json.loads(result.stdout)["entries"]] == ["paris-weather"]
+    assert "Gate PASSED" in result.stderr
+
+
 def test_without_spec_scores_every_trace_with_the_defaults(workdir: Path) -> None:
     record(workdir / "runs", GOOD)
     result = evaltrace("score", str(workdir / "runs" / "*.parquet"), "--json", "r.json", cwd=workdir)
