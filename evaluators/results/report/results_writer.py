@@ -39,11 +39,6 @@ class ResultsWriter:
             self._sender.close()
             raise
 
-    @property
-    def sent(self) -> int:
-        """Results the backend has taken so far."""
-        return self._sender.sent
-
     def summary(self) -> str:
         """What was sent where, for the line printed after scoring."""
         return self._sender.summary()

@@ -64,20 +64,3 @@ def arguments_not_recorded(labels: Sequence[str], hint: bool = True) -> str:
     named = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
     text = f"the arguments of {named} were not recorded"
     return f"{text}; {RECORD_HINT}" if hint else text
-
-
-def content_missing(trace: Trace) -> str | None:
-    """What content a trace lacks when it looks recorded without content, else `None`.
-
-    A trace with neither input nor answer, or whose tool calls all lack their arguments, was
-    recorded with content capture off (or without a root span): scoring it as if the agent had
-    answered would be a silent pass.
-    """
-    answer = trace.final_answer()
-    if trace.input is None and answer is None:
-        return f"the trace has no input and no output; {record_hint(trace)}"
-    calls = trace.all_tool_calls(nested=True)
-    unrecorded = unrecorded_arguments(calls)
-    if calls and len(unrecorded) == len(calls):
-        return arguments_not_recorded(unrecorded)
-    return None
