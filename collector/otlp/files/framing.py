@@ -81,14 +81,10 @@ def sniff(path: Path) -> OtlpFormat | None:
             holds no OTLP (said here: the run-file reader's error would be about Parquet).
     """
     try:
-        with path.open("rb") as raw:
-            head = raw.read(_SNIFF_BYTES)
-            size: int | None = os.fstat(raw.fileno()).st_size
-            zipped = head.startswith(_GZIP_MAGIC)
-            if zipped:
-                raw.seek(0)
-                with gzip.GzipFile(fileobj=raw) as unzipped:
-                    head, size = unzipped.read(_SNIFF_BYTES), None
+        with _open(path) as stream:
+            head = stream.read(_SNIFF_BYTES)
+            zipped = isinstance(stream, gzip.GzipFile)
+            size = None if zipped else os.fstat(stream.fileno()).st_size
     except _STREAM_ERRORS as exc:
         raise InputError(f"{path}: cannot read the file: {_reason(exc)}") from None
     found = _format_of(head, size)
