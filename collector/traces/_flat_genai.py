@@ -1,16 +1,17 @@
 """The converter's shortcut for the common OTel GenAI trace: one `invoke_agent` span over its model and tool calls.
 
 Most recorded runs are that shape (the GenAI instrumentations' own, the recorder's `agent_run`
-with `tool_call`, the benchmarks' sets): a root `invoke_agent` span whose children are `chat` and
-`execute_tool` spans, nothing nested, each tool span answering one call the model requested by
-its call id. For such a trace the general assembly (the span tree, convention detection, scopes,
-nested runs, handoffs, model calls described twice, pairing by name) decides nothing, so
-`flat_trace` builds the same `Trace` straight from the spans: each span read by the GenAI
-extractor the converter would pick, iterations, calls and the outcome made by the assembly's own
-field builders. It answers `None` whenever a rule it skips could apply (any attribute key outside
-the shape's, events, links, a warning, a call without its span, a result only a prompt holds under
-a name), and `convert_trace` then runs the general converter, the reference: both give equal
-records (tests/collector/traces/test_flat_genai.py compares them over recorded framework runs and
+with `tool_call`, the benchmarks' sets): a root `invoke_agent` span whose children are model-call
+(`chat`, `generate_content`, `text_completion`) and `execute_tool` spans, nothing nested, each
+tool span answering one call the model requested by its call id. For such a trace the general
+assembly (the span tree, convention detection, scopes, nested runs, handoffs, model calls
+described twice, pairing by name) decides nothing, so `flat_trace` builds the same `Trace`
+straight from the spans: each span read by the GenAI extractor the converter would pick,
+iterations, calls and the outcome made by the assembly's own field builders. It answers `None`
+whenever a rule it skips could apply (any attribute key outside the shape's, events, links, a
+warning, a call without its span, a result only a prompt holds under a name), and
+`convert_trace` then runs the general converter, the reference: both give equal records
+(tests/collector/traces/test_flat_genai.py compares them over recorded framework runs and
 generated traces).
 """
 
@@ -67,7 +68,7 @@ _TOOL_KEYS: Final = _COMMON | {
     A.TOOL_CALL_ARGUMENTS,
     A.TOOL_CALL_RESULT,
 }
-_KEYS: Final = {"invoke_agent": _ROOT_KEYS, "chat": _CHAT_KEYS, A.TOOL_OPERATION: _TOOL_KEYS}
+_KEYS: Final = {"invoke_agent": _ROOT_KEYS, A.TOOL_OPERATION: _TOOL_KEYS} | dict.fromkeys(A.LLM_OPERATIONS, _CHAT_KEYS)
 _FRAMEWORK_NAMES: Final = A.PYDANTIC_AGENT_SPAN_NAMES | A.PYDANTIC_TOOL_SPAN_NAMES
 
 
@@ -128,7 +129,7 @@ def _shape(spans: list[Span]) -> tuple[list[Span], int] | None:
             continue
         if span.parent_span_id != root.span_id or operation == "invoke_agent":
             return None
-        (chats if operation == "chat" else tools).append(span)
+        (tools if operation == A.TOOL_OPERATION else chats).append(span)
     if len({span.span_id for span in spans}) != len(spans):
         return None
     order = _start_order

@@ -134,7 +134,7 @@ def flat_traces(draw: st.DrawFn) -> tuple[list[Span], str]:
         ]  # fmt: skip
         reply = calls or [{"type": "text", "content": draw(st.sampled_from(["Sunny.", "Sunny.\n"]))}]
         chat = {
-            "gen_ai.operation.name": "chat",
+            "gen_ai.operation.name": draw(st.sampled_from(["chat", "generate_content", "text_completion"])),
             "gen_ai.request.model": "gpt-4o",
             "gen_ai.response.id": f"resp-{turn}",
             "gen_ai.usage.input_tokens": draw(st.integers(0, 900)),
