@@ -74,6 +74,13 @@ _FRAMEWORK_NAMES: Final = A.PYDANTIC_AGENT_SPAN_NAMES | A.PYDANTIC_TOOL_SPAN_NAM
 
 def flat_trace(spans: list[Span]) -> Trace | None:
     """The converter's trace of one OTel trace's spans when they are the flat GenAI shape, else `None`."""
+    try:
+        return _flat_trace(spans)
+    except Exception:  # a span an extractor fails on: the converter reads it, and says so in a warning
+        return None
+
+
+def _flat_trace(spans: list[Span]) -> Trace | None:
     shape = _shape(spans)
     members = _read_all(shape[0]) if shape is not None else None
     if shape is None or members is None:

@@ -90,6 +90,7 @@ VARIATIONS = (
     "redacted arguments",
     "no root input",
     "case id as number",
+    "tool named by a number",
 )
 """Ways a trace leaves the flat shape's rules; "none" and the failed or result-less calls below keep it."""
 
@@ -204,6 +205,9 @@ def _vary(spans: list[Span], variation: str, ids: int, clock: int) -> None:
         root.attributes.pop("gen_ai.input.messages")
     elif variation == "case id as number":
         root.attributes["evaltrace.case_id"] = 7
+    elif variation == "tool named by a number":  # the extractor fails on the span (validation): the converter warns
+        reply = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c", "name": 5}]}]
+        chats[0].attributes["gen_ai.output.messages"] = json.dumps(reply)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
