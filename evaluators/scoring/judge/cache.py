@@ -67,12 +67,12 @@ class CachedVerdict(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """What question the verdict answers, compared on read with the question being asked."""
-        return {
-            "model": self.model,
-            "template": self.template,
-            "template_version": self.template_version,
-            "sample": self.sample,
-        }
+        return question_identity(self.model, self.template, self.template_version, self.sample)
+
+
+def question_identity(model: str, template: str, template_version: int, sample: int) -> dict[str, Any]:
+    """What identifies a question beside its key: the model, the template and its version, the sample."""
+    return {"model": model, "template": template, "template_version": template_version, "sample": sample}
 
 
 def cache_key(material: Mapping[str, Any]) -> str:

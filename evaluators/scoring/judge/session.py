@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evaltrace.evaluators.scoring.judge.cache import CachedVerdict, VerdictCache, cache_key
+from evaltrace.evaluators.scoring.judge.cache import CachedVerdict, VerdictCache, cache_key, question_identity
 from evaltrace.evaluators.scoring.judge.client import Completion, Counters, JudgeClient, RequestBudget
 from evaltrace.evaluators.scoring.judge.prompts import RenderedPrompt
 from evaltrace.evaluators.scoring.judge.settings import JudgeSettings, JudgeSetupError
@@ -151,12 +151,7 @@ class JudgeSession:
     async def _sample(self, prompt: RenderedPrompt, index: int) -> tuple[CachedVerdict, bool]:
         # Returns the verdict and whether it came without a request of its own.
         key = cache_key(self._key_material(prompt, index))
-        identity = {
-            "model": self.settings.model or "",
-            "template": prompt.template,
-            "template_version": prompt.version,
-            "sample": index,
-        }
+        identity = question_identity(self.settings.model or "", prompt.template, prompt.version, index)
         cached = self._cache.get(key, identity) if self._cache is not None else None
         if cached is not None:
             self._hits += 1
