@@ -6,7 +6,8 @@ received as OTLP may also be maps and bytes, nested at any depth (`kvlistValue`,
 which standard JSON cannot hold (DuckDB and Polars reject Python's bare `NaN`). Those are written
 as a one-key object `{"$float": "NaN" | "Infinity" | "-Infinity"}`, at any depth: only an OTLP
 map holding exactly that one key and text could be mistaken for one. Bytes are written as their
-UTF-8 text (invalid bytes replaced). Sequences come back as lists, maps as dicts.
+UTF-8 text, or as base64 when they are not UTF-8 (binary content kept, not replaced).
+Sequences come back as lists, maps as dicts.
 
 Reading is strict where Python's `json` is lenient: the bare constants `NaN`, `Infinity` and
 `-Infinity` are not JSON, the writer never produces them, so text holding them is rejected
@@ -15,6 +16,7 @@ like any other malformed text rather than read as a float no other tool would ac
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from collections.abc import Mapping
@@ -32,8 +34,17 @@ def _encode_value(value: Any) -> Any:
     if isinstance(value, Mapping):  # an OTLP map value (kvlistValue)
         return {str(k): _encode_value(v) for k, v in value.items()}
     if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
+        return _bytes_text(value)
     return value
+
+
+def _bytes_text(value: bytes) -> str:
+    # Binary payloads (an image in a log body, a hash) must survive: replacing their invalid bytes
+    # would lose them for good, so text that is not UTF-8 is kept whole as base64.
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return base64.b64encode(value).decode("ascii")
 
 
 def dumps(value: Any) -> str:

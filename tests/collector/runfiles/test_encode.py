@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import math
 from typing import Any
 
@@ -88,3 +89,13 @@ def test_otlp_map_and_bytes_values_nested_at_any_depth_round_trip() -> None:
     assert decoded["m"]["inner"][1] == "x"
     assert math.isnan(decoded["m"]["inner"][0]["nan"]) and decoded["m"]["inner"][0]["n"] == 1
     assert decoded["f"] == -math.inf
+
+
+def test_bytes_that_are_not_utf8_are_kept_whole_as_base64() -> None:
+    # A binary log body or attribute (an image, a digest) must not lose its bytes to replacement
+    # characters: the encoder once wrote b"\xff\xd8" as two U+FFFD, which nothing could undo.
+    binary = bytes(range(256))
+    [text] = dumps_many([{"body": binary, "list": [b"\xff\xd8\xff"]}])
+    decoded = loads_attributes(text)
+    assert base64.b64decode(decoded["body"]) == binary
+    assert base64.b64decode(decoded["list"][0]) == b"\xff\xd8\xff"
