@@ -50,22 +50,27 @@ if TYPE_CHECKING:
 logger = logging.getLogger("evaltrace")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 T = TypeVar("T")
-Tables = list[Iterator[pa.RecordBatch]]
 
 
 class TableFault(Exception):
     """The cached table could not be read: the run is scored again by the per-trace path."""
 
 
-def warm_tables(files: Sequence[Path], router: Router, *, cache: bool, workers: int, histories: bool) -> Tables | None:
-    """The run's cached tables (one, or one per shard of a `workers`-process layout) when this path applies."""
+FORK_MIN_BYTES = 64 * 1024 * 1024
+"""Below this much span data a warm re-scoring stays in one process even where a first scoring forks:
+the columnar path does a few times less work per trace, so forking pays later (its cost is memory)."""
+
+
+def applies(router: Router, cache: bool) -> bool:
+    """Whether the warm path can score this run, its tables aside: single-turn cases, every scorer with a form."""
     if not cache or not isinstance(router, SpecRouter) or router.has_multi_turn:
-        return None
-    if any(type(scorer) not in FORMS for scorer in router.scorers()):
-        return None
-    shards = [None] if workers == 1 else [Shard(index, workers) for index in range(workers)]
-    tables = [table_batches(files, histories=histories, shard=shard) for shard in shards]
-    return None if any(table is None for table in tables) else [t for t in tables if t is not None]
+        return False
+    return all(type(scorer) in FORMS for scorer in router.scorers())
+
+
+def in_one_process(files: Sequence[Path], requested: int | None) -> bool:
+    """Whether a warm re-scoring planned over several workers should rather run in this process."""
+    return requested is None and sum(path.stat().st_size for path in files) < FORK_MIN_BYTES
 
 
 def score_warm(
@@ -78,25 +83,40 @@ def score_warm(
     histories: bool,
     finish: Callable[[Spill], T],
 ) -> T | None:
-    """Score the run on the warm path when it applies, then `finish(spill)`; `None` when it does not apply.
+    """Score the run in this process on the warm path when it applies, then `finish(spill)`; else `None`.
 
-    Also `None` when a table cannot be read: `router` and `stats` may then hold part of the run,
-    and the caller scores it again from new ones, by the per-trace path.
+    The tables are those of the planned layout (one, or one per shard of `workers`), read in shard
+    order. Also `None` when a table cannot be read: `router` and `stats` may then hold part of the
+    run, and the caller scores it again from new ones, by the per-trace path.
     """
-    tables = warm_tables(files, router, cache=options.cache, workers=workers, histories=histories)
-    if tables is None or not isinstance(router, SpecRouter):
+    if not applies(router, options.cache):
         return None
-    rows = _Rows(router, stats, options)
+    shards = [None] if workers == 1 else [Shard(index, workers) for index in range(workers)]
+    tables = [table_batches(files, histories=histories, shard=shard) for shard in shards]
+    if any(table is None for table in tables):
+        return None
     try:
         with Spill() as spill, scorer_time_limit(options.scorer_timeout), bulk_collections():
-            rows.spill = spill
             for batches in tables:
-                traces = iter_table_traces(rows.undecided(_guarded(batches)))
-                score_stream_now(traces, router, stats, spill, options)
+                assert batches is not None
+                score_table(batches, router, stats, spill, options)
             return finish(spill)
     except TableFault as fault:  # the per-trace path reads the table again, discards it and rebuilds
         logger.info("traces cache unusable for the warm path (%s); scoring trace by trace", fault)
         return None
+
+
+def score_table(
+    batches: Iterator[pa.RecordBatch], router: Router, stats: RunStats, spill: SampleSpill, options: ScoreOptions
+) -> None:
+    """Score one cached table's rows: from the columns where the forms decide, the rest per trace.
+
+    Raises:
+        TableFault: the table could not be read.
+    """
+    assert isinstance(router, SpecRouter)
+    rows = _Rows(router, stats, spill, options)
+    score_stream_now(iter_table_traces(rows.undecided(_guarded(batches))), router, stats, spill, options)
 
 
 def _int64s(values: list[int]) -> pa.Array:
@@ -129,9 +149,8 @@ class _Tokens:
 class _Rows:
     """Decides a batch's rows from their columns; what is left goes on, filtered, to the decoder."""
 
-    def __init__(self, router: SpecRouter, stats: RunStats, options: ScoreOptions) -> None:
-        self._router, self._stats, self._options = router, stats, options
-        self.spill: SampleSpill | None = None
+    def __init__(self, router: SpecRouter, stats: RunStats, spill: SampleSpill, options: ScoreOptions) -> None:
+        self._router, self._stats, self._spill, self._options = router, stats, spill, options
         self._seen: set[str] = set()
         self._carried: set[int] = set()
         """The previous batch's last top row, when undecided: its nested rows may go on in this batch."""
@@ -201,8 +220,7 @@ class _Rows:
                 duration, used["input_tokens"], used["output_tokens"], list(zip(models, usages, strict=True))
             ),
         )
-        assert self.spill is not None
-        self._router.keep(self.spill, case.id, sample)
+        self._router.keep(self._spill, case.id, sample)
         return True
 
 

@@ -98,6 +98,8 @@ class ScoreOptions:
     cache: bool = True
     """Read span files through the traces cache (`collector/traces/cache.py`): a re-scoring of
     unchanged files reads their traces table instead of rebuilding the traces (`--no-cache`: off)."""
+    columnar: bool = True
+    """Take the warm path (`columnar_entries.py`) where it applies; off: every trace decoded and scored."""
     store_values: bool = True
     """Pack each scored sample's score-store values beside its JSON where it is scored (in a sharded
     run, by its worker); off when no score store is written (`--no-store`), which would drop them."""
@@ -271,8 +273,8 @@ def score_files(
     from evaltrace.collector.otlp.files.inputs import resolve_paths
     from evaltrace.collector.runfiles.reader import recording_losses
     from evaltrace.collector.traces.cache import traces_of
+    from evaltrace.evaluators.engine import columnar_entries as warm
     from evaltrace.evaluators.engine import shards
-    from evaltrace.evaluators.engine.columnar_entries import score_warm
     from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
     if options.ray_address is not None:
@@ -284,21 +286,29 @@ def score_files(
     stats.dropped_spans, stats.unwritten_spans = losses
     count = shards.plan_workers(options.workers, files, router)
     histories = reads_histories(router.scorers())
-    finish = functools.partial(_finish, router, stats, spec=spec, options=options, sink=sink, judge=None)
-    warm = score_warm(files, router, stats, options, workers=count, histories=histories, finish=finish)
-    if warm is not None:
-        return warm
-    router, stats = new_run(spec, options)  # as new: a warm path given up midway may have used them
-    stats.dropped_spans, stats.unwritten_spans = losses
+    columnar = options.columnar and warm.applies(router, options.cache)
+    if columnar and (count == 1 or warm.in_one_process(files, options.workers)):
+        finish = functools.partial(_finish, router, stats, spec=spec, options=options, sink=sink, judge=None)
+        done = warm.score_warm(files, router, stats, options, workers=count, histories=histories, finish=finish)
+        if done is not None:
+            return done
+        router, stats = new_run(spec, options)  # as new: a warm path given up midway may have used them
+        stats.dropped_spans, stats.unwritten_spans = losses
+        columnar = False
     if count == 1:
         with columnar_run(RunCalls()) as calls, bulk_collections():
             traces = traces_of(files, histories=histories, cache=options.cache, on_batch=calls.add_batch)
             return _run_sync(_ascore(traces, router, stats, spec, options, sink))
-    with Spill() as spill, bulk_collections():
-        shards.score_sharded(files, router, stats, spill, options, count, histories=histories)
-        with scorer_time_limit(options.scorer_timeout):  # each worker set its own: threads do not survive a fork
-            asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network
-        return _finish(router, stats, spill, spec, options, sink, None)
+    try:
+        with Spill() as spill, bulk_collections():
+            shards.score_sharded(files, router, stats, spill, options, count, histories=histories, columnar=columnar)
+            with scorer_time_limit(options.scorer_timeout):  # each worker set its own: threads do not survive a fork
+                asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network
+            return _finish(router, stats, spill, spec, options, sink, None)
+    except warm.TableFault:  # scored again per trace, which reads the table again, discards it and rebuilds
+        if not columnar:
+            raise
+        return score_files(paths, spec, dataclasses.replace(options, columnar=False), sink)
 
 
 def new_run(spec: LoadedSpec | None, options: ScoreOptions) -> tuple[Router, RunStats]:

@@ -36,10 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from evaltrace.collector.errors import EvaltraceError, InputError
 from evaltrace.collector.runfiles.reader import Shard
-from evaltrace.collector.traces.cache import traces_of
+from evaltrace.collector.traces.cache import table_batches, traces_of
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine._spill import Spill
+from evaltrace.evaluators.engine.columnar_entries import TableFault, score_table
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
@@ -146,14 +147,17 @@ def score_sharded(
     workers: int,
     *,
     histories: bool = True,
+    columnar: bool = False,
 ) -> None:
     """Score `files` in `workers` forked processes; samples land on `spill`, the rest on `router` and `stats`.
 
     Afterwards `router` holds every worker's conversations, unmatched traces (in shard order) and
     case tallies, and `stats` the sums of theirs: the caller goes on as after `score_stream`.
     `histories`: whether the traces are read with their prompts (see `convert.read_traces`).
+    `columnar`: each worker whose shard's traces table is cached scores it on the warm path.
 
     Raises:
+        TableFault: a worker could not read its cached table (the caller scores again with `columnar` off).
         InputError: a worker met bad input (the first such error, as that worker reported it).
         WorkerError: a worker crashed or was killed.
     """
@@ -170,7 +174,7 @@ def score_sharded(
             shard = Shard(index, workers)
             process = context.Process(
                 target=_work,
-                args=(files, shard, histories, router, stats, options, sender),
+                args=(files, shard, histories, columnar, router, stats, options, sender),
                 name=f"evaltrace-score-{index}",
                 daemon=True,
             )
@@ -233,6 +237,8 @@ def _collect(
                     options.progress(sum(counts))
             elif kind == "input":
                 raise InputError(payload)
+            elif kind == "table":  # the run is scored again per trace (see `score_sharded`)
+                raise TableFault(payload)
             else:
                 raise WorkerError(f"{_name(index, processes)} failed:\n{payload}")
     return [handover for handover in handovers if handover is not None]
@@ -289,6 +295,7 @@ def _work(
     files: Sequence[Path],
     shard: Shard,
     histories: bool,
+    columnar: bool,
     router: Router,
     stats: RunStats,
     options: ScoreOptions,
@@ -301,12 +308,19 @@ def _work(
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)
-        with shard_traces(files, shard, histories, options) as traces:
-            score_stream_now(traces, router, stats, spill, local)
+        table = table_batches(files, histories=histories, shard=shard) if columnar else None
+        if table is not None:  # the warm path on this shard's table (see `columnar_entries.py`)
+            with scorer_time_limit(options.scorer_timeout):
+                score_table(table, router, stats, spill, local)
+        else:
+            with shard_traces(files, shard, histories, options) as traces:
+                score_stream_now(traces, router, stats, spill, local)
         spill.flush()
         message = ("done", _Handover(router=router.hand_over(), stats=stats))
     except InputError as exc:
         message = ("input", str(exc))
+    except TableFault as exc:
+        message = ("table", str(exc))
     except BaseException:  # reported to the parent, which raises it: nothing may die silently here
         message = ("error", traceback.format_exc())
     try:

@@ -28,8 +28,9 @@ from cli_process import evaltrace
 from genai_scenarios import old_events_no_agent, parallel_nested, sequential, unfinished_parent
 from genai_spans import Recorder
 
-from evaltrace.evaluators.engine import columnar_entries, scoring
+from evaltrace.evaluators.engine import columnar_entries, scoring, shards
 from evaltrace.evaluators.engine.scoring import ScoreOptions
+from evaltrace.evaluators.results.report.json_writer import ReportWriter
 from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -128,7 +129,7 @@ def test_a_warm_scoring_writes_what_the_per_trace_path_writes(run_set: tuple[Pat
     assert per_trace["report"]["counts"]["failed"] > 0 and per_trace["report"]["counts"]["passed"] > 0
 
 
-def test_a_warm_scoring_reads_a_sharded_first_scorings_tables_in_one_process(
+def test_sharded_warm_workers_write_what_the_per_trace_workers_write(
     run_set: tuple[Path, Path], tmp_path: Path
 ) -> None:
     runs, spec = run_set
@@ -136,8 +137,30 @@ def test_a_warm_scoring_reads_a_sharded_first_scorings_tables_in_one_process(
     # Sharded, as the first scoring: a sharded run lists unmatched traces in shard order, not file order.
     per_trace = _score(runs, spec, tmp_path / "no-cache", cache, "--no-cache", "--workers", "2")
     first = _score(runs, spec, tmp_path / "first", cache, "--workers", "2")  # one table per worker's shard
-    warm = _score(runs, spec, tmp_path / "warm", cache, "--workers", "2")
+    warm = _score(runs, spec, tmp_path / "warm", cache, "--workers", "2")  # each worker on its shard's table
     assert warm == first == per_trace
+
+
+def test_a_small_warm_scoring_reads_a_sharded_first_scorings_tables_in_one_process(
+    run_set: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs, spec = run_set
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(shards, "AUTO_MIN_BYTES", 0)  # a first scoring of this small set forks two workers
+    monkeypatch.setattr(shards, "available_cpus", lambda: 2)
+    forked: list[int] = []
+    sharded = shards.score_sharded
+    monkeypatch.setattr(shards, "score_sharded", lambda *a, **k: forked.append(1) or sharded(*a, **k))
+    reports = []
+    for options in (ScoreOptions(workers=2, cache=False), ScoreOptions(), ScoreOptions()):
+        with ReportWriter(str(tmp_path / "report.json")) as writer:
+            run = scoring.score([runs], load_spec(spec), options, writer)
+            writer.finish(run.report)
+        report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+        report.pop("created_at")
+        reports.append(report)
+    assert forked == [1, 1]  # the per-trace run and the first scoring; the warm one read both tables here
+    assert reports[2] == reports[1] == reports[0]
 
 
 def test_the_warm_scoring_decides_the_passing_rows_from_columns(
