@@ -191,7 +191,9 @@ def _batches(path: Path, key: str) -> Iterator[pa.RecordBatch]:
         parquet = pq.ParquetFile(handle, page_checksum_verification=True)
         _check(parquet.schema_arrow, key)
         touch(path)
-        yield from parquet.iter_batches(batch_size=ROWS_PER_READ)
+        # One thread: the table is decoded a batch at a time anyway, and Arrow's reader threads left
+        # ~20 MB resident on a 10,000-trace table for no less CPU (benchmarks/RESULTS.md, warm path).
+        yield from parquet.iter_batches(batch_size=ROWS_PER_READ, use_threads=False)
 
 
 def _observed(batches: Iterator[pa.RecordBatch], on_batch: BatchHook) -> Iterator[pa.RecordBatch]:
