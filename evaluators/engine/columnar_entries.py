@@ -41,7 +41,6 @@ from evaltrace.evaluators.engine.time_limit import ScorerTimeout, current_limite
 from evaltrace.evaluators.results.report.model import SampleResult, TokenUsage
 from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, Form, RowCalls
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
-from evaltrace.evaluators.scoring.scorers.output import final_answer
 from evaltrace.evaluators.scoring.spec.model import Case
 
 if TYPE_CHECKING:
@@ -211,7 +210,7 @@ class _Rows:
             passed=status_passed(status),
             scores=found,
             input=calls.inputs[index],
-            output=final_answer(row),
+            output=row.final_answer(),
             error=calls.column("error")[index],
             start_time=None if start is None else _EPOCH + timedelta(0, 0, start),
             duration_seconds=duration,

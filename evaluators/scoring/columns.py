@@ -126,6 +126,18 @@ class RowCalls:
         """Each call's wall time in microseconds, in call order."""
         return self._batch.call_micros[self._start : self._end]
 
+    def final_answer(self) -> str | None:
+        """`Trace.final_answer()` from the columns: the output, else the last model reply's text."""
+        output = self.value("output")
+        if output is not None:
+            return cast("str", output)
+        replies = cast("list[list[dict[str, Any]] | None]", self.iteration_values("output_messages"))
+        for messages in reversed(replies):
+            texts = [text for text in map(_message_text, messages or []) if text is not None]
+            if texts:
+                return "\n".join(texts)
+        return None
+
     def argument_values(self) -> list[Any]:
         """Each call's arguments as the trace holds them (`None`: not recorded).
 
@@ -264,6 +276,12 @@ class BatchCalls:
         results = pc.struct_field(self._values, "result_json")
         found: list[bool] = pc.fill_null(pc.match_substring(results, '"error"'), False).to_pylist()
         return found
+
+
+def _message_text(message: dict[str, Any]) -> str | None:
+    """`Message.text`: the text parts joined by newlines, or `None` without one."""
+    texts = [part["text"] for part in message["parts"] if part["type"] == "text" and part["text"] is not None]
+    return "\n".join(texts) if texts else None
 
 
 def _micros(start: pa.Array, end: pa.Array) -> list[int | None]:

@@ -41,7 +41,6 @@ from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
 from evaltrace.evaluators.scoring.scorers._text import contains_number, key_terms, mentions, numbers, parse_number
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.evidence import RECORD_HINT, no_answer
-from evaltrace.evaluators.scoring.scorers.output import final_answer
 from evaltrace.evaluators.scoring.scorers.registry import register
 
 
@@ -305,7 +304,7 @@ class _Answer(NamedTuple):
 
 
 def _answer(row: RowCalls) -> _Answer | None:
-    text = final_answer(row)
+    text = row.final_answer()
     return None if text is None else _Answer(text, numbers(text))
 
 

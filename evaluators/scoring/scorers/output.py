@@ -189,30 +189,11 @@ class Outcome(Scorer):
 # does). `outcome`: the run's outcome, classified from the columns, is the expected one.
 
 
-def final_answer(row: RowCalls) -> str | None:
-    """`Trace.final_answer()` from the columns: the output, else the last model reply's text."""
-    output = row.value("output")
-    if output is not None:
-        return cast("str", output)
-    replies = cast("list[list[dict[str, Any]] | None]", row.iteration_values("output_messages"))
-    for messages in reversed(replies):
-        texts = [text for text in map(_message_text, messages or []) if text is not None]
-        if texts:
-            return "\n".join(texts)
-    return None
-
-
-def _message_text(message: dict[str, Any]) -> str | None:
-    """`Message.text`: the text parts joined by newlines, or `None` without one."""
-    texts = [part["text"] for part in message["parts"] if part["type"] == "text" and part["text"] is not None]
-    return "\n".join(texts) if texts else None
-
-
 @columnar_form(Output)
 def output_form(scorer: Output, row: RowCalls) -> Score | None:
     """The passing `Score` of `output` when an answer was recorded and every check holds, else `None`."""
     checks = scorer._check_count()
-    text = final_answer(row) if checks else None
+    text = row.final_answer() if checks else None
     if text is None or scorer._failures(text):
         return None
     return scorer.result(True, 1.0, f"All {checks} output checks passed.", failures=[])
@@ -234,7 +215,7 @@ def _row_outcome(row: RowCalls) -> tuple[str, str]:
         return "timeout", f"the run timed out{f': {error}' if error else ''}"
     if status == "error" or error:
         return "error", f"the run raised: {error or 'status error'}"
-    answer = final_answer(row)
+    answer = row.final_answer()
     problem = _failure_evidence(row, answer)
     if problem:
         return "failure", f"the run returned but {problem}"
