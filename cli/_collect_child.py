@@ -2,9 +2,10 @@
 
 The command is told where to export through the variables every OTel SDK reads: the endpoint and
 protocol of the receiver's listener (HTTP unless only gRPC is served, or the command's environment
-asks for gRPC) and, when the receiver requires a token, an `authorization` header. An endpoint
-already set (general or per signal) is left alone: the user said where to export. The token goes
-only into the command's environment, never into anything printed.
+asks for gRPC) and, when the receiver requires a token, an `authorization` header; headers set for
+another backend are dropped, so its keys do not reach the receiver. An endpoint already set (general
+or per signal) is left alone: the user said where to export. The token goes only into the command's
+environment, never into anything printed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ ENDPOINT_VARIABLES = (
 )
 _PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
 _HEADERS = "OTEL_EXPORTER_OTLP_HEADERS"
+_HEADER_VARIABLES = (_HEADERS, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_LOGS_HEADERS")
 _HTTP_PROTOCOLS = ("http/protobuf", "http/json")
 _ANY_HOST = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 """A listener on every address is reached by the command through loopback."""
@@ -62,15 +64,13 @@ def child_settings(
     endpoint = f"http://{Address(host, address.port)}"
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
     env[_PROTOCOL] = wanted if wanted in ("grpc", *_HTTP_PROTOCOLS) else ("grpc" if use_grpc else "http/protobuf")
+    # Headers set for the exporter's own backend hold that backend's keys (a Langfuse or Phoenix API
+    # key): now that the command exports here, they would be sent to this receiver instead.
+    for name in _HEADER_VARIABLES:
+        env.pop(name, None)
     if token is not None:
-        env[_HEADERS] = _with_authorization(env.get(_HEADERS, ""), token)
+        env[_HEADERS] = "authorization=" + quote(f"Bearer {token}", safe="")
     return ChildSettings(env, f"OTEL_EXPORTER_OTLP_ENDPOINT={endpoint} OTEL_EXPORTER_OTLP_PROTOCOL={env[_PROTOCOL]}")
-
-
-def _with_authorization(headers: str, token: str) -> str:
-    # The OTel header list: comma-separated key=value, values percent-encoded (the SDKs decode them).
-    kept = [h for h in headers.split(",") if h.strip() and h.split("=", 1)[0].strip().lower() != "authorization"]
-    return ",".join([*kept, "authorization=" + quote(f"Bearer {token}", safe="")])
 
 
 def start(command: Sequence[str], env: dict[str, str]) -> subprocess.Popen[bytes]:

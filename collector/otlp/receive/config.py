@@ -113,5 +113,9 @@ def check_token(token: str) -> None:
 
 
 def bearer_matches(token: SecretStr, authorization: bytes) -> bool:
-    """Whether an `Authorization` value is `Bearer <token>` (compared in constant time)."""
-    return hmac.compare_digest(authorization, b"Bearer " + token.get_secret_value().encode())
+    """Whether an `Authorization` value is `Bearer <token>` (the token compared in constant time).
+
+    The scheme's name is case-insensitive (RFC 9110, 11.1): clients that send `bearer` are not refused.
+    """
+    scheme, _, given = authorization.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(given, token.get_secret_value().encode())

@@ -81,6 +81,24 @@ def test_the_command_gets_the_receivers_real_address_and_protocol(tmp_path: Path
     assert "s3cr3t" not in done.stderr
 
 
+def test_headers_meant_for_another_backend_are_not_sent_to_the_receiver(tmp_path: Path) -> None:
+    # The user's exporter headers carry their backend's key; with the endpoint moved to the receiver,
+    # the command would send that key here. Only the receiver's own token header is given.
+    theirs = {
+        "OTEL_EXPORTER_OTLP_HEADERS": "x-langfuse-key=lf-secret-1",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "api_key=phoenix-secret-2",
+        "OTEL_EXPORTER_OTLP_LOGS_HEADERS": "api_key=phoenix-secret-3",
+    }
+    done = _collect(
+        tmp_path / "runs", sys.executable, str(APP), "env", env={**theirs, "EVALTRACE_COLLECT_TOKEN": TOKEN}
+    )
+    assert done.returncode == 0, done.stderr
+    given = json.loads(done.stdout)
+    assert given["OTEL_EXPORTER_OTLP_HEADERS"] == "authorization=Bearer%20s3cr3t-t0ken%2Cwith%3Dodd%25chars"
+    assert "OTEL_EXPORTER_OTLP_TRACES_HEADERS" not in given and "OTEL_EXPORTER_OTLP_LOGS_HEADERS" not in given
+    assert "secret-" not in done.stdout + done.stderr
+
+
 def test_an_endpoint_already_set_is_left_alone(tmp_path: Path) -> None:
     mine = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:9/v1/traces"}
     done = _collect(tmp_path / "runs", sys.executable, str(APP), "env", env=mine)

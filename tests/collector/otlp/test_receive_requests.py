@@ -251,6 +251,8 @@ def test_a_bearer_token_is_required_when_configured(tmp_path: Path) -> None:
         assert post(collector, "/v1/traces", _body(1, "wrong"), wrong)[0] == 401
         right = {**PROTOBUF, "Authorization": f"Bearer {token}"}
         assert post(collector, "/v1/traces", _body(1, "right"), right)[0] == 200
+        lower = {**PROTOBUF, "Authorization": f"bearer {token}"}  # the scheme is case-insensitive
+        assert post(collector, "/v1/traces", _body(1, "lower"), lower)[0] == 200
         with grpc.insecure_channel(str(collector.grpc), options=NO_PROXY) as channel:
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)  # type: ignore[no-untyped-call]
             with pytest.raises(grpc.RpcError) as error:
@@ -259,7 +261,7 @@ def test_a_bearer_token_is_required_when_configured(tmp_path: Path) -> None:
             metadata = [("authorization", f"Bearer {token}")]
             stub.Export(encode_spans(_spans(1, "grpc right")), timeout=30, metadata=metadata)
         assert collector.stop() == 0
-    assert sorted(r["name"] for r in rows(folder)) == ["grpc right 0", "right 0"]
+    assert sorted(r["name"] for r in rows(folder)) == ["grpc right 0", "lower 0", "right 0"]
     assert "bearer token in $EVALTRACE_COLLECT_TOKEN" in collector.stdout
     assert token not in collector.stdout + collector.err
     assert all(token.encode() not in path.read_bytes() for path in folder.iterdir())
