@@ -306,7 +306,8 @@ def _quiet_ray_data(context: Any) -> None:
     """No progress bars or statistics on the terminal (evaltrace shows its own progress), a task shuffle."""
     from ray.data.context import ShuffleStrategy
 
-    logging.getLogger("ray.data").setLevel(logging.ERROR)  # before the switches below, which warn
+    # Before the switches below, which warn; a failed task is logged with its traceback, raised here as one line.
+    logging.getLogger("ray.data").setLevel(logging.CRITICAL)
     context.enable_progress_bars = False
     context.enable_operator_progress_bars = False
     context.enable_auto_log_stats = False
