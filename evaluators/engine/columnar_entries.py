@@ -14,12 +14,17 @@ Nothing is forked: a sharded run's tables (a first scoring with workers caches o
 read one after the other in shard order, which is the order a sharded run merges its workers'
 unmatched traces in. Multi-turn specs, runs without a spec and scorers without a form (plugins,
 judges) keep the per-trace path.
+
+A first scoring (no table yet) goes the same way (`score_shard`): the cache writer hands on each
+batch it writes before passing its traces on; the batch's rows are decided from its columns there,
+and only the undecided traces (already built: nothing is decoded) go on to the per-trace path.
 """
 
 from __future__ import annotations
 
 import logging
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,7 +35,7 @@ import pyarrow.compute as pc
 
 from evaltrace.collector.gc_policy import bulk_collections
 from evaltrace.collector.runfiles.shard import Shard
-from evaltrace.collector.traces.cache import table_batches
+from evaltrace.collector.traces.cache import cache_rebuilt, is_cached, read_traces, table_batches
 from evaltrace.collector.traces.table import iter_table_traces
 from evaltrace.evaluators.engine._aggregate import sample_status, score_result, status_passed
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
@@ -67,9 +72,11 @@ def applies(router: Router, cache: bool) -> bool:
     return all(type(scorer) in FORMS for scorer in router.scorers())
 
 
-def in_one_process(files: Sequence[Path], requested: int | None) -> bool:
-    """Whether a warm re-scoring planned over several workers should rather run in this process."""
-    return requested is None and sum(path.stat().st_size for path in files) < FORK_MIN_BYTES
+def in_one_process(files: Sequence[Path], requested: int | None, workers: int, histories: bool) -> bool:
+    """Whether a warm re-scoring planned over several workers (their tables cached) should rather run here."""
+    if requested is not None or sum(path.stat().st_size for path in files) >= FORK_MIN_BYTES:
+        return False
+    return all(is_cached(files, histories=histories, shard=Shard(index, workers)) for index in range(workers))
 
 
 def score_warm(
@@ -82,27 +89,59 @@ def score_warm(
     histories: bool,
     finish: Callable[[Spill], T],
 ) -> T | None:
-    """Score the run in this process on the warm path when it applies, then `finish(spill)`; else `None`.
+    """Score the run in this process from its tables' columns when the path applies, then `finish(spill)`; else `None`.
 
     The tables are those of the planned layout (one, or one per shard of `workers`), read in shard
-    order. Also `None` when a table cannot be read: `router` and `stats` may then hold part of the
-    run, and the caller scores it again from new ones, by the per-trace path.
+    order; one not cached yet is scored as it is written. Also `None` when a table cannot be read:
+    `router` and `stats` may then hold part of the run, and the caller scores it again from new
+    ones, by the per-trace path.
     """
     if not applies(router, options.cache):
         return None
     shards = [None] if workers == 1 else [Shard(index, workers) for index in range(workers)]
-    tables = [table_batches(files, histories=histories, shard=shard) for shard in shards]
-    if any(table is None for table in tables):
-        return None
     try:
         with Spill() as spill, scorer_time_limit(options.scorer_timeout), bulk_collections():
-            for batches in tables:
-                assert batches is not None
-                score_table(batches, router, stats, spill, options)
+            for shard in shards:
+                score_shard(files, shard, histories, router, stats, spill, options)
             return finish(spill)
     except TableFault as fault:  # the per-trace path reads the table again, discards it and rebuilds
         logger.info("traces cache unusable for the warm path (%s); scoring trace by trace", fault)
         return None
+
+
+def score_shard(
+    files: Sequence[Path],
+    shard: Shard | None,
+    histories: bool,
+    router: Router,
+    stats: RunStats,
+    spill: SampleSpill,
+    options: ScoreOptions,
+) -> None:
+    """Score `shard` of `files` from its cached table (`score_table`), or, a first scoring, as its table is written.
+
+    There, each batch the cache writer writes is decided from its columns before its traces come;
+    `decided` holds, per top-level row handed on, whether its sample was kept, and the traces come
+    in row order. A trace with no row (the table could not be written, or another scoring
+    published it meanwhile: nothing is handed on) goes per trace, as the undecided ones do.
+
+    Raises:
+        TableFault: the cached table could not be read.
+    """
+    if (batches := table_batches(files, histories=histories, shard=shard)) is not None:
+        return score_table(batches, router, stats, spill, options)
+    assert isinstance(router, SpecRouter)
+    rows, decided = _Rows(router, stats, spill, options), deque[bool]()
+
+    def decide(batch: pa.RecordBatch) -> None:
+        calls = _Columns(batch)
+        left = rows.decide(calls)
+        decided.extend(calls.top_rows[index] not in left for index in calls.tops)
+
+    built = read_traces(files, shard, histories=histories)
+    traces = cache_rebuilt(files, built, histories=histories, shard=shard, on_batch=decide)
+    undecided = (trace for trace in traces if not (decided and decided.popleft()))
+    score_stream_now(undecided, router, stats, spill, options)
 
 
 def score_table(
@@ -158,7 +197,7 @@ class _Rows:
         """Each batch's rows that belong to an undecided top-level trace (nested rows with it)."""
         for batch in batches:
             calls = _Columns(batch)
-            left = self._carried | self._decide(calls)
+            left = self._carried | self.decide(calls)
             last = calls.top_rows[-1] if calls.top_rows else None
             self._carried = {last} if last in left else set()
             if left:
@@ -166,7 +205,7 @@ class _Rows:
                 if kept.num_rows:
                     yield kept
 
-    def _decide(self, calls: _Columns) -> set[int]:
+    def decide(self, calls: _Columns) -> set[int]:
         """Keep the samples the forms decide; returns the top rows left undecided."""
         router, stats, left = self._router, self._stats, set()
         unique = dict(calls.rows())

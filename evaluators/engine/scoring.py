@@ -275,7 +275,6 @@ def score_files(
     from evaltrace.collector.traces.cache import traces_of
     from evaltrace.evaluators.engine import columnar_entries as warm
     from evaltrace.evaluators.engine import shards
-    from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
     if options.ray_address is not None:
         raise InputError("--ray-address is for --engine ray")
@@ -287,7 +286,7 @@ def score_files(
     count = shards.plan_workers(options.workers, files, router)
     histories = reads_histories(router.scorers())
     columnar = options.columnar and warm.applies(router, options.cache)
-    if columnar and (count == 1 or warm.in_one_process(files, options.workers)):
+    if columnar and (count == 1 or warm.in_one_process(files, options.workers, count, histories)):
         finish = functools.partial(_finish, router, stats, spec=spec, options=options, sink=sink, judge=None)
         done = warm.score_warm(files, router, stats, options, workers=count, histories=histories, finish=finish)
         if done is not None:
@@ -296,8 +295,8 @@ def score_files(
         stats.dropped_spans, stats.unwritten_spans = losses
         columnar = False
     if count == 1:
-        with columnar_run(RunCalls()) as calls, bulk_collections():
-            traces = traces_of(files, histories=histories, cache=options.cache, on_batch=calls.add_batch)
+        with bulk_collections():
+            traces = traces_of(files, histories=histories, cache=options.cache)
             return _run_sync(_ascore(traces, router, stats, spec, options, sink))
     try:
         with Spill() as spill, bulk_collections():

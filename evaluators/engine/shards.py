@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from evaltrace.collector.errors import EvaltraceError, InputError
 from evaltrace.collector.runfiles.reader import Shard
-from evaltrace.collector.traces.cache import table_batches, traces_of
+from evaltrace.collector.traces.cache import traces_of
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import RouterState
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.engine.columnar_entries import TableFault, score_table
+from evaltrace.evaluators.engine.columnar_entries import TableFault, score_shard
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
@@ -154,7 +154,7 @@ def score_sharded(
     Afterwards `router` holds every worker's conversations, unmatched traces (in shard order) and
     case tallies, and `stats` the sums of theirs: the caller goes on as after `score_stream`.
     `histories`: whether the traces are read with their prompts (see `convert.read_traces`).
-    `columnar`: each worker whose shard's traces table is cached scores it on the warm path.
+    `columnar`: each worker scores its shard from its traces table's columns, cached or as written (`score_shard`).
 
     Raises:
         TableFault: a worker could not read its cached table (the caller scores again with `columnar` off).
@@ -308,10 +308,9 @@ def _work(
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)
-        table = table_batches(files, histories=histories, shard=shard) if columnar else None
-        if table is not None:  # the warm path on this shard's table (see `columnar_entries.py`)
+        if columnar:  # from this shard's table's columns, read or being written (see `columnar_entries.py`)
             with scorer_time_limit(options.scorer_timeout):
-                score_table(table, router, stats, spill, local)
+                score_shard(files, shard, histories, router, stats, spill, local)
         else:
             with shard_traces(files, shard, histories, options) as traces:
                 score_stream_now(traces, router, stats, spill, local)

@@ -2,8 +2,8 @@
 the per-trace path writes: the same JSON report, the same score-store rows, the same summary and exit code.
 
 Each set is scored by real `evaltrace score` subprocesses three ways: `--no-cache` (every trace rebuilt
-and scored by the reference scorers), a first scoring (the per-trace path, the columnar forms
-answering from the batches as the table is written) and a warm one (the table read back: passing
+and scored by the reference scorers), a first scoring (each batch the cache writer writes decided
+from its columns, the undecided traces scored trace by trace) and a warm one (the table read back: passing
 rows decided from its columns, the rest decoded and scored trace by trace). The sets: the peer
 benchmark's (a strict trajectory per case, by case id, ~10% planted failures), the scoring
 benchmark's (seven scorers, cases matched by input and repeated, unmatched traces, a failing gate),
@@ -28,6 +28,7 @@ from cli_process import evaltrace
 from genai_scenarios import old_events_no_agent, parallel_nested, sequential, unfinished_parent
 from genai_spans import Recorder
 
+from evaltrace.collector.traces import _cache_write, cache
 from evaltrace.evaluators.engine import columnar_entries, scoring, shards
 from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
@@ -179,8 +180,10 @@ def test_the_warm_scoring_decides_the_passing_rows_from_columns(
     monkeypatch.setattr(columnar_entries._Rows, "_sample", counted)
     options = ScoreOptions(paths=(str(runs),), workers=1)
     scoring.score([runs], load_spec(spec), options)
-    assert not decided  # a first scoring: no table to read yet
+    first = decided[:]  # a first scoring decides the rows of each batch its cache writer writes
+    decided.clear()
     run = scoring.score([runs], load_spec(spec), options)
+    assert sorted(first) == sorted(decided)
     samples = [sample for entry in run.report.entries for sample in entry.samples]
     failed = [sample for sample in samples if sample.status == "failed"]
     passing = len(samples) - len(failed)
@@ -189,3 +192,31 @@ def test_the_warm_scoring_decides_the_passing_rows_from_columns(
     assert passing * 0.9 <= decided.count(True) <= passing
     if "peer" in str(runs):
         assert decided.count(True) == passing and decided.count(False) == len(failed) > 0
+
+
+def test_a_first_scoring_whose_table_cannot_be_written_midway_reports_the_same(
+    run_set: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows of the batches written are decided from their columns, the traces after the fault per trace."""
+    runs, spec = run_set
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    reference = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1, cache=False))
+    decided: list[bool] = []
+    sample, add = columnar_entries._Rows._sample, _cache_write.TableEncoder.add
+    added = iter(range(sys.maxsize))
+
+    def counted(self: Any, *args: Any) -> bool:
+        decided.append(sample(self, *args))
+        return decided[-1]
+
+    def failing(self: Any, trace: Any) -> None:
+        if next(added) == 3:  # a value the table cannot hold: the writer gives up, scoring goes on
+            raise ValueError("cannot hold this")
+        add(self, trace)
+
+    monkeypatch.setattr(columnar_entries._Rows, "_sample", counted)
+    monkeypatch.setattr(_cache_write.TableEncoder, "add", failing)
+    monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)  # a batch written before the fault
+    first = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1))
+    assert decided and not list((tmp_path / "cache").rglob("*.parquet"))  # no table left behind
+    assert first.report.model_dump(exclude={"created_at"}) == reference.report.model_dump(exclude={"created_at"})
