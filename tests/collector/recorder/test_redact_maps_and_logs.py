@@ -11,6 +11,7 @@ same input written without redaction does hold every secret.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -84,9 +85,14 @@ def _write_spans(folder: Path, settings: RedactionSettings) -> str:
 
 def test_map_and_bytes_attribute_values_are_masked(tmp_path: Path) -> None:
     plain = _write_spans(tmp_path / "plain", PLAIN)
-    assert {f"acme-{n}" for n in range(1, 6)} <= set(SECRET.findall(plain))  # the input holds them all
+    # The input holds them all; bytes that are not UTF-8 are kept whole, as base64.
+    assert {"acme-1", "acme-3", "acme-4", "acme-5"} <= set(SECRET.findall(plain))
+    blob = base64.b64encode(b"token acme-2 \xff").decode()
+    assert blob in plain
     masked = _write_spans(tmp_path / "masked", MASKED)
     assert SECRET.search(masked) is None, SECRET.findall(masked)
+    assert blob not in masked  # masked inside the bytes before they were encoded
+    assert base64.b64encode(b"token " + MASK.encode() + b" \xff").decode() in masked
     assert MASK in masked
 
 
