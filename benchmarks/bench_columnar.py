@@ -7,10 +7,11 @@ the table is built once into `benchmarks/out/columnar-cache/`), each engine answ
 columnar `trajectory` asks of every row: are the row's tool-call names the case's expected names?
 Measured per engine, in this one process: the import (a fresh interpreter's, in a subprocess), and
 the median of `--repeats` runs over the whole table, from the Arrow batches to one boolean per row.
-Every engine's answers must be the same. Then the columnar path itself (`RunCalls` plus the
+Every engine's answers must be the same. Then the columnar path itself (`BatchCalls` plus the
 `trajectory` form, scores built for the passing rows) against the reference scorer on the same traces.
-With `--cli PAIRS`: the whole warm `evaltrace score --workers 1`, columnar forms on and cleared
-(`RunCalls.score` answering `None`), interleaved, CPU of each child process, and the two JSON reports compared.
+With `--cli PAIRS`: the whole warm `evaltrace score --workers 1`, columnar path on and off
+(`columnar_entries.applies` answering `False`), interleaved, CPU of each child process, and the two
+JSON reports compared.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def _median(job: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 def _scorers(table_path: Path, folder: Path, repeats: int) -> None:
     """The columnar path against the reference `trajectory` on the decoded traces (CPU s, median)."""
     from evaltrace.collector.traces.table import iter_table_traces
-    from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run, columnar_score
+    from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, RowCalls
     from evaltrace.evaluators.scoring.scorers.base import run_scorer
     from evaltrace.evaluators.scoring.spec.loader import load_spec
 
@@ -126,12 +127,9 @@ def _scorers(table_path: Path, folder: Path, repeats: int) -> None:
     reference_s, reference = _median(lambda: [run_scorer(s, t) for t, s in jobs], repeats)
 
     def columnar_path() -> list[Any]:
-        calls = RunCalls()
-        calls._batches = type(calls._batches)(maxlen=len(batches))  # all rows at hand, as the stream has them
-        for batch in batches:
-            calls.add_batch(batch)
-        with columnar_run(calls):
-            return [columnar_score(s, t) or run_scorer(s, t) for t, s in jobs]
+        rows = {tid: RowCalls(calls, index) for calls in map(BatchCalls, batches) for tid, index in calls.rows()}
+        found = [(s, t, rows.get(t.trace_id)) for t, s in jobs]  # a trace id two rows share: the reference
+        return [(r is not None and FORMS[type(s)](s, r)) or run_scorer(s, t) for s, t, r in found]
 
     columnar_s, found = _median(columnar_path, repeats)
     assert found == reference, "the columnar path's scores differ from the reference's"
@@ -141,8 +139,8 @@ def _scorers(table_path: Path, folder: Path, repeats: int) -> None:
 _CLI = """
 import sys
 if sys.argv[1] == "off":
-    from evaltrace.evaluators.scoring.columns import RunCalls
-    RunCalls.score = lambda *args: None  # every scorer scored by its reference
+    from evaltrace.evaluators.engine import columnar_entries
+    columnar_entries.applies = lambda *args: False  # every trace decoded and scored by its reference
 from evaltrace.cli.main import run
 sys.argv = ["evaltrace", "score", *sys.argv[2:]]
 run()

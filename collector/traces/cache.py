@@ -71,7 +71,6 @@ def cached_traces(
     histories: bool = True,
     shard: Shard | None = None,
     root: Path | None = None,
-    on_batch: BatchHook | None = None,
 ) -> Iterator[Trace]:
     """The traces of `files`, as `read_traces(files, shard, histories=histories)` yields them, through the cache.
 
@@ -80,9 +79,6 @@ def cached_traces(
         histories: fill in the iterations' prompts (see `convert_trace`); part of the key.
         shard: only this shard's traces; part of the key.
         root: the cache root; `cachedir.cache_root()` when `None`.
-        on_batch: called with each traces-table batch, read back or just written, before its
-            traces are yielded (the columnar scorers read the table's columns there); not called
-            when the table cannot be written.
 
     Raises:
         InputError: as `read_traces` does, when the traces have to be rebuilt.
@@ -95,7 +91,7 @@ def cached_traces(
     table = space.entry(key, ".parquet")
     done = 0
     if table.exists():
-        reader = _read_table(table, key, on_batch)
+        reader = iter_table_traces(_batches(table, key))
         while True:
             try:
                 trace = next(reader)
@@ -106,7 +102,7 @@ def cached_traces(
                 break
             yield trace
             done += 1
-    yield from _build(files, shard, histories, space, table, skip=done, on_batch=on_batch)
+    yield from _build(files, shard, histories, space, table, skip=done)
 
 
 def traces_of(
@@ -115,11 +111,10 @@ def traces_of(
     *,
     histories: bool = True,
     cache: bool = True,
-    on_batch: BatchHook | None = None,
 ) -> Iterator[Trace]:
     """The traces of `files` through the cache (`cached_traces`), or rebuilt every time without `cache`."""
     if cache:
-        return cached_traces(files, histories=histories, shard=shard, on_batch=on_batch)
+        return cached_traces(files, histories=histories, shard=shard)
     return read_traces(files, shard, histories=histories)
 
 
@@ -134,8 +129,9 @@ def cache_rebuilt(
     """`traces` (rebuilt from `files` elsewhere: the rows of a shuffle), their table written to the cache on the way.
 
     The table is the one `cached_traces(files, histories=histories, shard=shard)` would build and
-    later reads: the same key, published once every trace went through, never half. `on_batch`: as
-    for `cached_traces`, each batch written is handed to it before its traces.
+    later reads: the same key, published once every trace went through, never half. `on_batch`, if
+    given, is handed each batch written before its traces (the columnar forms decide its rows there);
+    it is not called once the table cannot be written.
     """
     key = cache_key(files, histories=histories, shard=shard)
     space = Namespace.open(TRACES)
@@ -180,13 +176,8 @@ def table_batches(files: Sequence[Path], *, histories: bool, shard: Shard | None
     return _batches(path, key)
 
 
-def _read_table(path: Path, key: str, on_batch: BatchHook | None) -> Iterator[Trace]:
-    """The traces in the table at `path`; raises if there is none or it is not a sound table for `key`."""
-    batches = _batches(path, key)
-    yield from iter_table_traces(batches if on_batch is None else _observed(batches, on_batch))
-
-
 def _batches(path: Path, key: str) -> Iterator[pa.RecordBatch]:
+    """The table at `path` batch by batch; raises if it is not a sound table for `key`."""
     with path.open("rb") as handle:  # opened once: a table renamed over this one meanwhile does not disturb us
         parquet = pq.ParquetFile(handle, page_checksum_verification=True)
         _check(parquet.schema_arrow, key)
@@ -194,12 +185,6 @@ def _batches(path: Path, key: str) -> Iterator[pa.RecordBatch]:
         # One thread: the table is decoded a batch at a time anyway, and Arrow's reader threads left
         # ~20 MB resident on a 10,000-trace table for no less CPU (benchmarks/RESULTS.md, warm path).
         yield from parquet.iter_batches(batch_size=ROWS_PER_READ, use_threads=False)
-
-
-def _observed(batches: Iterator[pa.RecordBatch], on_batch: BatchHook) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        on_batch(batch)
-        yield batch
 
 
 def _check(schema: pa.Schema, key: str) -> None:
@@ -225,16 +210,12 @@ def _build(
     table: Path,
     *,
     skip: int,
-    on_batch: BatchHook | None,
 ) -> Iterator[Trace]:
-    """Rebuild the traces, writing their table to `table` on the way; yield all but the first `skip`.
-
-    With `on_batch`, each batch written is handed to it before its traces are yielded (`written`).
-    """
+    """Rebuild the traces, writing their table to `table` on the way; yield all but the first `skip`."""
     traces = read_traces(files, shard, histories=histories)
     writer = TableWriter.start(space, table, ROWS_PER_GROUP)
     unchanged = functools.partial(_same_key, files, histories, shard, table.stem)
-    yield from written(traces, writer, unchanged, skip=skip, on_batch=on_batch)
+    yield from written(traces, writer, unchanged, skip=skip)
 
 
 def _same_key(files: Sequence[Path], histories: bool, shard: Shard | None, key: str) -> bool:

@@ -49,6 +49,7 @@ from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.spec.model import Case
 
 if TYPE_CHECKING:
+    from evaltrace.collector.traces.records import Trace
     from evaltrace.evaluators.engine.scoring import ScoreOptions
 
 logger = logging.getLogger("evaltrace")
@@ -130,6 +131,21 @@ def score_shard(
     """
     if (batches := table_batches(files, histories=histories, shard=shard)) is not None:
         return score_table(batches, router, stats, spill, options)
+    built = read_traces(files, shard, histories=histories)
+    score_built(files, built, shard, histories, router, stats, spill, options)
+
+
+def score_built(
+    files: Sequence[Path],
+    built: Iterator[Trace],
+    shard: Shard | None,
+    histories: bool,
+    router: Router,
+    stats: RunStats,
+    spill: SampleSpill,
+    options: ScoreOptions,
+) -> None:
+    """Score `built` (the traces of `shard` of `files`) as their table is written (a Ray Data group's too)."""
     assert isinstance(router, SpecRouter)
     rows, decided = _Rows(router, stats, spill, options), deque[bool]()
 
@@ -138,7 +154,6 @@ def score_shard(
         left = rows.decide(calls)
         decided.extend(calls.top_rows[index] not in left for index in calls.tops)
 
-    built = read_traces(files, shard, histories=histories)
     traces = cache_rebuilt(files, built, histories=histories, shard=shard, on_batch=decide)
     undecided = (trace for trace in traces if not (decided and decided.popleft()))
     score_stream_now(undecided, router, stats, spill, options)

@@ -22,7 +22,8 @@ Runs holding log-record files are not read this way (their records attach to spa
 read, file by file): `ray_engine` scores those with per-shard tasks that read every file.
 
 The traces cache: with the cache on and local files, each group writes its shard's traces table
-on the way (`cache.cache_rebuilt`, the key `cached_traces` gives that shard of those files).
+on the way (`cache.cache_rebuilt`, the key `cached_traces` gives that shard of those files), its
+rows decided from the columns where the forms can, as a local first scoring's (`columnar_entries`).
 Re-scoring the same files with as many shards then finds every table, and `ray_engine` scores
 the shards from them without reading or shuffling a span (warm: measured in
 `benchmarks/RESULTS.md`, "Issue 20").
@@ -30,6 +31,7 @@ the shards from them without reading or shuffling a span (warm: measured in
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import warnings
@@ -46,18 +48,21 @@ from evaltrace.collector.runfiles.layout import SCHEMA
 from evaltrace.collector.runfiles.reader import SPAN_COLUMNS
 from evaltrace.collector.runfiles.runfiles import Location, iter_batches
 from evaltrace.collector.runfiles.shard import Shard, shard_keys
+from evaltrace.collector.traces.cache import cache_rebuilt, traces_of
+from evaltrace.evaluators.engine import columnar_entries
 from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import RouterState
+from evaltrace.evaluators.engine.columnar_entries import TableFault, applies, score_built
 from evaltrace.evaluators.engine.ray_judges import score_in_task
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 from evaltrace.evaluators.results.store.writer import StoreParts
-from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
 if TYPE_CHECKING:
-    from evaltrace.collector.traces.records import Trace
     from evaltrace.evaluators.engine.scoring import ScoreOptions
+
+logger = logging.getLogger("evaltrace")
 
 # One parked sample as `Spill.add` takes it: group, start, trace id, JSON, tag.
 _Row = tuple[str, datetime | None, str | None, bytes, int]
@@ -171,10 +176,8 @@ def _score_rows(rows: pa.Table, key: int, parts: RunParts) -> ShardResult:
     spill = ListSpill()
     quiet = dataclasses.replace(parts.options, progress=None)
     try:
-        # As a local cold run: the table batches written to the cache reach the columnar forms first.
-        with scorer_time_limit(parts.options.scorer_timeout), columnar_run(RunCalls()) as calls:
-            traces = _traces(rows, key, parts, calls.add_batch)
-            score_in_task(traces, parts.router, parts.stats, spill, quiet)
+        with scorer_time_limit(parts.options.scorer_timeout):
+            _score_traces(rows, key, parts, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
     # The entries stage decides the cases from the merged tallies: no decision here.
@@ -182,20 +185,44 @@ def _score_rows(rows: pa.Table, key: int, parts: RunParts) -> ShardResult:
     return ShardResult(rows=spill.rows, router=state, stats=parts.stats)
 
 
-def _traces(rows: pa.Table, key: int, parts: RunParts, on_batch: Callable[[pa.RecordBatch], None]) -> Iterator[Trace]:
-    """The group's traces, rebuilt; with the cache on, its shard's traces table written on the way.
+def _score_traces(rows: pa.Table, key: int, parts: RunParts, spill: ListSpill, options: ScoreOptions) -> None:
+    """Score the group's traces, rebuilt; with the cache on, its shard's traces table written on the way.
 
-    A re-scoring of the same local files then finds every shard's table and skips Ray Data
-    altogether (`ray_engine`), as a local run skips the rebuild.
+    As a local first scoring, the rows of each batch written are decided from its columns where the
+    forms can (`columnar_entries.score_built`). A re-scoring of the same local files then finds
+    every shard's table and skips Ray Data altogether (`ray_engine`), as a local run skips the rebuild.
     """
-    from evaltrace.collector.traces.cache import cache_rebuilt
     from evaltrace.collector.traces.rebuild import convert_span_rows
 
     traces = convert_span_rows(rows_by_file(rows, parts.locations), histories=parts.histories)
     paths = [location for location in parts.locations if isinstance(location, Path)]
-    if not parts.options.cache or len(paths) < len(parts.locations):
-        return traces
-    return cache_rebuilt(paths, traces, histories=parts.histories, shard=Shard(key, parts.count), on_batch=on_batch)
+    router, stats, shard = parts.router, parts.stats, Shard(key, parts.count)
+    if not options.cache or len(paths) < len(parts.locations):
+        score_in_task(traces, router, stats, spill, options)
+    elif applies(router, options.cache):
+        score_built(paths, traces, shard, parts.histories, router, stats, spill, options)
+    else:
+        score_in_task(
+            cache_rebuilt(paths, traces, histories=parts.histories, shard=shard), router, stats, spill, options
+        )
+
+
+def score_task(
+    files: Sequence[Path], shard: Shard, histories: bool, router: Router, stats: RunStats, options: ScoreOptions
+) -> tuple[ListSpill, Router, RunStats]:
+    """`shard` of `files` scored (`ray_engine.score_shard`): its samples, and the router and stats holding the rest."""
+    spill = ListSpill()
+    if applies(router, options.cache):
+        fresh = copy.deepcopy((router, stats))
+        try:
+            columnar_entries.score_shard(files, shard, histories, router, stats, spill, options)
+            return spill, router, stats
+        except TableFault as fault:  # as a local run: scored again per trace, the table discarded and rebuilt
+            logger.info("traces cache unusable for the warm path (%s); scoring trace by trace", fault)
+            spill, (router, stats) = ListSpill(), fresh
+    traces = traces_of(files, shard, histories=histories, cache=options.cache)
+    score_in_task(traces, router, stats, spill, options)
+    return spill, router, stats
 
 
 def rows_by_file(rows: pa.Table, locations: Sequence[Location]) -> list[tuple[Location, list[pa.RecordBatch]]]:

@@ -47,11 +47,11 @@ from evaltrace.collector.settings import RaySettings
 from evaltrace.evaluators.engine._loop import Router, score_held
 from evaltrace.evaluators.engine._routers import SpecRouter
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.engine.ray_data import ListSpill, RunParts, ShardResult, score_groups
+from evaltrace.evaluators.engine.ray_data import RunParts, ShardResult, score_groups, score_task
 from evaltrace.evaluators.engine.ray_entries import EntryStage, eligible, finish_entries, score_entries
-from evaltrace.evaluators.engine.ray_judges import judges_on_ray, score_in_task
+from evaltrace.evaluators.engine.ray_judges import judges_on_ray
 from evaltrace.evaluators.engine.sample import RunStats
-from evaltrace.evaluators.engine.shards import WorkerError, shard_traces
+from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
@@ -71,14 +71,14 @@ def score_shard(
 ) -> ShardResult:
     """Score the traces of `shard` of `files` with `router` (a fresh copy): the body of one Ray task.
 
-    As a local worker does, the task hands the traces table's batches to the columnar forms, which
-    answer the checks that surely pass on a warm re-scoring (the shard's table read from the cache).
+    As a local worker does, the task decides the rows of the shard's traces table (read from the
+    cache, or written on the way) from their columns when every scorer has a form
+    (`columnar_entries.score_shard`); the rest, and every other run, go per trace.
     """
-    spill = ListSpill()
     quiet = dataclasses.replace(options, progress=None)
     try:
-        with shard_traces(files, shard, histories, options) as traces:
-            score_in_task(traces, router, stats, spill, quiet)
+        with scorer_time_limit(options.scorer_timeout):
+            spill, router, stats = score_task(files, shard, histories, router, stats, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
     return ShardResult(rows=spill.rows, router=router.hand_over(), stats=stats)

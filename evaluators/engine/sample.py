@@ -20,7 +20,6 @@ from evaltrace.evaluators.engine._aggregate import sample_status, score_result, 
 from evaltrace.evaluators.engine._numbers import ExactSum, percentile
 from evaltrace.evaluators.engine.time_limit import Limiter, ScorerTimeout, current_limiter, timeout_message
 from evaltrace.evaluators.results.report.model import CostStats, LatencyStats, SampleResult, ScoreResult, TokenUsage
-from evaltrace.evaluators.scoring.columns import columnar_score
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, arun_scorer, run_scorer
 from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, TokenCounts, call_cost, find_price
 from evaltrace.evaluators.scoring.spec.model import Case
@@ -131,27 +130,13 @@ async def _run_scorers(trace: Trace, case: Case | None, scorers: Sequence[Scorer
 
 
 def _run_limited(scorer: Scorer, trace: Trace, case: Case | None, limiter: Limiter | None) -> Score:
-    """`_score_one` under the run's time limit (see `time_limit.py`)."""
+    """`run_scorer` under the run's time limit (see `time_limit.py`)."""
     if limiter is None:
-        return _score_one(scorer, trace, case)
+        return run_scorer(scorer, trace, case)
     try:
-        return limiter.call(lambda: _score_one(scorer, trace, case))
+        return limiter.call(lambda: run_scorer(scorer, trace, case))
     except ScorerTimeout:
         return timed_out(scorer, limiter.seconds)
-
-
-def _score_one(scorer: Scorer, trace: Trace, case: Case | None) -> Score:
-    """The columnar path's sure pass, else `run_scorer`.
-
-    Inside the time limit: a form runs the spec's regexes on recorded content as the reference
-    does, so a pattern that backtracks for minutes times out on either path. A form that fails
-    leaves the verdict to the reference, which is what the form only ever anticipates.
-    """
-    try:
-        found = columnar_score(scorer, trace)
-    except Exception:  # a time-out (a BaseException) still ends the scorer
-        found = None
-    return found if found is not None else run_scorer(scorer, trace, case)
 
 
 async def _arun_limited(scorer: Scorer, trace: Trace, case: Case | None, limiter: Limiter | None) -> Score:

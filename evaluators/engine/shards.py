@@ -43,7 +43,6 @@ from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.columnar_entries import TableFault, score_shard
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
-from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run
 
 if TYPE_CHECKING:
     from evaltrace.collector.traces.records import Trace
@@ -281,14 +280,12 @@ class _PipeSpill:
 def shard_traces(
     files: Sequence[Path], shard: Shard, histories: bool, options: ScoreOptions
 ) -> Iterator[Iterator[Trace]]:
-    """The traces of `shard` of `files`, to be scored inside the block: what a worker or a Ray task scores.
+    """The traces of `shard` of `files`, to be scored inside the block: a worker's, unless its rows are decided.
 
-    Inside, the scorer time limit is set (threads do not survive a fork, nor cross to a Ray
-    worker) and the traces table's batches reach the columnar forms before their traces are
-    decoded, so a warm re-scoring answers the passing checks without the per-trace scorer.
+    Inside, the scorer time limit is set (threads do not survive a fork).
     """
-    with scorer_time_limit(options.scorer_timeout), columnar_run(RunCalls()) as calls:
-        yield traces_of(files, shard, histories=histories, cache=options.cache, on_batch=calls.add_batch)
+    with scorer_time_limit(options.scorer_timeout):
+        yield traces_of(files, shard, histories=histories, cache=options.cache)
 
 
 def _work(

@@ -8,11 +8,9 @@ reference then scores the entry, so failures get their reason and details from i
 answers only for its exact class: a subclass (a plugin) may score differently. A form is
 registered when its scorer's module is imported, so a run imports only the forms of its scorers.
 
-The engine reads traces through the traces cache; the cache hands each table batch to
-`RunCalls.add_batch` before decoding its traces, so by the time a trace is scored its row's
-columns are here. `columnar_score(scorer, trace)` then gives the columnar verdict, or `None` to run
-the reference. Only the last few batches are kept (memory stays bounded by a batch), plus the set
-of trace ids seen, so that an id two top-level rows share is never answered for.
+The engine asks the forms on the rows of the traces table's batches as it reads or writes them
+(`engine/columnar_entries.py`, local and Ray runs alike): `BatchCalls` is a batch's columns and
+`RowCalls` one top-level row's; a row the forms do not all pass is scored by the reference.
 
 A batch's tool-call columns become flat Python lists, each made by one Arrow call (`to_pylist` on
 a flat array) the first time a form asks for it, plus the list offsets that cut them per row. No
@@ -24,17 +22,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from operator import attrgetter
-from typing import Any, Final, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 
 Form = Callable[[Any, "RowCalls"], Score | None]
@@ -70,7 +63,7 @@ class RowCalls:
         self._start = start = batch.offsets[index]
         self._end = end = batch.offsets[index + 1]
         self.names: list[str] = batch.names[start:end]
-        """Tool names, in call order (every lookup reads them: `RunCalls.row` checks them)."""
+        """Tool names, in call order."""
 
     # The properties the trajectory form reads on every row index the batch's lists directly: a
     # lookup through `call_values` costs two more Python calls each, on ~10,000 rows a scoring.
@@ -178,18 +171,9 @@ class BatchCalls:
         self._call_fields: dict[str, list[object]] = {}
         self._rows = _top_rows(batch)
 
-    @property
-    def trace_ids(self) -> list[str]:
-        """The trace ids this batch answers for."""
-        return list(self._rows)
-
     def rows(self) -> list[tuple[str, int]]:
         """The trace ids this batch answers for, each with its row's position in the batch."""
         return list(self._rows.items())
-
-    def forget(self, trace_id: str) -> None:
-        """Stop answering for `trace_id` (another batch holds it too)."""
-        self._rows.pop(trace_id, None)
 
     def row(self, trace_id: str) -> RowCalls | None:
         """The top-level row of `trace_id`, or `None` when this batch has no such single row."""
@@ -309,79 +293,3 @@ def _top_rows(batch: pa.RecordBatch) -> dict[str, int]:
     for trace_id in twice:
         del rows[trace_id]
     return rows
-
-
-_NAME = attrgetter("name")
-
-KEPT_BATCHES: Final = 3
-"""Batches kept: the decoder yields a trace once the next top-level row is read, maybe a batch later."""
-
-
-class RunCalls:
-    """The tool-call columns of a run's recent batches, looked up by trace id."""
-
-    def __init__(self) -> None:
-        self._batches: deque[BatchCalls] = deque(maxlen=KEPT_BATCHES)
-        self._rows: dict[str, tuple[BatchCalls, int]] = {}
-        """Each kept batch's rows by trace id, in one dict: a lookup is one probe, not one a batch."""
-        self._seen: set[str] = set()
-        self.hits = 0
-        """Scores given by the columnar path (the benchmark and the tests read it)."""
-
-    def add_batch(self, batch: pa.RecordBatch) -> None:
-        """Index a traces-table batch (called by the cache before its traces are decoded)."""
-        batches = self._batches
-        if len(batches) == batches.maxlen:  # the oldest batch goes: its rows with it
-            for trace_id in batches.popleft().trace_ids:
-                self._rows.pop(trace_id, None)
-        calls = BatchCalls(batch)
-        rows, seen = self._rows, self._seen
-        for trace_id, index in calls.rows():
-            if trace_id in seen:  # a second top-level row with this id: never answered for again
-                rows.pop(trace_id, None)
-                calls.forget(trace_id)
-            else:
-                seen.add(trace_id)
-                rows[trace_id] = (calls, index)
-        self._batches.append(calls)
-
-    def row(self, trace: Trace) -> RowCalls | None:
-        """The columns of `trace`'s row, when a kept batch holds it and no other row shares its id."""
-        found = self._rows.get(trace.trace_id)
-        if found is None:
-            return None
-        row = RowCalls(*found)
-        # The row must describe this very trace: a cheap check on the calls' names.
-        return row if row.names == list(map(_NAME, trace.tool_calls)) else None
-
-    def score(self, scorer: Scorer, trace: Trace) -> Score | None:
-        """The columnar verdict of `scorer` on `trace`, or `None` when the reference must score it."""
-        form = FORMS.get(type(scorer))  # `form_of`, minus a call on every scorer of every trace
-        if form is None:
-            return None
-        row = self.row(trace)
-        if row is None:
-            return None
-        found = form(scorer, row)
-        if found is not None:
-            self.hits += 1
-        return found
-
-
-_active: ContextVar[RunCalls | None] = ContextVar("evaltrace_columnar_run", default=None)
-
-
-@contextmanager
-def columnar_run(calls: RunCalls) -> Iterator[RunCalls]:
-    """Make `calls` the run's columnar source for the scorers run inside this block."""
-    token = _active.set(calls)
-    try:
-        yield calls
-    finally:
-        _active.reset(token)
-
-
-def columnar_score(scorer: Scorer, trace: Trace) -> Score | None:
-    """The columnar verdict of `scorer` on `trace` in the active run, or `None` (no run, or the reference's turn)."""
-    calls = _active.get()
-    return None if calls is None else calls.score(scorer, trace)

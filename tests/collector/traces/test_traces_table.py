@@ -389,14 +389,15 @@ def test_a_table_failing_midway_resumes_from_a_rebuild(
 def test_a_first_read_hands_each_written_batch_over_before_its_traces(
     runs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The columnar scorers read a batch's rows when its traces come: on a first scoring too.
+    # The columnar forms decide a batch's rows before its traces come: on a first scoring.
     monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)
-    root, events = tmp_path / "cache", []
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(root := tmp_path / "cache"))
+    events: list[tuple[str, Any]] = []
 
     def hand(batch: pa.RecordBatch) -> None:
         events.append(("batch", batch))
 
-    for trace in cache.cached_traces(runs, root=root, on_batch=hand):
+    for trace in cache.cache_rebuilt(runs, read_traces(runs), on_batch=hand):
         events.append(("trace", trace))
     batches = [item for kind, item in events if kind == "batch"]
     traces = [item for kind, item in events if kind == "trace"]
@@ -409,10 +410,9 @@ def test_a_first_read_hands_each_written_batch_over_before_its_traces(
             assert item.trace_id in handed  # its row was handed over before it
     (table,) = _tables(root)
     assert pa.Table.from_batches(batches).equals(pq.read_table(table).replace_schema_metadata(SCHEMA.metadata))
-    # A re-scoring hands over the same rows, read back.
-    again: list[pa.RecordBatch] = []
-    assert list(cache.cached_traces(runs, root=root, on_batch=again.append)) == traces
-    assert pa.Table.from_batches(again).equals(pa.Table.from_batches(batches))
+    # A re-scoring reads the same rows back.
+    again = cache.table_batches(runs, histories=True, shard=None)
+    assert again is not None and pa.Table.from_batches(list(again)).equals(pa.Table.from_batches(batches))
 
 
 def test_a_first_read_whose_table_fails_yields_every_trace(
@@ -425,10 +425,10 @@ def test_a_first_read_whose_table_fails_yields_every_trace(
         for index, trace in enumerate(real(*args, **kwargs)):
             yield trace.model_copy(update={"span_count": 2**70}) if index == 2 else trace
 
-    monkeypatch.setattr(cache, "read_traces", odd)
     monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     handed: list[pa.RecordBatch] = []
-    got = list(cache.cached_traces(runs, root=tmp_path / "cache", on_batch=handed.append))
+    got = list(cache.cache_rebuilt(runs, odd(runs), on_batch=handed.append))
     assert [t.trace_id for t in got] == [t.trace_id for t in expected] and got[2].span_count == 2**70
     assert sum(batch.num_rows for batch in handed) <= 2  # only the batch written before the failure
     assert list((tmp_path / "cache" / "traces").iterdir()) == []

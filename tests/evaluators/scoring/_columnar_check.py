@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from evaltrace.collector.traces.records import Trace
 from evaltrace.collector.traces.table import from_table, to_table
-from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run, columnar_score
+from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 
 
 def columnar(trace: Trace, scorer: Scorer) -> tuple[Score | None, Trace]:
-    """The columnar verdict on `trace` read back from its traces table, and the decoded trace."""
+    """The columnar verdict on `trace` read back from its traces table (its form on its row), and the decoded trace."""
     table = to_table([trace])
-    calls = RunCalls()
-    for batch in table.to_batches():
-        calls.add_batch(batch)
-    decoded = from_table(table)[0]
-    with columnar_run(calls):
-        return columnar_score(scorer, decoded), decoded
+    row = BatchCalls(table.to_batches()[0]).row(trace.trace_id)
+    form = FORMS.get(type(scorer))
+    return (None if form is None or row is None else form(scorer, row)), from_table(table)[0]
 
 
 def check_same(trace: Trace, scorer: Scorer) -> Score | None:

@@ -14,8 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.collector.traces.table import to_table
-from evaltrace.evaluators.scoring.columns import RunCalls, columnar_run, columnar_score
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 
@@ -201,19 +199,6 @@ def test_a_repeated_tool_name_is_paired_as_the_reference_pairs_it() -> None:
     found, decoded = columnar(_plain("search", "search"), scorer)
     assert found is not None and found == run_scorer(scorer, decoded)
     assert found.details is not None and found.details["matched"] == [[0, 1], [1, 0]]
-
-
-def test_a_row_of_another_trace_is_never_used() -> None:
-    table = to_table([_plain("search")])
-    calls = RunCalls()
-    for batch in table.to_batches():
-        calls.add_batch(batch)
-    other = _plain("fetch")  # same trace id, other calls: the name check refuses the row
-    with columnar_run(calls):
-        assert columnar_score(Trajectory(expected=[{"name": "fetch"}]), other) is None
-    calls.add_batch(table.to_batches()[0])  # the same id in a second top-level row: never answered
-    with columnar_run(calls):
-        assert columnar_score(Trajectory(expected=[{"name": "search"}]), _plain("search")) is None
 
 
 class _Stricter(Trajectory):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from evaltrace.collector.traces.arguments import Rules, arguments_match
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.collector.traces.table import to_table
-from evaltrace.evaluators.scoring.columns import KEPT_BATCHES, BatchCalls, RunCalls
+from evaltrace.evaluators.scoring.columns import BatchCalls
 from evaltrace.evaluators.scoring.scorers.arguments import max_bipartite_matching
 from evaltrace.evaluators.scoring.scorers.base import Scorer, run_scorer
 from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory, trajectory_form
@@ -158,17 +158,3 @@ def test_what_exact_matching_accepts_python_finds_equal(expected: dict[str, Any]
     # The form skips the matcher for Python-unequal values under exact keys, plain strings.
     if arguments_match(expected, actual, False, Rules(mode="exact")):
         assert expected == actual
-
-
-def test_only_the_kept_batches_answer() -> None:
-    traces = [
-        Trace(trace_id=f"{n}" * 32, status="success", tool_calls=[ToolCall(name="search", arguments={"n": n})])
-        for n in range(KEPT_BATCHES + 1)
-    ]
-    calls = RunCalls()
-    for trace in traces:  # one batch each: the first is dropped when the last comes
-        calls.add_batch(to_table([trace]).to_batches()[0])
-    assert calls.row(traces[0]) is None
-    assert all(calls.row(trace) is not None for trace in traces[1:])
-    calls.add_batch(to_table([traces[-1]]).to_batches()[0])  # its id in a second top-level row (and 1 goes)
-    assert calls.row(traces[-1]) is None and calls.row(traces[1]) is None and calls.row(traces[2]) is not None
