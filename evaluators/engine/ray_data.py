@@ -213,13 +213,15 @@ def score_task(
     """`shard` of `files` scored (`ray_engine.score_shard`): its samples, and the router and stats holding the rest."""
     spill = ListSpill()
     if applies(router, options.cache):
-        fresh = copy.deepcopy((router, stats))
+        # Only the router's state changes while it scores: copying the whole router would copy the
+        # spec's cases too (2 s of CPU a task for a 10,000-case spec, against 0.3 ms for the state).
+        fresh = copy.deepcopy((router.state, stats))
         try:
             columnar_entries.score_shard(files, shard, histories, router, stats, spill, options)
             return spill, router, stats
         except TableFault as fault:  # as a local run: scored again per trace, the table discarded and rebuilt
             logger.info("traces cache unusable for the warm path (%s); scoring trace by trace", fault)
-            spill, (router, stats) = ListSpill(), fresh
+            spill, (router.state, stats) = ListSpill(), fresh
     traces = traces_of(files, shard, histories=histories, cache=options.cache)
     score_in_task(traces, router, stats, spill, options)
     return spill, router, stats

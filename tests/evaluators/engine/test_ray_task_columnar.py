@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pytest
 from _form_counts import count_form_answers
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
@@ -88,3 +91,74 @@ def test_a_warm_task_takes_the_forms_and_scores_the_same(
     assert answered["trajectory"] == passed["trajectory"] > 0
     assert answered["output"] == passed["output"] > 0
     assert first == dict(answered)  # the first scoring took the forms as the re-scoring did
+
+
+def _damage_tables(cache: Path) -> int:
+    """Zero the second half of every cached traces table: its footer stays, its pages do not."""
+    damaged = 0
+    for table in cache.rglob("*.parquet"):
+        data = bytearray(table.read_bytes())
+        half = len(data) // 2
+        data[half // 2 : half] = bytes(half - half // 2)
+        table.write_bytes(bytes(data))
+        damaged += 1
+    return damaged
+
+
+def test_a_task_whose_cached_table_is_damaged_scores_per_trace_the_same(
+    recorded: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A cached table whose pages are damaged (its footer intact, so it is taken up) sends the task
+    # back to the per-trace path, which gives the cold task's samples and tallies.
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    runs, spec = recorded
+    cold = _task(runs, spec)
+    assert _damage_tables(tmp_path / "cache") > 0
+    with caplog.at_level("INFO", logger="evaltrace"):
+        again = _task(runs, spec)
+    assert any("traces cache unusable" in record.getMessage() for record in caplog.records)
+    assert again.input_error is None
+    # The same samples; parked in another order (the columnar path parks a batch's decided rows
+    # before its undecided ones), which the report does not see: it orders samples by start time.
+    assert sorted(row[3] for row in again.rows) == sorted(row[3] for row in cold.rows)
+    assert again.router is not None and cold.router is not None
+    assert {k: t.verdicts() for k, t in again.router.tallies.items()} == {
+        k: t.verdicts() for k, t in cold.router.tallies.items()
+    }
+    assert again.router.scorer_tally.rows() == cold.router.scorer_tally.rows()
+    assert again.stats is not None and cold.stats is not None
+    assert again.stats.traces == cold.stats.traces
+
+
+def test_a_table_failing_after_its_first_batch_leaves_no_tally_behind(
+    recorded: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The read fails once a batch has been routed and tallied: the per-trace rescoring must start
+    # from the task's state before the attempt, or that batch's cases would count twice.
+    from evaltrace.evaluators.engine import columnar_entries
+
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    runs, spec = recorded
+    cold = _task(runs, spec)
+    real = columnar_entries.table_batches
+
+    def failing_after_one(*args: Any, **kwargs: Any) -> Iterator[pa.RecordBatch] | None:
+        batches = real(*args, **kwargs)
+        if batches is None:
+            return None
+
+        def gen() -> Iterator[pa.RecordBatch]:
+            yield next(batches)
+            raise OSError("the disk went away")
+
+        return gen()
+
+    monkeypatch.setattr(columnar_entries, "table_batches", failing_after_one)
+    again = _task(runs, spec)
+    assert again.input_error is None and again.router is not None and cold.router is not None
+    assert sorted(row[3] for row in again.rows) == sorted(row[3] for row in cold.rows)
+    assert {k: t.verdicts() for k, t in again.router.tallies.items()} == {
+        k: t.verdicts() for k, t in cold.router.tallies.items()
+    }
+    assert again.router.scorer_tally.rows() == cold.router.scorer_tally.rows()
+    assert again.stats is not None and cold.stats is not None and again.stats.traces == cold.stats.traces
