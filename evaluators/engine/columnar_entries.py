@@ -73,9 +73,12 @@ def applies(router: Router, cache: bool) -> bool:
     return all(type(scorer) in FORMS for scorer in router.scorers())
 
 
-def in_one_process(files: Sequence[Path], requested: int | None, workers: int, histories: bool) -> bool:
-    """Whether a warm re-scoring planned over several workers (their tables cached) should rather run here."""
-    if requested is not None or sum(path.stat().st_size for path in files) >= FORK_MIN_BYTES:
+def in_one_process(files: Sequence[Path], size: int, requested: int | None, workers: int, histories: bool) -> bool:
+    """Whether a warm re-scoring planned over several workers (their tables cached) should rather run here.
+
+    `size`: the span files' total bytes, as `shards.span_bytes` weighs them for `plan_workers`.
+    """
+    if requested is not None or size >= FORK_MIN_BYTES:
         return False
     return all(is_cached(files, histories=histories, shard=Shard(index, workers)) for index in range(workers))
 

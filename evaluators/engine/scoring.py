@@ -286,7 +286,9 @@ def score_files(
     count = shards.plan_workers(options.workers, files, router)
     histories = reads_histories(router.scorers())
     columnar = options.columnar and warm.applies(router, options.cache)
-    if columnar and (count == 1 or warm.in_one_process(files, options.workers, count, histories)):
+    if columnar and (
+        count == 1 or warm.in_one_process(files, shards.span_bytes(files), options.workers, count, histories)
+    ):
         finish = functools.partial(_finish, router, stats, spec=spec, options=options, sink=sink, judge=None)
         done = warm.score_warm(files, router, stats, options, workers=count, histories=histories, finish=finish)
         if done is not None:

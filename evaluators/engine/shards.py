@@ -125,9 +125,14 @@ def plan_workers(requested: int | None, files: Sequence[Path], router: Router) -
                 cpus,
             )
         return requested
-    if sum(_size(path) for path in files) < AUTO_MIN_BYTES:
+    if span_bytes(files) < AUTO_MIN_BYTES:
         return 1
     return max(1, min(available_cpus(), MAX_AUTO_WORKERS))
+
+
+def span_bytes(files: Sequence[Path]) -> int:
+    """The span files' total size, what the choices to fork weigh (a file gone is the reader's to report)."""
+    return sum(_size(path) for path in files)
 
 
 def _size(path: Path) -> int:
