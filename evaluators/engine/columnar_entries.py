@@ -246,11 +246,21 @@ class _Rows:
     def _sample(self, case: Case, calls: _Columns, index: int) -> bool:
         """Keep the row's sample when every scorer's form passes it for sure; `False` leaves it undecided."""
         row = RowCalls(calls, index)
+        scores = self._scores(case, row)
+        if scores is None:
+            return False
+        self._keep(case, calls, index, row, scores)
+        return True
+
+    def _scores(self, case: Case, row: RowCalls) -> list[Score] | None:
+        """The case's scorers' scores from their forms; `None` when one is not a sure pass."""
         # Every form is asked, as the per-trace path asks each scorer's: a form's cost is the same either way.
         scores = [_ask(FORMS[type(scorer)], scorer, row) for scorer in self._router.spec.case_scorers[case.id][0]]
-        if None in scores:
-            return False
-        found = [score_result(score) for score in scores if score is not None]
+        return None if None in scores else [score for score in scores if score is not None]
+
+    def _keep(self, case: Case, calls: _Columns, index: int, row: RowCalls, scores: list[Score]) -> None:
+        """Keep the passing row's sample, made from its columns and `scores`."""
+        found = [score_result(score) for score in scores]
         start, end = calls.starts[index], calls.ends[index]
         first, last = calls.iteration_bounds(index)
         models = cast("list[str | None]", calls.iteration_field("model")[first:last])
@@ -277,7 +287,6 @@ class _Rows:
             ),
         )
         self._router.keep(self._spill, case.id, sample)
-        return True
 
 
 def _ask(form: Form, scorer: Scorer, row: RowCalls) -> Score | None:
