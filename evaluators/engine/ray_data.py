@@ -121,10 +121,14 @@ class RunParts:
 
 @dataclasses.dataclass(frozen=True)
 class EntryTarget:
-    """The entries stage's partitions of the selected cases, and the score store's parts (`None`: no store)."""
+    """The entries stage's partitions of the cases, the store's parts and the folder of the entries' JSON.
+
+    `store` is `None` without a score store, `json` without a report writer.
+    """
 
     parts: int
     store: StoreParts | None
+    json: Path | None = None
 
 
 def read_file(items: pa.Table, count: int) -> Iterator[pa.Table]:

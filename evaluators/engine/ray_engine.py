@@ -30,6 +30,7 @@ environment (`runtime_env`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
 import logging
@@ -183,7 +184,7 @@ def score_on_ray(
 
     Afterwards `router` and `stats` hold every shard's share, as after `shards.score_sharded`. With
     `entries`, a cold run takes the entries stage instead (`ray_entries.py`): its results land on
-    `entries` (and its entries' JSON on `spill`), and `True` is returned.
+    `entries` (its entries' JSON in files), and `True` is returned.
 
     Raises:
         InputError: Ray is missing or unreachable, or a task met bad input.
@@ -328,12 +329,12 @@ def _gather(ray: Any, pending: list[Any], spill: Spill, progress: Callable[[int]
 
 
 def _entry_stage(
-    router: Router, spec: LoadedSpec | None, sink: EntrySink | None, options: ScoreOptions, spill: Spill
-) -> EntryStage | None:
-    """The entries stage, for a run that takes it (`ray_entries.eligible`)."""
+    router: Router, spec: LoadedSpec | None, sink: EntrySink | None, options: ScoreOptions
+) -> contextlib.AbstractContextManager[EntryStage | None]:
+    """The entries stage, for a run that takes it (`ray_entries.eligible`); leaving it removes its folder."""
     if not isinstance(router, SpecRouter) or not eligible(router, spec):
-        return None
-    return EntryStage(router, sink, options, spill)
+        return contextlib.nullcontext()
+    return EntryStage(router, sink, options)
 
 
 def score_paths_ray(
@@ -367,8 +368,11 @@ def score_paths_ray(
     router, stats = new_run(spec, options)
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     histories = reads_histories(router.scorers())
-    with Spill() as spill, judges_on_ray(router, options.judge_overrides, lambda: connect(address)) as judged:
-        stage = _entry_stage(router, spec, sink, options, spill)
+    with (
+        Spill() as spill,
+        judges_on_ray(router, options.judge_overrides, lambda: connect(address)) as judged,
+        _entry_stage(router, spec, sink, options) as stage,
+    ):
         done = score_on_ray(
             files,
             router,

@@ -11,10 +11,14 @@ A run with a spec and no multi-turn case goes one stage past `ray_data.py`'s gro
    contiguous. The task (`write_entries`) merges each case's tallies, decides the case as the
    local engine does (`SpecRouter.hand_over`), puts the samples in report order, writes its
    share of the scores table as one Parquet part of the store (`StoreParts`, named by
-   partition: the parts in name order are the local run's rows in order) and returns, per case,
-   its outcome and its entry's JSON: bytes the driver copies to the JSON report, never parses.
+   partition: the parts in name order are the local run's rows in order), writes its entries'
+   JSON to a file of the run's entries folder (`write_json`: beside the store's parts, else a
+   temporary folder the driver made; the nodes must share it as they share the store) and returns
+   per case only its outcome: status, pass rate, and for a failed or missing entry the JSON of its
+   head, which the summary lists.
 3. The driver (`finish_entries`) merges the hand-overs, adds the outcomes up for the gate and
-   the summary, feeds the entries in order to the report writers (the store writer only counts
+   the summary, feeds the entries to the report writers in order, read from the partitions'
+   files one entry at a time (the JSON writer copies the bytes; the store writer only counts
    them: its rows are in the parts) and writes the header. It parks no sample and decides no case.
 
 Cases no sample reached whose partition got no row at all are decided by the driver, from empty
@@ -24,7 +28,14 @@ tallies, with the same function (`decide_span`).
 from __future__ import annotations
 
 import dataclasses
+import os
+import secrets
+import shutil
+import struct
+import tempfile
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
@@ -53,7 +64,6 @@ from evaltrace.evaluators.results.store.sides import unpack_side
 from evaltrace.evaluators.results.store.writer import StoreParts, StoreWriter
 
 if TYPE_CHECKING:
-    from evaltrace.evaluators.engine._spill import Spill
     from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions
     from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 
@@ -72,17 +82,17 @@ SAMPLES_SCHEMA = pa.schema(
 """The rows the groups hand to the entries stage: samples, case tallies and hand-overs, by partition."""
 _LISTED = frozenset({"failed", "missing"})
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
+_LENGTH = struct.Struct("<I")
 
 
 class Outcome(NamedTuple):
-    """A decided entry as the driver needs it: what the gate and the summary count, and its JSON."""
+    """A decided entry as the driver needs it: what the gate and the summary count (its JSON is in a file)."""
 
     status: EntryStatus
     pass_rate: float | None
     head: bytes | None
     """Its JSON up to its samples, for the summary's failure list (failed and missing entries only)."""
     samples: int
-    json: bytes
 
 
 @dataclasses.dataclass
@@ -110,30 +120,29 @@ def span(part: int, parts: int, cases: int) -> range:
 class EntryStage:
     """A run's entries stage seen from the driver: its target, and the tasks' results as they come.
 
-    Each entry's JSON is parked on the run's spill as its task's result arrives (memory holds no
-    report); the rest (outcomes, hand-overs) is kept.
+    `with` it: leaving removes the run's entries folder (the report has been written from it).
     """
 
-    def __init__(self, router: SpecRouter, sink: EntrySink | None, options: ScoreOptions, spill: Spill) -> None:
-        self.router, self.sink, self.options, self.spill = router, sink, options, spill
+    def __init__(self, router: SpecRouter, sink: EntrySink | None, options: ScoreOptions) -> None:
+        self.router, self.sink, self.options = router, sink, options
         self.target = EntryTarget(1, None)
         self.tasks: dict[int, Entries] = {}
 
     def start(self, count: int) -> EntryTarget:
-        """The target for a run of `count` groups (the store's parts folder is made here)."""
+        """The target for a run of `count` groups (the store's parts folder and the entries folder are made here)."""
         self.target = entry_target(self.router, count, self.sink, self.options)
         return self.target
 
     def add(self, part: int, entries: Entries) -> None:
-        """Keep a task's result; its entries' JSON waits on disk (memory holds no report)."""
-        for index, outcome in entries.outcomes.items():
-            self.spill.add(str(index), None, None, outcome.json)
-            entries.outcomes[index] = outcome._replace(json=b"")
+        """Keep a task's result (its entries' JSON is in the entries folder)."""
         self.tasks[part] = entries
 
-    def json(self, index: int, outcome: Outcome) -> bytes:
-        """The entry's JSON: parked, or kept (an entry the driver decided)."""
-        return outcome.json or self.spill.records(str(index))[0]
+    def __enter__(self) -> EntryStage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.target.json is not None:
+            shutil.rmtree(self.target.json, ignore_errors=True)
 
 
 def score_entries(parts: RunParts, count: int, received: EntryStage) -> None:
@@ -197,9 +206,7 @@ def write_entries(rows: pa.Table, parts_blob: bytes) -> pa.Table:
             tallies[case_id] = tally
     cases = parts.router.selected
     entries = decide_span(parts.router, tallies, _samples(rows, kinds), span(part, parts.entries.parts, len(cases)))
-    written = entries.write(parts.entries.store, part, parts.router) if parts.entries.store is not None else None
-    result = Entries(entries.outcomes, *(written or (0, 0)), handovers)
-    return result_row(part, result)
+    return result_row(part, entries.written(parts.entries, part, parts.router, handovers))
 
 
 def _blobs(rows: pa.Table, kinds: pa.ChunkedArray, kind: int) -> list[bytes]:
@@ -230,6 +237,15 @@ class Decided:
     def __init__(self) -> None:
         self.outcomes: dict[int, Outcome] = {}
         self.entries: list[tuple[int, ReportEntry]] = []
+
+    def written(
+        self, target: EntryTarget, part: int, router: SpecRouter, handovers: list[tuple[int, ShardResult]]
+    ) -> Entries:
+        """The entries of partition `part` written to `target` (store part, JSON): what the driver gets."""
+        if target.json is not None:
+            write_json(target.json, part, (entry.json_bytes() for _, entry in self.entries))
+        rows = self.write(target.store, part, router) if target.store is not None else (0, 0)
+        return Entries(self.outcomes, *rows, handovers)
 
     def write(self, store: StoreParts, part: int, router: SpecRouter) -> tuple[int, int]:
         """Write the entries' rows as the store part of `part`; returns its rows and scorer errors."""
@@ -264,18 +280,44 @@ def decide_span(
         records = samples.get(case.id, [])
         entry = ReportEntry.decided(head, fields, lambda records=records: records)  # type: ignore[misc]
         listed = head if fields.status in _LISTED else None
-        done.outcomes[index] = Outcome(fields.status, fields.pass_rate, listed, len(records), entry.json_bytes())
+        done.outcomes[index] = Outcome(fields.status, fields.pass_rate, listed, len(records))
         done.entries.append((index, entry))
     return done
 
 
 def entry_target(router: SpecRouter, count: int, sink: EntrySink | None, options: ScoreOptions) -> EntryTarget:
-    """The run's partitions (at most one per case) and, when a score store is among the writers, its parts."""
+    """The run's partitions (at most one per case), the store's parts if it is a writer, the entries folder.
+
+    The entries folder (when there are writers) goes beside the store's parts, else in a temporary folder.
+    """
     store = _store_writer(sink) if options.store_values else None
     parts = store.in_parts() if store is not None else None
-    # The nodes do not share the driver's working folder: the parts' folder goes absolute.
+    # The nodes do not share the driver's working folder: the folders go absolute.
     located = dataclasses.replace(parts, folder=parts.folder.resolve()) if parts is not None else None
-    return EntryTarget(max(1, min(count, len(router.selected))), located)
+    json = None
+    if sink is not None and located is not None:
+        json = located.folder.with_suffix(".entries")
+        json.mkdir()
+    elif sink is not None:
+        json = Path(tempfile.mkdtemp(prefix="evaltrace-ray-entries-")).resolve()
+    return EntryTarget(max(1, min(count, len(router.selected))), located, json)
+
+
+def write_json(folder: Path, part: int, entries: Iterable[bytes]) -> None:
+    """Partition `part`'s entries' JSON, each after its length, as one file; whole or not at all (a re-run task)."""
+    name = f"entries-{part:05d}"
+    hidden = folder / f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    with hidden.open("wb") as out:
+        for payload in entries:
+            out.write(_LENGTH.pack(len(payload)) + payload)
+    os.replace(hidden, folder / name)
+
+
+def read_json(folder: Path, part: int) -> Iterator[bytes]:
+    """Partition `part`'s entries' JSON as `write_json` wrote them, one entry at a time."""
+    with (folder / f"entries-{part:05d}").open("rb") as source:
+        while header := source.read(_LENGTH.size):
+            yield source.read(_LENGTH.unpack(header)[0])
 
 
 def _store_writer(sink: object) -> StoreWriter | None:
@@ -313,17 +355,25 @@ def finish_entries(
     outcomes = _all_outcomes(router, stage.tasks, stage.target, sink)
     totals = Totals()
     with collections_paused(settle=True):
-        for index in range(len(router.selected)):
-            outcome = outcomes[index]
-            totals.add(outcome.status, outcome.pass_rate)
-            if outcome.head is not None and totals.digest.full:
-                totals.digest.add_omitted()
-            elif outcome.head is not None:
-                totals.digest.add(EntryResult.model_validate_json(outcome.head + b"]}"), outcome.samples)
-            if sink is not None:
-                sink.add(ReportEntry.from_json(stage.json(index, outcome)))
+        for part in range(stage.target.parts):
+            _feed(stage, part, outcomes, totals)
         report = _build_report(router, totals, stats, spec, options, judge)
     return ScoredRun(report=report, digest=totals.digest)
+
+
+def _feed(stage: EntryStage, part: int, outcomes: dict[int, Outcome], totals: Totals) -> None:
+    """Partition `part`'s entries counted, and given to the writers as read from its file."""
+    target, sink = stage.target, stage.sink
+    entries = read_json(target.json, part) if target.json is not None else None
+    for index in span(part, target.parts, len(stage.router.selected)):
+        outcome = outcomes[index]
+        totals.add(outcome.status, outcome.pass_rate)
+        if outcome.head is not None and totals.digest.full:
+            totals.digest.add_omitted()
+        elif outcome.head is not None:
+            totals.digest.add(EntryResult.model_validate_json(outcome.head + b"]}"), outcome.samples)
+        if sink is not None and entries is not None:
+            sink.add(ReportEntry.from_json(next(entries)))
 
 
 def _all_outcomes(
@@ -336,8 +386,7 @@ def _all_outcomes(
         task = tasks.get(part)
         if task is None:
             decided = decide_span(router, {}, {}, span(part, target.parts, len(router.selected)))
-            written = decided.write(target.store, part, router) if target.store is not None else (0, 0)
-            task = Entries(decided.outcomes, *written)
+            task = decided.written(target, part, router, [])
         outcomes.update(task.outcomes)
         rows, errors = rows + task.rows, errors + task.errors
     store = _store_writer(sink)

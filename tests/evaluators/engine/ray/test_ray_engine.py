@@ -185,7 +185,8 @@ def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tupl
 
 
 WATCHED_DRIVER = """\
-import json, sys
+import json, pickle, sys
+from pathlib import Path
 from evaltrace.evaluators.engine import _spill, ray_entries
 from evaltrace.cli.main import run
 parked, received = [], []
@@ -212,6 +213,8 @@ print("WATCHED=" + json.dumps({
     "kinds": sorted({type(result).__name__ for result in received}),
     "sample_rows": sum(len(shard.rows) for result in received for _, shard in result.handovers),
     "outcomes": sum(len(result.outcomes) for result in received),
+    "received_bytes": sum(len(pickle.dumps(result.outcomes)) for result in received),
+    "folders": [str(path) for path in Path(sys.argv[sys.argv.index("--store") + 1]).rglob("*entries*")],
 }))
 """
 
@@ -219,8 +222,8 @@ print("WATCHED=" + json.dumps({
 def test_the_driver_receives_tallies_not_samples(
     cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    # The entries stage: tasks decide whole cases and write the store; the driver receives per case
-    # its outcome and the entry's finished JSON (parked, then copied to the report unparsed), no sample.
+    # The entries stage: tasks decide whole cases and write the store and their entries' JSON; the
+    # driver receives per case its outcome (no entry's JSON, no sample) and reads the JSON from files.
     runs, spec = bench_run
     args = _score_args(runs, spec, tmp_path / "ray.json", "--no-cache", store=tmp_path / "store")
     command = [str(cluster.python), "-c", WATCHED_DRIVER, *args, *cluster.engine_args()]
@@ -229,12 +232,15 @@ def test_the_driver_receives_tallies_not_samples(
     assert marked, done.stderr[-3000:]
     watched = json.loads(marked[-1].removeprefix("WATCHED="))
     cases = len(json.loads(spec.read_text(encoding="utf-8"))["cases"])
-    # Parked here: each entry's finished JSON (one per case), never one of the 3000 samples.
-    assert watched["code"] in (0, 1) and watched["parked"] <= cases, watched
+    assert watched["code"] in (0, 1) and watched["parked"] == 0, watched
     assert watched["kinds"] == ["Entries"] and watched["sample_rows"] == 0, watched
     assert watched["outcomes"] == cases, watched
-    report = json.loads((tmp_path / "ray.json").read_text(encoding="utf-8"))
+    text = (tmp_path / "ray.json").read_bytes()
+    report = json.loads(text)
     assert report["counts"]["traces"] == 3000 and sum(len(e["samples"]) for e in report["entries"]) > 2000
+    # What came back is tallies: an entry's JSON is only the head of a failed one (the summary lists it).
+    assert watched["received_bytes"] < len(text) / 10, (watched["received_bytes"], len(text))
+    assert watched["folders"] == [], watched  # the entries folder is gone once the report is written
 
 
 PLUGIN = """\
