@@ -189,18 +189,13 @@ def json_transform(value: Any, transform: Callable[[Any], Any]) -> Any:
         return EMPTIED
     if not isinstance(data, (dict, list)):
         return EMPTIED
-    stripped = guarded(transform, data)
+    try:
+        stripped = transform(data)
+    except RecursionError:  # nesting deep enough to exhaust the stack is removed whole: recording must not fail on it
+        return EMPTIED
     if stripped is EMPTIED:
         return EMPTIED
     return json.dumps(stripped, ensure_ascii=False)
-
-
-def guarded(transform: Callable[[Any], Any], data: Any) -> Any:
-    # Nesting deep enough to exhaust the stack is removed whole: recording must not fail on it.
-    try:
-        return transform(data)
-    except RecursionError:
-        return EMPTIED
 
 
 def keep_structure(value: Any) -> Any:

@@ -170,11 +170,6 @@ class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
         """Spans this process encoded but could not write and had to drop (or failed to encode)."""
         return self._writer.unwritten
 
-    @property
-    def dropped_spans(self) -> int:
-        """Spans dropped by the batch processor's full queue before reaching the exporter."""
-        return self._writer.dropped
-
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Encode a batch and buffer it; writes a file when the row threshold is reached."""
         run_id, redactor = self.settings.run_id, self._redactor

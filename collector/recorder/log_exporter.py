@@ -84,11 +84,6 @@ class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
         """Records this process could not write and had to drop (or failed to encode)."""
         return self._writer.unwritten
 
-    @property
-    def dropped_records(self) -> int:
-        """Records dropped by the batch processor's full queue before reaching the exporter."""
-        return self._writer.dropped
-
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         """Encode a batch and buffer it; writes a file when the row threshold is reached."""
         writer_id = self._writer.writer_id

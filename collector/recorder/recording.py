@@ -36,7 +36,7 @@ from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.recorder.redact import RedactionSettings
 
 if TYPE_CHECKING:
-    from evaltrace.collector.recorder.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
+    from evaltrace.collector.recorder.log_exporter import EvaltraceLogRecordProcessor
 
 logger = logging.getLogger("evaltrace")
 
@@ -135,16 +135,6 @@ class Recorder:
     def exporter(self) -> ParquetSpanExporter:
         """The underlying exporter."""
         return self._processor.exporter
-
-    @property
-    def log_exporter(self) -> ParquetLogExporter | None:
-        """The log-record exporter, or None when log records are not recorded."""
-        return self._log_processor.exporter if self._log_processor is not None else None
-
-    @property
-    def stopped(self) -> bool:
-        """Whether `stop()` was called."""
-        return self._stopped
 
     def flush(self) -> bool:
         """Write every span ended (and log record emitted) so far to a file now; False if a write failed."""

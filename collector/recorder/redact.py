@@ -37,7 +37,6 @@ from evaltrace.collector.recorder._content_keys import (
     Rule,
     content_rule,
     drop_descriptions,
-    guarded,
     json_transform,
     keep_parameters,
     keep_structure,
@@ -174,9 +173,9 @@ class _KeyRules(dict[str, Rule]):
 class Redactor:
     """Applies `RedactionSettings` to attributes, names, status messages and log bodies.
 
-    `apply` is the entry point for attribute mappings (span, event, link, resource, log record);
-    `mask_text` for names; `status_message` for span status descriptions; `body` for a log
-    record's body (an OTel `AnyValue`).
+    `apply` is the entry point for attribute mappings (span, event, link, resource, log record;
+    a log record's body goes through it too, in `runfiles.batches.LogEncoder`); `mask_text` for
+    names; `status_message` for span status descriptions.
     """
 
     def __init__(self, settings: RedactionSettings) -> None:
@@ -217,22 +216,6 @@ class Redactor:
         if not text or not self.settings.capture_content:
             return None
         return self.mask_text(text) if self._masks else text
-
-    def body(self, value: Any) -> Any:
-        """A log record's body (an OTel `AnyValue`): `None` when it is all content, masked otherwise.
-
-        Without content capture a mapping keeps its structural fields (as JSON messages do) and any
-        other body (text, bytes, a list of values) is content.
-        """
-        if value is None:
-            return None
-        if not self.settings.capture_content:
-            if not isinstance(value, Mapping):
-                return None
-            value = guarded(keep_structure, dict(value))
-            if value is EMPTIED:
-                return None
-        return self._mask_deep(value) if self._masks else value
 
     def _mask_value(self, value: Any) -> Any:
         if isinstance(value, str):

@@ -24,6 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 from fake_llm import FakeLLM, call, text_turn, tool_turn
 from openai import AsyncOpenAI
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -36,6 +38,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from evaltrace.collector import resolve_paths
 from evaltrace.collector.recorder.exporter import ParquetSpanExporter
+from evaltrace.collector.recorder.log_exporter import ParquetLogExporter
 from evaltrace.collector.recorder.redact import MASK, RedactionSettings, Redactor
 from evaltrace.collector.runfiles.jsonvalue import loads_attributes
 from evaltrace.collector.traces.rebuild import read_traces
@@ -572,11 +575,25 @@ def test_deeply_nested_content_is_dropped_without_failing_the_batch(tmp_path: Pa
     assert row["attributes"] == {"gen_ai.output.messages": '[{"role": "assistant"}]', "n": 1}
 
 
-def test_log_bodies_keep_structure_only_and_are_masked() -> None:
-    off = Redactor(RedactionSettings(capture_content=False, mask_patterns=("call_\\d",)))
+def _log_bodies(folder: Path, settings: RedactionSettings, bodies: list[Any]) -> list[Any]:
+    """The bodies as written by the real log exporter (through `LogEncoder`), parsed back."""
+    exporter = ParquetLogExporter(folder, run_id="bodies", redaction=settings)
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    for body in bodies:
+        provider.get_logger("t").emit(body=body)
+    provider.shutdown()
+    rows = pq.read_table(next(folder.glob("*.logs.parquet"))).to_pylist()
+    return [None if row["body"] is None else json.loads(row["body"]) for row in rows]
+
+
+def test_log_bodies_keep_structure_only_and_are_masked(tmp_path: Path) -> None:
+    off_settings = RedactionSettings(capture_content=False, mask_patterns=("call_\\d",))
     body = {"role": "assistant", "content": "text", "tool_calls": [{"id": "call_1", "function": {"arguments": "{}"}}]}
-    assert off.body(body) == {"role": "assistant", "tool_calls": [{"id": MASK}]}
-    assert off.body("plain text body") is None and off.body({"content": "only text"}) is None
-    on = Redactor(RedactionSettings(mask_patterns=("secret",)))
-    assert on.body({"content": ["a secret", {"x": "secret b"}]}) == {"content": [f"a {MASK}", {"x": f"{MASK} b"}]}
-    assert on.status_message("a secret") == f"a {MASK}" and off.status_message("anything") is None
+    written = _log_bodies(tmp_path / "off", off_settings, [body, "plain text body", {"content": "only text"}])
+    assert written == [{"role": "assistant", "tool_calls": [{"id": MASK}]}, None, {}]
+    on = RedactionSettings(mask_patterns=("secret",))
+    masked = _log_bodies(tmp_path / "on", on, [{"content": ["a secret", {"x": "secret b"}]}])
+    assert masked == [{"content": [f"a {MASK}", {"x": f"{MASK} b"}]}]
+    off = Redactor(off_settings)
+    assert Redactor(on).status_message("a secret") == f"a {MASK}" and off.status_message("anything") is None
