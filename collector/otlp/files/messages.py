@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import SpanLimits
@@ -35,6 +34,7 @@ from evaltrace.collector.otlp.wire.limits import hold_log_limits, hold_span_limi
 
 _SPAN_HEAD: Final = b"\x0a\x10"  # field 1 (trace_id), 16 bytes
 _SPAN_ID_TAG: Final = b"\x12\x08"  # field 2 (span_id), 8 bytes, right after the trace id
+_NOT_PROTOBUF: Final = "an OTLP protobuf request"
 _SKIPPED_KEYS: Final = ("resourceMetrics", "resourceProfiles", "resource_metrics", "resource_profiles")
 
 
@@ -111,21 +111,12 @@ def _proto_items(frame: Frame) -> Items | str:
     if frame.cut:
         return frame.cut
     if _holds_spans(frame.data):
-        spans = ExportTraceServiceRequest()
-        _parse(spans, frame.data)
+        spans = decode.parse_request(ExportTraceServiceRequest(), frame.data, _NOT_PROTOBUF)
         hold_span_limits(spans, SpanLimits())
-        return Items(True, decode.spans_from_request(spans))
-    logs = ExportLogsServiceRequest()
-    _parse(logs, frame.data)
+        return Items(True, decode.all_or_error(decode.decode_spans(spans), "span"))
+    logs = decode.parse_request(ExportLogsServiceRequest(), frame.data, _NOT_PROTOBUF)
     hold_log_limits(logs, SpanLimits())
-    return Items(False, decode.log_records_from_request(logs))
-
-
-def _parse(request: ExportTraceServiceRequest | ExportLogsServiceRequest, data: bytes) -> None:
-    try:
-        request.ParseFromString(data)
-    except (DecodeError, RecursionError) as exc:
-        raise InputError(f"not an OTLP protobuf request ({exc or 'malformed'})") from None
+    return Items(False, decode.all_or_error(decode.decode_log_records(logs), "log record"))
 
 
 def _holds_spans(data: bytes) -> bool:

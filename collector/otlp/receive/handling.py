@@ -14,7 +14,6 @@ import threading
 from dataclasses import dataclass, fields
 from typing import Any
 
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsPartialSuccess,
     ExportLogsServiceRequest,
@@ -27,7 +26,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace import SpanLimits
 
-from evaltrace.collector.errors import InputError
 from evaltrace.collector.otlp.receive.refusals import RefusalLog
 from evaltrace.collector.otlp.receive.workqueue import Signal, Work, WorkQueue
 from evaltrace.collector.otlp.wire import decode, jsonformat, limits
@@ -151,9 +149,5 @@ def parse_body(
         if signal is Signal.TRACES:
             return jsonformat.decode_spans(document, span_limits)
         return jsonformat.decode_log_records(document, span_limits)
-    request: Request = ExportTraceServiceRequest() if signal is Signal.TRACES else ExportLogsServiceRequest()
-    try:
-        request.ParseFromString(body)
-    except (DecodeError, RecursionError) as exc:
-        raise InputError(f"not a valid OTLP protobuf {signal.value} request ({exc or 'malformed'})") from None
-    return request
+    empty: Request = ExportTraceServiceRequest() if signal is Signal.TRACES else ExportLogsServiceRequest()
+    return decode.parse_request(empty, body, f"a valid OTLP protobuf {signal.value} request")

@@ -9,8 +9,8 @@ process, so the store encodes each resource once.
 
 An item that cannot be stored (an id of the wrong length, an all-zero trace or span id) is not
 returned: `decode_spans` / `decode_log_records` count it and describe the first one, so a
-receiver can answer with a partial success; `spans_from_request` / `log_records_from_request`
-raise `InputError` instead, for readers that must not silently store a shorter trace.
+receiver can answer with a partial success; `all_or_error` of what they return raises
+`InputError` instead, for readers that must not silently store a shorter trace.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, TypeVar
 
+from google.protobuf.message import DecodeError
 from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -45,6 +46,7 @@ from evaltrace.collector.otlp.wire.values import (
 from evaltrace.collector.otlp.wire.values import trace_state as parse_trace_state
 
 T = TypeVar("T")
+_Request = TypeVar("_Request", ExportTraceServiceRequest, ExportLogsServiceRequest)
 M = TypeVar("M")
 
 # OTLP numbers span kinds from 1 (0 is unspecified, read as internal); the SDK from 0.
@@ -150,22 +152,17 @@ def _decode(request: Any, levels: tuple[str, str, str], build: Callable[..., T])
     return out
 
 
-def spans_from_request(request: ExportTraceServiceRequest) -> list[ReadableSpan]:
-    """The spans of `request` as SDK spans.
+def parse_request(request: _Request, data: bytes, what: str) -> _Request:
+    """`data` read into `request` (an empty export request of the kind expected), which is returned.
 
     Raises:
-        InputError: a span cannot be stored (naming its place in the request and the field).
+        InputError: `data` is not such a request (`what` names it: "not {what} (...)").
     """
-    return all_or_error(decode_spans(request), "span")
-
-
-def log_records_from_request(request: ExportLogsServiceRequest) -> list[ReadableLogRecord]:
-    """The log records of `request` as SDK log records.
-
-    Raises:
-        InputError: a record cannot be stored (naming its place in the request and the field).
-    """
-    return all_or_error(decode_log_records(request), "log record")
+    try:
+        request.ParseFromString(data)
+    except (DecodeError, RecursionError) as exc:
+        raise InputError(f"not {what} ({exc or 'malformed'})") from None
+    return request
 
 
 def all_or_error(decoded: Decoded[T], noun: str) -> list[T]:

@@ -151,7 +151,7 @@ def test_link_flags_and_trace_state_are_kept() -> None:
         .links.add(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, trace_state="k=v", flags=0x301)
     )
     link.attributes.add(key="a").value.int_value = 5
-    (span,) = decode.spans_from_request(request)
+    (span,) = decode.all_or_error(decode.decode_spans(request), "span")
     context = span.links[-1].context
     assert (context.trace_state, context.trace_flags, context.is_remote) == (TraceState([("k", "v")]), 1, True)
     assert dict(span.links[-1].attributes or {}) == {"a": 5}
@@ -159,7 +159,7 @@ def test_link_flags_and_trace_state_are_kept() -> None:
 
 def test_decoded_spans_encode_to_the_same_run_file_rows() -> None:
     recorded = _record_spans()
-    decoded = decode.spans_from_request(_wire(encode_spans(recorded)))
+    decoded = decode.all_or_error(decode.decode_spans(_wire(encode_spans(recorded))), "span")
     expected = batches.encode_spans(recorded, "run-1")
     got = batches.encode_spans(decoded, "run-1")
     assert got.schema == expected.schema
@@ -195,7 +195,7 @@ def test_invalid_spans_are_counted_and_the_valid_ones_kept() -> None:
     assert [s.name for s in decoded.items] == [request.resource_spans[0].scope_spans[0].spans[0].name]
     assert decoded.first_error == "resource_spans[0].scope_spans[0].spans[1]: trace_id has 15 bytes, expected 16"
     with pytest.raises(InputError, match=r"^4 invalid spans; the first at resource_spans\[0\]"):
-        decode.spans_from_request(request)
+        decode.all_or_error(decode.decode_spans(request), "span")
 
 
 @pytest.mark.parametrize(
@@ -212,7 +212,7 @@ def test_a_log_record_with_a_bad_id_is_rejected(field: str, value: bytes, messag
     assert (len(decoded.items), decoded.rejected) == (1, 1)
     assert decoded.first_error == f"resource_logs[0].scope_logs[0].log_records[1]: {message}"
     with pytest.raises(InputError, match="1 invalid log record; the first at"):
-        decode.log_records_from_request(request)
+        decode.all_or_error(decode.decode_log_records(request), "log record")
 
 
 def test_official_otlp_json_reads_as_the_protobuf_request() -> None:
@@ -306,7 +306,7 @@ def test_a_malformed_trace_state_is_dropped_without_logging_it(caplog: pytest.Lo
     spans[0].trace_state = "a=1,\x1b[2Jevil=\x1b]8;;x"
     spans[1].trace_state = "a=1, b@vendor=x y"
     with caplog.at_level("DEBUG"):
-        first, second = decode.spans_from_request(request)
+        first, second = decode.all_or_error(decode.decode_spans(request), "span")
     assert first.context.trace_state == TraceState()
     assert second.context.trace_state == TraceState([("a", "1"), ("b@vendor", "x y")])
     assert "\x1b" not in caplog.text

@@ -26,7 +26,7 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 
-from evaltrace.collector.otlp.wire.decode import spans_from_request
+from evaltrace.collector.otlp.wire.decode import all_or_error, decode_spans
 from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.recorder.log_exporter import ParquetLogExporter
 from evaltrace.collector.recorder.redact import MASK, RedactionSettings
@@ -78,7 +78,7 @@ def _request() -> ExportTraceServiceRequest:
 
 def _write_spans(folder: Path, settings: RedactionSettings) -> str:
     exporter = ParquetSpanExporter(folder, run_id="maps", redaction=settings)
-    exporter.export(spans_from_request(_request()))
+    exporter.export(all_or_error(decode_spans(_request()), "span"))
     exporter.shutdown()
     return _file_text(folder, "*.parquet")
 
