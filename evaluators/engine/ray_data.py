@@ -51,9 +51,10 @@ from evaltrace.collector.runfiles.shard import Shard, shard_keys
 from evaltrace.collector.traces.cache import cache_rebuilt, traces_of
 from evaltrace.evaluators.engine import columnar_entries
 from evaltrace.evaluators.engine._loop import Router
-from evaltrace.evaluators.engine._routers import RouterState
+from evaltrace.evaluators.engine._routers import RouterState, TraceRouter
 from evaltrace.evaluators.engine.columnar_entries import TableFault, applies, score_built
 from evaltrace.evaluators.engine.ray_judges import score_in_task
+from evaltrace.evaluators.engine.ray_sorted import write_sorted
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
@@ -116,7 +117,8 @@ class RunParts:
     retries: int
     """Times Ray re-runs a task whose worker process or node died (`RaySettings.max_restarts`)."""
     entries: EntryTarget | None = None
-    """Set: the groups' samples go on to the entries stage (`ray_entries.py`) instead of the driver."""
+    """Set: the groups' samples go on to the entries stage (`ray_entries.py`), or without a spec their
+    entries to the entries folder (`ray_sorted.py`), instead of the driver."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +186,9 @@ def _score_rows(rows: pa.Table, key: int, parts: RunParts) -> ShardResult:
             _score_traces(rows, key, parts, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
+    if parts.entries is not None and parts.entries.json is not None and isinstance(parts.router, TraceRouter):
+        write_sorted(parts.entries.json, key, spill.rows)  # without a spec: the entries to the driver's folder
+        spill.rows = []
     # The entries stage decides the cases from the merged tallies: no decision here.
     state = parts.router.state if parts.entries is not None else parts.router.hand_over()
     return ShardResult(rows=spill.rows, router=state, stats=parts.stats)

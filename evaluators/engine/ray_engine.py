@@ -1,30 +1,27 @@
 """Scoring one run on a Ray cluster: shards of the traces scored as Ray tasks, the report made here.
 
 The Ray engine is the sharded engine (`shards.py`) with Ray in place of forked processes. The
-driver (the `evaltrace score` process) resolves the span files (local paths, or URIs a pyarrow
-filesystem opens) and builds the run's router once. Ray Data then reads the files, shuffles the
-span rows by shard key so that every trace's spans meet in one group whichever files they are
-spread over, and each group's task rebuilds and scores its traces (`ray_data.py`). Two runs take
-per-shard tasks that each read every file and keep their shard's traces instead
-(`_score_by_shards`): a warm re-scoring, where the cache folder already holds every shard's
-traces table (written by the groups of the first scoring: no read, no shuffle, no rebuild), and
-a run with log-record files (their records attach to spans while each file is read). Either way
-a task scores its traces with its copy of the router and returns the scored samples' JSON with
-what its router still holds and its run statistics. The driver parks the samples on its spill
-as tasks finish, merges the hand-overs, scores held conversations, and computes repeats, the
-gate and the report exactly as a local run: the entries are the same, entry for entry.
+driver resolves the span files (local paths, or URIs a pyarrow filesystem opens) and builds the
+run's router once. Ray Data reads the files and shuffles the span rows by shard key, so every
+trace's spans meet in one group, whose task rebuilds and scores its traces (`ray_data.py`). A warm
+re-scoring (every shard's traces table cached: no read, no shuffle, no rebuild) and a run with
+log-record files (attached to spans as each file is read) take per-shard tasks that each read
+every file instead (`_score_by_shards`). A task returns what its copy of the router still holds
+and its run statistics; its entries go, in a cold run with a spec and no multi-turn case, on to
+the entries stage (`ray_entries.py`); without a spec, to the driver's entries folder
+(`ray_sorted.py`); else its samples' JSON is returned and parked on the driver's spill. The
+driver merges the hand-overs, scores held conversations and computes repeats, the gate and the
+report as a local run: the entries are the same, entry for entry.
 
 A task returns its whole shard at once rather than streaming it, so a task that Ray re-runs (its
 worker or node died; Ray retries it, up to `EVALTRACE_RAY_MAX_RESTARTS` times) cannot deliver a
-sample twice. Scorer crashes are error results inside the task, as locally; bad input is returned as a message and
-raised here as `InputError`. Judge scorers ask their questions of a pool of actors
-(`ray_judges.py`).
+sample twice. Scorer crashes are error results inside the task, as locally; bad input is returned
+as a message and raised here as `InputError`. Judges ask a pool of actors (`ray_judges.py`).
 
 What is shipped to workers: the span file paths or URIs (each node must read them at the same
 path: a shared or network filesystem, or an object store), the router (the spec's selected
-cases and their scorers, pickled by Ray), the score options. The workers import evaltrace and any plugin scorer's
-module themselves: they must be installed on every node, or given by the cluster's runtime
-environment (`runtime_env`).
+cases and their scorers, pickled by Ray), the score options. The workers import evaltrace and any
+plugin scorer's module themselves: installed on every node, or given by the cluster's `runtime_env`.
 """
 
 from __future__ import annotations
@@ -46,11 +43,12 @@ from evaltrace.collector.runfiles.reader import Shard
 from evaltrace.collector.runfiles.runfiles import Location
 from evaltrace.collector.settings import RaySettings
 from evaltrace.evaluators.engine._loop import Router, score_held
-from evaltrace.evaluators.engine._routers import SpecRouter
+from evaltrace.evaluators.engine._routers import SpecRouter, TraceRouter
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.engine.ray_data import RunParts, ShardResult, score_groups, score_task
+from evaltrace.evaluators.engine.ray_data import EntryTarget, RunParts, ShardResult, score_groups, score_task
 from evaltrace.evaluators.engine.ray_entries import EntryStage, eligible, finish_entries, score_entries
 from evaltrace.evaluators.engine.ray_judges import judges_on_ray
+from evaltrace.evaluators.engine.ray_sorted import SortedParts, write_sorted
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
@@ -85,10 +83,16 @@ def score_shard(
     return ShardResult(rows=spill.rows, router=router.hand_over(), stats=stats)
 
 
-def run_shard(shard: Shard, shared: tuple[Sequence[Path], bool, Router, RunStats, ScoreOptions]) -> ShardResult:
-    """A Ray task: `score_shard` with the run's shared parts (one object, put once by the driver)."""
-    files, histories, router, stats, options = shared
-    return score_shard(files, shard, histories, router, stats, options)
+def run_shard(
+    shard: Shard, shared: tuple[Sequence[Path], bool, Router, RunStats, ScoreOptions, Path | None]
+) -> ShardResult:
+    """A Ray task: `score_shard` with the run's shared parts (put once); entries to the folder if given (no spec)."""
+    files, histories, router, stats, options, folder = shared
+    result = score_shard(files, shard, histories, router, stats, options)
+    if folder is not None and result.input_error is None:
+        write_sorted(folder, shard.index, result.rows)
+        result.rows = []
+    return result
 
 
 def connect(address: str | None) -> Any:
@@ -180,11 +184,9 @@ def score_on_ray(
     retries: int,
     entries: EntryStage | None = None,
 ) -> bool:
-    """Score `files` in Ray tasks; samples land on `spill`, the rest on `router` and `stats`.
+    """Score `files` in Ray tasks; samples land on `spill`, the rest on `router` and `stats` (as `score_sharded`).
 
-    Afterwards `router` and `stats` hold every shard's share, as after `shards.score_sharded`. With
-    `entries`, a cold run takes the entries stage instead (`ray_entries.py`): its results land on
-    `entries` (its entries' JSON in files), and `True` is returned.
+    With `entries`, a cold run takes the entries stage (`ray_entries.py`): its results land on `entries`; `True`.
 
     Raises:
         InputError: Ray is missing or unreachable, or a task met bad input.
@@ -196,8 +198,9 @@ def score_on_ray(
     shipped = dataclasses.replace(options, progress=None, judge_overrides={})
     # Workers do not share the driver's working folder: local paths go absolute, URIs as they are.
     located = [path.resolve() if isinstance(path, Path) else path for path in files]
+    folder = spill.folder if isinstance(spill, SortedParts) else None
     if _holds_logs(located) or _all_cached(located, count, histories, options.cache):
-        run = (histories, router, stats, shipped)
+        run = (histories, router, stats, shipped, folder)
         results = _score_by_shards(ray, located, count, run, retries, spill, options.progress)
     elif entries is not None:
         target = entries.start(count)
@@ -205,7 +208,8 @@ def score_on_ray(
         score_entries(parts, count, entries)
         return True
     else:
-        parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped, retries)
+        merged = EntryTarget(count, None, folder) if folder is not None else None
+        parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped, retries, merged)
         gathered = _Gathered(spill, options.progress)
         score_groups(parts, count, gathered.add)
         results = [gathered.results[key] for key in sorted(gathered.results)]
@@ -269,16 +273,18 @@ def _score_by_shards(
     ray: Any,
     files: Sequence[Location],
     count: int,
-    run: tuple[bool, Router, RunStats, ScoreOptions],
+    run: tuple[bool, Router, RunStats, ScoreOptions, Path | None],
     retries: int,
     spill: Spill,
     progress: Callable[[int], None] | None,
 ) -> list[ShardResult]:
     """Shard tasks that each read every file and keep their shard's traces (runs with log-record files)."""
-    histories, router, stats, shipped = run
+    histories, router, stats, shipped, folder = run
     # SPREAD: shards go to every node rather than filling the first ones (each reads every file).
     task = ray.remote(max_retries=retries, num_cpus=1, scheduling_strategy="SPREAD")(run_shard)
-    shared = ray.put(([Path(path) for path in files], histories, router, RunStats(prices=stats.prices), shipped))
+    shared = ray.put(
+        ([Path(path) for path in files], histories, router, RunStats(prices=stats.prices), shipped, folder)
+    )
     pending = [task.remote(Shard(index, count), shared) for index in range(count)]
     return _gather(ray, pending, spill, progress)
 
@@ -369,7 +375,7 @@ def score_paths_ray(
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     histories = reads_histories(router.scorers())
     with (
-        Spill() as spill,
+        SortedParts() if isinstance(router, TraceRouter) else Spill() as spill,
         judges_on_ray(router, options.judge_overrides, lambda: connect(address)) as judged,
         _entry_stage(router, spec, sink, options) as stage,
     ):

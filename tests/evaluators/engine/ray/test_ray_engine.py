@@ -15,6 +15,7 @@ import ipaddress
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -187,7 +188,7 @@ def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tupl
 WATCHED_DRIVER = """\
 import json, pickle, sys
 from pathlib import Path
-from evaltrace.evaluators.engine import _spill, ray_entries
+from evaltrace.evaluators.engine import _spill, ray_data, ray_entries
 from evaltrace.cli.main import run
 parked, received = [], []
 park = _spill.Spill.add
@@ -195,12 +196,12 @@ def counted(self, *args, **kwargs):
     parked.append(args[0])
     return park(self, *args, **kwargs)
 _spill.Spill.add = counted
-results = ray_entries.results
+results = ray_data.results
 def watched(dataset):
     for key, result in results(dataset):
         received.append(result)
         yield key, result
-ray_entries.results = watched
+ray_entries.results = ray_data.results = watched
 sys.argv = ["evaltrace", *sys.argv[1:]]
 code = 0
 try:
@@ -211,12 +212,24 @@ print("WATCHED=" + json.dumps({
     "code": code,
     "parked": len(parked),
     "kinds": sorted({type(result).__name__ for result in received}),
-    "sample_rows": sum(len(shard.rows) for result in received for _, shard in result.handovers),
-    "outcomes": sum(len(result.outcomes) for result in received),
-    "received_bytes": sum(len(pickle.dumps(result.outcomes)) for result in received),
-    "folders": [str(path) for path in Path(sys.argv[sys.argv.index("--store") + 1]).rglob("*entries*")],
+    "sample_rows": sum(len(shard.rows) for result in received for _, shard in getattr(result, "handovers", [])),
+    "rows": sum(len(result.rows) for result in received if isinstance(result, ray_data.ShardResult)),
+    "outcomes": sum(len(getattr(result, "outcomes", [])) for result in received),
+    "received_bytes": sum(len(pickle.dumps(getattr(result, "outcomes", None))) for result in received),
+    "folders": [str(path) for path in Path(sys.argv[sys.argv.index("--store") + 1]).rglob("*entries*")]
+    if "--store" in sys.argv else [],
 }))
 """
+
+
+def _watched(cluster: Cluster, args: list[str]) -> dict[str, Any]:
+    """`evaltrace score ARGS` on Ray in a driver that counts what it parks and what the tasks return."""
+    command = [str(cluster.python), "-c", WATCHED_DRIVER, *args, *cluster.engine_args()]
+    done = subprocess.run(command, env=cluster.env, capture_output=True, text=True, timeout=600, cwd=cluster.temp)
+    marked = [line for line in done.stdout.splitlines() if line.startswith("WATCHED=")]
+    assert marked, done.stderr[-3000:]
+    found: dict[str, Any] = json.loads(marked[-1].removeprefix("WATCHED="))
+    return found
 
 
 def test_the_driver_receives_tallies_not_samples(
@@ -225,12 +238,7 @@ def test_the_driver_receives_tallies_not_samples(
     # The entries stage: tasks decide whole cases and write the store and their entries' JSON; the
     # driver receives per case its outcome (no entry's JSON, no sample) and reads the JSON from files.
     runs, spec = bench_run
-    args = _score_args(runs, spec, tmp_path / "ray.json", "--no-cache", store=tmp_path / "store")
-    command = [str(cluster.python), "-c", WATCHED_DRIVER, *args, *cluster.engine_args()]
-    done = subprocess.run(command, env=cluster.env, capture_output=True, text=True, timeout=600, cwd=cluster.temp)
-    marked = [line for line in done.stdout.splitlines() if line.startswith("WATCHED=")]
-    assert marked, done.stderr[-3000:]
-    watched = json.loads(marked[-1].removeprefix("WATCHED="))
+    watched = _watched(cluster, _score_args(runs, spec, tmp_path / "ray.json", "--no-cache", store=tmp_path / "store"))
     cases = len(json.loads(spec.read_text(encoding="utf-8"))["cases"])
     assert watched["code"] in (0, 1) and watched["parked"] == 0, watched
     assert watched["kinds"] == ["Entries"] and watched["sample_rows"] == 0, watched
@@ -241,6 +249,23 @@ def test_the_driver_receives_tallies_not_samples(
     # What came back is tallies: an entry's JSON is only the head of a failed one (the summary lists it).
     assert watched["received_bytes"] < len(text) / 10, (watched["received_bytes"], len(text))
     assert watched["folders"] == [], watched  # the entries folder is gone once the report is written
+
+
+def test_without_a_spec_the_driver_receives_no_entry(
+    cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # Every trace its own entry: each group writes its entries, sorted, to the driver's entries
+    # folder and returns its hand-over and statistics only; the driver merges the files in order.
+    runs, _ = bench_run
+    before = set(Path(tempfile.gettempdir()).glob("evaltrace-ray-entries-*"))
+    watched = _watched(cluster, _score_args(runs, None, tmp_path / "ray.json", "--no-cache"))
+    assert watched["code"] in (0, 1) and watched["parked"] == 0, watched
+    assert watched["kinds"] == ["ShardResult"] and watched["rows"] == 0, watched
+    report = json.loads((tmp_path / "ray.json").read_bytes())
+    assert report["counts"]["entries"] == 3000
+    starts = [entry["samples"][0]["start_time"] for entry in report["entries"]]
+    assert starts == sorted(starts)
+    assert set(Path(tempfile.gettempdir()).glob("evaltrace-ray-entries-*")) == before  # removed
 
 
 PLUGIN = """\
@@ -331,12 +356,14 @@ def test_unknown_engine_and_unreachable_cluster_are_one_line_errors(cluster: Clu
     assert not (tmp_path / "y.json").exists()
 
 
+@pytest.mark.parametrize("with_spec", [True, False], ids=["spec", "no-spec"])
 def test_killing_a_worker_node_mid_run_gives_the_same_report(
-    cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path
+    cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path, with_spec: bool
 ) -> None:
-    runs, spec = bench_run
+    # With a spec the entries stage's tasks write store parts; without one, sorted entry files.
+    runs, spec = bench_run[0], bench_run[1] if with_spec else None
     local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", "--no-cache", store=tmp_path / "ls"))
-    doomed = cluster.add_node("127.0.0.4")
+    doomed = cluster.add_node("127.0.0.4" if with_spec else "127.0.0.5")
     # Ray may place every task of a scoring on the other node; then the scoring is run again (the
     # doomed node stays up) until a kill lands mid-run: only such a scoring is compared.
     for attempt in range(KILL_ATTEMPTS):
