@@ -32,10 +32,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from evaltrace.collector.recorder._genai_env import apply_capture_default
-from evaltrace.collector.recorder.exporter import ParquetSpanExporter
 from evaltrace.collector.recorder.redact import RedactionSettings
 
 if TYPE_CHECKING:
+    from evaltrace.collector.recorder.exporter import ParquetSpanExporter
     from evaltrace.collector.recorder.log_exporter import EvaltraceLogRecordProcessor
 
 logger = logging.getLogger("evaltrace")
@@ -207,12 +207,14 @@ def record(
         The `Recorder` handle. Calling `record()` again while it is active returns the same
         handle; asking for a different folder or run id raises `RuntimeError`.
     """
+    from evaltrace.collector.recorder.exporter import ParquetSpanExporter  # here: it imports pyarrow
+
     global _active
     with _state_lock:
         if _active is not None:
             return _existing(_active, directory, run_id)
         apply_capture_default()
-        provider = _sdk_provider()
+        provider = sdk_provider()
         exporter = ParquetSpanExporter(
             directory, run_id=run_id, redaction=redaction, flush_interval=flush_interval, max_rows=max_rows
         )
@@ -295,15 +297,19 @@ def _existing(active: Recorder, directory: str | os.PathLike[str] | None, run_id
     return active
 
 
-def _sdk_provider() -> Any:
-    """The global provider if it accepts processors, else a new SDK `TracerProvider` set globally."""
+def sdk_provider() -> Any:
+    """The global provider if it accepts processors, else a new SDK `TracerProvider` set globally.
+
+    Raises:
+        RuntimeError: the global provider is not the SDK's and accepts no span processors.
+    """
     provider = trace.get_tracer_provider()
     if hasattr(provider, "add_span_processor"):
         return provider
     if not isinstance(provider, trace.ProxyTracerProvider):
         raise RuntimeError(
-            f"the global tracer provider ({type(provider).__name__}) does not accept span processors; "
-            "add evaltrace.collector.ParquetSpanExporter to it yourself"
+            f"the global tracer provider ({type(provider).__name__}) does not accept span processors; use "
+            "the OpenTelemetry SDK's TracerProvider, or add evaltrace.collector.ParquetSpanExporter to it yourself"
         )
     trace.set_tracer_provider(TracerProvider())
     # Another thread may have won the race; OTel then kept its provider, which is what we use.

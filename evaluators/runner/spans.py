@@ -13,9 +13,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.runfiles.spans import Span as RecordedSpan
@@ -23,22 +22,17 @@ from evaltrace.collector.runfiles.spans import span_from_readable
 
 
 def sdk_provider() -> Any:
-    """The global SDK tracer provider, setting a new one when none is set yet.
+    """The global SDK tracer provider, set when none is set yet (`record()`'s own rule).
 
     Raises:
         InputError: the application installed a provider that does not accept span processors.
     """
-    provider = trace.get_tracer_provider()
-    if not hasattr(provider, "add_span_processor"):
-        if not isinstance(provider, trace.ProxyTracerProvider):
-            raise InputError(
-                f"the global tracer provider ({type(provider).__name__}) does not accept span processors; "
-                "use the OpenTelemetry SDK's TracerProvider"
-            )
-        trace.set_tracer_provider(TracerProvider())
-        # Another thread may have won the race; OTel then kept its provider, which is what we use.
-        provider = trace.get_tracer_provider()
-    return provider
+    from evaltrace.collector.recorder import recording  # on first use: tracing a test may never need it
+
+    try:
+        return recording.sdk_provider()
+    except RuntimeError as exc:
+        raise InputError(str(exc)) from None
 
 
 class SealingSpanProcessor(SpanProcessor):
