@@ -85,15 +85,6 @@ BASE_COLUMNS: Final = (
     "scope_version",
     "resource",
 )
-PAYLOAD_COLUMNS: Final = (
-    "attributes",
-    "large_attributes",
-    "events",
-    "links",
-    "dropped_attributes_count",
-    "dropped_events_count",
-    "dropped_links_count",
-)
 
 # Temporary files carry this prefix and the `.tmp` suffix, so `*.parquet` globs never match them.
 INFLIGHT_PREFIX: Final = ".inflight-"
