@@ -166,7 +166,7 @@ NoCache = Annotated[
     typer.Option(
         "--no-cache",
         metavar="",
-        help="Rebuild the traces from the span files, without reading or writing the traces cache "
+        help="Rebuild the traces from the span files and compile the spec again, without reading or writing the cache "
         "(EVALTRACE_CACHE_DIR; default ~/.cache/evaltrace).",
     ),
 ]
@@ -306,12 +306,12 @@ def store_choice(store: Path | None, no_store: bool) -> Path | None:
     return folder
 
 
-def load_spec_arg(spec: str) -> tuple[LoadedSpec, str | None]:
-    """Load `FILE` or `FILE::CASE_ID`; a case id the file does not define is an input error."""
+def load_spec_arg(spec: str, *, cache: bool = True) -> tuple[LoadedSpec, str | None]:
+    """Load `FILE` or `FILE::CASE_ID`, through the cache with `cache`; a case id the file lacks is an input error."""
     from evaltrace.evaluators.scoring.spec.loader import load_spec, split_spec_arg
 
     file, case_id = split_spec_arg(spec)
-    loaded = load_spec(file)
+    loaded = load_spec(file, cache=cache)
     if case_id is not None and case_id not in {c.id for c in loaded.cases}:
         known = ", ".join(c.id for c in loaded.cases)
         raise InputError(f"{file}: no case with id {case_id!r} (cases: {known})")

@@ -196,7 +196,7 @@ def _spec_of(scoring: Scoring) -> tuple[LoadedSpec | None, str | None]:
     """The spec (loaded here unless `run` loaded it already) and the case id of `FILE::CASE_ID`."""
     if scoring.loaded is not None:
         return scoring.loaded
-    return opt.load_spec_arg(scoring.spec) if scoring.spec is not None else (None, None)
+    return opt.load_spec_arg(scoring.spec, cache=scoring.options.cache) if scoring.spec is not None else (None, None)
 
 
 def baseline_side(ref: str | None, store: Path | None) -> Side | None:

@@ -31,8 +31,8 @@ def clean(
         typer.Option(
             "--cache",
             metavar="",
-            help="Empty evaltrace's cache: traces tables, imported OTLP files and judge verdicts (EVALTRACE_CACHE_DIR; "
-            "default ~/.cache/evaltrace). Scorings rebuild and ask them again.",
+            help="Empty evaltrace's cache: traces tables, imported OTLP files, judge verdicts and compiled specs "
+            "(EVALTRACE_CACHE_DIR; default ~/.cache/evaltrace). Scorings rebuild and ask them again.",
         ),
     ] = False,
 ) -> None:

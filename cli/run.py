@@ -131,7 +131,7 @@ def run(
     instrument_installed()
     function = load_agent(agent)
     opt.load_plugins(plugin)  # before the spec, which may name the plugins' scorers
-    loaded, case_id = opt.load_spec_arg(spec)
+    loaded, case_id = opt.load_spec_arg(spec, cache=not no_cache)
     selection = dataclasses.replace(options, cases=opt.case_globs(case, case_id))
     cases = select_cases(loaded, selection)
     # A judge that cannot be asked stops us before the agent runs, not after.

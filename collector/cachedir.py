@@ -1,8 +1,9 @@
 """The one cache: where evaltrace keeps what it can rebuild or ask again, and how it keeps it.
 
-Three users keep entries here, each in its namespace (a folder under the root, `NAMESPACES`):
+Four users keep entries here, each in its namespace (a folder under the root, `NAMESPACES`):
 `traces/` (traces tables, `traces/cache.py`), `imports/` (imported OTLP files,
-`otlp/files/import_cache.py`) and `judge/` (judge verdicts, `evaluators/scoring/judge/cache.py`).
+`otlp/files/import_cache.py`), `judge/` (judge verdicts, `evaluators/scoring/judge/cache.py`) and
+`specs/` (compiled specs, `evaluators/scoring/spec/cache.py`).
 This module is shared by every stage and imports none of them.
 
 Root. `cache_root()`: `EVALTRACE_CACHE_DIR`, else `$XDG_CACHE_HOME/evaltrace`, else
@@ -58,7 +59,12 @@ from evaltrace.collector.settings import Environment
 logger = logging.getLogger("evaltrace")
 
 CACHE_DIR_ENV: Final = "EVALTRACE_CACHE_DIR"
-NAMESPACES: Final = {"traces": "traces tables", "imports": "imported OTLP files", "judge": "judge verdicts"}
+NAMESPACES: Final = {
+    "traces": "traces tables",
+    "imports": "imported OTLP files",
+    "judge": "judge verdicts",
+    "specs": "compiled specs",
+}
 """The namespaces under the root, with what their entries are (said by `evaltrace clean --cache`)."""
 MAX_BYTES: Final = 8 << 30
 """Past this much of entries under the root, the least recently used are removed."""
@@ -131,13 +137,16 @@ def entry_key(*, version: object, digest: object, files: Sequence[Path] = ()) ->
 
 
 @functools.cache
-def source_digest(*rooms: str) -> str:
-    """Size and mtime of every source file of these collector rooms: an edited checkout misses its old entries."""
-    collector = Path(__file__).resolve().parent
+def source_digest(*rooms: str, package: str = "collector") -> str:
+    """Size and mtime of every source file of these rooms of `package`: an edited checkout misses its old entries.
+
+    `package`: `collector` or `evaluators` (by name: this module imports no stage).
+    """
+    base = Path(__file__).resolve().parent.parent / package
     digest = hashlib.sha256()
-    for path in sorted(source for room in rooms for source in (collector / room).rglob("*.py")):
+    for path in sorted(source for room in rooms for source in (base / room).rglob("*.py")):
         found = path.stat()
-        digest.update(f"{path.relative_to(collector)}:{found.st_size}:{found.st_mtime_ns};".encode())
+        digest.update(f"{path.relative_to(base)}:{found.st_size}:{found.st_mtime_ns};".encode())
     return digest.hexdigest()
 
 

@@ -1,7 +1,7 @@
-"""The one cache (`collector/cachedir.py`): one root, one pruning rule across the traces, imports and judge
-namespaces (least recently used first, a read touching its entry), and `evaltrace clean --cache` emptying
-all three. The entries are written by the real users: the traces cache over the sample run's Parquet
-files, the OTLP import cache over an OTLP/JSON file, the judge verdict cache.
+"""The one cache (`collector/cachedir.py`): one root, one pruning rule across the traces, imports, judge and
+specs namespaces (least recently used first, a read touching its entry), and `evaltrace clean --cache`
+emptying all four. The entries are written by the real users: the traces cache over the sample run's
+Parquet files, the OTLP import cache over an OTLP/JSON file, the judge verdict cache, the spec loader.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from evaltrace.collector.otlp.files.framing import OtlpFormat
 from evaltrace.collector.otlp.files.import_cache import imported_files
 from evaltrace.collector.traces.cache import cached_traces
 from evaltrace.evaluators.scoring.judge.cache import CachedVerdict, VerdictCache, cache_key
+from evaltrace.evaluators.scoring.spec.loader import load_spec
 
 SAMPLE_RUNS = Path(__file__).resolve().parents[2] / "samples" / "runs"
 SPAN = {"traceId": "a" * 32, "spanId": "b" * 16, "name": "agent", "startTimeUnixNano": "1", "endTimeUnixNano": "2"}
@@ -41,12 +42,17 @@ def _verdict(cache: VerdictCache, question: str) -> str:
 
 
 def _fill(root: Path, tmp_path: Path) -> dict[str, Path]:
-    """One entry per namespace, written by its real user: a traces table, an import, a verdict."""
+    """One entry per namespace, written by its real user: a traces table, an import, a verdict, a spec."""
     runs = tmp_path / "runs"
     shutil.copytree(SAMPLE_RUNS, runs)
     assert list(cached_traces(sorted(runs.glob("*.parquet")), root=root))
     imported_files(_otlp_file(tmp_path), OtlpFormat.JSON, root=root)
     _verdict(VerdictCache(root), "first")
+    spec = tmp_path / "evals.yaml"
+    spec.write_text("cases:\n  - {id: a, input: hi, expect: {outcome: success}}\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALTRACE_CACHE_DIR", str(root))
+        load_spec(spec)
     entries = {name: next((root / name).iterdir()) for name in cachedir.NAMESPACES}
     assert not [path for path in root.rglob("*") if path.name.endswith(cachedir.TEMP_SUFFIX)]
     return entries
@@ -63,11 +69,12 @@ def test_one_pruning_rule_over_every_namespace(tmp_path: Path, monkeypatch: pyte
     _age(entries["imports"], 5)  # least recently used
     _age(entries["traces"], 4)
     _age(entries["judge"], 3)
+    _age(entries["specs"], 3)
     verdicts = VerdictCache(root)
     assert verdicts.get(entries["judge"].stem) is not None  # a read touches it: now the most recently used
     monkeypatch.setattr(cachedir, "MAX_BYTES", cachedir._size(entries["judge"]) + 1000)
     kept = _verdict(verdicts, "second")  # a judge write prunes the whole root, not only judge/
-    assert not entries["imports"].exists() and not entries["traces"].exists()
+    assert not entries["imports"].exists() and not entries["traces"].exists() and not entries["specs"].exists()
     assert entries["judge"].exists() and verdicts.get(kept) is not None
 
 
@@ -78,10 +85,10 @@ def test_entries_used_in_the_last_hour_are_not_pruned(tmp_path: Path, monkeypatc
     monkeypatch.setattr(cachedir, "MAX_BYTES", 1)
     cachedir.prune(root)
     assert not entries["traces"].exists()
-    assert entries["imports"].exists() and entries["judge"].exists()  # a scoring may be reading them
+    assert entries["imports"].exists() and entries["judge"].exists() and entries["specs"].exists()  # may be in use
 
 
-def test_clean_cache_empties_all_three_namespaces_and_says_what(tmp_path: Path) -> None:
+def test_clean_cache_empties_all_four_namespaces_and_says_what(tmp_path: Path) -> None:
     root = tmp_path / "cache"
     entries = _fill(root, tmp_path)
     sizes = {name: cachedir._size(path) for name, path in entries.items()}
@@ -91,8 +98,9 @@ def test_clean_cache_empties_all_three_namespaces_and_says_what(tmp_path: Path) 
         f"traces tables {root / 'traces'}: removed 1 entry, {sizes['traces']} bytes",
         f"imported OTLP files {root / 'imports'}: removed 1 entry, {sizes['imports']} bytes",
         f"judge verdicts {root / 'judge'}: removed 1 entry, {sizes['judge']} bytes",
+        f"compiled specs {root / 'specs'}: removed 1 entry, {sizes['specs']} bytes",
     ]
-    assert [list((root / name).iterdir()) for name in cachedir.NAMESPACES] == [[], [], []]
+    assert [list((root / name).iterdir()) for name in cachedir.NAMESPACES] == [[], [], [], []]
 
 
 def test_a_root_others_may_write_is_not_used_by_the_judge_cache(tmp_path: Path) -> None:

@@ -133,7 +133,7 @@ class Scorer(BaseModel, ABC):
         # `BaseModel.__getattr__`, a tenth of this function's time for a 10,000-case spec.
         mark = ":check" if (self.__pydantic_private__ or {}).get("_spec_check") else ""
         digest = hashlib.sha256(f"{self.name}:{self.version}{mark}:{blob}".encode()).hexdigest()[:12]
-        _HASHES[key] = (weakref.ref(self, lambda _: _HASHES.pop(key, None)), digest)
+        remember_config_hash(self, digest)
         return digest
 
     def result(
@@ -151,6 +151,26 @@ class Scorer(BaseModel, ABC):
         if self._spec_check:
             return self.result(False, 0.0, reason, unrecorded=True, **details)
         return self.result(None, reason=reason, unrecorded=True, **details)
+
+
+ScorerConfig = tuple[str, str | None]
+"""A scorer's configuration hash, and its configuration as JSON text (`None`: not JSON-encodable)."""
+
+
+def scorer_config(scorer: Scorer) -> ScorerConfig:
+    """`scorer`'s configuration hash and configuration JSON text (as the report and the score store keep them)."""
+    dumped = scorer.model_dump(mode="json")  # once, for the text and the hash
+    try:
+        text: str | None = json.dumps(dumped)
+    except (TypeError, ValueError):  # left for the report to fail on, as it always has
+        text = None
+    return scorer.config_hash(dumped), text
+
+
+def remember_config_hash(scorer: Scorer, digest: str) -> None:
+    """Note `scorer`'s `config_hash`: computed now, or before (a compiled spec read back from the cache)."""
+    key = id(scorer)
+    _HASHES[key] = (weakref.ref(scorer, lambda _: _HASHES.pop(key, None)), digest)
 
 
 def reads_histories(scorers: Iterable[Scorer]) -> bool:

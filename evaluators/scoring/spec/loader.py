@@ -9,7 +9,8 @@ A valid spec is validated once: the models in strict mode (no coercion, field na
 their alias) accept nothing the JSON Schema rejects, so a spec they accept is valid. Only when they
 reject it does the JSON Schema walk run, followed by the models in their usual mode, to find the
 message; that second pass also decides, so the few inputs the strict pass is stricter about than
-the schema (`k: 2.0`) load as they always did. Loading pauses the cyclic garbage collector: the
+the schema (`k: 2.0`) load as they always did. A spec compiled once is read back from the cache
+(`cache.py`) until its text or evaltrace changes: no validation at all. Loading pauses the cyclic garbage collector: the
 spec's data is a large tree of new objects with no cycle to find, and scanning it again and again
 as it grows cost more than the rest of a large spec's validation.
 """
@@ -17,7 +18,7 @@ as it grows cost more than the rest of a large spec's validation.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -27,7 +28,13 @@ from pydantic import ValidationError
 
 from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.evaluators.errors import SpecError
-from evaltrace.evaluators.scoring.scorers.base import Scorer
+from evaltrace.evaluators.scoring.scorers.base import (
+    Scorer,
+    ScorerConfig,
+    is_builtin,
+    remember_config_hash,
+    scorer_config,
+)
 from evaltrace.evaluators.scoring.spec._errors import locate, render_pydantic_error, render_schema_error
 from evaltrace.evaluators.scoring.spec._expect import (
     ScorerBuilder,
@@ -36,6 +43,7 @@ from evaltrace.evaluators.scoring.spec._expect import (
     scorer_ref_request,
     undeclared_expect_key,
 )
+from evaltrace.evaluators.scoring.spec.cache import SpecEntry
 from evaltrace.evaluators.scoring.spec.model import Case, Expect, Spec
 
 
@@ -50,6 +58,8 @@ class LoadedSpec:
     """The spec's `scorers:`, applied to every entry."""
     case_scorers: dict[str, tuple[tuple[Scorer, ...], ...]]
     """Per case id, the scorers of each turn (one tuple for a single-turn case), globals first."""
+    scorer_configs: dict[str, tuple[ScorerConfig, ...]]
+    """Per case id, its scorers' (all turns', in order) `scorer_config`: hashed once, when compiled."""
 
     @property
     def cases(self) -> list[Case]:
@@ -57,11 +67,12 @@ class LoadedSpec:
         return list(self.spec.cases)
 
 
-def load_spec(path: str | Path) -> LoadedSpec:
-    """Read, validate and compile a spec file.
+def load_spec(path: str | Path, *, cache: bool = True) -> LoadedSpec:
+    """Read, validate and compile a spec file, or read it back compiled from the cache.
 
     Args:
         path: a `.yaml`/`.yml` or `.json` file.
+        cache: read and keep the compiled spec in the cache (`cache.py`).
 
     Returns:
         The spec with every scorer instantiated.
@@ -70,20 +81,49 @@ def load_spec(path: str | Path) -> LoadedSpec:
         SpecError: the file is missing, malformed, or invalid; the message names the file, case and key.
     """
     label = str(path)
-    text = _read(Path(path), label)
+    data = _read(Path(path), label)
+    json_syntax = label.endswith(".json")
     with collections_paused(settle=True):  # the spec lives as long as the run
+        entry = SpecEntry.open(data, json_syntax=json_syntax) if cache else None
+        known = _read_back(entry)
+        if known is not None:
+            return replace(known, path=label)
         # The parsed data is freed as soon as it is validated: the collector, once back, has only
         # the spec's models and scorers left to look at.
-        spec = validate_spec_data(parse_spec_text(text, label, json_syntax=str(path).endswith(".json")), label)
-        return compile_spec(spec, label)
+        spec = validate_spec_data(parse_spec_text(_decode(data, label), label, json_syntax=json_syntax), label)
+        loaded = compile_spec(spec, label)
+        # A plugin's scorer is not kept: its class may change, or be gone, with no key changing.
+        if entry is not None and all(
+            is_builtin(type(s)) for turns in loaded.case_scorers.values() for s in _flat(turns)
+        ):
+            entry.write(loaded)
+        return loaded
 
 
-def _read(path: Path, label: str) -> str:
+def _read_back(entry: SpecEntry | None) -> LoadedSpec | None:
+    """The compiled spec `entry` holds, its scorers' hashes noted (`remember_config_hash`); `None` on a miss."""
+    known = entry.read() if entry is not None else None
+    if not isinstance(known, LoadedSpec):
+        return None
+    for case_id, configs in known.scorer_configs.items():
+        for scorer, (digest, _) in zip(_flat(known.case_scorers[case_id]), configs, strict=True):
+            remember_config_hash(scorer, digest)
+    return known
+
+
+def _read(path: Path, label: str) -> bytes:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
         raise SpecError(f"{label}: spec file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise SpecError(f"{label}: cannot read spec file: {exc}") from None
+
+
+def _decode(data: bytes, label: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise SpecError(f"{label}: cannot read spec file: {exc}") from None
 
 
@@ -210,6 +250,7 @@ def compile_spec(spec: Spec, label: str) -> LoadedSpec:
     builder = ScorerBuilder()
     globals_ = tuple(builder.build(scorer_ref_request(ref, i), label) for i, ref in enumerate(spec.scorers))
     per_case: dict[str, tuple[tuple[Scorer, ...], ...]] = {}
+    configs: dict[int, ScorerConfig] = {}  # by scorer object: shared scorers (the globals) are hashed once
     for case in spec.cases:
         where = f"{label}: case {case.id!r}"
         if case.turns is not None:
@@ -217,7 +258,17 @@ def compile_spec(spec: Spec, label: str) -> LoadedSpec:
         else:
             expects = [(case.expect, "expect")]
         per_case[case.id] = tuple(globals_ + _build(builder, expect, prefix, where) for expect, prefix in expects)
-    return LoadedSpec(path=label, spec=spec, global_scorers=globals_, case_scorers=per_case)
+    scorer_configs = {
+        case_id: tuple(configs.get(id(s)) or configs.setdefault(id(s), scorer_config(s)) for s in _flat(turns))
+        for case_id, turns in per_case.items()
+    }
+    return LoadedSpec(
+        path=label, spec=spec, global_scorers=globals_, case_scorers=per_case, scorer_configs=scorer_configs
+    )
+
+
+def _flat(turns: tuple[tuple[Scorer, ...], ...]) -> list[Scorer]:
+    return [scorer for turn in turns for scorer in turn]
 
 
 def _build(builder: ScorerBuilder, expect: Expect | None, prefix: str, where: str) -> tuple[Scorer, ...]:

@@ -1,0 +1,94 @@
+"""The compiled-spec cache: a spec validated and compiled once per content, then read back whole.
+
+Key and place: the cache's (`collector/cachedir.py`): an entry is `specs/<key>.pickle` under the
+cache root, its key (`cachedir.entry_key`, the rule the traces cache keys its tables by) made of no
+file's identity but a digest of the spec's bytes and syntax (JSON or YAML), the evaltrace and
+pydantic versions and the sources of `evaluators/scoring/` (`source_digest`: the models, the
+scorers and their configurations), so an edited spec or checkout misses. Only a spec whose scorers
+all ship with evaltrace is kept: a plugin's classes can change, or be gone, with none of that changing.
+
+Format: the SHA-256 of the payload, then the payload: a pickle of the `LoadedSpec`. Of what was
+measured on the 10,000-case peer spec (benchmarks/RESULTS.md, "Compiled spec"), it loaded fastest:
+pydantic's `model_validate_json` of a dump validates again (slower than loading the spec), and a
+table of cases with `Case` objects built when asked moves the same work to the first use of each case.
+
+Safety. Unpickling runs what the pickle names, so an entry is read only from a root
+`cachedir.private_root` accepts: the user's own folder, mode 0700, the trust boundary of the
+whole cache (whoever can write there can already change the traces tables that decide verdicts,
+and is the user or root). The digest is checked before anything is unpickled: a damaged entry,
+one that does not unpickle, or one that holds something else is a miss (discarded, the spec
+compiled again), never an error or a wrong spec. A spec that fails validation is never written,
+so its errors are always the loader's. A cache that cannot be read or written is logged at info
+level and loading goes on without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import pickle
+from pathlib import Path
+from typing import Final
+
+import pydantic
+
+from evaltrace.collector.cachedir import Namespace, entry_key, source_digest, touch
+from evaltrace.collector.runfiles.layout import writer_version
+
+logger = logging.getLogger("evaltrace")
+
+SPECS: Final = "specs"
+"""The cache's namespace of compiled specs."""
+FORMAT_VERSION: Final = 1
+"""Bumped when what an entry holds changes in a way the source digest does not see."""
+_DIGEST_BYTES: Final = 32
+
+
+class SpecEntry:
+    """Where the compiled spec of one spec text is (or goes) in the cache."""
+
+    def __init__(self, space: Namespace, key: str) -> None:
+        self._space = space
+        self.path: Path = space.entry(key, ".pickle")
+
+    @classmethod
+    def open(cls, data: bytes, *, json_syntax: bool, root: Path | None = None) -> SpecEntry | None:
+        """The entry of the spec text `data`; `None` when the cache root is not private."""
+        space = Namespace.open(SPECS, root)
+        if space is None:
+            return None
+        digest = {
+            "spec": hashlib.sha256(data).hexdigest(),
+            "json": json_syntax,
+            "evaltrace": writer_version(),
+            "pydantic": pydantic.VERSION,
+            "source": source_digest("scoring", package="evaluators"),
+        }
+        return cls(space, entry_key(version=FORMAT_VERSION, digest=digest))
+
+    def read(self) -> object | None:
+        """What the entry holds, or `None` when there is none or it is unusable (then discarded)."""
+        try:
+            blob = self.path.read_bytes()
+        except OSError:
+            return None  # no entry (the usual miss), or one that cannot be read: compiled as if absent
+        payload = memoryview(blob)[_DIGEST_BYTES:]
+        try:
+            if hashlib.sha256(payload).digest() != blob[:_DIGEST_BYTES]:
+                raise ValueError("its digest does not match its content")
+            # Safe to unpickle: the root is the user's own 0700 folder (see the module docstring).
+            found: object = pickle.loads(payload)
+        except Exception as exc:  # any fault in our own entry: compiling again is always right
+            logger.info("spec cache %s is unusable (%s: %s); compiling the spec", self.path, type(exc).__name__, exc)
+            self._space.discard(self.path)
+            return None
+        touch(self.path)
+        return found
+
+    def write(self, compiled: object) -> None:
+        """Keep `compiled`; a value that cannot be pickled or a cache that cannot be written is only logged."""
+        try:
+            payload = pickle.dumps(compiled, protocol=pickle.HIGHEST_PROTOCOL)
+            self._space.write(self.path, hashlib.sha256(payload).digest() + payload)
+        except Exception as exc:  # the cache never fails a run
+            logger.info("spec cache %s not written (%s: %s)", self.path, type(exc).__name__, exc)
