@@ -13,7 +13,7 @@
 3. Score. A group's task puts its rows back in file and row order, rebuilds the traces with the
    converter the file reader uses (`rebuild.convert_span_rows`: same decoding, deduplication on
    (trace id, span id) with the first copy in file order winning, same span order) and scores
-   them with a fresh copy of the router, as `ray_engine.score_shard` does; it returns one row,
+   them with a fresh copy of the router, as `score_shard` does; it returns one row,
    its `ShardResult` pickled. The driver gathers those as the tasks end (see `ray_engine`).
 
 Bad input met while reading (a damaged page) travels as a row of its own with the message and
@@ -219,7 +219,7 @@ def _score_traces(rows: pa.Table, key: int, parts: RunParts, spill: ListSpill, o
 def score_task(
     files: Sequence[Path], shard: Shard, histories: bool, router: Router, stats: RunStats, options: ScoreOptions
 ) -> tuple[ListSpill, Router, RunStats]:
-    """`shard` of `files` scored (`ray_engine.score_shard`): its samples, and the router and stats holding the rest."""
+    """`shard` of `files` scored (`score_shard`): its samples, and the router and stats holding the rest."""
     spill = ListSpill()
     if applies(router, options.cache):
         # Only the router's state changes while it scores: copying the whole router would copy the
@@ -234,6 +234,33 @@ def score_task(
     traces = traces_of(files, shard, histories=histories, cache=options.cache)
     score_in_task(traces, router, stats, spill, options)
     return spill, router, stats
+
+
+def score_shard(
+    files: Sequence[Path],
+    shard: Shard,
+    histories: bool,
+    router: Router,
+    stats: RunStats,
+    options: ScoreOptions,
+    *,
+    decide: bool = True,
+) -> ShardResult:
+    """Score the traces of `shard` of `files` with `router` (a fresh copy): the body of one Ray task.
+
+    `decide=False`: the router's cases are left undecided (the entries stage decides them from every shard's tallies).
+
+    As a local worker does, the task decides the rows of the shard's traces table (read from the
+    cache, or written on the way) from their columns when every scorer has a form
+    (`columnar_entries.score_shard`); the rest, and every other run, go per trace.
+    """
+    quiet = dataclasses.replace(options, progress=None)
+    try:
+        with scorer_time_limit(options.scorer_timeout):
+            spill, router, stats = score_task(files, shard, histories, router, stats, quiet)
+    except InputError as exc:
+        return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
+    return ShardResult(rows=spill.rows, router=router.hand_over() if decide else router.state, stats=stats)
 
 
 def rows_by_file(rows: pa.Table, locations: Sequence[Location]) -> list[tuple[Location, list[pa.RecordBatch]]]:
@@ -313,6 +340,18 @@ def scored_groups(
         warnings.simplefilter("ignore", DeprecationWarning)  # see `shuffled`
         return shuffled(files, count, retries).map_groups(
             stage, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries
+        )
+
+
+def shards_dataset(count: int, blob: bytes, retries: int, stage: Callable[..., pa.Table]) -> Any:
+    """`count` shards (items `shard`), each given to `stage` (with `blob`) in a task of its own."""
+    import ray.data
+
+    shards = ray.data.from_items([{"shard": index} for index in range(count)], override_num_blocks=count)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # see `shuffled`
+        return shards.map_batches(
+            stage, batch_size=1, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries
         )
 
 

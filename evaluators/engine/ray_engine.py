@@ -45,7 +45,7 @@ from evaltrace.collector.settings import RaySettings
 from evaltrace.evaluators.engine._loop import Router, score_held
 from evaltrace.evaluators.engine._routers import SpecRouter, TraceRouter
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.engine.ray_data import EntryTarget, RunParts, ShardResult, score_groups, score_task
+from evaltrace.evaluators.engine.ray_data import EntryTarget, RunParts, ShardResult, score_groups, score_shard
 from evaltrace.evaluators.engine.ray_entries import EntryStage, eligible, finish_entries, score_entries
 from evaltrace.evaluators.engine.ray_judges import judges_on_ray
 from evaltrace.evaluators.engine.ray_sorted import SortedParts, write_sorted
@@ -63,24 +63,6 @@ SHARDS_PER_CPU = 2
 ADDRESS_ENV = "RAY_ADDRESS"
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for the head node to accept a connection before giving up."""
-
-
-def score_shard(
-    files: Sequence[Path], shard: Shard, histories: bool, router: Router, stats: RunStats, options: ScoreOptions
-) -> ShardResult:
-    """Score the traces of `shard` of `files` with `router` (a fresh copy): the body of one Ray task.
-
-    As a local worker does, the task decides the rows of the shard's traces table (read from the
-    cache, or written on the way) from their columns when every scorer has a form
-    (`columnar_entries.score_shard`); the rest, and every other run, go per trace.
-    """
-    quiet = dataclasses.replace(options, progress=None)
-    try:
-        with scorer_time_limit(options.scorer_timeout):
-            spill, router, stats = score_task(files, shard, histories, router, stats, quiet)
-    except InputError as exc:
-        return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
-    return ShardResult(rows=spill.rows, router=router.hand_over(), stats=stats)
 
 
 def run_shard(
@@ -186,7 +168,7 @@ def score_on_ray(
 ) -> bool:
     """Score `files` in Ray tasks; samples land on `spill`, the rest on `router` and `stats` (as `score_sharded`).
 
-    With `entries`, a cold run takes the entries stage (`ray_entries.py`): its results land on `entries`; `True`.
+    With `entries`, the run takes the entries stage (`ray_entries.py`): its results land on `entries`; `True`.
 
     Raises:
         InputError: Ray is missing or unreachable, or a task met bad input.
@@ -199,14 +181,15 @@ def score_on_ray(
     # Workers do not share the driver's working folder: local paths go absolute, URIs as they are.
     located = [path.resolve() if isinstance(path, Path) else path for path in files]
     folder = spill.folder if isinstance(spill, SortedParts) else None
-    if _holds_logs(located) or _all_cached(located, count, histories, options.cache):
-        run = (histories, router, stats, shipped, folder)
-        results = _score_by_shards(ray, located, count, run, retries, spill, options.progress)
-    elif entries is not None:
+    by_shard = _holds_logs(located) or _all_cached(located, count, histories, options.cache)
+    if entries is not None:
         target = entries.start(count)
         parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped, retries, target)
-        score_entries(parts, count, entries)
+        score_entries(parts, count, entries, by_shard=by_shard)
         return True
+    if by_shard:
+        run = (histories, router, stats, shipped, folder)
+        results = _score_by_shards(ray, located, count, run, retries, spill, options.progress)
     else:
         merged = EntryTarget(count, None, folder) if folder is not None else None
         parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped, retries, merged)

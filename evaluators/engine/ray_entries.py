@@ -28,12 +28,8 @@ tallies, with the same function (`decide_span`).
 from __future__ import annotations
 
 import dataclasses
-import os
-import secrets
 import shutil
-import struct
 import tempfile
-from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -43,6 +39,7 @@ import pyarrow.compute as pc
 
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.gc_policy import collections_paused
+from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.evaluators.engine._aggregate import CaseTally
 from evaltrace.evaluators.engine._routers import RouterState, SpecRouter, Totals
 from evaltrace.evaluators.engine.ray_data import (
@@ -54,8 +51,11 @@ from evaltrace.evaluators.engine.ray_data import (
     grouped_by,
     result_row,
     results,
+    score_shard,
     scored_groups,
+    shards_dataset,
 )
+from evaltrace.evaluators.engine.ray_sorted import read_json, write_json
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.results.report.model import EntryResult, EntryStatus
 from evaltrace.evaluators.results.report.writer import EntrySink, ReportEntry
@@ -82,7 +82,6 @@ SAMPLES_SCHEMA = pa.schema(
 """The rows the groups hand to the entries stage: samples, case tallies and hand-overs, by partition."""
 _LISTED = frozenset({"failed", "missing"})
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
-_LENGTH = struct.Struct("<I")
 
 
 class Outcome(NamedTuple):
@@ -145,12 +144,30 @@ class EntryStage:
             shutil.rmtree(self.target.json, ignore_errors=True)
 
 
-def score_entries(parts: RunParts, count: int, received: EntryStage) -> None:
-    """Read, shuffle and score `parts.locations` in `count` groups, then their samples by case partition."""
+def score_entries(parts: RunParts, count: int, received: EntryStage, *, by_shard: bool = False) -> None:
+    """Score `parts.locations` in `count` groups (read and shuffled, or `by_shard`), then their samples by case.
+
+    `by_shard`: each shard's task reads every file, or its cached traces table (`ray_data.score_shard`).
+    """
     files, blob = files_dataset(parts)
-    samples = scored_groups(files, count, blob, parts.retries, group_samples)
+    if by_shard:
+        samples = shards_dataset(count, blob, parts.retries, shard_samples)
+    else:
+        samples = scored_groups(files, count, blob, parts.retries, group_samples)
     for part, entries in results(grouped_by(samples, PART, write_entries, blob, parts.retries)):
         received.add(part, entries)
+
+
+def shard_samples(items: pa.Table, parts_blob: bytes) -> pa.Table:
+    """Stage 1 by shard: one shard of every file (or its cached table) scored, its samples handed on by case."""
+    import ray
+
+    parts: RunParts = ray.cloudpickle.loads(parts_blob)
+    index: int = items.column("shard")[0].as_py()
+    files = [Path(location) for location in parts.locations]
+    shard = Shard(index, parts.count)
+    result = score_shard(files, shard, parts.histories, parts.router, parts.stats, parts.options, decide=False)
+    return sample_rows(index, result, parts)
 
 
 def group_samples(rows: pa.Table, parts_blob: bytes) -> pa.Table:
@@ -301,23 +318,6 @@ def entry_target(router: SpecRouter, count: int, sink: EntrySink | None, options
     elif sink is not None:
         json = Path(tempfile.mkdtemp(prefix="evaltrace-ray-entries-")).resolve()
     return EntryTarget(max(1, min(count, len(router.selected))), located, json)
-
-
-def write_json(folder: Path, part: int, entries: Iterable[bytes]) -> None:
-    """Partition `part`'s entries' JSON, each after its length, as one file; whole or not at all (a re-run task)."""
-    name = f"entries-{part:05d}"
-    hidden = folder / f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
-    with hidden.open("wb") as out:
-        for payload in entries:
-            out.write(_LENGTH.pack(len(payload)) + payload)
-    os.replace(hidden, folder / name)
-
-
-def read_json(folder: Path, part: int) -> Iterator[bytes]:
-    """Partition `part`'s entries' JSON as `write_json` wrote them, one entry at a time."""
-    with (folder / f"entries-{part:05d}").open("rb") as source:
-        while header := source.read(_LENGTH.size):
-            yield source.read(_LENGTH.unpack(header)[0])
 
 
 def _store_writer(sink: object) -> StoreWriter | None:

@@ -1,4 +1,7 @@
-"""The Ray engine without a spec: every trace its own entry, the tasks' entries merged in report order.
+"""The Ray engine's entries folder: the tasks' entries as files, read by the driver in report order.
+
+With a spec, each task of the entries stage (`ray_entries.py`) writes its partition's entries'
+JSON in report order (`write_json`) and the driver reads the partitions in turn (`read_json`).
 
 Without a spec each trace is its own entry and the report lists them by start time, then trace id.
 Each task (a group of Ray Data's path, or a shard's task) sorts its entries so and writes them to
@@ -17,7 +20,7 @@ import secrets
 import shutil
 import struct
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,6 +30,8 @@ from evaltrace.evaluators.engine._spill import Spill
 _Row = tuple[str, datetime | None, str | None, bytes, int]
 _HEAD = struct.Struct("<qIBI")
 """Each entry's head in a file: start (microseconds; none: last), trace id's length, tag, JSON's length."""
+_LENGTH = struct.Struct("<I")
+"""An entry's length before its JSON in the entries stage's files (`write_json`)."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _LAST = 2**63 - 1
 
@@ -45,6 +50,23 @@ def write_sorted(folder: Path, key: int, rows: Sequence[_Row]) -> None:
             name, payload, tag = trace.encode(), rows[index][3], rows[index][4]
             out.write(_HEAD.pack(micros, len(name), tag, len(payload)) + name + payload)
     os.replace(hidden, folder / f"sorted-{key:05d}")
+
+
+def write_json(folder: Path, part: int, entries: Iterable[bytes]) -> None:
+    """Partition `part`'s entries' JSON, each after its length, as one file; whole or not at all (a re-run task)."""
+    name = f"entries-{part:05d}"
+    hidden = folder / f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    with hidden.open("wb") as out:
+        for payload in entries:
+            out.write(_LENGTH.pack(len(payload)) + payload)
+    os.replace(hidden, folder / name)
+
+
+def read_json(folder: Path, part: int) -> Iterator[bytes]:
+    """Partition `part`'s entries' JSON as `write_json` wrote them, one entry at a time."""
+    with (folder / f"entries-{part:05d}").open("rb") as source:
+        while header := source.read(_LENGTH.size):
+            yield source.read(_LENGTH.unpack(header)[0])
 
 
 def read_sorted(path: Path, key: int) -> Iterator[tuple[int, str, int, int, int, bytes]]:

@@ -1,6 +1,6 @@
 """The Ray engine's per-shard task body takes the columnar forms on a warm re-scoring, as a local worker does.
 
-`ray_engine.score_shard` is what a Ray task runs (the cluster tests in tests/evaluators/engine/ray run it on real
+`ray_data.score_shard` is what a Ray task runs (the cluster tests in tests/evaluators/engine/ray run it on real
 nodes); here it runs in this process, without Ray, on real span files recorded by the SDK and
 exporter: first with an empty traces cache (the table is written, the reference scores
 everything), then warm (the shard's table is read and the forms answer the checks that surely
@@ -23,7 +23,7 @@ from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs,
 from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.evaluators.engine.ray_data import ShardResult
-from evaltrace.evaluators.engine.ray_engine import score_shard
+from evaltrace.evaluators.engine.ray_data import score_shard
 from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run
 from evaltrace.evaluators.results.report.writer import unpark
 from evaltrace.evaluators.scoring.scorers.output import Output

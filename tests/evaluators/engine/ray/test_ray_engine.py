@@ -175,6 +175,24 @@ def test_without_a_spec_cached_twice(cluster: Cluster, crossing_run: tuple[Path,
     assert sum(seen[1][path] > seen[0][path] for path in seen[0]) >= 4
 
 
+def test_a_warm_rescoring_with_a_spec_takes_the_entries_stage(
+    cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # Warm: the shards' tasks read their cached traces tables (no read, no shuffle), and their
+    # samples go on to the entries stage as a cold run's: the tasks write the store's parts.
+    runs, spec = bench_run
+    folder = Path(cluster.env["EVALTRACE_CACHE_DIR"]) / "traces"
+    for attempt in ("cold", "warm"):
+        (tmp_path / attempt).mkdir()
+        before = {path: path.stat().st_mtime_ns for path in folder.glob("*.parquet")}
+        report, _ = _both(cluster, runs, spec, tmp_path / attempt, stores=True)
+        (parts,) = (tmp_path / attempt / "ray-store" / "scores").iterdir()
+        assert parts.is_dir() and report["counts"]["traces"] == 3000
+    after = {path: path.stat().st_mtime_ns for path in folder.glob("*.parquet")}
+    assert after.keys() == before.keys()  # the warm runs wrote no table: they read them
+    assert sum(after[path] > before[path] for path in before) >= 4
+
+
 def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path) -> None:
     runs, spec = bench_run
     report, ray = _both(cluster, runs, spec, tmp_path, "--no-cache", stores=True)
@@ -501,3 +519,24 @@ def test_a_run_with_log_record_files_scores_the_same(cluster: Cluster, tmp_path:
     assert len(list((tmp_path / "runs").glob("*.logs.parquet"))) == 2
     report, _ = _both(cluster, tmp_path / "runs", None, tmp_path, "--no-cache")
     assert report["counts"]["traces"] == 8
+    # With a spec the shards' samples go on to the entries stage (the store written as parts).
+    (tmp_path / "spec.yaml").write_text(LOG_SPEC.format(question=module.QUESTION), encoding="utf-8")
+    (tmp_path / "spec").mkdir()
+    report, _ = _both(cluster, tmp_path / "runs", tmp_path / "spec.yaml", tmp_path / "spec", "--no-cache", stores=True)
+    assert [entry["status"] for entry in report["entries"]] == ["passed", "failed", "missing"]
+    (parts,) = (tmp_path / "spec" / "ray-store" / "scores").iterdir()
+    assert parts.is_dir()
+
+
+LOG_SPEC = """\
+scorers: [tool_errors]
+cases:
+  - id: case-0
+    input: "{question}"
+    expect: {{tool_calls: [{{name: get_weather, arguments: {{city: Paris}}}}], output: {{contains: ["18C"]}}}}
+  - id: case-1
+    input: "{question}"
+    expect: {{tool_calls: [{{name: get_weather, arguments: {{city: Rome}}}}]}}
+  - id: never-seen
+    input: Nobody asks this
+"""
