@@ -31,6 +31,7 @@ else:
 
 from evaltrace.collector.recorder._rolling import FileKind, RollingFilesMixin
 from evaltrace.collector.recorder.exporter import ExporterSettings, latest_span_run_id
+from evaltrace.collector.recorder.recording import WritesOnFlush
 from evaltrace.collector.recorder.redact import RedactionSettings, build_redactor
 from evaltrace.collector.runfiles import batches, logs_layout
 from evaltrace.collector.runfiles.layout import writer_version
@@ -91,22 +92,11 @@ class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
         return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
 
 
-class EvaltraceLogRecordProcessor(BatchLogRecordProcessor):
-    """A `BatchLogRecordProcessor` that writes the exporter's file on `force_flush` and counts queue drops.
+class EvaltraceLogRecordProcessor(WritesOnFlush, BatchLogRecordProcessor):
+    """A `BatchLogRecordProcessor` for a `ParquetLogExporter` (see `WritesOnFlush`)."""
 
-    The SDK's batch processor never calls the exporter's `force_flush`, so without this a
-    `provider.force_flush()` would leave records buffered until the next timed roll.
-    """
+    exporter: ParquetLogExporter
 
     def __init__(self, exporter: ParquetLogExporter, *args: Any, **kwargs: Any) -> None:
         super().__init__(exporter, *args, **kwargs)
-        self.exporter = exporter
-        from evaltrace.collector.recorder.recording import count_queue_drops
-
-        count_queue_drops(self, exporter.note_dropped, "log records")
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Export the queue, then write the exporter's buffer to a file."""
-        if not super().force_flush(timeout_millis):
-            return False
-        return self.exporter.force_flush()
+        self._watch(exporter, "log records")

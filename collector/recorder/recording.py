@@ -36,7 +36,7 @@ from evaltrace.collector.recorder.redact import RedactionSettings
 
 if TYPE_CHECKING:
     from evaltrace.collector.recorder.exporter import ParquetSpanExporter
-    from evaltrace.collector.recorder.log_exporter import EvaltraceLogRecordProcessor
+    from evaltrace.collector.recorder.log_exporter import EvaltraceLogRecordProcessor, ParquetLogExporter
 
 logger = logging.getLogger("evaltrace")
 
@@ -86,28 +86,35 @@ def count_queue_drops(processor: Any, note: Callable[[int], None], noun: str) ->
         )
 
 
-class EvaltraceSpanProcessor(BatchSpanProcessor):
-    """A `BatchSpanProcessor` that also reports its queue drops to the `ParquetSpanExporter`.
+class WritesOnFlush:
+    """What evaltrace's span and log-record processors add to the SDK's batch processors (mixed in first).
 
-    The SDK counts drops only through internal metrics that are off by default, so the count
-    is taken where the SDK records it. On SDK versions without that hook, queue drops are not
-    counted (the exporter's own write failures still are).
+    Queue drops reach the exporter (`count_queue_drops`), and `force_flush` writes the exporter's
+    buffer: the SDK's batch processors never call the exporter's `force_flush`, so without this a
+    `provider.force_flush()` would leave items buffered until the next timed roll.
     """
+
+    exporter: ParquetSpanExporter | ParquetLogExporter
+
+    def _watch(self, exporter: ParquetSpanExporter | ParquetLogExporter, noun: str) -> None:
+        self.exporter = exporter
+        count_queue_drops(self, exporter.note_dropped, noun)
+
+    def force_flush(self, timeout_millis: int | None = None) -> bool:
+        """Export the queue (within the SDK processor's own default time, unless given), then write a file."""
+        flush = super().force_flush  # type: ignore[misc]  # the SDK batch processor's, after this class
+        flushed: bool = flush() if timeout_millis is None else flush(timeout_millis)
+        return flushed and self.exporter.force_flush()
+
+
+class EvaltraceSpanProcessor(WritesOnFlush, BatchSpanProcessor):
+    """A `BatchSpanProcessor` for a `ParquetSpanExporter` (see `WritesOnFlush`)."""
+
+    exporter: ParquetSpanExporter
 
     def __init__(self, exporter: ParquetSpanExporter, **kwargs: Any) -> None:
         super().__init__(exporter, **kwargs)
-        self.exporter = exporter
-        count_queue_drops(self, exporter.note_dropped, "spans")
-
-    def force_flush(self, timeout_millis: int | None = None) -> bool:
-        """Export the queue, then write the exporter's buffer to a file.
-
-        The SDK's batch processor never calls the exporter's `force_flush`, so without this a
-        `provider.force_flush()` would leave spans buffered until the next timed roll.
-        """
-        if not super().force_flush(timeout_millis):
-            return False
-        return self.exporter.force_flush()
+        self._watch(exporter, "spans")
 
 
 class Recorder:
