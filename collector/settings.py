@@ -1,4 +1,4 @@
-"""Settings read from `EVALTRACE_*` variables and given options, in one place (pydantic-settings).
+"""Settings read from `EVALTRACE_*` variables and given options, in one place.
 
 A settings model lists its variables as its fields' aliases (`validation_alias=env("NAME", ...)`,
 first set one wins); keyword arguments by field name (the CLI's options, a library caller's
@@ -10,19 +10,21 @@ Not read here, on purpose: the recorder's variables (`collector/recorder/exporte
 `redact.py`, `_genai_env.py`), read in the application's process, where a bad value is logged
 and skipped because recording must never crash the application; and the `OTEL_*` variables the
 OTel SDK reads itself.
+
+A settings model is a plain frozen pydantic model: its few scalar fields need no more than picking
+each field's first set variable and validating the values as pydantic does any input
+(pydantic-settings, which did that before, was a tenth of a warm `evaltrace score`'s imports).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from evaltrace.collector.errors import InputError
 
@@ -32,25 +34,14 @@ def env(field: str, *variables: str) -> AliasChoices:
     return AliasChoices(field, *variables)
 
 
-_ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("evaltrace_settings_environ", default=None)
-"""The variables `from_env` was given, for the source it builds the model with (else `os.environ`)."""
+class EnvSettings(BaseModel):
+    """A settings model read from the environment; `from_env` is the one way to build one from it.
 
+    Built any other way (`model_validate(fields)` of settings handed over, as to Ray's judge actors)
+    a model is what it is given: no key comes from the receiving process's environment.
+    """
 
-class _Environment(EnvSettingsSource):
-    """The environment (or a given mapping), names matched exactly, blank values left out."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._environ = environ
-        super().__init__(settings_cls, case_sensitive=True)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return {name: value.strip() for name, value in self._environ.items() if value.strip()}
-
-
-class EnvSettings(BaseSettings):
-    """A settings model read from the environment; `from_env` is the one way to build one."""
-
-    model_config = SettingsConfigDict(frozen=True, extra="forbid", case_sensitive=True, populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, validate_default=True)
 
     label: ClassVar[str] = "setting"
     """What an error message calls one of these (`judge setting EVALTRACE_JUDGE_TIMEOUT: ...`)."""
@@ -58,24 +49,6 @@ class EnvSettings(BaseSettings):
     """The command-line option of a field, named by messages about a value given as an option."""
     hints: ClassVar[dict[str, str]] = {}
     """What to give instead, for a field whose bad variable is quoted (`NAME='x': hint`) in its message."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Options, then (inside `from_env` only) the environment; no `.env` or secrets files are read.
-
-        Outside `from_env` a model is what it is given: `model_validate(fields)` of settings handed over
-        (as to Ray's judge actors) must not take a key from the receiving process's environment.
-        """
-        if _ENVIRON.get() is None:
-            return (init_settings,)
-        return init_settings, _Environment(settings_cls, _ENVIRON.get() or {})
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> Self:
@@ -90,18 +63,24 @@ class EnvSettings(BaseSettings):
             raise TypeError(f"unknown {cls.label} {unknown[0]!r}; valid: {', '.join(sorted(cls.model_fields))}")
         chosen = {name: value for name, value in given.items() if value is not None}
         variables = os.environ if environ is None else environ
-        token = _ENVIRON.set(variables)
         try:
-            return cls(**chosen)
+            return cls.model_validate({**cls.environment_values(variables), **chosen})
         except ValidationError as exc:
             raise cls._input_error(exc, chosen, variables) from None
-        finally:
-            _ENVIRON.reset(token)
 
     @classmethod
     def environment_values(cls, environ: Mapping[str, str] | None) -> dict[str, Any]:
-        """The fields `environ` (`os.environ` when `None`) sets, by field name, as read (not validated)."""
-        return dict(_Environment(cls, os.environ if environ is None else environ)())
+        """The fields `environ` (`os.environ` when `None`) sets, by field name, as read (not validated).
+
+        Each field's first variable set (names matched exactly) wins; a blank one counts as unset.
+        """
+        variables = os.environ if environ is None else environ
+        found: dict[str, Any] = {}
+        for name, info in cls.model_fields.items():
+            value = next((text for var in _variables(info) if (text := variables.get(var, "").strip())), None)
+            if value is not None:
+                found[name] = value
+        return found
 
     @classmethod
     def _input_error(cls, exc: ValidationError, given: Mapping[str, Any], environ: Mapping[str, str]) -> InputError:
