@@ -79,3 +79,10 @@ def test_only_from_env_reads_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     read = JudgeSettings.from_env()
     assert read.model == "from-process"
     assert read.api_key is not None and read.api_key.get_secret_value() == "sk-receiver"
+
+
+def test_only_the_declared_variables_are_read_not_a_field_named_bare() -> None:
+    # `model`, `timeout`, `cache_dir` are common names in a shell's environment; only EVALTRACE_* configure.
+    settings = JudgeSettings.from_env({"model": "stray", "timeout": "bad", "EVALTRACE_JUDGE_SAMPLES": "3"})
+    assert (settings.model, settings.timeout, settings.samples) == (None, 60.0, 3)
+    assert Environment.from_env({"cache_dir": "/stray", "store": "/stray"}) == Environment()
