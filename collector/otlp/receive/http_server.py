@@ -322,12 +322,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- answers ------------------------------------------------------------------------
 
-    def _send_message(self, status: int, message: Any, is_json: bool) -> None:
+    def _send_message(self, status: int, message: Any, is_json: bool, headers: dict[str, str] | None = None) -> None:
+        """A protobuf message (an export response, a `google.rpc.Status`) in the request's encoding."""
         if is_json:
             body = json.dumps(json_format.MessageToDict(message), separators=(",", ":")).encode()
         else:
             body = message.SerializeToString()
-        self._send(status, body, _JSON if is_json else _PROTOBUF, {})
+        self._send(status, body, _JSON if is_json else _PROTOBUF, headers or {})
 
     def _send_error(self, error: HttpError, is_json: bool) -> None:
         self.server.context.intake.refusals.note(f"HTTP {error.status}", str(error))
@@ -335,11 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = self.linger = True
         status = status_pb2.Status(code=_RPC_CODES.get(error.status, code_pb2.UNKNOWN), message=str(error))
         headers = {**error.headers, **({"Connection": "close"} if error.close else {})}
-        if is_json:
-            body = json.dumps(json_format.MessageToDict(status), separators=(",", ":")).encode()
-            self._send(error.status, body, _JSON, headers)
-        else:
-            self._send(error.status, status.SerializeToString(), _PROTOBUF, headers)
+        self._send_message(error.status, status, is_json, headers)
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str]) -> None:
         self.send_response(status)
