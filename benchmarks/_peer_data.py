@@ -79,7 +79,8 @@ def generate(folder: Path, traces: int, seed: int) -> dict[str, Any]:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
-    from evaltrace.collector import ParquetSpanExporter
+    from evaltrace.collector import ParquetSpanExporter, resolve_paths
+    from evaltrace.collector.runfiles.reader import summarize_runs
 
     sys.path.insert(0, str(HERE))
     import _scoring_data as data  # a sibling script, not a package
@@ -132,10 +133,10 @@ def generate(folder: Path, traces: int, seed: int) -> dict[str, Any]:
             span.end(end_time=end)
         spans += len(made)
     provider.shutdown()
-    if parquet.unwritten_spans or parquet.dropped_spans:
-        raise SystemExit(
-            f"the Parquet exporter lost spans: {parquet.unwritten_spans} unwritten, {parquet.dropped_spans} dropped"
-        )
+    lost = summarize_runs(resolve_paths([folder / "runs"]))  # the files' own counts, as `evaltrace runs` reads them
+    if lost.unwritten_spans or lost.dropped_spans:
+        counts = f"{lost.unwritten_spans} unwritten, {lost.dropped_spans} dropped"
+        raise SystemExit(f"the Parquet exporter lost spans: {counts}")
     _write_expectations(folder, expected)
     meta = {
         "traces": traces,
