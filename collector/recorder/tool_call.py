@@ -19,7 +19,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
-from evaltrace.collector.recorder._span_scope import SpanScope, as_text, started_span
+from evaltrace.collector.recorder.span_scope import SpanScope, as_text, started_span
 
 __all__ = ["ToolCallRun", "tool_call"]
 

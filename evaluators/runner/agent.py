@@ -45,6 +45,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector.errors import InputError
+from evaltrace.collector.recorder.span_scope import record_error
 from evaltrace.evaluators.runner.call import CallOutcome, CallResult, call_agent
 from evaltrace.evaluators.runner.spans import SealingSpanProcessor, sdk_provider
 from evaltrace.evaluators.scoring.scorers.plugins import import_user_module
@@ -285,11 +286,7 @@ def _finish(span: Span, result: CallResult, timeout: float | None) -> str | None
         span.set_attribute("error.type", "timeout")
         span.set_status(Status(StatusCode.ERROR, error))
     elif result.error is not None:
-        exc = result.error
-        error = f"{type(exc).__name__}: {exc}"
-        span.record_exception(exc)
-        span.set_attribute("error.type", type(exc).__qualname__)
-        span.set_status(Status(StatusCode.ERROR, error))
+        error = record_error(span, result.error)
     span.end()
     return error
 

@@ -7,8 +7,9 @@ from contextlib import ExitStack
 from types import TracebackType
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Span
 
+from evaltrace.collector.recorder.span_scope import record_error
 from evaltrace.collector.traces.rebuild import convert_trace
 from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.runner.spans import SpanCapture, sdk_provider
@@ -52,9 +53,7 @@ class Recording:
         assert self._span is not None
         self._scope.close()
         if exc is not None:
-            self._span.record_exception(exc)
-            self._span.set_attribute("error.type", type(exc).__qualname__)
-            self._span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            record_error(self._span, exc)
         self._span.end()
         spans = self._capture.take([self._span.get_span_context().trace_id])
         self._traces = convert_trace(spans)

@@ -30,11 +30,13 @@ def as_text(value: Any) -> str:
         return str(value)
 
 
-def record_error(span: Span, exc: BaseException) -> None:
-    """Mark `span` failed by `exc`: an `exception` event, `error.type` and status ERROR."""
+def record_error(span: Span, exc: BaseException) -> str:
+    """Mark `span` failed by `exc`: an `exception` event, `error.type` and status ERROR; the status text."""
+    message = f"{type(exc).__name__}: {exc}"
     span.record_exception(exc)
     span.set_attribute("error.type", type(exc).__qualname__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+    span.set_status(Status(StatusCode.ERROR, message))
+    return message
 
 
 @contextmanager
