@@ -21,10 +21,12 @@ are the traces the engine scores (a nested agent's row usually shares its parent
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -52,14 +54,29 @@ def columnar_form(cls: type[Scorer]) -> Callable[[F], F]:
     return add
 
 
+def shared_pass(row: RowCalls, scorer: Scorer, key: object, make: Callable[[], Score]) -> Score:
+    """`make()`, the passing `Score` of `scorer` that is the same for every row of the batch with this `key`.
+
+    Made (and validated) once per batch and key, then handed to each such row: a `Score` is frozen,
+    and the report copies it (`score_result`) rather than keep it.
+    """
+    made = row.batch.memo(scorer, "passing")
+    found: Score | None = made.get(key)
+    if found is None:
+        found = made[key] = make()
+    return found
+
+
 class RowCalls:
     """One top-level row of a batch: its tool calls (`Trace.tool_calls`) and its columns, read lazily."""
 
-    __slots__ = ("_batch", "_index", "_start", "_end", "names")
+    __slots__ = ("batch", "index", "_start", "_end", "names")
 
     def __init__(self, batch: BatchCalls, index: int) -> None:
-        self._batch = batch
-        self._index = index
+        self.batch = batch
+        """The batch the row is in: its per-batch kernels' results and memos (`BatchCalls.memo`)."""
+        self.index = index
+        """The row's position in the batch (the index of the batch's per-row lists)."""
         self._start = start = batch.offsets[index]
         self._end = end = batch.offsets[index + 1]
         self.names: list[str] = batch.names[start:end]
@@ -70,18 +87,17 @@ class RowCalls:
     @property
     def arguments(self) -> list[str | None]:
         """Each call's arguments as the table's JSON text (`None`: not recorded)."""
-        return self._batch.arguments[self._start : self._end]
+        return self.batch.arguments[self._start : self._end]
 
     @property
     def truncated(self) -> bool:
         """Whether any call's arguments were cut when recorded."""
-        return any(self._batch.truncated[self._start : self._end])
+        return self.batch.rows_truncated[self.index]
 
     @property
     def nested(self) -> bool:
         """Whether any call started a nested agent run (`child_row` set)."""
-        children = self.call_values("child_row")
-        return children.count(None) != len(children)
+        return self.batch.rows_nested[self.index]
 
     @property
     def nested_runs(self) -> bool:
@@ -92,17 +108,27 @@ class RowCalls:
     @property
     def failed(self) -> bool:
         """Whether any call has an error recorded (a non-empty `error`)."""
-        return any(self._batch.failed[self._start : self._end])
+        return self.batch.rows_failed[self.index]
 
     @property
     def error_text(self) -> bool:
         """Whether any call's result text holds `"error"` (so may be an object with an `error` field)."""
-        return any(self._batch.error_text[self._start : self._end])
+        return self.batch.rows_error_text[self.index]
+
+    @property
+    def call_keys(self) -> list[int]:
+        """Each call's `BatchCalls.call_keys` id: equal ids, equal name, arguments text and truncation."""
+        return self.batch.call_keys[self._start : self._end]
+
+    @property
+    def first_call(self) -> int:
+        """Where the row's calls start in the batch's flat call lists."""
+        return self._start
 
     @property
     def model_calls(self) -> int:
         """How many model calls (iterations) the row has."""
-        return self._batch.model_calls[self._index]
+        return self.batch.model_calls[self.index]
 
     @property
     def usage(self) -> dict[str, int | None]:
@@ -112,12 +138,12 @@ class RowCalls:
     @property
     def run_micros(self) -> int | None:
         """The run's wall time in microseconds (`None`: start or end not recorded)."""
-        return self._batch.run_micros[self._index]
+        return self.batch.run_micros[self.index]
 
     @property
     def call_micros(self) -> list[int | None]:
         """Each call's wall time in microseconds, in call order."""
-        return self._batch.call_micros[self._start : self._end]
+        return self.batch.call_micros[self._start : self._end]
 
     def final_answer(self) -> str | None:
         """`Trace.final_answer()` from the columns: the output, else the last model reply's text."""
@@ -143,19 +169,19 @@ class RowCalls:
 
     def value(self, column: str) -> object:
         """The row's value of a top-level column of the traces table (`output`, `tool_schemas`, ...)."""
-        return self._batch.column(column)[self._index]
+        return self.batch.column(column)[self.index]
 
     def call_values(self, field_name: str) -> list[object]:
         """One field of the row's tool calls (`result_json`, `error`, ...), in call order."""
-        return self._batch.call_field(field_name)[self._start : self._end]
+        return self.batch.call_field(field_name)[self._start : self._end]
 
     def iteration_values(self, field_name: str) -> list[object]:
         """One field of the row's model calls (`model`, `usage`, `error`, `finish_reasons`, ...), in order.
 
         Converts that field alone: the whole `iterations` column (`value`) costs ~20x more.
         """
-        start, end = self._batch.iteration_bounds(self._index)
-        return self._batch.iteration_field(field_name)[start:end]
+        start, end = self.batch.iteration_bounds(self.index)
+        return self.batch.iteration_field(field_name)[start:end]
 
 
 class BatchCalls:
@@ -169,6 +195,7 @@ class BatchCalls:
         self._batch = batch
         self._columns: dict[str, list[object]] = {}
         self._call_fields: dict[str, list[object]] = {}
+        self._memos: dict[tuple[int, str], dict[Any, Any]] = {}
         self._rows = _top_rows(batch)
 
     def rows(self) -> list[tuple[str, int]]:
@@ -179,6 +206,15 @@ class BatchCalls:
         """The top-level row of `trace_id`, or `None` when this batch has no such single row."""
         index = self._rows.get(trace_id)
         return None if index is None else RowCalls(self, index)
+
+    def memo(self, scorer: Scorer, name: str) -> dict[Any, Any]:
+        """A dict living as long as the batch, for `scorer`'s form to keep what its rows share (per call key, ...).
+
+        A form looks up what another row of the batch already worked out and computes only what is
+        missing, so a row never costs more than alone (the time limit stays per row). `scorer` is
+        held by the spec while its batches are read: its id is not reused meanwhile.
+        """
+        return self._memos.setdefault((id(scorer), name), {})
 
     def column(self, name: str) -> list[object]:
         """A top-level column of the batch as Python values (converted once, on first use)."""
@@ -243,23 +279,81 @@ class BatchCalls:
         """Each call's wall time in microseconds, flat."""
         return _micros(pc.struct_field(self._values, "start_time"), pc.struct_field(self._values, "end_time"))
 
-    # The error flags cost more than all the other columns together (string kernels over every
-    # call's error and result): computed once per batch, and only if a form asks.
     @functools.cached_property
-    def failed(self) -> list[bool]:
-        """Per call, flat: whether it has a non-empty error."""
-        lengths = pc.utf8_length(pc.struct_field(self._values, "error"))
-        failed: list[bool] = pc.fill_null(pc.greater(lengths, 0), False).to_pylist()
-        return failed
+    def call_keys(self) -> list[int]:
+        """Per call, flat: an id equal for calls of equal name, arguments text and truncation (one per distinct call).
+
+        The columns' dictionary codes, combined by integer arithmetic (no text is joined, so no
+        recorded text can make two different calls share an id). Forms keep what they work out about
+        a call per id (`memo`): a run repeats few distinct calls many times.
+        """
+        fields = [pc.struct_field(self._values, name) for name in ("name", "arguments_json")]
+        key = np.zeros(len(self._values), dtype=np.int64)
+        for codes in map(pc.dictionary_encode, fields):  # null: code 0, apart from every text
+            key = key * (len(codes.dictionary) + 1) + _codes(codes)
+        keys: list[int] = (key * 2 + _bools(pc.struct_field(self._values, "arguments_truncated"))).tolist()
+        return keys
 
     @functools.cached_property
-    def error_text(self) -> list[bool]:
-        """Per call, flat: whether its result's JSON text holds `"error"`."""
+    def schema_ids(self) -> list[int]:
+        """Per row: an id equal for rows offering the same tools with the same parameters (`tool_schemas`), in order."""
+        tools = self._batch.column("tool_schemas")
+        codes = [pc.dictionary_encode(pc.struct_field(tools.values, name)) for name in ("name", "parameters_json")]
+        tool = _codes(codes[0]) * (len(codes[1].dictionary) + 1) + _codes(codes[1])  # per offered tool, distinct
+        offered, bounds = tool.tolist(), tools.offsets.to_pylist()
+        ids: dict[tuple[int, ...], int] = {}
+        return [ids.setdefault(tuple(offered[start:end]), len(ids)) for start, end in itertools.pairwise(bounds)]
+
+    # Per-row flags, each from one kernel over every call of the batch and a sum per row's calls.
+    @functools.cached_property
+    def rows_truncated(self) -> list[bool]:
+        """Per row: whether any call's arguments were cut when recorded."""
+        return self._any_per_row(_bools(pc.struct_field(self._values, "arguments_truncated")))
+
+    @functools.cached_property
+    def rows_nested(self) -> list[bool]:
+        """Per row: whether any call started a nested agent run (`child_row` set)."""
+        return self._any_per_row(_bools(pc.is_valid(pc.struct_field(self._values, "child_row"))))
+
+    @functools.cached_property
+    def rows_failed(self) -> list[bool]:
+        """Per row: whether any call has a non-empty error."""
+        return self._any_per_row(_ints(pc.utf8_length(pc.struct_field(self._values, "error"))) > 0)
+
+    @functools.cached_property
+    def rows_error_text(self) -> list[bool]:
+        """Per row: whether any call's result JSON text holds `"error"`."""
         # Written by evaltrace's own encoder, which never escapes a letter: a result object with an
         # `error` key holds the text `"error"`. Its absence proves there is none; its presence proves nothing.
-        results = pc.struct_field(self._values, "result_json")
-        found: list[bool] = pc.fill_null(pc.match_substring(results, '"error"'), False).to_pylist()
+        return self._any_per_row(_bools(pc.match_substring(pc.struct_field(self._values, "result_json"), '"error"')))
+
+    def _any_per_row(self, flags: np.ndarray[Any, Any]) -> list[bool]:
+        """Per row: whether any of its calls' `flags` (one per call of the batch) is true."""
+        counts = np.concatenate(([0], np.cumsum(flags)))
+        offsets = np.asarray(self.offsets)
+        found: list[bool] = (counts[offsets[1:]] > counts[offsets[:-1]]).tolist()
         return found
+
+
+# Arrow arithmetic with a Python number, and `to_numpy`, import pandas (for its type checks): the
+# columns are read into numpy from their buffers instead, and the arithmetic is numpy's.
+def _ints(values: pa.Array) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """An integer array as numpy int64, null as -1."""
+    data = pc.cast(values, pa.int64())
+    found = np.frombuffer(data.buffers()[1], np.int64, len(data), data.offset * 8)
+    return np.where(_bools(pc.is_valid(values)), found, -1)
+
+
+def _codes(encoded: pa.DictionaryArray) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """A dictionary array's codes plus one, null as 0 (so `D + 1` values for `D` distinct texts)."""
+    return _ints(encoded.indices) + 1
+
+
+def _bools(flags: pa.Array) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """A boolean array as numpy booleans, null as false (`null and false` is false)."""
+    data = pc.cast(pc.and_kleene(flags, pc.is_valid(flags)), pa.int8())
+    found: np.ndarray[Any, np.dtype[np.bool_]] = np.frombuffer(data.buffers()[1], np.int8, len(data), data.offset) != 0
+    return found
 
 
 def _message_text(message: dict[str, Any]) -> str | None:

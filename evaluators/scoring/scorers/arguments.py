@@ -263,6 +263,8 @@ class RowPairs:
     The row's arguments are parsed once (one JSON array of them all) and only if a pair is asked;
     each pair is asked of the argument matcher at most once. `compatible` and `crossed` serve a row
     whose call `i` is known to match expected call `i` (the columnar `trajectory`'s position check).
+    The answers are kept in `known` by expected call and argument text: given the dict the rows of
+    a batch share for one scorer (`BatchCalls.memo`), each distinct pair is asked once per batch.
     """
 
     def __init__(
@@ -272,19 +274,14 @@ class RowPairs:
         arguments: list[Arguments],
         compared: list[bool],
         texts: list[str | None],
+        known: dict[tuple[int, str | None], bool],
     ) -> None:
-        self._match, self.names, self._arguments, self._compared, self._texts = (
-            match,
-            names,
-            arguments,
-            compared,
-            texts,
-        )
+        self._match, self.names, self._arguments, self._compared, self._texts = match, names, arguments, compared, texts
         # With the same keys required at every depth and strings compared as they are, the matcher
         # accepts only values Python finds equal (it is stricter: `True` is not `1`), so unequal
         # values need no asking: one comparison in C, where the matcher walks the values in Python.
         self._plain_exact = not match.per_tool and match.mode == "exact" and not match.trim and not match.casefold
-        self._known: dict[tuple[int, int], bool] = {}
+        self._known = known
         self._values: list[Any] | None = None
         self.unsure = False
         """Set when the row's texts did not parse as one JSON value each (not a table evaltrace wrote)."""
@@ -312,9 +309,12 @@ class RowPairs:
 
     def answer(self, i: int, j: int) -> bool:
         """The matcher's answer for expected call `i` (compared) and call `j`, each pair asked at most once."""
-        found = self._known.get((i, j))
+        key = (i, self._texts[j])  # the same text is the same value: the same answer
+        found = self._known.get(key)
         if found is None:
-            found = self._known[(i, j)] = self._ask(i, j)
+            found = self._ask(i, j)
+            if not self.unsure:  # `False` for a row that did not parse is no answer on the text
+                self._known[key] = found
         return found
 
     def _ask(self, i: int, j: int) -> bool:

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
+from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form, shared_pass
 from evaltrace.evaluators.scoring.scorers.arguments import call_label, canonical_arguments, clip, format_call, short
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
@@ -227,9 +227,11 @@ def tool_errors_form(scorer: ToolErrors, row: RowCalls) -> Score | None:
     """The passing `Score` of `tool_errors` when no call can have failed, else `None`."""
     if (scorer.nested and row.nested) or row.failed or (scorer.error_results and row.error_text):
         return None
-    if not row.names:
+    if not (count := len(row.names)):
         return scorer.result(True, 1.0, "The agent made no tool calls, so none failed.") if scorer.spec_check else None
-    return scorer.result(True, 1.0, f"All {len(row.names)} tool calls succeeded.", failures=[])
+    return shared_pass(
+        row, scorer, count, lambda: scorer.result(True, 1.0, f"All {count} tool calls succeeded.", failures=[])
+    )
 
 
 @columnar_form(Budget)
@@ -253,6 +255,9 @@ def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls) -> Score | None:
             if scorer.spec_check
             else None
         )
+    if _all_distinct(scorer, row):  # no repeat, no loop: the reference's pass whatever the limits
+        reason = f"No redundant calls among {len(names)}."
+        return shared_pass(row, scorer, len(names), lambda: scorer.result(True, 1.0, reason, redundant=[], loops=[]))
     arguments = row.argument_values()
     if _unrecorded_repeat(names, arguments, row.call_values("arguments_truncated")):
         return None  # repeats cannot be ruled out: the reference reports the unrecorded calls
@@ -260,6 +265,25 @@ def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls) -> Score | None:
         list(zip(names, arguments, strict=True)), functools.partial(_failed, row)
     )
     return scorer.result(True, value, reason, **details) if passed else None
+
+
+def _all_distinct(scorer: ToolEfficiency, row: RowCalls) -> bool:
+    """Whether the row's calls all differ in name or canonical arguments, each recorded (the reference's keys).
+
+    Each distinct call of the batch (`call_keys`) gets its key's id once; the row compares ids.
+    """
+    ids, keys = row.batch.memo(scorer, "call ids"), row.batch.memo(scorer, "canonical keys")
+    names, texts, seen = row.batch.names, row.batch.arguments, set()
+    for j, call in enumerate(row.call_keys, row.first_call):
+        found = ids.get(call)
+        if found is None:
+            text = texts[j]
+            key = None if text is None else (names[j], canonical_arguments(json.loads(text)))
+            found = ids[call] = -1 if key is None else keys.setdefault(key, len(keys))
+        if found < 0 or found in seen:
+            return False
+        seen.add(found)
+    return True
 
 
 def _unrecorded_repeat(names: list[str], arguments: list[Any], truncated: list[object]) -> bool:

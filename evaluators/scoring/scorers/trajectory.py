@@ -247,10 +247,10 @@ def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
     expected = scorer.expected
     if expected is None or row.truncated or (scorer.nested and row.nested):
         return None
-    names, texts = row.names, row.arguments
+    names, texts, known = row.names, row.arguments, row.batch.memo(scorer, "matcher")
     wanted = list(map(_NAME, expected))
     if len(wanted) != len(names):
-        return _with_extras(scorer, expected, wanted, names, texts)
+        return _with_extras(scorer, expected, wanted, names, texts, known)
     if names != wanted:
         return None
     arguments = list(map(_ARGUMENTS, expected))
@@ -259,13 +259,13 @@ def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
     steps = range(count)
     pairs = None
     if not same_texts(arguments, compared, texts):  # equal values may differ in text: ask the matcher
-        pairs = RowPairs(scorer.arguments, names, arguments, compared, texts)
+        pairs = RowPairs(scorer.arguments, names, arguments, compared, texts, known)
         if not pairs.all_match(zip(steps, steps, strict=True)):
             return None
     if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
         matched = _identity(steps)
     else:
-        found = _matching(pairs or RowPairs(scorer.arguments, names, arguments, compared, texts))
+        found = _matching(pairs or RowPairs(scorer.arguments, names, arguments, compared, texts, known))
         if found is None:
             return None
         matched = found
@@ -274,13 +274,18 @@ def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
 
 
 def _with_extras(
-    scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], names: list[str], texts: list[str | None]
+    scorer: Trajectory,
+    expected: list[ExpectedCall],
+    wanted: list[str],
+    names: list[str],
+    texts: list[str | None],
+    known: dict[tuple[int, str | None], bool],
 ) -> Score | None:
     """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
     if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
         return None
     if len(set(names)) != len(names):  # which call pairs with which: the reference's own alignment
-        return _aligned(scorer, expected, wanted, names, texts)
+        return _aligned(scorer, expected, wanted, names, texts, known)
     position = {name: j for j, name in enumerate(names)}
     pairs: list[list[int]] = []
     for i, name in enumerate(wanted):
@@ -288,12 +293,12 @@ def _with_extras(
         if j is None:
             return None
         if pairs and j <= pairs[-1][1]:  # out of order: a failure in order, allowed by superset and recall
-            return None if scorer.mode == "in_order" else _aligned(scorer, expected, wanted, names, texts)
+            return None if scorer.mode == "in_order" else _aligned(scorer, expected, wanted, names, texts, known)
         pairs.append([i, j])
     arguments = list(map(_ARGUMENTS, expected))
     compared = compared_flags(scorer.arguments, wanted, arguments)
     if not same_texts(arguments, compared, [texts[j] for _, j in pairs]):
-        asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts)  # `names` by expected call
+        asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts, known)  # `names` by expected call
         if not asked.all_match((i, j) for i, j in pairs):
             return None
     # Only same-name pairs can match and no name is made twice: the matching and the ordered pairs
@@ -304,7 +309,12 @@ def _with_extras(
 
 
 def _aligned(
-    scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], names: list[str], texts: list[str | None]
+    scorer: Trajectory,
+    expected: list[ExpectedCall],
+    wanted: list[str],
+    names: list[str],
+    texts: list[str | None],
+    known: dict[tuple[int, str | None], bool],
 ) -> Score | None:
     """The passing `Score` where extra calls are allowed, from the reference's alignment of the row's calls.
 
@@ -320,7 +330,7 @@ def _aligned(
         encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)]
     except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
         return None
-    asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts)  # `names` by expected call
+    asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts, known)  # `names` by expected call
 
     def compatible(i: int, j: int) -> bool:
         if wanted[i] != names[j]:

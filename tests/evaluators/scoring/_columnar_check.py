@@ -16,6 +16,22 @@ def columnar(trace: Trace, scorer: Scorer) -> tuple[Score | None, Trace]:
     return (None if form is None or row is None else form(scorer, row)), from_table(table)[0]
 
 
+def check_rows(traces: list[Trace], scorer: Scorer) -> list[Score | None]:
+    """`check_same` on each of `traces`, all rows of one table batch: the rows share the form's per-batch memos."""
+    named = [trace.model_copy(update={"trace_id": f"{index + 1:032x}"}) for index, trace in enumerate(traces)]
+    table = to_table(named)
+    batch, form = BatchCalls(table.to_batches()[0]), FORMS.get(type(scorer))
+    found: list[Score | None] = []
+    for trace, decoded in zip(named, from_table(table), strict=True):
+        row = batch.row(trace.trace_id)
+        score = None if form is None or row is None else form(scorer, row)
+        if score is not None:
+            assert score == run_scorer(scorer, decoded)
+            assert score.passed is True
+        found.append(score)
+    return found
+
+
 def check_same(trace: Trace, scorer: Scorer) -> Score | None:
     """Assert the columnar verdict (where given) is the reference's and a pass; return it."""
     found, decoded = columnar(trace, scorer)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _columnar_check import check_same
+from _columnar_check import check_rows, check_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -114,7 +114,7 @@ _VALIDITY_TRACE = _trace([*_TOOLS, *_TOOLS, *_CALLED], [*_ARGUMENTS, *[{"city": 
 
 @_SETTINGS
 @given(
-    _VALIDITY_TRACE,
+    st.lists(_VALIDITY_TRACE, min_size=1, max_size=4),  # rows of one batch share what the form worked out
     st.sampled_from(_CONFIG_SCHEMAS),
     st.booleans(),
     st.sampled_from([0.0, 0.5, 1.0]),
@@ -122,13 +122,31 @@ _VALIDITY_TRACE = _trace([*_TOOLS, *_TOOLS, *_CALLED], [*_ARGUMENTS, *[{"city": 
     st.booleans(),
 )
 def test_columnar_tool_call_validity_equals_the_reference(
-    trace: Trace, schemas: dict[str, Any], strict: bool, threshold: float, nested: bool, check: bool
+    traces: list[Trace], schemas: dict[str, Any], strict: bool, threshold: float, nested: bool, check: bool
 ) -> None:
     scorer = ToolCallValidity(schemas=schemas, strict=strict, threshold=threshold, nested=nested)
-    check_same(trace, _marked(scorer, check))
+    check_rows(traces, _marked(scorer, check))
+    # The rows of a run offer the same tools: what one row's calls were found to be, the next ones reuse.
+    check_rows([trace.model_copy(update={"tool_schemas": traces[0].tool_schemas}) for trace in traces], scorer)
 
 
 _VALID = [{"city": "Paris"}, {"city": "Oslo", "days": 3}, {"city": "Rome", "days": 2.0}]
+
+
+def test_each_distinct_call_of_a_batch_gets_its_own_verdict() -> None:
+    # Rows of one batch share their calls' verdicts by name, arguments and truncation (the batch's
+    # call keys) under the same offered tools: a call differing in any of them is checked anew.
+    tools = [ToolSchema(name="get_weather", parameters=_WEATHER)]
+    made = [{"city": "Paris"}, {"city": 3}, {"city": "Paris", "days": 2}, {}, {"city": "Paris"}]
+    traces = [
+        Trace(
+            trace_id="v" * 32, status="success", tool_calls=[ToolCall(name="get_weather", arguments=a)], tool_schemas=t
+        )
+        for a, t in zip(made, [tools, tools, tools, tools, []], strict=True)
+    ]
+    traces.append(traces[0].model_copy(update={"tool_calls": [ToolCall(name="get_weather", arguments_truncated=True)]}))
+    found = check_rows(traces, ToolCallValidity())
+    assert [score is not None for score in found] == [True, False, True, False, False, False]
 
 
 @_PASSING
@@ -210,10 +228,12 @@ def _correctness_case(draw: st.DrawFn) -> tuple[Trace, ToolCorrectness]:
 
 
 @_SETTINGS
-@given(_correctness_case(), st.booleans())
-def test_columnar_tool_correctness_equals_the_reference(case: tuple[Trace, ToolCorrectness], check: bool) -> None:
-    trace, scorer = case
-    check_same(trace, _marked(scorer, check))
+@given(_correctness_case(), st.lists(_correctness_case(), max_size=3), st.booleans())
+def test_columnar_tool_correctness_equals_the_reference(
+    case: tuple[Trace, ToolCorrectness], others: list[tuple[Trace, ToolCorrectness]], check: bool
+) -> None:
+    trace, scorer = case  # the other cases' traces: more rows of the batch, for the same scorer
+    check_rows([trace, *(other for other, _ in others)], _marked(scorer, check))
 
 
 @_PASSING
@@ -262,7 +282,7 @@ _REPEATABLE = [{"q": 1}, {"q": 1.0}, {"q": 2}, {"a": 1, "b": 2}, {"b": 2, "a": 1
 
 @_SETTINGS
 @given(
-    _trace(["search", "fetch"], _REPEATABLE),
+    st.lists(_trace(["search", "fetch"], _REPEATABLE), min_size=1, max_size=4),
     st.integers(0, 2),
     st.none() | st.integers(1, 3),
     st.booleans(),
@@ -270,10 +290,10 @@ _REPEATABLE = [{"q": 1}, {"q": 1.0}, {"q": 2}, {"a": 1, "b": 2}, {"b": 2, "a": 1
     st.booleans(),
 )
 def test_columnar_tool_efficiency_equals_the_reference(
-    trace: Trace, max_redundant: int, max_loop: int | None, count_retries: bool, nested: bool, check: bool
+    traces: list[Trace], max_redundant: int, max_loop: int | None, count_retries: bool, nested: bool, check: bool
 ) -> None:
     scorer = ToolEfficiency(max_redundant=max_redundant, max_loop=max_loop, count_retries=count_retries, nested=nested)
-    check_same(trace, _marked(scorer, check))
+    check_rows(traces, _marked(scorer, check))
 
 
 @_PASSING

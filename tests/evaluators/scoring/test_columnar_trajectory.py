@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _columnar_check import columnar
+from _columnar_check import check_rows, columnar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -81,14 +81,12 @@ def _case(draw: st.DrawFn) -> tuple[Trace, Scorer]:
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_case())
-def test_columnar_trajectory_equals_the_reference(case: tuple[Trace, Scorer]) -> None:
-    trace, scorer = case
-    found, decoded = columnar(trace, scorer)
-    reference = run_scorer(scorer, decoded)
-    if found is not None:
-        assert found == reference
-        assert found.passed is True  # the columnar path only ever answers for a sure pass
+@given(_case(), st.lists(_case(), max_size=3))
+def test_columnar_trajectory_equals_the_reference(
+    case: tuple[Trace, Scorer], others: list[tuple[Trace, Scorer]]
+) -> None:
+    trace, scorer = case  # the other cases' traces: more rows of the batch, for the same scorer
+    check_rows([trace, *(other for other, _ in others)], scorer)  # passes only, each the reference's
 
 
 @st.composite
@@ -118,12 +116,12 @@ def _expected_arguments(call: ToolCall, draw: st.DrawFn) -> dict[str, Any]:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_extras_case())
-def test_columnar_trajectory_with_extra_calls_equals_the_reference(case: tuple[Trace, Scorer]) -> None:
+@given(_extras_case(), st.lists(_extras_case(), max_size=3))
+def test_columnar_trajectory_with_extra_calls_equals_the_reference(
+    case: tuple[Trace, Scorer], others: list[tuple[Trace, Scorer]]
+) -> None:
     trace, scorer = case
-    found, decoded = columnar(trace, scorer)
-    if found is not None:
-        assert found == run_scorer(scorer, decoded)
+    check_rows([trace, *(other for other, _ in others)], scorer)
 
 
 def _plain(*names: str) -> Trace:
@@ -190,6 +188,21 @@ def test_arguments_that_match_with_other_text_take_the_columnar_path() -> None:
     extras = Trajectory.model_validate({"expected": [{"name": "fetch", "arguments": {"n": 1.0}}], "mode": "in_order"})
     found, decoded = columnar(trace, extras)
     assert found is not None and found == run_scorer(extras, decoded)
+
+
+def test_rows_of_a_batch_share_the_matchers_answers_by_argument_text() -> None:
+    # The matcher's answer on an expected call and a call's arguments text is kept for the batch's
+    # other rows (`BatchCalls.memo`): a row with other arguments must be asked anew.
+    made = [{"city": "Paris", "n": 1}, {"city": "Rome", "n": 1}, {"city": "Paris", "n": 1}, {"n": 1}, {"city": "Paris"}]
+    traces = [
+        Trace(trace_id="m" * 32, status="success", tool_calls=[ToolCall(name="search", arguments=a)]) for a in made
+    ]
+    for mode in ("strict", "superset"):
+        scorer = Trajectory.model_validate(
+            {"expected": [{"name": "search", "arguments": {"city": "Paris"}}], "mode": mode}
+        )
+        found = check_rows([*traces, *traces], scorer)  # each row's pass the reference's
+        assert [score is not None for score in found] == [True, False, True, False, True] * 2
 
 
 def test_a_repeated_tool_name_is_paired_as_the_reference_pairs_it() -> None:
