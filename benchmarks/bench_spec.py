@@ -15,7 +15,10 @@ innermost collections (as in `samples/evals.yaml`); the JSON file holds the same
 
 Every round loads each file in a fresh subprocess (imports done before the clock starts, so
 only `load_spec` is timed) and reports wall seconds, CPU seconds and the process's peak RSS;
-the table gives the median and the range over the rounds. `--shape scoring` writes the scoring
+the table gives the median and the range over the rounds. Each file is measured twice: compiled
+(`load_spec(path, cache=False)`: parsed, validated, scorers built) and read back from the
+compiled-spec cache (`evaluators/scoring/spec/cache.py`, in a temporary cache folder filled by one
+load before the rounds). `--shape scoring` writes the scoring
 benchmark's leaner case instead (`_scoring_data.write_spec`: two expected calls with one argument
 each, a trajectory mode, output checks, a token limit).
 """
@@ -25,11 +28,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import random
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -143,8 +148,8 @@ def write_spec_files(cases: int, seed: int, shape: str) -> None:
     (folder / "spec.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
 
 
-def measure(path: Path, stages: bool) -> dict[str, Any]:
-    """Load `path` once in this process; wall and CPU seconds, peak RSS (MB), optional stage times."""
+def measure(path: Path, stages: bool, cached: bool = False) -> dict[str, Any]:
+    """Load `path` once in this process (through the cache with `cached`); seconds, peak RSS (MB), stage times."""
     import gc
 
     from evaltrace.evaluators.scoring.scorers.registry import scorer_names
@@ -158,7 +163,7 @@ def measure(path: Path, stages: bool) -> dict[str, Any]:
     gc.collect()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started, cpu_started = time.perf_counter(), time.process_time()
-    loaded = loader.load_spec(path)
+    loaded = loader.load_spec(path, cache=cached)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     result: dict[str, Any] = {
         "seconds": seconds,
@@ -193,11 +198,15 @@ def _stages(path: Path) -> dict[str, float]:
     return {"parse": parsed - clock, "validate": validated - parsed, "compile": compiled - validated}
 
 
-def _child(path: Path, stages: bool) -> dict[str, Any]:
+def _child(path: Path, stages: bool, cache: str | None = None) -> dict[str, Any]:
+    """One load in a fresh process; through the cache folder `cache` when given."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_measure", str(path)]
     if stages:
         cmd.append("--stages")
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    if cache is not None:
+        cmd.append("--_cached")
+    env = os.environ if cache is None else {**os.environ, "EVALTRACE_CACHE_DIR": cache}
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -234,38 +243,46 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--_measure", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--_generate", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--_cached", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._generate is not None:
         cases, seed, shape = args._generate
         write_spec_files(int(cases), int(seed), shape)
         return
     if args._measure is not None:
-        print(json.dumps(measure(args._measure, args.stages)))
+        print(json.dumps(measure(args._measure, args.stages, args._cached)))
         return
     paths = spec_files(args.cases, args.seed, args.shape)
     if args.profile:
         profile(paths[args.profile], args.top)
         return
     print(f"spec: {args.cases:,} {args.shape} cases, seed {args.seed}; {args.rounds} rounds, a fresh process per load")
-    for fmt in FORMATS:
-        size = paths[fmt].stat().st_size
-        runs = []
-        for _ in range(args.rounds):
-            runs.append(_child(paths[fmt], args.stages))
-        seconds = [r["seconds"] for r in runs]
-        print(
-            f"{fmt:<5} {size / 1e6:5.2f} MB  load {statistics.median(seconds):6.3f} s median "
-            f"({min(seconds):.3f}-{max(seconds):.3f})  cpu {statistics.median(r['cpu'] for r in runs):6.3f} s  "
-            f"peak RSS {statistics.median(r['peak_mb'] for r in runs):6.1f} MB "
-            f"(before the load {statistics.median(r['rss_before_mb'] for r in runs):.1f})  "
-            f"{runs[0]['cases']:,} cases, {runs[0]['scorers']:,} scorers "
-            f"(importing the scorers first: {statistics.median(r['registry_seconds'] for r in runs):.3f} s)",
-            flush=True,
-        )
-        if args.stages:
-            for stage in ("parse", "validate", "compile"):
-                values = [r["stages"][stage] for r in runs]
-                print(f"      {stage:<9} {statistics.median(values):6.3f} s CPU median", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-spec-cache-") as cache:
+        for fmt in FORMATS:
+            _report(fmt, paths[fmt], [_child(paths[fmt], args.stages) for _ in range(args.rounds)], args.stages)
+            _child(paths[fmt], False, cache)  # fills the cache
+            _report(
+                f"{fmt} (cached)", paths[fmt], [_child(paths[fmt], False, cache) for _ in range(args.rounds)], False
+            )
+
+
+def _report(label: str, path: Path, runs: list[dict[str, Any]], stages: bool) -> None:
+    """One line of medians (and ranges) over `runs`, and the stages' when measured."""
+    size = path.stat().st_size
+    seconds = [r["seconds"] for r in runs]
+    print(
+        f"{label:<5} {size / 1e6:5.2f} MB  load {statistics.median(seconds):6.3f} s median "
+        f"({min(seconds):.3f}-{max(seconds):.3f})  cpu {statistics.median(r['cpu'] for r in runs):6.3f} s  "
+        f"peak RSS {statistics.median(r['peak_mb'] for r in runs):6.1f} MB "
+        f"(before the load {statistics.median(r['rss_before_mb'] for r in runs):.1f})  "
+        f"{runs[0]['cases']:,} cases, {runs[0]['scorers']:,} scorers "
+        f"(importing the scorers first: {statistics.median(r['registry_seconds'] for r in runs):.3f} s)",
+        flush=True,
+    )
+    if stages:
+        for stage in ("parse", "validate", "compile"):
+            values = [r["stages"][stage] for r in runs]
+            print(f"      {stage:<9} {statistics.median(values):6.3f} s CPU median", flush=True)
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ def score_and_gate(paths: list[str], scoring: Scoring) -> None:
         writer, results = _joined(writer, partial(ResultsWriter, scoring.send_results, _judged_scorers(loaded)))
     # The comparison with the baseline sits in front of the others, which then carry it.
     check: BaselineCheck | None = None
-    if baseline is not None:
+    if baseline is not None and comparing is not None:  # both are given by --baseline
         from evaltrace.evaluators.results.compare.baseline import BaselineCheck
 
         writer = check = BaselineCheck(baseline, comparing, writer)
@@ -227,16 +227,18 @@ def _check_judges(loaded: LoadedSpec | None, min_kappa: float, store: Path | Non
         typer.echo(inline(note), err=True)
 
 
-def compare_options(baseline: str | None, alpha: float | None, strict: bool) -> CompareOptions:
-    """`--alpha` and `--strict`, which only `--baseline` uses.
+def compare_options(baseline: str | None, alpha: float | None, strict: bool) -> CompareOptions | None:
+    """`--alpha` and `--strict`, which only `--baseline` uses (`None` without it: nothing is compared).
 
     Raises:
         InputError: either was given without `--baseline`, or `--alpha` is out of range.
     """
+    if baseline is None:
+        if alpha is not None or strict:
+            raise InputError("--alpha and --strict test against a baseline: pass --baseline REF")
+        return None  # and the comparison's modules are not imported
     from evaltrace.evaluators.results.compare.comparison import CompareOptions
 
-    if baseline is None and (alpha is not None or strict):
-        raise InputError("--alpha and --strict test against a baseline: pass --baseline REF")
     return CompareOptions(alpha=opt.alpha_level(alpha), strict=strict)
 
 

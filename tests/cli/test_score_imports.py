@@ -40,6 +40,10 @@ _NOT_FOR_TRAJECTORIES = (
     "evaltrace.evaluators.scoring.scorers.steps",
     "jsonschema",
     "yaml",
+    # Fixed costs of every score run, gone: the settings are plain pydantic models, and the baseline
+    # comparison's modules load only with --baseline.
+    "pydantic_settings",
+    "evaltrace.evaluators.results.compare.comparison",
 )
 
 

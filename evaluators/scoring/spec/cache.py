@@ -2,9 +2,10 @@
 
 Key and place: the cache's (`collector/cachedir.py`): an entry is `specs/<key>.pickle` under the
 cache root, its key (`cachedir.entry_key`, the rule the traces cache keys its tables by) made of no
-file's identity but a digest of the spec's bytes and syntax (JSON or YAML), the evaltrace and
-pydantic versions and the sources of `evaluators/scoring/` (`source_digest`: the models, the
-scorers and their configurations), so an edited spec or checkout misses. Only a spec whose scorers
+file's identity but a digest of the spec's bytes and syntax (JSON or YAML), pydantic's version
+and the sources of `evaluators/scoring/` (`source_digest`: the models, the scorers and their
+configurations; installing another evaltrace rewrites them too), so an edited spec, checkout or
+install misses. Only a spec whose scorers
 all ship with evaltrace is kept: a plugin's classes can change, or be gone, with none of that changing.
 
 Format: the SHA-256 of the payload, then the payload: a pickle of the `LoadedSpec`. Of what was
@@ -33,7 +34,6 @@ from typing import Final
 import pydantic
 
 from evaltrace.collector.cachedir import Namespace, entry_key, source_digest, touch
-from evaltrace.collector.runfiles.layout import writer_version
 
 logger = logging.getLogger("evaltrace")
 
@@ -60,7 +60,6 @@ class SpecEntry:
         digest = {
             "spec": hashlib.sha256(data).hexdigest(),
             "json": json_syntax,
-            "evaltrace": writer_version(),
             "pydantic": pydantic.VERSION,
             "source": source_digest("scoring", package="evaluators"),
         }
