@@ -205,8 +205,19 @@ def _summarize_trace(rows: list[_Row]) -> TraceSummary:
     )
 
 
-def summarize_files(files: Sequence[Path]) -> RunsSummary:
-    """Summarise resolved run files (see `reader.summarize_runs`)."""
+def summarize_runs(files: Sequence[Path]) -> RunsSummary:
+    """Count what span files hold, reading only their small columns (no payloads).
+
+    Args:
+        files: the run files, as `resolve_paths` returns them.
+
+    Returns:
+        Totals, per-service and per-run-id span counts, the time range, one `TraceSummary` per
+        trace and the stale in-flight files found next to the files.
+
+    Raises:
+        InputError: a file is unreadable or not an evaltrace span file.
+    """
     read_rows = [0]
     traces: list[TraceSummary] = []
     services: Counter[str] = Counter()

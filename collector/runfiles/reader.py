@@ -39,7 +39,7 @@ import pyarrow as pa
 from evaltrace.collector.runfiles import _decode, runfiles
 from evaltrace.collector.runfiles._grouping import group_parts, stream_groups
 from evaltrace.collector.runfiles._logs_decode import LogAttachment, LogRow, attach_logs, read_log_batches
-from evaltrace.collector.runfiles._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_files
+from evaltrace.collector.runfiles._runsummary import RunsSummary, SpansPerTrace, TraceSummary, summarize_runs
 from evaltrace.collector.runfiles.inflight import clean_stale_inflight, find_stale_inflight
 from evaltrace.collector.runfiles.runfiles import Location, RecordingLosses, recording_losses
 from evaltrace.collector.runfiles.schema import SIGNAL_LOGS, SIGNAL_SPANS
@@ -208,19 +208,3 @@ def find_trace_ids(files: Sequence[Path], prefix: str) -> list[str]:
     for path in span_files:  # a trace is its spans: ids known only from log records name no trace
         found.update(runfiles.read_trace_ids(path, TracePrefix(prefix)))
     return sorted(found)
-
-
-def summarize_runs(files: Sequence[Path]) -> RunsSummary:
-    """Count what span files hold, reading only their small columns (no payloads).
-
-    Args:
-        files: the run files, as `resolve_paths` returns them.
-
-    Returns:
-        Totals, per-service and per-run-id span counts, the time range, one `TraceSummary` per
-        trace and the stale in-flight files found next to the files.
-
-    Raises:
-        InputError: a file is unreadable or not an evaltrace span file.
-    """
-    return summarize_files(files)
