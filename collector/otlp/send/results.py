@@ -162,15 +162,12 @@ class ResultsSender(ResultsSink):
         """
         self._sender.send_empty()
 
-    def queued(self, result: EvaluationResult) -> Any:
-        """The result's log record, made when it is queued (its time is the evaluation's)."""
-        return self._record(result)
-
     def send(self, batch: list[Any]) -> None:
         """One export request with the batch's log records."""
         self._sender.send(batch)
 
-    def _record(self, result: EvaluationResult) -> Any:
+    def queued(self, result: EvaluationResult) -> Any:
+        """The result's log record, made when it is queued (its time is the evaluation's)."""
         now = time.time_ns()
         fields = decode.LogFields(
             time=now,
