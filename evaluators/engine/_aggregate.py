@@ -15,6 +15,8 @@ from typing import Any
 from evaltrace.evaluators.engine._numbers import ExactSum as ExactSum  # where tests and callers found it
 from evaltrace.evaluators.engine._score_merger import SCORES, SampleKey, ScoreMerger, earlier
 from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, SampleStatus, ScorerCount, ScoreResult
+from evaltrace.evaluators.results.report.sample_row import SampleRow, ScoreRow
+from evaltrace.evaluators.results.report.writer import EntryFields, entry_head
 from evaltrace.evaluators.scoring.scorers.base import Score
 from evaltrace.evaluators.scoring.scorers.evidence import UNINSTRUMENTED_HINT
 from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
@@ -22,18 +24,15 @@ from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
 
 
-def score_result(score: Score, turn: int | None = None) -> ScoreResult:
+def score_row(score: Score, turn: int | None = None) -> ScoreRow:
     """A scorer's `Score` as reported; an error always reports `passed=False`."""
     passed = False if score.error is not None else score.passed
-    return ScoreResult(
-        scorer=score.scorer,
-        passed=passed,
-        value=score.value,
-        reason=score.reason,
-        error=score.error,
-        turn=turn,
-        details=score.details,
-    )
+    return ScoreRow(score.scorer, passed, score.value, score.reason, score.error, turn, score.details)
+
+
+def score_result(score: Score, turn: int | None = None) -> ScoreResult:
+    """`score_row` as a model (a `SampleResult`'s)."""
+    return ScoreResult(**score_row(score, turn)._asdict())
 
 
 class ScorerTally:
@@ -46,7 +45,7 @@ class ScorerTally:
     def __init__(self) -> None:
         self.counts: dict[str, ScorerCount] = {}
 
-    def add(self, scores: Sequence[ScoreResult]) -> None:
+    def add(self, scores: Sequence[ScoreResult | ScoreRow]) -> None:
         """Count one sample's verdicts."""
         for score in scores:
             count = self.counts.get(score.scorer)
@@ -83,7 +82,7 @@ class ScorerTally:
         return [count.model_copy() for count in self.counts.values()]
 
 
-def sample_status(scores: Sequence[ScoreResult]) -> SampleStatus:
+def sample_status(scores: Sequence[ScoreResult | ScoreRow]) -> SampleStatus:
     """`failed` if any score failed or errored, `passed` if any passed, else `not_applicable`."""
     if any(s.error is not None or s.passed is False for s in scores):
         return "failed"
@@ -97,7 +96,7 @@ def status_passed(status: SampleStatus) -> bool | None:
     return None if status == "not_applicable" else status == "passed"
 
 
-def sample_order(sample: SampleResult) -> SampleKey:
+def sample_order(sample: SampleResult | SampleRow) -> SampleKey:
     """The order of a case's samples in its entry: start time, then trace id."""
     return (sample.start_time or _FAR_FUTURE, sample.trace_id or "")
 
@@ -115,7 +114,7 @@ def aggregate_case(case: Case, policy: RepeatPolicy, samples: Sequence[SampleRes
     """
     tally = CaseTally.for_policy(policy)
     for sample in samples:
-        tally.add(sample)
+        tally.add(SampleRow.of(sample))
     ordered = sorted(samples, key=sample_order)
     return decide_case(case, policy, tally).model_copy(update={"samples": ordered})
 
@@ -127,16 +126,17 @@ def decide_case(case: Case, policy: RepeatPolicy, tally: CaseTally) -> EntryResu
         The entry without its `samples` (the caller attaches or streams them).
     """
     # Validated once (pydantic's validation is faster than `model_construct` for these models).
-    return EntryResult(**_decided_fields(case, policy, tally), scores=tally.scores.result())
+    return EntryResult(**{**_decided_fields(case, policy, tally), "scores": tally.scores.result()})
 
 
-def decide_case_json(case: Case, policy: RepeatPolicy, tally: CaseTally) -> tuple[EntryResult, bytes]:
-    """`decide_case`, its scores left as JSON: the entry with `scores` empty, and its scores' JSON list.
+def decide_case_json(case: Case, policy: RepeatPolicy, tally: CaseTally) -> tuple[EntryFields, bytes]:
+    """`decide_case` as the report is written: the entry's fields and its JSON up to its samples (`entry_head`).
 
-    The JSON report copies that JSON (a lone sample's scores are its own, kept as JSON by the
-    tally); only a reader of the scores (`scores_from_json`) needs them parsed.
+    No model is made: the fields are dumped as they are, with the scores' JSON the tally keeps (a
+    lone sample's scores are its own); only a reader of the scores (`scores_from_json`) parses them.
     """
-    return EntryResult(**_decided_fields(case, policy, tally), scores=[]), tally.scores.result_json()
+    fields = _decided_fields(case, policy, tally)
+    return EntryFields.of(fields), entry_head(fields, tally.scores.result_json())
 
 
 def scores_from_json(data: bytes) -> list[ScoreResult]:
@@ -145,7 +145,7 @@ def scores_from_json(data: bytes) -> list[ScoreResult]:
 
 
 def _decided_fields(case: Case, policy: RepeatPolicy, tally: CaseTally) -> dict[str, Any]:
-    """Every field of the decided entry but `scores`."""
+    """Every field of the decided entry, in `EntryResult`'s order, but `samples` (and `scores`, left empty)."""
     scored, passed_count, first_failure = tally.verdicts()
     fields = _entry_fields(case, tally, policy)
     if tally.samples < policy.min_samples:
@@ -201,7 +201,7 @@ class CaseTally:
         """An empty tally for a case decided by `policy`."""
         return cls(policy.k if policy.rule == "pass@k" and policy.k is not None else None)
 
-    def add(self, sample: SampleResult) -> None:
+    def add(self, sample: SampleRow) -> None:
         """Count one sample."""
         key = sample_order(sample)
         self.samples += 1
@@ -239,7 +239,7 @@ class CaseTally:
         return len(counted), passed, failures[0] if failures else None
 
 
-def _failure_text(sample: SampleResult) -> str:
+def _failure_text(sample: SampleRow) -> str:
     first = next((sc for sc in sample.scores if sc.passed is False), None)
     return f"{first.scorer}: {first.reason}" if first is not None else "failed"
 
@@ -257,7 +257,10 @@ def _apply_rule(policy: RepeatPolicy, n_pass: int, n: int) -> tuple[bool, float]
 
 
 def _entry_fields(case: Case, tally: CaseTally, policy: RepeatPolicy) -> dict[str, Any]:
-    """Every field of the case's entry but `scores`, as when nothing applied to it."""
+    """Every field of the case's entry but `samples` (`scores` empty), as when nothing applied to it.
+
+    In `EntryResult`'s order and types (floats as floats), as `entry_head` dumps them without the model.
+    """
     trace_id, output = tally.first[1] if tally.first else (None, None)
     rule = f"pass@{policy.k}" if policy.rule == "pass@k" else policy.rule
     return {
@@ -268,7 +271,7 @@ def _entry_fields(case: Case, tally: CaseTally, policy: RepeatPolicy) -> dict[st
         "pass_rate": None,
         "rule": rule,
         "reason": None,
-        "samples": [],
+        "scores": [],
         "input": case.input if case.turns is None else case.turns[0].input,
         "output": output,
         "tier": case.tier,

@@ -8,7 +8,6 @@ Matching rules: see `evaluators/engine/scoring.py`.
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections import Counter
 from collections.abc import Coroutine
@@ -34,11 +33,12 @@ from evaltrace.evaluators.results.report.model import (
     ScorerInfo,
     UnmatchedTrace,
 )
+from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.results.report.terminal import FailureDigest
-from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, head_json, park
+from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, park
 from evaltrace.evaluators.results.store.identities import ScorerPairing
 from evaltrace.evaluators.results.store.sides import pack_side
-from evaltrace.evaluators.scoring.scorers.base import Scorer
+from evaltrace.evaluators.scoring.scorers.base import Scorer, ScorerConfig
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
 
@@ -49,9 +49,7 @@ _LISTED = frozenset({"failed", "missing"})
 
 Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
 Decided = tuple[EntryFields, bytes]
-"""A case decided by a worker: the entry's fields, and its JSON up to its samples (`head_json`)."""
-ScorerConfig = tuple[str, str | None]
-"""A scorer's configuration hash, and its configuration as JSON text (`None`: not JSON-encodable)."""
+"""A case decided by a worker: the entry's fields, and its JSON up to its samples (`entry_head`)."""
 
 
 def normalize_input(text: str | None) -> str | None:
@@ -77,9 +75,6 @@ class RouterState:
     """Per case, what deciding it needs from its parked samples (so they are not read back for it)."""
     scorer_tally: ScorerTally = field(default_factory=ScorerTally)
     """Per scorer, its verdicts so far (the summary's scorer table)."""
-    scorer_configs: dict[str, tuple[ScorerConfig, ...]] = field(default_factory=dict)
-    """Per case scored here, its scorers' (all turns') `scorer_config`: the report's scorer list
-    needs them, and in a sharded run the workers compute them in parallel rather than the parent."""
     decided: dict[str, Decided] = field(default_factory=dict)
     """Cases decided from their tally by a worker when it handed this state over (`hand_over`), in
     parallel with the other workers; kept only while no other part of the run adds to the case
@@ -91,7 +86,6 @@ class RouterState:
             self.conversations.setdefault(key, []).extend(traces)
         self.unmatched.extend(other.unmatched)
         self.scorer_tally.merge(other.scorer_tally)
-        self.scorer_configs.update(other.scorer_configs)
         for case_id, tally in other.tallies.items():
             if case_id in self.tallies:
                 self.tallies[case_id].merge(tally)
@@ -118,16 +112,6 @@ class Totals:
         self.statuses[status] += 1
         if pass_rate is not None:
             self.rates.append(pass_rate)
-
-
-def scorer_config(scorer: Scorer) -> ScorerConfig:
-    """`scorer`'s configuration hash and configuration JSON text (as the score store keeps it)."""
-    dumped = scorer.model_dump(mode="json")  # once, for the text and the hash
-    try:
-        text: str | None = json.dumps(dumped)
-    except (TypeError, ValueError):  # left for the report to fail on, as it always has
-        text = None
-    return scorer.config_hash(dumped), text
 
 
 class ScorerInfos:
@@ -236,13 +220,12 @@ class SpecRouter:
         return [s for case in self.selected for turn in self.spec.case_scorers[case.id] for s in turn]
 
     def scorer_infos(self) -> list[ScorerInfo]:
-        """The report's scorer list, from the configurations noted as samples were scored where they were."""
+        """The report's scorer list, from the configurations the spec computed when it was compiled."""
         infos = ScorerInfos()
         for case in self.selected:
             scorers = [s for turn in self.spec.case_scorers[case.id] for s in turn]
-            known = self.state.scorer_configs.get(case.id)
-            for index, scorer in enumerate(scorers):
-                infos.add(scorer, known[index] if known is not None and len(known) == len(scorers) else None)
+            for scorer, known in zip(scorers, self.spec.scorer_configs[case.id], strict=True):
+                infos.add(scorer, known)
         return infos.infos()
 
     def route(self, trace: Trace, stats: RunStats) -> list[Job]:
@@ -298,19 +281,20 @@ class SpecRouter:
 
     def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
         if case_id is not None:
-            self.state.decided.pop(case_id, None)  # a sample scored after the hand-over (a conversation)
-            self.state.scorer_tally.add(sample.scores)
-            tally = self.state.tallies.get(case_id)
-            if tally is None:  # the case's first sample: its scorers' configurations (and hashes) once
-                tally = self.state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
-                turns = self.spec.case_scorers[case_id]
-                self.state.scorer_configs[case_id] = tuple(scorer_config(s) for turn in turns for s in turn)
-            tally.add(sample)
-            # Parked with the values the score store needs, so it never parses the JSON back.
-            # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
-            side = pack_side(sample, self._pairing.identities(case_id, sample.scores)) if self._pack_sides else b""
-            record = park(sample.model_dump_json().encode(), side)
-            spill.add(case_id, sample.start_time, sample.trace_id, record)
+            self.keep_row(spill, case_id, SampleRow.of(sample))
+
+    def keep_row(self, spill: SampleSpill, case_id: str, sample: SampleRow) -> None:
+        """Keep a sample of `case_id` given as values (the warm path makes them from a table's columns)."""
+        self.state.decided.pop(case_id, None)  # a sample scored after the hand-over (a conversation)
+        self.state.scorer_tally.add(sample.scores)
+        tally = self.state.tallies.get(case_id)
+        if tally is None:
+            tally = self.state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
+        tally.add(sample)
+        # Parked with the values the score store needs, so it never parses the JSON back.
+        # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
+        side = pack_side(sample, self._pairing.identities(case_id, sample.scores)) if self._pack_sides else b""
+        spill.add(case_id, sample.start_time, sample.trace_id, park(sample.json(), side))
 
     def _policy(self, case: Case) -> RepeatPolicy:
         policy = self._policies.get(case.id)
@@ -337,8 +321,7 @@ class SpecRouter:
     def _decide(self, case_id: str, tally: CaseTally) -> Decided:
         """Decide a case from the tally kept as its samples were scored (no sample is read back)."""
         case = self._by_id[case_id]
-        entry, scores = decide_case_json(case, self._policy(case), tally)
-        return EntryFields.of(entry), head_json(entry, scores)
+        return decide_case_json(case, self._policy(case), tally)
 
     def hand_over(self) -> RouterState:
         """What a worker gives its parent when its input has ended: the state, its cases decided.

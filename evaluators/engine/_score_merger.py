@@ -14,6 +14,7 @@ from pydantic import TypeAdapter
 
 from evaltrace.evaluators.engine._numbers import ExactSum
 from evaltrace.evaluators.results.report.model import ScoreResult
+from evaltrace.evaluators.results.report.sample_row import ScoreRow, scores_json
 
 _T = TypeVar("_T")
 
@@ -53,17 +54,20 @@ class ScoreMerger:
         """Every sample's scores once there are two or more; a lone sample's scores are the entry's
         (most cases have one), so it is grouped only when a second one comes."""
 
-    def add(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
+    def add(self, key: SampleKey, scores: Sequence[ScoreRow]) -> None:
         """Count the scores of the sample at `key` (its `sample_order`)."""
         self._samples += 1
         if self._samples == 2 and self._first is not None:
-            self._group(self._first[0], SCORES.validate_json(self._first[1]))
+            self._group_json(self._first)
         if self._samples >= 2:
             self._group(key, scores)
         if self._first is None or key < self._first[0]:
-            self._first = (key, SCORES.dump_json(list(scores)))
+            self._first = (key, scores_json(scores))
 
-    def _group(self, key: SampleKey, scores: Sequence[ScoreResult]) -> None:
+    def _group_json(self, first: tuple[SampleKey, bytes]) -> None:
+        self._group(first[0], [ScoreRow.of(score) for score in SCORES.validate_json(first[1])])
+
+    def _group(self, key: SampleKey, scores: Sequence[ScoreRow]) -> None:
         occurrence: dict[tuple[str, int | None], int] = {}
         for position, score in enumerate(scores):
             group = (score.scorer, score.turn)
@@ -78,7 +82,7 @@ class ScoreMerger:
         if self._samples + other._samples >= 2:
             for side in (self, other):
                 if side._samples == 1 and side._first is not None:  # a lone sample, not grouped yet
-                    self._group(side._first[0], SCORES.validate_json(side._first[1]))
+                    self._group_json(side._first)
         self._samples += other._samples
         self._first = earlier(self._first, other._first)
         if other._samples < 2:
@@ -116,7 +120,7 @@ class _Merged:
         self.first_failure: tuple[SampleKey, str] | None = None
         self.error: tuple[SampleKey, str] | None = None
 
-    def add(self, key: SampleKey, position: int, row: ScoreResult) -> None:
+    def add(self, key: SampleKey, position: int, row: ScoreRow) -> None:
         self.seen = min(self.seen, (key, position))
         if row.passed is not None:
             self.applicable += 1

@@ -37,13 +37,13 @@ from evaltrace.collector.gc_policy import bulk_collections
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.collector.traces.cache import cache_rebuilt, is_cached, read_traces, table_batches
 from evaltrace.collector.traces.table import iter_table_traces
-from evaltrace.evaluators.engine._aggregate import sample_status, score_result, status_passed
+from evaltrace.evaluators.engine._aggregate import sample_status, score_row, status_passed
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import SampleSpill, SpecRouter
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, timed_out
 from evaltrace.evaluators.engine.time_limit import ScorerTimeout, current_limiter, scorer_time_limit
-from evaltrace.evaluators.results.report.model import SampleResult, TokenUsage
+from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, Form, RowCalls
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.spec.model import Case
@@ -260,33 +260,35 @@ class _Rows:
 
     def _keep(self, case: Case, calls: _Columns, index: int, row: RowCalls, scores: list[Score]) -> None:
         """Keep the passing row's sample, made from its columns and `scores`."""
-        found = [score_result(score) for score in scores]
+        found = [score_row(score) for score in scores]
         start, end = calls.starts[index], calls.ends[index]
         first, last = calls.iteration_bounds(index)
         models = cast("list[str | None]", calls.iteration_field("model")[first:last])
         usages = [_Tokens(cast("dict[str, int | None]", usage)) for usage in calls.iteration_field("usage")[first:last]]
         duration = None if start is None or end is None else (end - start) / 1_000_000
         used = calls.usages[index]
-        status = sample_status(found)
-        sample = SampleResult(
-            trace_id=calls.ids[index],
-            trace_ids=[calls.ids[index]],
-            root_span_ids=[calls.column("root_span_id")[index]],
-            conversation_id=calls.column("conversation_id")[index],
+        calls_made = list(zip(models, usages, strict=True))
+        cost = self._stats.add_run(duration, used["input_tokens"], used["output_tokens"], calls_made)
+        status, trace_id = sample_status(found), calls.ids[index]
+        # The values a `SampleResult` would hold (its float fields as floats): `SampleRow.json` is its JSON.
+        sample = SampleRow(
+            trace_id=trace_id,
+            trace_ids=[trace_id],
+            root_span_ids=[cast("str | None", calls.column("root_span_id")[index])],
+            conversation_id=cast("str | None", calls.column("conversation_id")[index]),
             status=status,
             passed=status_passed(status),
             scores=found,
             input=calls.inputs[index],
             output=row.final_answer(),
-            error=calls.column("error")[index],
+            error=cast("str | None", calls.column("error")[index]),
             start_time=None if start is None else _EPOCH + timedelta(0, 0, start),
             duration_seconds=duration,
-            usage=TokenUsage(input_tokens=used["input_tokens"] or 0, output_tokens=used["output_tokens"] or 0),
-            cost_usd=self._stats.add_run(
-                duration, used["input_tokens"], used["output_tokens"], list(zip(models, usages, strict=True))
-            ),
+            input_tokens=used["input_tokens"] or 0,
+            output_tokens=used["output_tokens"] or 0,
+            cost_usd=None if cost is None else float(cost),
         )
-        self._router.keep(self._spill, case.id, sample)
+        self._router.keep_row(self._spill, case.id, sample)
 
 
 def _ask(form: Form, scorer: Scorer, row: RowCalls) -> Score | None:

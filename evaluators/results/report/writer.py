@@ -9,14 +9,16 @@ writer copies it without parsing. A new format is a module with a class satisfyi
 The engine parks each sample as a *record* (`park`): its JSON plus a side part for writers that
 want the sample's values without parsing that JSON (the score store's rows). An entry a scoring
 worker decided comes as its JSON up to its samples and the fields the store's rows repeat
-(`ReportEntry.decided`, `EntryFields`): the parent makes no model of it unless a writer asks.
+(`ReportEntry.decided`, `entry_head`, `EntryFields`): the parent makes no model of it unless a writer asks.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple, Protocol, Self
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NamedTuple, Protocol, Self
+
+from pydantic_core import to_json
 
 from evaltrace.evaluators.results.report.model import EntryResult, EntryStatus, Report
 
@@ -46,25 +48,26 @@ class EntryFields(NamedTuple):
     pass_rate: float | None
 
     @classmethod
-    def of(cls, entry: EntryResult) -> EntryFields:
-        """`entry`'s fields."""
-        return cls(
-            entry.case_id, entry.tier, tuple(entry.tags), entry.rule, entry.status, entry.passed, entry.pass_rate
-        )
+    def of(cls, fields: Mapping[str, Any]) -> EntryFields:
+        """An entry's fields, from its fields by name (as `EntryResult` takes them, or `model_dump` gives them)."""
+        tags, verdict = tuple(fields["tags"]), (fields["status"], fields["passed"], fields["pass_rate"])
+        return cls(fields["case_id"], fields["tier"], tags, fields["rule"], *verdict)
 
 
-def head_json(entry: EntryResult, scores: bytes | None = None) -> bytes:
-    """`entry`'s compact JSON object up to its samples' (`...,"samples":[`): they come last.
+def entry_head(fields: Mapping[str, Any], scores: bytes | None = None) -> bytes:
+    """An entry's compact JSON object up to its samples' (`...,"samples":[`: they come last), made without a model.
 
-    `scores`: its scores as a JSON list (as `decide_case_json` keeps them), `entry.scores` being empty.
+    Args:
+        fields: every field but `samples`, in `EntryResult`'s order and types, as its `model_dump`
+            gives them: the JSON is theirs dumped by pydantic's serializer (`EntryResult`'s bytes).
+        scores: its scores as a JSON list (as `decide_case_json` keeps them), `fields["scores"]` being empty.
 
     Raises:
         ValueError: `scores` given for an entry that has its own.
     """
-    if scores is not None and entry.scores:
+    if scores is not None and fields["scores"]:
         raise ValueError("an entry given its scores as JSON must leave its own scores empty")
-    # The serializer's bytes, without `model_dump_json`'s round trip through `str`.
-    head = entry.__pydantic_serializer__.to_json(entry, exclude={"samples"})
+    head = to_json(fields, inf_nan_mode="null")
     if scores is not None:
         head = _with_scores(head, scores)
     return head[:-1] + b',"samples":['
@@ -107,7 +110,7 @@ class ReportEntry:
 
     @classmethod
     def decided(cls, head: bytes, fields: EntryFields, records: Callable[[], Iterable[bytes]]) -> ReportEntry:
-        """An entry given as its JSON up to its samples (`head_json`) and its fields, with its records.
+        """An entry given as its JSON up to its samples (`entry_head`) and its fields, with its records.
 
         The samples' records (see `park`) are read on first use. A scoring worker decided the entry:
         nothing is parsed unless `result()` is asked.

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from evaltrace.evaluators.results.report.model import EntryResult
+from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.results.report.writer import EntryFields
 from evaltrace.evaluators.results.store.arrays import column
 from evaltrace.evaluators.results.store.identities import ScorerPairing
@@ -106,8 +107,8 @@ class ScoreRows:
     def add_entry(self, entry_index: int, entry: EntryResult) -> list[pa.RecordBatch]:
         """Add the entry's rows; returns a batch for each `batch_rows` rows waiting."""
         pair = self._index.identities
-        samples = [sample_side(sample, pair(entry.case_id, sample.scores)) for sample in entry.samples]
-        return self.add_sides(entry_index, EntryFields.of(entry), samples)
+        samples = [sample_side(SampleRow.of(sample), pair(entry.case_id, sample.scores)) for sample in entry.samples]
+        return self.add_sides(entry_index, EntryFields.of(vars(entry)), samples)
 
     def add_sides(self, entry_index: int, fields: EntryFields, samples: Sequence[SampleSide]) -> list[pa.RecordBatch]:
         """`add_entry` from the entry's own fields and its samples' values, in order."""

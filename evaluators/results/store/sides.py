@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from evaltrace.evaluators.results.report.model import SampleResult
+from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.results.store.identities import ScorerIdentity
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -59,7 +59,7 @@ def details_text(details: dict[str, Any] | None) -> str | None:
     return None if details is None else _DETAILS.encode(details)
 
 
-def pack_side(sample: SampleResult, identities: Sequence[ScorerIdentity | None]) -> bytes:
+def pack_side(sample: SampleRow, identities: Sequence[ScorerIdentity | None]) -> bytes:
     """A sample's values for its rows, packed; empty when one cannot be packed (the store then parses the JSON).
 
     Args:
@@ -77,10 +77,9 @@ def unpack_side(data: bytes) -> SampleSide:
     return SampleSide(*marshal.loads(data))
 
 
-def sample_side(sample: SampleResult, identities: Sequence[ScorerIdentity | None]) -> SampleSide:
+def sample_side(sample: SampleRow, identities: Sequence[ScorerIdentity | None]) -> SampleSide:
     """A sample's values for its rows (what `pack_side` packs); `identities` as for `pack_side`."""
-    usage = sample.usage
-    values = (sample.conversation_id, micros(sample.start_time), sample.duration_seconds, usage.input_tokens)
+    values = (sample.conversation_id, micros(sample.start_time), sample.duration_seconds, sample.input_tokens)
     trace_id, trace_ids = sample.trace_id, sample.trace_ids
     results = tuple(
         (
@@ -90,7 +89,7 @@ def sample_side(sample: SampleResult, identities: Sequence[ScorerIdentity | None
         )
         for score, identity in zip(sample.scores, identities, strict=True)
     )
-    return SampleSide((*values, usage.output_tokens, sample.cost_usd), trace_id, results)
+    return SampleSide((*values, sample.output_tokens, sample.cost_usd), trace_id, results)
 
 
 def _trace_of(trace_id: str | None, trace_ids: Sequence[str], turn: int | None) -> str | None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from evaltrace.evaluators.engine._aggregate import CaseTally, ExactSum, aggregate_case, decide_case, sample_order
 from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult
+from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -64,7 +65,7 @@ def _sample(index: int, rows: list[tuple[str, bool | None, float | None, str | N
 def _in_order(policy: RepeatPolicy, samples: list[SampleResult]) -> EntryResult:
     tally = CaseTally.for_policy(policy)
     for sample in sorted(samples, key=sample_order):
-        tally.add(sample)
+        tally.add(SampleRow.of(sample))
     return decide_case(CASE, policy, tally)
 
 
@@ -74,7 +75,7 @@ def _in_parts(policy: RepeatPolicy, samples: list[SampleResult], seed: int, part
     rng.shuffle(shuffled)
     tallies = [CaseTally.for_policy(policy) for _ in range(parts)]
     for sample in shuffled:
-        rng.choice(tallies).add(sample)
+        rng.choice(tallies).add(SampleRow.of(sample))
     rng.shuffle(tallies)
     merged = tallies[0]
     for tally in tallies[1:]:

@@ -1,7 +1,8 @@
-"""Entries emitted with their scores left as JSON: the same report entry as the decided, typed one.
+"""Entries emitted as decided without a model: the same report entry, byte for byte, as the typed one.
 
-The engine decides each case with its scores as the JSON the tally kept (`decide_case_json`) and the
-JSON report splices them in; these tests hold that entry, byte for byte and parsed, to the typed one.
+The engine decides each case as its fields and its JSON up to its samples (`decide_case_json`),
+dumped from plain values with the scores' JSON the tally kept; these tests hold those bytes to
+pydantic's dump of the decided `EntryResult`, and the entry read back to the typed one.
 """
 
 from __future__ import annotations
@@ -23,46 +24,60 @@ from evaltrace.evaluators.engine._aggregate import (
 )
 from evaltrace.evaluators.engine._routers import Decided, RouterState, SpecRouter
 from evaltrace.evaluators.results.report.model import EntryResult, SampleResult
-from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, head_json, park
+from evaltrace.evaluators.results.report.sample_row import SampleRow
+from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, entry_head, park
 from evaltrace.evaluators.scoring.spec.loader import compile_spec, validate_strictly
+from evaltrace.evaluators.scoring.spec.model import Case
 
 
 def _parked(samples: list[SampleResult]) -> list[bytes]:
     return [park(sample.model_dump_json().encode(), b"") for sample in sorted(samples, key=sample_order)]
 
 
+def _model_head(entry: EntryResult) -> bytes:
+    """The reference: pydantic's compact dump of `entry`, cut where its samples begin (they come last)."""
+    return entry.model_dump_json(exclude={"samples"}).encode()[:-1] + b',"samples":['
+
+
+CASES = [
+    CASE,
+    Case(id='c"\\\u2028\x00', input='q \u00e9\U0001f600 "quoted" \\ \x1f \u2029', tier="smoke", tags=["a", "\u00fc"]),
+]
+
+
 @settings(max_examples=120, deadline=None)
 @given(
     samples=st.lists(st.tuples(_rows, st.booleans()), max_size=5).map(
         lambda drawn: [_sample(i, rows, late) for i, (rows, late) in enumerate(drawn)]
-    )
+    ),
+    case=st.sampled_from(CASES),
 )
-def test_an_entry_with_its_scores_as_json_is_the_decided_entry(samples: list[SampleResult]) -> None:
+def test_an_entry_decided_without_a_model_is_the_decided_entry(samples: list[SampleResult], case: Case) -> None:
     for policy in POLICIES:
         tally = CaseTally.for_policy(policy)
         for sample in samples:
-            tally.add(sample)
-        typed = decide_case(CASE, policy, tally)
-        head, scores = decide_case_json(CASE, policy, tally)
-        assert head.scores == [] and head.model_copy(update={"scores": scores_from_json(scores)}) == typed
-        spliced = ReportEntry.decided(head_json(head, scores), EntryFields.of(head), lambda: _parked(samples))
-        plain = ReportEntry.decided(head_json(typed), EntryFields.of(typed), lambda: _parked(samples))
+            tally.add(SampleRow.of(sample))
+        typed = decide_case(case, policy, tally)
+        fields, head = decide_case_json(case, policy, tally)
+        assert head == _model_head(typed)  # pydantic's bytes: escaping, floats, field order
+        assert fields == EntryFields.of(vars(typed))
+        entry = ReportEntry.decided(head, fields, lambda: _parked(samples))
         whole = typed.model_copy(update={"samples": sorted(samples, key=sample_order)})
-        # Spliced scores or typed ones: the same bytes, and the typed entry's JSON (samples placed last).
-        assert spliced.json_bytes() == plain.json_bytes()
-        assert json.loads(spliced.json_bytes()) == json.loads(whole.model_dump_json())
-        assert spliced.fields() == plain.fields() == EntryFields.of(typed)
-        assert spliced.result() == plain.result() == whole
+        # The samples' JSON placed last (the model's dump has them before `input`).
+        assert json.loads(entry.json_bytes()) == json.loads(whole.model_dump_json())
+        assert entry.result() == whole
 
 
 def test_scores_text_in_a_reason_does_not_move_the_splice() -> None:
     # A reason quoting the key itself: inside a JSON string its quotes are escaped.
     samples = [_sample(0, [("a", False, None, None)], late=False)]
     tally = CaseTally.for_policy(POLICIES[0])
-    tally.add(samples[0])
-    head, scores = decide_case_json(CASE, POLICIES[0], tally)
-    tricky = head.model_copy(update={"reason": 'x,"scores":[],"y', "case_id": '"scores":[],'})
-    entry = ReportEntry.decided(head_json(tricky, scores), EntryFields.of(tricky), lambda: _parked(samples))
+    tally.add(SampleRow.of(samples[0]))
+    typed = decide_case(CASE, POLICIES[0], tally)
+    tricky = {**vars(typed), "reason": 'x,"scores":[],"y', "case_id": '"scores":[],', "scores": []}
+    del tricky["samples"]
+    scores = tally.scores.result_json()
+    entry = ReportEntry.decided(entry_head(tricky, scores), EntryFields.of(tricky), lambda: _parked(samples))
     parsed = EntryResult.model_validate_json(entry.json_bytes())
     assert parsed.reason == 'x,"scores":[],"y' and parsed.case_id == '"scores":[],'
     assert parsed.scores == scores_from_json(scores) and len(parsed.scores) == 1
@@ -72,13 +87,13 @@ def test_an_entry_given_scores_twice_is_refused() -> None:
     scores = _sample(0, [("a", True, 1.0, None)], False).scores
     typed = EntryResult(case_id="c", trace_id=None, status="passed", passed=True, pass_rate=1.0, scores=scores)
     with pytest.raises(ValueError, match="scores empty"):
-        head_json(typed, b"[]")
+        entry_head(typed.model_dump(exclude={"samples"}), b"[]")
 
 
 def _tally(samples: int) -> CaseTally:
     tally = CaseTally.for_policy(POLICIES[0])
     for index in range(samples):
-        tally.add(_sample(index, [("a", True, 1.0, None)], late=False))
+        tally.add(SampleRow.of(_sample(index, [("a", True, 1.0, None)], late=False)))
     return tally
 
 

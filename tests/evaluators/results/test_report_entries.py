@@ -15,7 +15,7 @@ from evaltrace.evaluators.results.report.writer import (
     EntryList,
     ReportEntry,
     ReportFormat,
-    head_json,
+    entry_head,
     park,
 )
 
@@ -51,7 +51,7 @@ class StoredSamples:
 
 def decided(entry: EntryResult, stored: StoredSamples) -> ReportEntry:
     """`entry` (its samples left out) as a scoring worker hands it over, with `stored`'s samples."""
-    return ReportEntry.decided(head_json(entry), EntryFields.of(entry), stored)
+    return ReportEntry.decided(entry_head(entry.model_dump(exclude={"samples"})), EntryFields.of(vars(entry)), stored)
 
 
 def test_an_entry_with_stored_samples_is_the_same_typed_or_as_json() -> None:
@@ -62,7 +62,7 @@ def test_an_entry_with_stored_samples_is_the_same_typed_or_as_json() -> None:
     assert entry.result() == whole
     assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
     assert json.loads(b"".join(entry.json_chunks()))["samples"][1]["scores"][0]["reason"] == "sample 1 said no"
-    assert entry.fields() == EntryFields.of(case_entry())
+    assert entry.fields() == EntryFields.of(vars(case_entry()))
     assert stored.reads == 1  # read on first use, then kept for the entry's other writers
 
 

@@ -25,7 +25,8 @@ from test_score_store import prepare, score_into
 from evaltrace.evaluators.engine import scoring
 from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult
-from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, head_json, park
+from evaltrace.evaluators.results.report.sample_row import SampleRow
+from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, entry_head, park
 from evaltrace.evaluators.results.store.arrays import bitmap, column
 from evaltrace.evaluators.results.store.identities import ScorerIdentity
 from evaltrace.evaluators.results.store.schema import RUNS_SCHEMA, SCORES_SCHEMA
@@ -113,7 +114,7 @@ IDENTITIES = [ScorerIdentity("output", 1, "0123456789ab"), None, ScorerIdentity(
 
 
 def test_a_packed_side_is_the_samples_values_in_row_order() -> None:
-    sample = conversation_sample()
+    sample = SampleRow.of(conversation_sample())
     assert unpack_side(pack_side(sample, IDENTITIES)) == sample_side(sample, IDENTITIES)
     side = sample_side(sample, IDENTITIES)
     assert side.values == ("c", 1_767_225_600_000_007, 2.5, 0, 0, None) and side.trace_id == "t1"
@@ -125,7 +126,7 @@ def test_a_packed_side_is_the_samples_values_in_row_order() -> None:
     ]
     assert [row[-1] for row in side.results] == ['{"n": [1, 2]}', None, None]
     assert [row[-2] for row in side.results] == [None, None, "ValueError"]
-    no_time = sample.model_copy(update={"start_time": None, "scores": []})
+    no_time = sample._replace(start_time=None, scores=[])
     assert unpack_side(pack_side(no_time, [])) == sample_side(no_time, []) == (("c", None, 2.5, 0, 0, None), "t1", ())
     with pytest.raises(ValueError):
         sample_side(sample, IDENTITIES[:2])  # one identity per result
@@ -137,16 +138,16 @@ def test_a_decided_entry_reads_its_records_once_and_gives_the_json_and_the_sides
 
     def records() -> list[bytes]:
         reads.append(1)
-        return [park(sample.model_dump_json().encode(), pack_side(sample, IDENTITIES))] * 2
+        return [park(sample.model_dump_json().encode(), pack_side(SampleRow.of(sample), IDENTITIES))] * 2
 
     head = EntryResult(case_id="c", trace_id="t1", passed=False, status="failed", pass_rate=0.0, rule="mean")
-    entry = ReportEntry.decided(head_json(head), EntryFields.of(head), records)
+    entry = ReportEntry.decided(entry_head(head.model_dump(exclude={"samples"})), EntryFields.of(vars(head)), records)
     whole = head.model_copy(update={"samples": [sample, sample]})
     assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
     assert entry.json_bytes() == b"".join(entry.json_chunks())
     assert entry.result() == whole and entry.result() is entry.result()
-    assert entry.fields() == EntryFields.of(head)
-    assert [unpack_side(side) for side in entry.sides() or []] == [sample_side(sample, IDENTITIES)] * 2
+    assert entry.fields() == EntryFields.of(vars(head))
+    assert [unpack_side(side) for side in entry.sides() or []] == [sample_side(SampleRow.of(sample), IDENTITIES)] * 2
     assert len(reads) == 1
     assert ReportEntry.of(head).sides() is None and ReportEntry.of(head).fields() is None
 

@@ -1,0 +1,92 @@
+"""A scored sample as plain values, and its report JSON made from them without a model.
+
+Every kept sample goes through a `SampleRow`: the warm path makes one straight from a table row's
+columns and its forms' scores, the per-trace path from its `SampleResult` (`SampleRow.of`). Its
+`json()` is byte for byte the sample's `SampleResult.model_dump_json()` (pydantic's serializer, fed
+the fields in the model's order, so escaping and number formats are the model's own), and the
+engine's tally and the score store's side part read the same values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from pydantic_core import to_json
+
+from evaltrace.evaluators.results.report.model import SampleResult, SampleStatus, ScoreResult
+
+
+class ScoreRow(NamedTuple):
+    """One scorer's verdict on a sample, as `ScoreResult` holds it (an error's `passed` already `False`)."""
+
+    scorer: str
+    passed: bool | None
+    value: float | None
+    reason: str | None
+    error: str | None
+    turn: int | None
+    details: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, score: ScoreResult) -> ScoreRow:
+        """`score`'s values."""
+        return cls(score.scorer, score.passed, score.value, score.reason, score.error, score.turn, score.details)
+
+
+class SampleRow(NamedTuple):
+    """A `SampleResult`'s values, in its fields' order (usage as its two token counts)."""
+
+    trace_id: str | None
+    trace_ids: Sequence[str]
+    root_span_ids: Sequence[str | None]
+    conversation_id: str | None
+    status: SampleStatus
+    passed: bool | None
+    scores: Sequence[ScoreRow]
+    input: str | None
+    output: str | None
+    error: str | None
+    start_time: datetime | None
+    duration_seconds: float | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+
+    @classmethod
+    def of(cls, sample: SampleResult) -> SampleRow:
+        """`sample`'s values."""
+        scores = [ScoreRow.of(score) for score in sample.scores]
+        usage = sample.usage
+        return cls(
+            sample.trace_id,
+            sample.trace_ids,
+            sample.root_span_ids,
+            sample.conversation_id,
+            sample.status,
+            sample.passed,
+            scores,
+            sample.input,
+            sample.output,
+            sample.error,
+            sample.start_time,
+            sample.duration_seconds,
+            usage.input_tokens,
+            usage.output_tokens,
+            sample.cost_usd,
+        )
+
+    def json(self) -> bytes:
+        """`SampleResult.model_dump_json()` of this sample, encoded."""
+        fields = self._asdict()
+        fields["scores"] = [score._asdict() for score in self.scores]
+        fields["usage"] = {"input_tokens": fields.pop("input_tokens"), "output_tokens": fields.pop("output_tokens")}
+        fields["cost_usd"] = fields.pop("cost_usd")  # after usage, as in the model
+        # A model's float fields hold floats, and it writes NaN and infinities as null (`ser_json_inf_nan`).
+        return to_json(fields, inf_nan_mode="null")
+
+
+def scores_json(scores: Sequence[ScoreRow]) -> bytes:
+    """A JSON list of `scores`, as a list of `ScoreResult` dumps to it."""
+    return to_json([score._asdict() for score in scores], inf_nan_mode="null")
