@@ -10,7 +10,7 @@ through (see the cache's module docstring: the cache never fails a run).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -74,6 +74,13 @@ class TableWriter:
         except Exception as exc:
             self._fail(exc)
             return None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Write a batch of rows encoded elsewhere (`failed` set when it cannot be written)."""
+        try:
+            self._writer.write_batch(batch)
+        except Exception as exc:  # a full disk: go on without the cache
+            self._fail(exc)
 
     def _write(self) -> pa.RecordBatch:
         batch = self._encoder.take()
@@ -140,6 +147,23 @@ def written(
             on_batch(last)
         yield from _handed(waiting)
         return writer is not None and complete() and writer.publish()
+    finally:
+        if writer is not None:
+            writer.abandon()
+
+
+def written_batches(
+    batches: Iterable[pa.RecordBatch], writer: TableWriter | None, complete: Callable[[], bool]
+) -> Iterator[pa.RecordBatch]:
+    """`batches`, each written by `writer` before it is passed on; published as `written` does."""
+    try:
+        for batch in batches:
+            if writer is not None:
+                writer.write(batch)
+                writer = None if writer.failed else writer
+            yield batch
+        if writer is not None and complete():
+            writer.publish()
     finally:
         if writer is not None:
             writer.abandon()

@@ -11,6 +11,7 @@ the calls its trace lists by their positions (see `table.py`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +20,8 @@ from evaltrace.collector.traces._table_encode import _TRACE_SCALARS, ChildRow, _
 from evaltrace.collector.traces.records import Iteration, Message, ToolCall, Trace
 
 Values = list[Any]
+RowFill = Callable[["Structs", int, _Shared], None]
+"""Appends one row's values, numbered by the int, to the table's columns."""
 
 
 class Structs:
@@ -124,6 +127,12 @@ class ColumnBuilder:
 
             _trace(self.columns, current, (row, top, parent), child_row, shared)
             self.rows += 1
+
+    def add_row(self, fill: RowFill) -> None:
+        """Append a top-level row without nested agents that `fill` appends (see `_flat_columns`)."""
+        fill(self.columns, self._next, self._shared)
+        self._next += 1
+        self.rows += 1
 
     def take(self) -> pa.RecordBatch:
         """The rows added since the last `take`, as one record batch of the schema."""

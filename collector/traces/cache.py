@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from evaltrace.collector.cachedir import Namespace, cache_root, entry_key, source_digest, touch
 from evaltrace.collector.runfiles.layout import writer_version
 from evaltrace.collector.runfiles.shard import Shard
-from evaltrace.collector.traces._cache_write import KEY_METADATA, BatchHook, TableWriter, written
+from evaltrace.collector.traces._cache_write import KEY_METADATA, BatchHook, TableWriter, written, written_batches
 from evaltrace.collector.traces.records import Trace
 from evaltrace.collector.traces.table import METADATA_VERSION_KEY, SCHEMA, TABLE_VERSION
 from evaltrace.collector.traces.table import iter_table_traces as iter_table_traces
@@ -141,6 +141,27 @@ def cache_rebuilt(
     yield from written(
         traces, writer, lambda: cache_key(files, histories=histories, shard=shard) == key, on_batch=on_batch
     )
+
+
+def built_batches(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> Iterator[pa.RecordBatch]:
+    """The traces table of `files` built from their spans, written to the cache as it goes; its batches as written.
+
+    The table `cached_traces(files, histories=histories, shard=shard)` would build and later reads
+    (the same key, published once complete, never half), built by `rebuild.table_batches_of`.
+    A table the cache cannot hold is still built: its batches go on.
+
+    Raises:
+        as `rebuild.table_batches_of`.
+    """
+    from evaltrace.collector.traces.rebuild import table_batches_of
+
+    key = cache_key(files, histories=histories, shard=shard)
+    space = Namespace.open(TRACES)
+    writer = None
+    if key is not None and space is not None and not (table := space.entry(key, ".parquet")).exists():
+        writer = TableWriter.start(space, table, ROWS_PER_GROUP)
+    batches = table_batches_of(files, shard, histories=histories, rows=ROWS_PER_GROUP)
+    yield from written_batches(batches, writer, lambda: cache_key(files, histories=histories, shard=shard) == key)
 
 
 def is_cached(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> bool:

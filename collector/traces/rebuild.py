@@ -136,6 +136,37 @@ def read_traces(
         yield from convert_trace(spans, histories=histories)
 
 
+def table_batches_of(
+    files: Sequence[Path], shard: Shard | None, *, histories: bool, rows: int
+) -> Iterator[pa.RecordBatch]:
+    """The traces table of `files` (what `to_table(read_traces(...))` holds), in batches of about `rows` rows.
+
+    A flat GenAI trace's row is made straight from its spans (`_flat_columns.py`), every other trace's
+    by the converter and the encoder; rows keep `read_traces`' order.
+
+    Raises:
+        InputError: as `read_traces` does. TypeError, ValueError, ArrowException, OverflowError: a
+            converted trace holds a value the table cannot (see `TableEncoder`).
+    """
+    from evaltrace.collector.runfiles.reader import iter_traces
+    from evaltrace.collector.traces._flat_columns import flat_row
+    from evaltrace.collector.traces.table import TableEncoder
+
+    encoder = TableEncoder()
+    for spans in iter_traces(files, shard):
+        with collections_paused():  # the row's values are plain, acyclic: collections would find nothing
+            flat = None if histories else flat_row(spans)
+            if flat is not None:
+                encoder.add_row(flat.append)
+        if flat is None:
+            for trace in convert_trace(spans, histories=histories):
+                encoder.add(trace)
+        if encoder.pending >= rows:
+            yield encoder.take()
+    if encoder.pending:
+        yield encoder.take()
+
+
 def convert_span_rows(
     parts: Sequence[tuple[Location, Sequence[pa.RecordBatch]]], *, histories: bool = True
 ) -> Iterator[Trace]:

@@ -36,7 +36,7 @@ from typing import Final
 
 import pyarrow as pa
 
-from evaltrace.collector.traces._table_columns import ColumnBuilder
+from evaltrace.collector.traces._table_columns import ColumnBuilder, RowFill
 from evaltrace.collector.traces._table_decode import iter_traces as _decode
 from evaltrace.collector.traces._table_encode import comparable_text
 from evaltrace.collector.traces.records import Trace
@@ -170,6 +170,10 @@ class TableEncoder:
             TypeError, ValueError: a value the table cannot hold (`Any` content that is not JSON).
         """
         self._rows.add(trace)
+
+    def add_row(self, fill: RowFill) -> None:
+        """Add one top-level row (no nested agents) that `fill` appends to the columns (`_flat_columns.py`)."""
+        self._rows.add_row(fill)
 
     @property
     def pending(self) -> int:

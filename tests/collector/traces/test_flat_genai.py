@@ -1,7 +1,8 @@
-"""The flat GenAI shortcut (`_flat_genai.flat_trace`) against the general converter, its reference.
+"""The flat GenAI row builder (`_flat_columns.flat_row`) and shortcut (`_flat_genai.flat_trace`) against the converter.
 
-Wherever the shortcut builds a trace, it must be the converter's, record for record and row for row
-in the traces table; and it must actually build the common shape, else it saves nothing. Checked
+Wherever they build, the row (and the shortcut's trace) must be the converter's, row for row in the
+traces table, and both take the same traces; they must actually build the common shape, else they
+save nothing. A table built from span files holds the converter's rows in `read_traces`' order. Checked
 over runs recorded with real instrumentation (the openai-v2 instrumentation's app in both content
 modes, the repository's sample run, the golden scenarios made with the real SDK) and over generated
 flat traces with and without the variations the shortcut must leave to the converter.
@@ -28,8 +29,9 @@ from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import iter_traces
 from evaltrace.collector.runfiles.spans import Span, SpanEvent
 from evaltrace.collector.traces._flat_genai import flat_trace
-from evaltrace.collector.traces.rebuild import convert_trace
+from evaltrace.collector.traces.rebuild import convert_trace, read_traces, table_batches_of
 from evaltrace.collector.traces.records import Trace
+from evaltrace.collector.traces.table import to_table
 
 ROOT = Path(__file__).resolve().parents[3]
 APP = Path(__file__).with_name("genai_openai_v2_app.py")
@@ -71,6 +73,21 @@ def test_golden_scenarios(case: Any, tmp_path: Path) -> None:
     rec.close()
     built, total = flat_share(tmp_path)
     assert total > 0 and built <= total
+
+
+def test_a_table_built_from_spans_is_the_converters_table(tmp_path: Path) -> None:
+    """Flat rows and converted traces' rows (nested agents among them) merge in `read_traces`' order."""
+    rec = Recorder(tmp_path)
+    for case in (sequential, parallel_nested, old_events_no_agent, unfinished_parent):
+        case(rec)
+    rec.close()
+    files = resolve_paths([tmp_path, ROOT / "samples" / "runs"])
+    built, total = sum(flat_share(folder)[0] for folder in (tmp_path, ROOT / "samples" / "runs")), 0
+    batches = list(table_batches_of(files, None, histories=False, rows=3))
+    reference = to_table(read_traces(files, histories=False))
+    total = reference.num_rows
+    assert 0 < built < total and len(batches) > 1
+    assert [row for batch in batches for row in batch.to_pylist()] == reference.to_pylist()
 
 
 # --- generated flat traces ---------------------------------------------------------------------
@@ -220,7 +237,7 @@ def test_generated_flat_traces(drawn: tuple[list[Span], str]) -> None:
 
 
 def test_the_shortcut_builds_the_common_shape() -> None:
-    """A failed call whose result only the next prompt holds still takes the shortcut (the peer set has 15%)."""
+    """A failed call whose result only the next prompt holds still takes the shortcuts (the peer set has 15%)."""
     spans, _ = _one_failed_call()
     assert flat_agrees(spans)
     trace = flat_trace(spans)
