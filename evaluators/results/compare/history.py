@@ -10,7 +10,6 @@ run's), so a series split by a spec edit or a scorer upgrade is never read as a 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -21,7 +20,7 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaltrace.collector.errors import InputError
-from evaltrace.evaluators.results.store.reader import StoredRun, list_runs, read_run_scores
+from evaltrace.evaluators.results.store.reader import StoredRun, list_runs, read_run_scores, spec_sha256
 
 HISTORY_SCHEMA_VERSION = 1
 """Bumped when a field of the `--json` output changes name, type or meaning."""
@@ -130,7 +129,7 @@ def load_history(store: str | Path, options: HistoryOptions) -> History:
 
 def _runs_of_spec(runs: list[StoredRun], spec: str) -> list[StoredRun]:
     """The runs scored with `spec`: the same path (as named, or the same file) or the same bytes."""
-    digest = _sha256(Path(spec))
+    digest = spec_sha256(spec)  # None when the file is gone: runs can still match by the path they recorded
     kept = [run for run in runs if (digest is not None and run.spec_sha256 == digest) or _same_path(run.spec, spec)]
     if not kept:
         named = sorted({run.spec or "(no spec)" for run in runs})
@@ -149,13 +148,6 @@ def _same_path(stored: str | None, spec: str) -> bool:
         return os.path.samefile(path, spec)
     except OSError:  # either file is gone, or the run named it relative to another folder
         return False
-
-
-def _sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:  # no such file now: runs can still match by the path they recorded
-        return None
 
 
 def _scorer_names(runs: Iterable[StoredRun]) -> list[str]:

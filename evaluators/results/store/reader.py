@@ -7,6 +7,7 @@ run row) is never seen. A run is named by its id, or by a prefix of it that only
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -166,3 +167,11 @@ def _read(file: Path, table: str, columns: Sequence[str] | None = None) -> pa.Ta
             f"up to {STORE_SCHEMA_VERSION} (upgrade evaltrace)"
         )
     return data
+
+
+def spec_sha256(path: str) -> str | None:
+    """The hash of the spec file's bytes (the store's `spec_sha256`); `None` if it cannot be read now."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -10,7 +10,6 @@ write different files.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 import shutil
@@ -28,6 +27,7 @@ from evaltrace.evaluators.results.report.model import REPORT_SCHEMA_VERSION, Rep
 from evaltrace.evaluators.results.report.writer import ReportEntry
 from evaltrace.evaluators.results.store.arrays import column
 from evaltrace.evaluators.results.store.location import new_run_id, store_error
+from evaltrace.evaluators.results.store.reader import spec_sha256
 from evaltrace.evaluators.results.store.rows import RunContext, ScorerIndex, ScoreRows
 from evaltrace.evaluators.results.store.schema import RUNS_FOLDER, RUNS_SCHEMA, SCORES_FOLDER, SCORES_SCHEMA
 from evaltrace.evaluators.results.store.sides import unpack_side
@@ -137,7 +137,7 @@ class StoreWriter:
         self.folder = folder
         self.run_id = new_run_id()
         self._started = datetime.now(UTC)
-        self._spec_sha256 = _file_sha256(spec_file) if spec_file is not None else None
+        self._spec_sha256 = spec_sha256(spec_file) if spec_file is not None else None
         self._scores = _TempFile(folder / SCORES_FOLDER / f"{self.run_id}.parquet", folder)
         try:
             self._run = _TempFile(folder / RUNS_FOLDER / f"{self.run_id}.parquet", folder)
@@ -281,11 +281,3 @@ class StoreWriter:
             # A folder of parts when the engine's tasks wrote them (`in_parts`): read back as one table.
             "scores_file": f"{SCORES_FOLDER}/{self.run_id}" + ("" if self._parts is not None else ".parquet"),
         }
-
-
-def _file_sha256(path: str) -> str | None:
-    """The hash of the spec file's bytes; `None` if it cannot be read now."""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
