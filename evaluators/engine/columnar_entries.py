@@ -15,9 +15,10 @@ read one after the other in shard order, which is the order a sharded run merges
 unmatched traces in. Multi-turn specs, runs without a spec and scorers without a form (plugins,
 judges) keep the per-trace path.
 
-A first scoring (no table yet) goes the same way (`score_shard`): the cache writer hands on each
-batch it writes before passing its traces on; the batch's rows are decided from its columns there,
-and only the undecided traces (already built: nothing is decoded) go on to the per-trace path.
+A first scoring (no table yet) goes the same way (`score_shard`): the table is built from the span
+files (`cache.built_batches`: flat GenAI traces' rows straight from their spans, the others'
+converted) and written to the cache batch by batch, each batch scored as a cached one is. A Ray
+Data group's traces, rebuilt elsewhere, are scored as their table is written (`score_built`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import pyarrow.compute as pc
 
 from evaltrace.collector.gc_policy import bulk_collections
 from evaltrace.collector.runfiles.shard import Shard
-from evaltrace.collector.traces.cache import cache_rebuilt, is_cached, read_traces, table_batches
+from evaltrace.collector.traces.cache import built_batches, cache_rebuilt, is_cached, table_batches
 from evaltrace.collector.traces.table import iter_table_traces
 from evaltrace.evaluators.engine._aggregate import sample_status, score_row, status_passed
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
@@ -122,20 +123,17 @@ def score_shard(
     spill: SampleSpill,
     options: ScoreOptions,
 ) -> None:
-    """Score `shard` of `files` from its cached table (`score_table`), or, a first scoring, as its table is written.
+    """Score `shard` of `files` from its table (`score_table`): the cached one, or, a first scoring, one built now.
 
-    There, each batch the cache writer writes is decided from its columns before its traces come;
-    `decided` holds, per top-level row handed on, whether its sample was kept, and the traces come
-    in row order. A trace with no row (the table could not be written, or another scoring
-    published it meanwhile: nothing is handed on) goes per trace, as the undecided ones do.
+    A table built is written to the cache as its batches go by; one the cache cannot hold is still
+    scored from its batches.
 
     Raises:
-        TableFault: the cached table could not be read.
+        TableFault: the cached table could not be read, or the table could not be built (a value it
+            cannot hold, a span file unreadable: the per-trace path then reports or copes with it).
     """
-    if (batches := table_batches(files, histories=histories, shard=shard)) is not None:
-        return score_table(batches, router, stats, spill, options)
-    built = read_traces(files, shard, histories=histories)
-    score_built(files, built, shard, histories, router, stats, spill, options)
+    batches = table_batches(files, histories=histories, shard=shard)
+    score_table(batches or built_batches(files, histories=histories, shard=shard), router, stats, spill, options)
 
 
 def score_built(
@@ -148,7 +146,7 @@ def score_built(
     spill: SampleSpill,
     options: ScoreOptions,
 ) -> None:
-    """Score `built` (the traces of `shard` of `files`) as their table is written (a Ray Data group's too)."""
+    """Score `built` (a Ray Data group's traces of `shard` of `files`, rebuilt elsewhere) as their table is written."""
     assert isinstance(router, SpecRouter)
     rows, decided = _Rows(router, stats, spill, options), deque[bool]()
 

@@ -197,26 +197,54 @@ def test_the_warm_scoring_decides_the_passing_rows_from_columns(
 def test_a_first_scoring_whose_table_cannot_be_written_midway_reports_the_same(
     run_set: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The rows of the batches written are decided from their columns, the traces after the fault per trace."""
+    """The table is abandoned (a full disk): every batch built is still decided from its columns."""
     runs, spec = run_set
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     reference = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1, cache=False))
     decided: list[bool] = []
-    sample, add = columnar_entries._Rows._sample, _cache_write.TableEncoder.add
-    added = iter(range(sys.maxsize))
+    scores, write = columnar_entries._Rows._scores, pq.ParquetWriter.write_batch
+    written = iter(range(sys.maxsize))
 
-    def counted(self: Any, *args: Any) -> bool:
-        decided.append(sample(self, *args))
-        return decided[-1]
+    def counted(self: Any, *args: Any) -> Any:
+        found = scores(self, *args)
+        decided.append(found is not None)
+        return found
 
-    def failing(self: Any, trace: Any) -> None:
-        if next(added) == 3:  # a value the table cannot hold: the writer gives up, scoring goes on
-            raise ValueError("cannot hold this")
-        add(self, trace)
+    def failing(self: Any, *args: Any, **kwargs: Any) -> None:
+        if next(written) == 1:  # the second batch: the writer gives up, scoring goes on
+            raise OSError("no space left on device")
+        write(self, *args, **kwargs)
 
-    monkeypatch.setattr(columnar_entries._Rows, "_sample", counted)
-    monkeypatch.setattr(_cache_write.TableEncoder, "add", failing)
+    monkeypatch.setattr(columnar_entries._Rows, "_scores", counted)
     monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)  # a batch written before the fault
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "clean"))
+    scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1))
+    asked, decided[:] = list(decided), []
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(pq.ParquetWriter, "write_batch", failing)
     first = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1))
-    assert decided and not list((tmp_path / "cache").rglob("*.parquet"))  # no table left behind
+    assert any(decided) and decided == asked  # the rows after the fault too are decided from their columns
+    assert not list((tmp_path / "cache").rglob("*.parquet"))  # no table left behind
+    assert first.report.model_dump(exclude={"created_at"}) == reference.report.model_dump(exclude={"created_at"})
+
+
+def test_a_first_scoring_whose_table_cannot_be_built_midway_reports_the_same(
+    run_set: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch the table cannot hold (a value not JSON): the run is scored again per trace, from new tallies."""
+    runs, spec = run_set
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    reference = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1, cache=False))
+    take = _cache_write.TableEncoder.take
+    taken = iter(range(sys.maxsize))
+
+    def failing(self: Any) -> Any:
+        if next(taken) == 1:
+            raise ValueError("cannot hold this")
+        return take(self)
+
+    monkeypatch.setattr(_cache_write.TableEncoder, "take", failing)
+    monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)
+    first = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1))
+    assert next(taken) > 2  # the per-trace path's writer took batches too (its table abandoned at the fault)
     assert first.report.model_dump(exclude={"created_at"}) == reference.report.model_dump(exclude={"created_at"})
