@@ -32,7 +32,7 @@ class ScoreRow(NamedTuple):
     @classmethod
     def of(cls, score: ScoreResult) -> ScoreRow:
         """`score`'s values."""
-        return cls(score.scorer, score.passed, score.value, score.reason, score.error, score.turn, score.details)
+        return cls(**vars(score))  # the same fields
 
 
 class SampleRow(NamedTuple):
@@ -57,25 +57,9 @@ class SampleRow(NamedTuple):
     @classmethod
     def of(cls, sample: SampleResult) -> SampleRow:
         """`sample`'s values."""
-        scores = [ScoreRow.of(score) for score in sample.scores]
-        usage = sample.usage
-        return cls(
-            sample.trace_id,
-            sample.trace_ids,
-            sample.root_span_ids,
-            sample.conversation_id,
-            sample.status,
-            sample.passed,
-            scores,
-            sample.input,
-            sample.output,
-            sample.error,
-            sample.start_time,
-            sample.duration_seconds,
-            usage.input_tokens,
-            usage.output_tokens,
-            sample.cost_usd,
-        )
+        fields = {**vars(sample), "scores": [ScoreRow.of(score) for score in sample.scores]}
+        usage = fields.pop("usage")
+        return cls(**fields, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
     def json(self) -> bytes:
         """`SampleResult.model_dump_json()` of this sample, encoded."""
