@@ -270,7 +270,7 @@ def _verdict(scorer: ToolCallValidity, row: RowCalls, offered: int, j: int) -> i
         known_schemas = tools[offered] = _known_schemas(scorer, row)
     if not known_schemas[0] and not known_schemas[1]:
         return _DOUBT  # nothing offered nor given: the reference says what is missing
-    text, cut = row.batch.arguments[j], bool(row.batch.truncated[j])
+    text, cut = row.batch.arguments[j], bool(row.batch.call_field("arguments_truncated")[j])
     call = ToolCall(  # validated: 3x faster than `model_construct` for its dozen fields
         name=row.batch.names[j], arguments=None if text is None else json.loads(text), arguments_truncated=cut
     )

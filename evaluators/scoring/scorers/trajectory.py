@@ -31,7 +31,7 @@ from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.collector.traces.table import comparable_text
-from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
+from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form, sure_pass
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
@@ -247,10 +247,10 @@ def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
     expected = scorer.expected
     if expected is None or row.truncated or (scorer.nested and row.nested):
         return None
-    names, texts, known = row.names, row.arguments, row.batch.memo(scorer, "matcher")
+    names, texts = row.names, row.arguments
     wanted = list(map(_NAME, expected))
     if len(wanted) != len(names):
-        return _with_extras(scorer, expected, wanted, names, texts, known)
+        return _with_extras(scorer, expected, wanted, row)
     if names != wanted:
         return None
     arguments = list(map(_ARGUMENTS, expected))
@@ -259,13 +259,13 @@ def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
     steps = range(count)
     pairs = None
     if not same_texts(arguments, compared, texts):  # equal values may differ in text: ask the matcher
-        pairs = RowPairs(scorer.arguments, names, arguments, compared, texts, known)
+        pairs = RowPairs(scorer.arguments, names, arguments, compared, texts, _known(scorer, row))
         if not pairs.all_match(zip(steps, steps, strict=True)):
             return None
     if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
         matched = _identity(steps)
     else:
-        found = _matching(pairs or RowPairs(scorer.arguments, names, arguments, compared, texts, known))
+        found = _matching(pairs or RowPairs(scorer.arguments, names, arguments, compared, texts, _known(scorer, row)))
         if found is None:
             return None
         matched = found
@@ -273,19 +273,13 @@ def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
     return _passed(scorer, why, wanted, names, matched, _identity(steps))
 
 
-def _with_extras(
-    scorer: Trajectory,
-    expected: list[ExpectedCall],
-    wanted: list[str],
-    names: list[str],
-    texts: list[str | None],
-    known: dict[tuple[int, str | None], bool],
-) -> Score | None:
+def _with_extras(scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], row: RowCalls) -> Score | None:
     """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
+    names = row.names
     if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
         return None
     if len(set(names)) != len(names):  # which call pairs with which: the reference's own alignment
-        return _aligned(scorer, expected, wanted, names, texts, known)
+        return _aligned(scorer, expected, wanted, row)
     position = {name: j for j, name in enumerate(names)}
     pairs: list[list[int]] = []
     for i, name in enumerate(wanted):
@@ -293,12 +287,12 @@ def _with_extras(
         if j is None:
             return None
         if pairs and j <= pairs[-1][1]:  # out of order: a failure in order, allowed by superset and recall
-            return None if scorer.mode == "in_order" else _aligned(scorer, expected, wanted, names, texts, known)
+            return None if scorer.mode == "in_order" else _aligned(scorer, expected, wanted, row)
         pairs.append([i, j])
     arguments = list(map(_ARGUMENTS, expected))
     compared = compared_flags(scorer.arguments, wanted, arguments)
-    if not same_texts(arguments, compared, [texts[j] for _, j in pairs]):
-        asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts, known)  # `names` by expected call
+    if not same_texts(arguments, compared, [row.arguments[j] for _, j in pairs]):
+        asked = RowPairs(scorer.arguments, wanted, arguments, compared, row.arguments, _known(scorer, row))
         if not asked.all_match((i, j) for i, j in pairs):
             return None
     # Only same-name pairs can match and no name is made twice: the matching and the ordered pairs
@@ -308,14 +302,7 @@ def _with_extras(
     return _passed(scorer, f"extra {extra} (allowed in this mode)", wanted, names, pairs, [list(p) for p in pairs])
 
 
-def _aligned(
-    scorer: Trajectory,
-    expected: list[ExpectedCall],
-    wanted: list[str],
-    names: list[str],
-    texts: list[str | None],
-    known: dict[tuple[int, str | None], bool],
-) -> Score | None:
+def _aligned(scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], row: RowCalls) -> Score | None:
     """The passing `Score` where extra calls are allowed, from the reference's alignment of the row's calls.
 
     The longest in-order pairing (`lcs_pairs`) and the maximum matching (`max_bipartite_matching`)
@@ -330,7 +317,8 @@ def _aligned(
         encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)]
     except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
         return None
-    asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts, known)  # `names` by expected call
+    names, texts = row.names, row.arguments
+    asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts, _known(scorer, row))  # by expected call
 
     def compatible(i: int, j: int) -> bool:
         if wanted[i] != names[j]:
@@ -359,8 +347,8 @@ def _passed(
     ordered: list[list[int]],
 ) -> Score:
     """The reference's passing `Score`: value 1, its reason (`why`, after the mode) and its details."""
-    return scorer.result(
-        True,
+    return sure_pass(
+        scorer,
         1.0,
         f"Passed ({scorer.mode}, score 1.00): {why}.",
         expected=wanted,
@@ -383,6 +371,11 @@ def _matching(pairs: RowPairs) -> list[list[int]] | None:
     names, by_name = pairs.names, _positions(pairs.names)
     found = max_bipartite_matching(len(names), len(names), pairs.compatible, lambda i: by_name[names[i]])
     return None if pairs.unsure else [[i, j] for i, j in sorted(found.items())]
+
+
+def _known(scorer: Trajectory, row: RowCalls) -> dict[tuple[int, str | None], bool]:
+    """The matcher's answers the batch's rows share for `scorer` (`RowPairs`), fetched only when a pair is asked."""
+    return row.batch.memo(scorer, "matcher")
 
 
 def _identity(steps: range) -> list[list[int]]:

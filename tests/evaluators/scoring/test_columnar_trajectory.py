@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.evaluators.scoring.columns import sure_pass
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 
@@ -226,3 +227,13 @@ def test_a_subclass_of_a_builtin_scorer_is_left_to_its_own_score() -> None:
     found, _ = columnar(trace, _Stricter(expected=[{"name": "search", "arguments": {"city": "Paris", "n": 0}}]))
     assert found is None
     assert columnar(trace, Trajectory(expected=[{"name": "search", "arguments": {"city": "Paris", "n": 0}}]))[0]
+
+
+def test_a_sure_pass_is_the_validated_score() -> None:
+    # Built without validation for speed: equal to `Scorer.result`'s in fields, fields set and JSON.
+    scorer = Trajectory(expected=[{"name": "search"}], mode="strict")
+    for value, details in ((1.0, {"expected": ["search"], "matched": [[0, 0]]}), (None, {})):
+        made = sure_pass(scorer, value, "Passed (strict, score 1.00): all 1 expected calls matched.", **details)
+        validated = scorer.result(True, value, made.reason, **details)
+        assert made == validated and made.model_fields_set == validated.model_fields_set
+        assert made.model_dump_json() == validated.model_dump_json() and repr(made) == repr(validated)
