@@ -71,6 +71,11 @@ def _same(loaded: LoadedSpec, fresh: LoadedSpec) -> None:
         assert hashes == [s.config_hash() for turn in fresh.case_scorers[case_id] for s in turn]
         assert hashes == [digest for digest, _ in loaded.scorer_configs[case_id]]
         assert all(s.spec_check for turn in turns for s in turn[1:])
+        # Read back as it was compiled, down to which fields were set (models sharing that set in the pickle).
+        dumps = [s.model_dump(exclude_unset=True) for turn in turns for s in turn]
+        assert dumps == [s.model_dump(exclude_unset=True) for turn in fresh.case_scorers[case_id] for s in turn]
+    for case, twin in zip(loaded.spec.cases, fresh.spec.cases, strict=True):
+        assert case.model_dump(exclude_unset=True) == twin.model_dump(exclude_unset=True)
 
 
 def _no_validation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,7 +162,9 @@ def test_an_invalid_spec_is_never_kept_and_its_error_is_unchanged(root: Path, tm
 
 def test_a_spec_with_a_plugin_scorer_is_not_kept(root: Path, tmp_path: Path) -> None:
     register(Politeness)
-    path = _write(tmp_path, "cases:\n  - id: a\n    input: hi\n    expect: {t_spec_cache_politeness: {words: [please]}}\n")
+    path = _write(
+        tmp_path, "cases:\n  - id: a\n    input: hi\n    expect: {t_spec_cache_politeness: {words: [please]}}\n"
+    )
     loaded = load_spec(path)
     assert type(loaded.case_scorers["a"][0][0]) is Politeness
     assert _entries(root) == []
