@@ -12,10 +12,11 @@ The engine asks the forms on the rows of the traces table's batches as it reads 
 (`engine/columnar_entries.py`, local and Ray runs alike): `BatchCalls` is a batch's columns and
 `RowCalls` one top-level row's; a row the forms do not all pass is scored by the reference.
 
-A batch's tool-call columns become flat Python lists, each made by one Arrow call (`to_pylist` on
-a flat array) the first time a form asks for it, plus the list offsets that cut them per row. No
-`Trace` or `ToolCall` record is built. Only top-level rows (`parent_row` null) are indexed: they
-are the traces the engine scores (a nested agent's row usually shares its parent's trace id).
+A batch's columns are read the first time a form asks: a field of every call as one flat list
+(one Arrow call), cut per row by the list offsets; per-row flags and per-call ids (`call_keys`,
+`schema_ids`) by kernels over the whole batch. Forms keep what rows share (`memo`): each distinct
+call is checked once, a row's work is lookups. No `Trace` is built. Only top-level rows
+(`parent_row` null) are indexed: they are the traces the engine scores.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def columnar_form(cls: type[Scorer]) -> Callable[[F], F]:
 
 
 _PASS_FIELDS = frozenset(("scorer", "passed", "value", "reason", "details"))
+_KEPT: dict[int, tuple[Scorer, dict[str, dict[Any, Any]]]] = {}  # per scorer: its forms' dicts for the run (`memo`)
+_KEPT_MAX = 65536
 
 
 def sure_pass(scorer: Scorer, value: float | None, reason: str, **details: Any) -> Score:
@@ -72,11 +75,7 @@ def sure_pass(scorer: Scorer, value: float | None, reason: str, **details: Any) 
 
 
 def shared_pass(row: RowCalls, scorer: Scorer, key: object, make: Callable[[], Score]) -> Score:
-    """`make()`, the passing `Score` of `scorer` that is the same for every row of the batch with this `key`.
-
-    Made (and validated) once per batch and key, then handed to each such row: a `Score` is frozen,
-    and the report copies it (`score_result`) rather than keep it.
-    """
+    """`make()`, made once per batch: the passing `Score` of `scorer` alike for its rows with this `key` (frozen)."""
     made = row.batch.memo(scorer, "passing")
     found: Score | None = made.get(key)
     if found is None:
@@ -90,10 +89,8 @@ class RowCalls:
     __slots__ = ("batch", "index", "first_call", "_end", "names")
 
     def __init__(self, batch: BatchCalls, index: int) -> None:
-        self.batch = batch
-        """The batch the row is in: its per-batch kernels' results and memos (`BatchCalls.memo`)."""
-        self.index = index
-        """The row's position in the batch (the index of the batch's per-row lists)."""
+        self.batch, self.index = batch, index
+        """The batch the row is in (its kernels' results, `memo`) and the row's position in it."""
         self.first_call = start = batch.offsets[index]
         """Where the row's calls start in the batch's flat call lists."""
         self._end = end = batch.offsets[index + 1]
@@ -132,11 +129,6 @@ class RowCalls:
     def error_text(self) -> bool:
         """Whether any call's result text holds `"error"` (so may be an object with an `error` field)."""
         return self.batch.rows_error_text[self.index]
-
-    @property
-    def call_keys(self) -> list[int]:
-        """Each call's `BatchCalls.call_keys` id: equal ids, equal name, arguments text and truncation."""
-        return self.batch.call_keys[self.first_call : self._end]
 
     @property
     def model_calls(self) -> int:
@@ -220,14 +212,21 @@ class BatchCalls:
         index = self._rows.get(trace_id)
         return None if index is None else RowCalls(self, index)
 
-    def memo(self, scorer: Scorer, name: str) -> dict[Any, Any]:
-        """A dict living as long as the batch, for `scorer`'s form to keep what its rows share (per call key, ...).
+    def memo(self, scorer: Scorer, name: str, *, run: bool = False) -> dict[Any, Any]:
+        """A dict for `scorer`'s form to keep what rows share: for the batch (keys of its ids) or the run (of texts).
 
-        A form looks up what another row of the batch already worked out and computes only what is
-        missing, so a row never costs more than alone (the time limit stays per row). `scorer` is
-        held by the spec while its batches are read: its id is not reused meanwhile.
+        A row computes only what no row before it did, so never more than alone (the time limit stays
+        per row). A run's dict, kept with `scorer` (its id not reused meanwhile), empties at `_KEPT_MAX`.
         """
-        return self._memos.setdefault((id(scorer), name), {})
+        if not run:
+            return self._memos.setdefault((id(scorer), name), {})
+        if (kept := _KEPT.get(id(scorer))) is None or kept[0] is not scorer:
+            if len(_KEPT) >= _KEPT_MAX:
+                _KEPT.clear()
+            kept = _KEPT[id(scorer)] = (scorer, {})
+        if len(found := kept[1].setdefault(name, {})) >= _KEPT_MAX:
+            found.clear()
+        return found
 
     def column(self, name: str) -> list[object]:
         """A top-level column of the batch as Python values (converted once, on first use)."""

@@ -274,7 +274,8 @@ def _all_distinct(scorer: ToolEfficiency, row: RowCalls) -> bool:
     """
     ids, keys = row.batch.memo(scorer, "call ids"), row.batch.memo(scorer, "canonical keys")
     names, texts, seen = row.batch.names, row.batch.arguments, set()
-    for j, call in enumerate(row.call_keys, row.first_call):
+    for j in range(row.first_call, row.first_call + len(row.names)):
+        call = row.batch.call_keys[j]  # the same id: the same name, arguments text and truncation
         found = ids.get(call)
         if found is None:
             text = texts[j]

@@ -247,7 +247,8 @@ def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls) -> Score | 
     offered = row.batch.schema_ids[row.index]
     verdicts = row.batch.memo(scorer, "verdicts")  # (offered tools, call key) -> _VALID, _UNCHECKED or _DOUBT
     checked = 0
-    for j, call in enumerate(row.call_keys, row.first_call):
+    for j in range(row.first_call, row.first_call + len(row.names)):
+        call = row.batch.call_keys[j]  # the same id: the same name, arguments text and truncation
         verdict = verdicts.get((offered, call))
         if verdict is None:
             verdict = verdicts[offered, call] = _verdict(scorer, row, offered, j)
@@ -264,32 +265,46 @@ _VALID, _UNCHECKED, _DOUBT = 0, 1, 2
 
 
 def _verdict(scorer: ToolCallValidity, row: RowCalls, offered: int, j: int) -> int:
-    """The reference's check of the batch's call `j` (`_check`), under the tools `offered` (a `schema_ids` id)."""
+    """The reference's check of the batch's call `j` (`_check`), under the tools `offered` (a `schema_ids` id).
+
+    Kept for the run too, by the tools' and the call's texts: the next batches' rows repeat most calls.
+    """
     tools = row.batch.memo(scorer, "tools")
-    if (known_schemas := tools.get(offered)) is None:
-        known_schemas = tools[offered] = _known_schemas(scorer, row)
-    if not known_schemas[0] and not known_schemas[1]:
-        return _DOUBT  # nothing offered nor given: the reference says what is missing
+    if (known := tools.get(offered)) is None:
+        known = tools[offered] = _known_schemas(scorer, row)
     text, cut = row.batch.arguments[j], bool(row.batch.call_field("arguments_truncated")[j])
-    call = ToolCall(  # validated: 3x faster than `model_construct` for its dozen fields
-        name=row.batch.names[j], arguments=None if text is None else json.loads(text), arguments_truncated=cut
-    )
+    key, run = (known[2], row.batch.names[j], text, cut), row.batch.memo(scorer, "verdicts", run=True)
+    if (verdict := run.get(key)) is None:
+        verdict = run[key] = _checked(scorer, known, key[1:])
+    return verdict
+
+
+def _checked(
+    scorer: ToolCallValidity, known: tuple[set[str], dict[str, Any], object], call: tuple[str, str | None, bool]
+) -> int:
+    """`_check` of the call `(name, arguments text, truncated)`: `_VALID`, `_UNCHECKED` or `_DOUBT`."""
+    if not known[0] and not known[1]:
+        return _DOUBT  # nothing offered nor given: the reference says what is missing
+    name, text, cut = call
+    arguments = None if text is None else json.loads(text)
+    made = ToolCall(name=name, arguments=arguments, arguments_truncated=cut)  # validated: 3x `model_construct`'s speed
     compiled: dict[str, Compiled] = {}
-    finding = scorer._check(0, call, known_schemas[0], known_schemas[1], compiled)
+    finding = scorer._check(0, made, known[0], known[1], compiled)
     if finding is None:
         return _UNCHECKED
     # A problem, or a note on the schema (patterns RE2 cannot run): the reference says.
     return _DOUBT if finding or any(entry[3] for entry in compiled.values()) else _VALID
 
 
-def _known_schemas(scorer: ToolCallValidity, row: RowCalls) -> tuple[set[str], dict[str, Any]]:
-    """The tools `_check` takes as known and their schemas, from the row's `tool_schemas` and the configured ones."""
+def _known_schemas(scorer: ToolCallValidity, row: RowCalls) -> tuple[set[str], dict[str, Any], tuple[object, ...]]:
+    """The tools `_check` takes as known, their schemas (recorded and configured), and the tools' texts."""
     tools = offered_tools(row)
     offered = {tool["name"] for tool in tools}
     recorded = [(tool["name"], tool["parameters_json"]) for tool in tools if tool["parameters_json"] is not None]
     schemas = {name: schema_parameters(text) for name, text in recorded}
     schemas.update(scorer.schemas)
-    return (offered | set(scorer.schemas) if offered else set()), schemas
+    texts = tuple((tool["name"], tool["parameters_json"]) for tool in tools)
+    return (offered | set(scorer.schemas) if offered else set()), schemas, texts
 
 
 def _validity_pass(scorer: ToolCallValidity, checked: int, skipped: int) -> Score:
@@ -331,7 +346,9 @@ def _sure_matches(scorer: ToolCorrectness, expected: list[ExpectedCall], row: Ro
     wanted = [_expected_text(scorer, want) for want in expected]
     expected_names, arguments = [want.name for want in expected], [want.arguments for want in expected]
     compared = compared_flags(scorer.arguments, expected_names, arguments)
-    asked = RowPairs(scorer.arguments, expected_names, arguments, compared, texts, row.batch.memo(scorer, "matcher"))
+    asked = RowPairs(
+        scorer.arguments, expected_names, arguments, compared, texts, row.batch.memo(scorer, "matcher", run=True)
+    )
 
     def sure(i: int, j: int) -> bool:
         want = wanted[i]

@@ -375,7 +375,7 @@ def _matching(pairs: RowPairs) -> list[list[int]] | None:
 
 def _known(scorer: Trajectory, row: RowCalls) -> dict[tuple[int, str | None], bool]:
     """The matcher's answers the batch's rows share for `scorer` (`RowPairs`), fetched only when a pair is asked."""
-    return row.batch.memo(scorer, "matcher")
+    return row.batch.memo(scorer, "matcher", run=True)  # keyed by expected call and text
 
 
 def _identity(steps: range) -> list[list[int]]:

@@ -145,8 +145,13 @@ def test_each_distinct_call_of_a_batch_gets_its_own_verdict() -> None:
         for a, t in zip(made, [tools, tools, tools, tools, []], strict=True)
     ]
     traces.append(traces[0].model_copy(update={"tool_calls": [ToolCall(name="get_weather", arguments_truncated=True)]}))
-    found = check_rows(traces, ToolCallValidity())
+    scorer = ToolCallValidity()
+    found = check_rows(traces, scorer)
     assert [score is not None for score in found] == [True, False, True, False, False, False]
+    # The verdicts are kept for the next batches by the offered tools' and the call's texts.
+    stricter = [ToolSchema(name="get_weather", parameters={**_WEATHER, "required": ["city", "days"]})]
+    again = [traces[0], traces[0].model_copy(update={"tool_schemas": stricter}), traces[2]]
+    assert [score is not None for score in check_rows(again, scorer)] == [True, False, True]
 
 
 @_PASSING
