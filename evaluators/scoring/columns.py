@@ -57,7 +57,7 @@ def columnar_form(cls: type[Scorer]) -> Callable[[F], F]:
 
 _PASS_FIELDS = frozenset(("scorer", "passed", "value", "reason", "details"))
 _KEPT: dict[int, tuple[Scorer, dict[str, dict[Any, Any]]]] = {}  # per scorer: its forms' dicts for the run (`memo`)
-_KEPT_MAX = 65536
+_KEPT_MAX = 65536  # entries of a dict; and 1024 scorers at most (a spec of one scorer a case would keep 10,000 dicts)
 
 
 def sure_pass(scorer: Scorer, value: float | None, reason: str, **details: Any) -> Score:
@@ -221,7 +221,7 @@ class BatchCalls:
         if not run:
             return self._memos.setdefault((id(scorer), name), {})
         if (kept := _KEPT.get(id(scorer))) is None or kept[0] is not scorer:
-            if len(_KEPT) >= _KEPT_MAX:
+            if len(_KEPT) >= 1024:
                 _KEPT.clear()
             kept = _KEPT[id(scorer)] = (scorer, {})
         if len(found := kept[1].setdefault(name, {})) >= _KEPT_MAX:
