@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import IO
 
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
+_BUFFER = 1 << 20
 _pread = getattr(os, "pread", None)
 """Positional reads where the platform has them (not Windows)."""
 
@@ -29,7 +30,8 @@ class Spill:
     """An append-only file of JSON results, grouped by a key, read back sorted by start time."""
 
     def __init__(self) -> None:
-        self._file: IO[bytes] = tempfile.TemporaryFile(prefix="evaltrace-scores-")
+        # A sample's record is a few KB: the default 8 KB buffer made a write call every few samples.
+        self._file: IO[bytes] = tempfile.TemporaryFile(prefix="evaltrace-scores-", buffering=_BUFFER)
         self._size = 0
         self._groups: dict[str, list[_Row]] = {}
 
