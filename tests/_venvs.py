@@ -88,9 +88,10 @@ def _write_bytecode(env_dir: Path) -> None:
     (site / "_evaltrace_tests_bytecode.pth").write_text("import sys; sys.dont_write_bytecode = False\n")
 
 
-def _entry_points_digest() -> str:
-    entry_points = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
-    return hashlib.sha256(json.dumps(entry_points, sort_keys=True).encode()).hexdigest()
+def _project_digest() -> str:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    installed = {"entry-points": project["entry-points"], "dependencies": project["dependencies"]}
+    return hashlib.sha256(json.dumps(installed, sort_keys=True).encode()).hexdigest()
 
 
 def cached_venv(root: Path, requirements: Sequence[str], *, with_evaltrace: bool) -> Path:
@@ -108,9 +109,10 @@ def cached_venv(root: Path, requirements: Sequence[str], *, with_evaltrace: bool
     env_dir = root / "env"
     python = env_dir / "bin" / "python"
     marker = env_dir / ".evaltrace-requirements"
-    # An editable install copies the entry points of pyproject.toml into the venv: a venv made
-    # before they changed would load stale ones, so it is keyed on the file too.
-    project = _entry_points_digest() if with_evaltrace else None
+    # An editable install copies the entry points of pyproject.toml into the venv and installs its
+    # dependencies: a venv made before either changed would load stale entry points or miss a
+    # dependency, so it is keyed on both.
+    project = _project_digest() if with_evaltrace else None
     wanted = json.dumps({"requirements": list(requirements), "evaltrace": with_evaltrace, "pyproject": project})
     with locked(root / ".lock", INSTALL_TIMEOUT):
         if python.exists() and marker.exists() and marker.read_text() == wanted:
