@@ -1,7 +1,7 @@
 """Options and arguments shared by several commands, declared once so they stay in step.
 
-Most are `evaltrace score`'s and `evaltrace run`'s; `PATHS_HELP` and `folders` serve every command
-that reads or tidies span files.
+The groups of options `evaltrace score` and `evaltrace run` share are `_scoring_options.py`'s; `PATHS_HELP`
+and `folders` serve every command that reads or tidies span files.
 """
 
 from __future__ import annotations
@@ -20,67 +20,11 @@ from evaltrace.collector.errors import InputError
 if TYPE_CHECKING:
     from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 
-JUDGE = "Judge"
-SELECT = "Selection"
 PATHS_HELP = (
     "Run files (*.parquet), OTLP files (JSON lines or protobuf, plain or gzip), folders (their *.parquet files) "
     "or globs such as 'runs/*.parquet'."
 )
 
-Confidence = Annotated[
-    float | None,
-    typer.Option(
-        "--confidence", metavar="RATE", min=0.0, max=1.0, help="Minimum pass rate for the gate (overrides the spec's)."
-    ),
-]
-JsonPath = Annotated[
-    str | None, typer.Option("--json", metavar="FILE", help="Write the JSON report to FILE ('-' for stdout).")
-]
-JunitPath = Annotated[
-    str | None,
-    typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report to FILE (one test suite per tier)."),
-]
-MarkdownPath = Annotated[
-    str | None,
-    typer.Option(
-        "--markdown",
-        metavar="FILE",
-        help="Write a Markdown summary to FILE; also appended to $GITHUB_STEP_SUMMARY when that is set.",
-    ),
-]
-HtmlPath = Annotated[
-    str | None,
-    typer.Option(
-        "--html",
-        metavar="FILE",
-        help="Write a self-contained HTML report to FILE: summary, charts, filters, entries' scores and trace trees.",
-    ),
-]
-Reports = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--report",
-        metavar="FORMAT=FILE",
-        help=(
-            "Write a report in FORMAT (json, junit, markdown, html, or an installed evaltrace.report_formats "
-            "plugin) to FILE (repeatable)."
-        ),
-    ),
-]
-Tiers = Annotated[
-    list[str] | None,
-    typer.Option("--tier", metavar="TIER", help="Only cases of this tier (repeatable).", rich_help_panel=SELECT),
-]
-Tags = Annotated[
-    list[str] | None,
-    typer.Option("--tag", metavar="TAG", help="Only cases with this tag (repeatable).", rich_help_panel=SELECT),
-]
-CaseGlobs = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--case", metavar="GLOB", help="Only cases whose id matches (glob; repeatable).", rich_help_panel=SELECT
-    ),
-]
 Workers = Annotated[
     int | None,
     typer.Option(
@@ -130,37 +74,6 @@ ScorerTimeout = Annotated[
         "goes on (0: no limit; judge scorers are bounded by --judge-timeout).",
     ),
 ]
-JudgeModel = Annotated[str | None, typer.Option(metavar="MODEL", help="Judge model name.", rich_help_panel=JUDGE)]
-JudgeBaseUrl = Annotated[
-    str | None, typer.Option(metavar="URL", help="OpenAI-compatible base URL of the judge.", rich_help_panel=JUDGE)
-]
-JudgeApiKey = Annotated[
-    str | None,
-    typer.Option(
-        metavar="KEY",
-        help="Judge API key. Prefer EVALTRACE_JUDGE_API_KEY: a command line is visible to other users (ps).",
-        rich_help_panel=JUDGE,
-    ),
-]
-JudgeAllowInsecure = Annotated[
-    bool,
-    typer.Option(
-        "--judge-allow-insecure",
-        metavar="",
-        help="Send the judge API key over plain http:// to a host outside loopback (EVALTRACE_JUDGE_ALLOW_INSECURE).",
-        rich_help_panel=JUDGE,
-    ),
-]
-JudgeTimeout = Annotated[
-    float | None,
-    typer.Option(metavar="SECONDS", min=0.0, help="Total seconds one judge request may take.", rich_help_panel=JUDGE),
-]
-JudgeConcurrency = Annotated[
-    int | None, typer.Option(metavar="N", min=1, help="Judge requests in flight at once.", rich_help_panel=JUDGE)
-]
-JudgeMaxRequests = Annotated[
-    int | None, typer.Option(metavar="N", min=0, help="Budget of judge requests for the run.", rich_help_panel=JUDGE)
-]
 NoCache = Annotated[
     bool,
     typer.Option(
@@ -170,35 +83,12 @@ NoCache = Annotated[
         "(EVALTRACE_CACHE_DIR; default ~/.cache/evaltrace).",
     ),
 ]
-JudgeCacheDir = Annotated[
-    Path | None,
-    typer.Option(
-        metavar="DIR",
-        help="Cache root for the judge verdicts, kept in its judge/ (EVALTRACE_JUDGE_CACHE_DIR; default: evaltrace's "
-        "cache root). Its verdicts are trusted: keep it outside the repository.",
-        rich_help_panel=JUDGE,
-    ),
-]
-NoJudgeCache = Annotated[
-    bool,
-    typer.Option(
-        "--no-judge-cache", metavar="", help="Neither read nor write the verdict cache.", rich_help_panel=JUDGE
-    ),
-]
 
-StoreDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--store",
-        metavar="DIR",
-        help="The score store this scoring is added to (default: $EVALTRACE_STORE, else .evaltrace/store).",
-    ),
-]
 StoreOption = Annotated[
     str | None,
     typer.Option("--store", metavar="DIR", help="The score store (EVALTRACE_STORE; default .evaltrace/store)."),
 ]
-"""`--store` of the commands that read or label a store (scoring's own is `StoreDir`)."""
+"""`--store` of the commands that read or label a store (scoring's own is `GateArgs.store`)."""
 MinJudgeKappa = Annotated[
     float | None,
     typer.Option(
@@ -206,16 +96,6 @@ MinJudgeKappa = Annotated[
         metavar="K",
         help="Refuse to gate (exit 2) when a judge's kappa against people's labels in the store (n >= 10) is "
         "below K (see evaltrace calibrate).",
-    ),
-]
-NoStore = Annotated[bool, typer.Option("--no-store", metavar="", help="Do not add this scoring to the score store.")]
-Baseline = Annotated[
-    str | None,
-    typer.Option(
-        "--baseline",
-        metavar="REF",
-        help="Compare with REF, a JSON report or a scoring-run id in the store (see evaltrace compare): also fail "
-        "(exit 1) on a significant regression (--alpha), or with --strict on any case that regressed.",
     ),
 ]
 DEFAULT_ALPHA = 0.05

@@ -15,10 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
-from pydantic import SecretStr
 
 from evaltrace.cli import _options as opt
 from evaltrace.cli._progress import progress_bar
@@ -26,6 +25,7 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import inline
 
 if TYPE_CHECKING:
+    from evaltrace.cli._scoring_options import JudgeArgs, SelectionArgs
     from evaltrace.collector.otlp.files.inputs import RunFiles
     from evaltrace.collector.otlp.send.targets import ResultsTarget
     from evaltrace.evaluators.engine.scoring import ScoreOptions
@@ -76,54 +76,27 @@ class Scoring:
 
 def score_options(
     confidence: float | None,
-    selection: tuple[list[str] | None, list[str] | None, list[str] | None],
+    selection: SelectionArgs,
     workers: int | None,
     scorer_timeout: float,
     no_cache: bool,
-    judge: dict[str, Any],
+    judge: JudgeArgs,
     ray_address: str | None = None,
 ) -> ScoreOptions:
-    """The options `score` and `run` share, as the engine's `ScoreOptions` (`selection`: --tier, --tag, --case)."""
+    """The options `score` and `run` share, as the engine's `ScoreOptions`."""
     from evaltrace.evaluators.engine.scoring import ScoreOptions
 
-    tiers, tags, cases = selection
     return ScoreOptions(
         confidence=confidence,
-        tiers=tuple(tiers or ()),
-        tags=tuple(tags or ()),
-        cases=tuple(cases or ()),
+        tiers=tuple(selection.tier or ()),
+        tags=tuple(selection.tag or ()),
+        cases=tuple(selection.case or ()),
         workers=workers,
         ray_address=ray_address,
         scorer_timeout=scorer_timeout or None,  # 0: no limit
         cache=not no_cache,
-        judge_overrides=judge,
+        judge_overrides=judge.overrides(),
     )
-
-
-def judge_options(
-    model: str | None,
-    base_url: str | None,
-    api_key: str | None,
-    timeout: float | None,
-    concurrency: int | None,
-    max_requests: int | None,
-    cache_dir: Path | None,
-    no_cache: bool,
-    allow_insecure: bool,
-) -> dict[str, Any]:
-    """The `--judge-*` options given, as `JudgeSettings` fields; the environment (then the default) fills the rest."""
-    given = {
-        "model": model,
-        "base_url": base_url,
-        "api_key": SecretStr(api_key) if api_key is not None else None,  # never in a repr of the options
-        "timeout": timeout,
-        "concurrency": concurrency,
-        "max_requests": max_requests,
-        "cache_dir": cache_dir,
-        "cache": False if no_cache else None,  # a flag left off is not given
-        "allow_insecure": True if allow_insecure else None,
-    }
-    return {field: value for field, value in given.items() if value is not None}
 
 
 def score_and_gate(paths: list[str], scoring: Scoring) -> None:

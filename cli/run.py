@@ -24,7 +24,8 @@ import typer
 from evaltrace.cli import _options as opt
 from evaltrace.cli import _otlp_options as otlp
 from evaltrace.cli._progress import progress_bar
-from evaltrace.cli._scoring import Scoring, baseline_side, compare_options, judge_options, score_and_gate, score_options
+from evaltrace.cli._scoring import Scoring, baseline_side, compare_options, score_and_gate, score_options
+from evaltrace.cli._scoring_options import GateArgs, JudgeArgs, ReportArgs, SelectionArgs, option_groups
 from evaltrace.collector.errors import InputError
 from evaltrace.collector.terminal import plural, printable
 from evaltrace.evaluators.engine.time_limit import DEFAULT_SCORER_TIMEOUT
@@ -39,7 +40,9 @@ _OUTCOMES: tuple[tuple[CallOutcome, str], ...] = (("ok", "ok"), ("error", "error
 """Each call outcome, singular and plural, in the order the run's tally lists them."""
 
 
+@option_groups
 def run(
+    *,
     agent: Annotated[
         str,
         typer.Option(
@@ -70,32 +73,13 @@ def run(
             "--out", metavar="DIR", help="Folder for the run (default runs/<timestamp>-<id>/).", rich_help_panel=_RUN
         ),
     ] = None,
-    confidence: opt.Confidence = None,
-    json_path: opt.JsonPath = None,
-    store: opt.StoreDir = None,
-    no_store: opt.NoStore = False,
-    baseline: opt.Baseline = None,
-    alpha: opt.Alpha = None,
-    strict: opt.Strict = False,
+    gate: GateArgs,
     no_cache: opt.NoCache = False,
-    junit_path: opt.JunitPath = None,
-    markdown_path: opt.MarkdownPath = None,
-    html_path: opt.HtmlPath = None,
-    report: opt.Reports = None,
-    tier: opt.Tiers = None,
-    tag: opt.Tags = None,
-    case: opt.CaseGlobs = None,
+    reports: ReportArgs,
     plugin: opt.Plugins = None,
-    judge_model: opt.JudgeModel = None,
-    judge_base_url: opt.JudgeBaseUrl = None,
-    judge_api_key: opt.JudgeApiKey = None,
     scorer_timeout: opt.ScorerTimeout = DEFAULT_SCORER_TIMEOUT,
-    judge_timeout: opt.JudgeTimeout = None,
-    judge_concurrency: opt.JudgeConcurrency = None,
-    judge_max_requests: opt.JudgeMaxRequests = None,
-    judge_cache_dir: opt.JudgeCacheDir = None,
-    no_judge_cache: opt.NoJudgeCache = False,
-    judge_allow_insecure: opt.JudgeAllowInsecure = False,
+    selection: SelectionArgs,
+    judge: JudgeArgs,
     send_results: otlp.SendResults = None,
     protocol: otlp.Protocol = "http/protobuf",
     header: otlp.Headers = None,
@@ -108,48 +92,37 @@ def run(
 
     if timeout is not None and timeout <= 0:
         raise InputError("--timeout: must be more than 0 seconds")
-    judge = judge_options(
-        judge_model,
-        judge_base_url,
-        judge_api_key,
-        judge_timeout,
-        judge_concurrency,
-        judge_max_requests,
-        judge_cache_dir,
-        no_judge_cache,
-        judge_allow_insecure,
-    )
     # This process runs the agent and may still have its threads when scoring: never fork it (workers=1).
-    options = score_options(confidence, (tier, tag, case), 1, scorer_timeout, no_cache, judge)
+    options = score_options(gate.confidence, selection, 1, scorer_timeout, no_cache, judge)
     # A bad FILE stops us before the agent runs.
-    reports = opt.report_destinations(json_path, junit_path, markdown_path, html_path, report or ())
-    store_dir = opt.store_choice(store, no_store)  # an unwritable store stops us before the agent runs
-    baseline_side(baseline, store_dir)  # so does a --baseline REF that names no run
-    compare_options(baseline, alpha, strict)  # or --alpha / --strict without it
+    destinations = reports.destinations(gate.json_path)
+    store_dir = opt.store_choice(gate.store, gate.no_store)  # an unwritable store stops us before the agent runs
+    baseline_side(gate.baseline, store_dir)  # so does a --baseline REF that names no run
+    compare_options(gate.baseline, gate.alpha, gate.strict)  # or --alpha / --strict without it
     results = otlp.results_target(send_results, protocol, header)  # and a bad --send-results
     # As `opentelemetry-instrument` would: the installed instrumentations, before the agent's module loads.
     instrument_installed()
     function = load_agent(agent)
     opt.load_plugins(plugin)  # before the spec, which may name the plugins' scorers
     loaded, case_id = opt.load_spec_arg(spec, cache=not no_cache)
-    selection = dataclasses.replace(options, cases=opt.case_globs(case, case_id))
-    cases = select_cases(loaded, selection)
+    chosen = dataclasses.replace(options, cases=opt.case_globs(selection.case, case_id))
+    cases = select_cases(loaded, chosen)
     # A judge that cannot be asked stops us before the agent runs, not after.
-    check_judge_setup(new_run(loaded, selection)[0].scorers(), judge)
+    check_judge_setup(new_run(loaded, chosen)[0].scorers(), options.judge_overrides)
     directory = out if out is not None else new_run_directory()
     run_options = RunOptions(repeat=repeat, concurrency=concurrency, timeout=timeout)
     with progress_bar("running", "calls", lambda: _planned_calls(cases, repeat)) as progress:
         result = run_agent(function, cases, directory, run_options, on_call=_counter(progress))
-    _report_run(result, spec, tier, tag, case)
+    _report_run(result, spec, selection)
     scoring = Scoring(
         spec=spec,
         options=options,
         loaded=(loaded, case_id),
-        reports=reports,
+        reports=destinations,
         store=store_dir,
-        baseline=baseline,
-        alpha=alpha,
-        strict=strict,
+        baseline=gate.baseline,
+        alpha=gate.alpha,
+        strict=gate.strict,
         send_results=results,
     )
     score_and_gate([str(directory)], scoring)  # the plugins and the spec were loaded above, once
@@ -168,9 +141,7 @@ def _counter(progress: Callable[[int], None] | None) -> Callable[[CallRecord], N
     return lambda _call: progress(next(done))
 
 
-def _report_run(
-    result: RunResult, spec: str, tier: list[str] | None, tag: list[str] | None, case: list[str] | None
-) -> None:
+def _report_run(result: RunResult, spec: str, selection: SelectionArgs) -> None:
     """Tell the user (on stderr, so stdout stays `evaltrace score`'s) what ran and where it is."""
     for call in result.calls:
         if call.outcome != "ok":
@@ -181,7 +152,6 @@ def _report_run(
     counts = ", ".join(plural(result.count(one), one, many) for one, many in _OUTCOMES)
     calls = plural(len(result.calls), "agent call")
     print(printable(f"recorded {calls} ({counts}) into {result.directory}"), file=sys.stderr)
-    selection = [f"--tier {shlex.quote(t)}" for t in tier or []] + [f"--tag {shlex.quote(t)}" for t in tag or []]
-    selection += [f"--case {shlex.quote(c)}" for c in case or []]
-    command = ["evaltrace score", shlex.quote(str(result.directory)), "--spec", shlex.quote(spec), *selection]
+    chosen = [f"--{name} {shlex.quote(value)}" for name, values in vars(selection).items() for value in values or []]
+    command = ["evaltrace score", shlex.quote(str(result.directory)), "--spec", shlex.quote(spec), *chosen]
     print(printable("score it again with: " + " ".join(command)), file=sys.stderr)

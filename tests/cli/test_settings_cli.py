@@ -84,11 +84,12 @@ def test_an_option_beats_its_variable(tmp_path: Path) -> None:
 
 
 def test_the_options_carried_to_the_engine_show_no_key() -> None:
-    from evaltrace.cli._scoring import judge_options, score_options
+    from evaltrace.cli._scoring import score_options
+    from evaltrace.cli._scoring_options import JudgeArgs, SelectionArgs
     from evaltrace.evaluators.scoring.judge.settings import JudgeSettings
 
-    judge = judge_options("m", "http://127.0.0.1:9/v1", "sk-carried-key\n", None, None, None, None, True, False)
-    options = score_options(None, (None, None, None), None, 0, False, judge)
+    judge = JudgeArgs("m", "http://127.0.0.1:9/v1", "sk-carried-key\n", no_judge_cache=True)
+    options = score_options(None, SelectionArgs(), None, 0, False, judge)
     assert "sk-carried-key" not in repr(options)
     settings = JudgeSettings.from_env({}, **options.judge_overrides)
     assert settings.api_key is not None and settings.api_key.get_secret_value() == "sk-carried-key"
