@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import IO
 
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
-_BUFFER = 1 << 20
+_BUFFER = 1 << 18
 _pread = getattr(os, "pread", None)
 """Positional reads where the platform has them (not Windows)."""
 
@@ -30,7 +30,7 @@ class Spill:
     """An append-only file of JSON results, grouped by a key, read back sorted by start time."""
 
     def __init__(self) -> None:
-        # A sample's record is a few KB: the default 8 KB buffer made a write call every few samples.
+        # A sample's record is a few KB: an 8 KB buffer (the default) wrote every few samples, 256 KB every ~100.
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="evaltrace-scores-", buffering=_BUFFER)
         self._size = 0
         self._groups: dict[str, list[_Row]] = {}
