@@ -22,8 +22,7 @@ from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs,
 
 from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.shard import Shard
-from evaltrace.evaluators.engine.ray_data import ShardResult
-from evaltrace.evaluators.engine.ray_data import score_shard
+from evaltrace.evaluators.engine.ray_data import ShardResult, score_shard
 from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run
 from evaltrace.evaluators.results.report.writer import unpark
 from evaltrace.evaluators.scoring.scorers.output import Output
