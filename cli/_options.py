@@ -11,7 +11,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,96 +25,88 @@ PATHS_HELP = (
     "or globs such as 'runs/*.parquet'."
 )
 
+
+def option(metavar: str, help: str, *names: str, panel: str | None = None, **more: Any) -> Any:
+    """A `typer.Option` taking `metavar` (named after its parameter unless `names` are given), shown in `panel`."""
+    return typer.Option(*names, metavar=metavar, help=help, rich_help_panel=panel, **more)
+
+
 Workers = Annotated[
     int | None,
-    typer.Option(
-        "--workers",
-        metavar="N",
+    option(
+        "N",
+        "Processes that read and score in parallel (default: one per CPU for runs of 8 MB or more; runs with judge "
+        "scorers use one).",
         min=1,
-        help="Processes that read and score in parallel (default: one per CPU for runs of 8 MB or more; "
-        "runs with judge scorers use one).",
     ),
 ]
 Engine = Annotated[
     str,
-    typer.Option(
-        "--engine",
-        metavar="NAME",
+    option(
+        "NAME",
         # Escaped: rich would read `[ray]` as markup and drop it from the help.
-        help="Where to score: local (this machine) or ray (a Ray cluster: pip install 'evaltrace\\[ray]'; "
-        "--workers is then the number of shards, default two per cluster CPU).",
+        "Where to score: local (this machine) or ray (a Ray cluster: pip install 'evaltrace\\[ray]'; --workers is "
+        "then the number of shards, default two per cluster CPU).",
     ),
 ]
 RayAddress = Annotated[
     str | None,
-    typer.Option(
-        "--ray-address",
-        metavar="ADDR",
-        help="With --engine ray: the cluster to join, as HOST:PORT of its head (default: RAY_ADDRESS, "
-        "else a Ray started on this machine for the run).",
+    option(
+        "ADDR",
+        "With --engine ray: the cluster to join, as HOST:PORT of its head (default: RAY_ADDRESS, else a Ray started "
+        "on this machine for the run).",
     ),
 ]
 Plugins = Annotated[
     list[str] | None,
-    typer.Option(
+    option(
+        "REF",
+        "Custom scorers to load: a file (my_scorers.py), a module, or MODULE:CLASS (repeatable; EVALTRACE_PLUGINS "
+        "holds a space-separated list). Installed evaltrace.scorers plugins load by themselves.",
         "--plugin",
-        metavar="REF",
         envvar="EVALTRACE_PLUGINS",
-        help="Custom scorers to load: a file (my_scorers.py), a module, or MODULE:CLASS (repeatable; "
-        "EVALTRACE_PLUGINS holds a space-separated list). Installed evaltrace.scorers plugins load by themselves.",
     ),
 ]
 ScorerTimeout = Annotated[
     float,
-    typer.Option(
-        "--scorer-timeout",
-        metavar="SECONDS",
+    option(
+        "SECONDS",
+        "Seconds one scorer may take on one entry; past it, its result is an error naming it and the run goes on "
+        "(0: no limit; judge scorers are bounded by --judge-timeout).",
         min=0.0,
-        help="Seconds one scorer may take on one entry; past it, its result is an error naming it and the run "
-        "goes on (0: no limit; judge scorers are bounded by --judge-timeout).",
     ),
 ]
 NoCache = Annotated[
     bool,
-    typer.Option(
-        "--no-cache",
-        metavar="",
-        help="Rebuild the traces from the span files and compile the spec again, without reading or writing the cache "
+    option(
+        "",
+        "Rebuild the traces from the span files and compile the spec again, without reading or writing the cache "
         "(EVALTRACE_CACHE_DIR; default ~/.cache/evaltrace).",
+        "--no-cache",
     ),
 ]
-
-StoreOption = Annotated[
-    str | None,
-    typer.Option("--store", metavar="DIR", help="The score store (EVALTRACE_STORE; default .evaltrace/store)."),
-]
+StoreOption = Annotated[str | None, option("DIR", "The score store (EVALTRACE_STORE; default .evaltrace/store).")]
 """`--store` of the commands that read or label a store (scoring's own is `GateArgs.store`)."""
 MinJudgeKappa = Annotated[
     float | None,
-    typer.Option(
-        "--min-judge-kappa",
-        metavar="K",
-        help="Refuse to gate (exit 2) when a judge's kappa against people's labels in the store (n >= 10) is "
-        "below K (see evaltrace calibrate).",
+    option(
+        "K",
+        "Refuse to gate (exit 2) when a judge's kappa against people's labels in the store (n >= 10) is below K "
+        "(see evaltrace calibrate).",
     ),
 ]
 DEFAULT_ALPHA = 0.05
 Alpha = Annotated[
     float | None,
-    typer.Option(
-        "--alpha",
-        metavar="P",
-        help=f"Significance level of the regression tests against the baseline (compare's BASE, score's --baseline); "
-        f"the CIs are 1 - P (default {DEFAULT_ALPHA}).",
+    option(
+        "P",
+        "Significance level of the regression tests against the baseline (compare's BASE, score's --baseline); the "
+        f"CIs are 1 - P (default {DEFAULT_ALPHA}).",
     ),
 ]
 Strict = Annotated[
     bool,
-    typer.Option(
-        "--strict",
-        metavar="",
-        help="Fail (exit 1) on any case that passed in the baseline and fails now, significant or not.",
-    ),
+    option("", "Fail (exit 1) on any case that passed in the baseline and fails now, significant or not.", "--strict"),
 ]
 
 

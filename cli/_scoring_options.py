@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
 from pydantic import SecretStr
 
 from evaltrace.cli import _options as opt
@@ -52,29 +51,26 @@ def option_groups(command: Callable[..., None]) -> Callable[..., None]:
     return grouped
 
 
-def _option(metavar: str, help: str, *names: str, panel: str | None = None, **limits: Any) -> Any:
-    """A `typer.Option` taking `metavar` (named after its field unless `names` are given), shown in `panel`."""
-    return typer.Option(*names, metavar=metavar, help=help, rich_help_panel=panel, **limits)
-
-
 @dataclass(frozen=True)
 class GateArgs:
     """The gate, the JSON report, the score store and the baseline the scoring is held against."""
 
     confidence: Annotated[
-        float | None, _option("RATE", "Minimum pass rate for the gate (overrides the spec's).", min=0.0, max=1.0)
+        float | None, opt.option("RATE", "Minimum pass rate for the gate (overrides the spec's).", min=0.0, max=1.0)
     ] = None
-    json_path: Annotated[str | None, _option("FILE", "Write the JSON report to FILE ('-' for stdout).", "--json")] = (
-        None
-    )
+    json_path: Annotated[
+        str | None, opt.option("FILE", "Write the JSON report to FILE ('-' for stdout).", "--json")
+    ] = None
     store: Annotated[
         Path | None,
-        _option("DIR", "The score store this scoring is added to (default: $EVALTRACE_STORE, else .evaltrace/store)."),
+        opt.option(
+            "DIR", "The score store this scoring is added to (default: $EVALTRACE_STORE, else .evaltrace/store)."
+        ),
     ] = None
-    no_store: Annotated[bool, _option("", "Do not add this scoring to the score store.", "--no-store")] = False
+    no_store: Annotated[bool, opt.option("", "Do not add this scoring to the score store.", "--no-store")] = False
     baseline: Annotated[
         str | None,
-        _option(
+        opt.option(
             "REF",
             "Compare with REF, a JSON report or a scoring-run id in the store (see evaltrace compare): also fail "
             "(exit 1) on a significant regression (--alpha), or with --strict on any case that regressed.",
@@ -89,11 +85,11 @@ class ReportArgs:
     """The reports written besides `--json`."""
 
     junit_path: Annotated[
-        str | None, _option("FILE", "Write a JUnit XML report to FILE (one test suite per tier).", "--junit")
+        str | None, opt.option("FILE", "Write a JUnit XML report to FILE (one test suite per tier).", "--junit")
     ] = None
     markdown_path: Annotated[
         str | None,
-        _option(
+        opt.option(
             "FILE",
             "Write a Markdown summary to FILE; also appended to $GITHUB_STEP_SUMMARY when that is set.",
             "--markdown",
@@ -101,7 +97,7 @@ class ReportArgs:
     ] = None
     html_path: Annotated[
         str | None,
-        _option(
+        opt.option(
             "FILE",
             "Write a self-contained HTML report to FILE: summary, charts, filters, entries' scores and trace trees.",
             "--html",
@@ -109,7 +105,7 @@ class ReportArgs:
     ] = None
     report: Annotated[
         list[str] | None,
-        _option(
+        opt.option(
             "FORMAT=FILE",
             "Write a report in FORMAT (json, junit, markdown, html, or an installed evaltrace.report_formats plugin) "
             "to FILE (repeatable).",
@@ -126,10 +122,10 @@ class ReportArgs:
 class SelectionArgs:
     """Which of the spec's cases are scored (or run)."""
 
-    tier: Annotated[list[str] | None, _option("TIER", "Only cases of this tier (repeatable).", panel=SELECT)] = None
-    tag: Annotated[list[str] | None, _option("TAG", "Only cases with this tag (repeatable).", panel=SELECT)] = None
+    tier: Annotated[list[str] | None, opt.option("TIER", "Only cases of this tier (repeatable).", panel=SELECT)] = None
+    tag: Annotated[list[str] | None, opt.option("TAG", "Only cases with this tag (repeatable).", panel=SELECT)] = None
     case: Annotated[
-        list[str] | None, _option("GLOB", "Only cases whose id matches (glob; repeatable).", panel=SELECT)
+        list[str] | None, opt.option("GLOB", "Only cases whose id matches (glob; repeatable).", panel=SELECT)
     ] = None
 
 
@@ -137,30 +133,30 @@ class SelectionArgs:
 class JudgeArgs:
     """The `--judge-*` options: `JudgeSettings` fields (`judge_` dropped) that override the environment's."""
 
-    judge_model: Annotated[str | None, _option("MODEL", "Judge model name.", panel=JUDGE)] = None
-    judge_base_url: Annotated[str | None, _option("URL", "OpenAI-compatible base URL of the judge.", panel=JUDGE)] = (
-        None
-    )
+    judge_model: Annotated[str | None, opt.option("MODEL", "Judge model name.", panel=JUDGE)] = None
+    judge_base_url: Annotated[
+        str | None, opt.option("URL", "OpenAI-compatible base URL of the judge.", panel=JUDGE)
+    ] = None
     judge_api_key: Annotated[
         str | None,
-        _option(
+        opt.option(
             "KEY",
             "Judge API key. Prefer EVALTRACE_JUDGE_API_KEY: a command line is visible to other users (ps).",
             panel=JUDGE,
         ),
     ] = None
     judge_timeout: Annotated[
-        float | None, _option("SECONDS", "Total seconds one judge request may take.", panel=JUDGE, min=0.0)
+        float | None, opt.option("SECONDS", "Total seconds one judge request may take.", panel=JUDGE, min=0.0)
     ] = None
-    judge_concurrency: Annotated[int | None, _option("N", "Judge requests in flight at once.", panel=JUDGE, min=1)] = (
-        None
-    )
+    judge_concurrency: Annotated[
+        int | None, opt.option("N", "Judge requests in flight at once.", panel=JUDGE, min=1)
+    ] = None
     judge_max_requests: Annotated[
-        int | None, _option("N", "Budget of judge requests for the run.", panel=JUDGE, min=0)
+        int | None, opt.option("N", "Budget of judge requests for the run.", panel=JUDGE, min=0)
     ] = None
     judge_cache_dir: Annotated[
         Path | None,
-        _option(
+        opt.option(
             "DIR",
             "Cache root for the judge verdicts, kept in its judge/ (EVALTRACE_JUDGE_CACHE_DIR; default: evaltrace's "
             "cache root). Its verdicts are trusted: keep it outside the repository.",
@@ -168,11 +164,11 @@ class JudgeArgs:
         ),
     ] = None
     no_judge_cache: Annotated[
-        bool, _option("", "Neither read nor write the verdict cache.", "--no-judge-cache", panel=JUDGE)
+        bool, opt.option("", "Neither read nor write the verdict cache.", "--no-judge-cache", panel=JUDGE)
     ] = False
     judge_allow_insecure: Annotated[
         bool,
-        _option(
+        opt.option(
             "",
             "Send the judge API key over plain http:// to a host outside loopback (EVALTRACE_JUDGE_ALLOW_INSECURE).",
             "--judge-allow-insecure",
