@@ -30,7 +30,7 @@ from evaltrace.collector.traces._pair_calls import usable_id
 from evaltrace.collector.traces._provider import stop_reason
 from evaltrace.collector.traces._spanutil import as_int, as_str, error_type, read_arguments, read_content, span_error
 from evaltrace.collector.traces._table_columns import Structs
-from evaltrace.collector.traces._table_encode import _encode, _Shared
+from evaltrace.collector.traces._table_encode import _TRACE_SCALARS, _encode, _Shared
 from evaltrace.collector.traces.conventions.answer_tool import ANSWER_TOOLS
 from evaltrace.collector.traces.conventions.envelopes import unwrap_arguments, unwrap_result
 from evaltrace.collector.traces.conventions.genai import tool_schemas
@@ -131,19 +131,8 @@ class FlatRow:
         schemas.close(len(self.schemas))
 
 
-_SCALARS: tuple[str, ...] = (
-    "row",
-    "top_row",
-    "parent_row",
-    "trace_id",
-    "root_span_id",
-    "name",
-    "agent_name",
-    "case_id",
-    "conversation_id",
-)
-_SCALARS += ("run_id", "service_name", "convention", "status", "input", "output", "error", "start_time", "end_time")
-_SCALARS += ("span_count",)
+_SCALARS = ("row", "top_row", "parent_row", *_TRACE_SCALARS)
+"""A row's scalar columns in `add_row`'s order: its place in the table, then the encoder's trace scalars."""
 _USAGE: Final = ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
 
 
