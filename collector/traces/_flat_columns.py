@@ -24,7 +24,7 @@ from evaltrace.collector.runfiles.spans import Span
 from evaltrace.collector.traces import _attributes as A
 from evaltrace.collector.traces._construct import texts_or_none
 from evaltrace.collector.traces._flat_genai import _shape as flat_shape
-from evaltrace.collector.traces._genai_messages import _part_values, _parts, normalise_role
+from evaltrace.collector.traces._genai_messages import MessageValues, message_values
 from evaltrace.collector.traces._lenient_json import json_list
 from evaltrace.collector.traces._pair_calls import usable_id
 from evaltrace.collector.traces._provider import stop_reason
@@ -44,7 +44,7 @@ class NotFlat(Exception):
 
 
 # A message as the row holds it: role, name, and its parts' values in `MessagePart` order.
-Message = tuple[str, str | None, list[tuple[Any, ...]]]
+Message = MessageValues
 
 
 def flat_row(spans: list[Span]) -> FlatRow | None:
@@ -220,17 +220,9 @@ def _messages(value: Any, history: bool) -> list[Message] | None:
     if items is None:
         raise NotFlat
     warnings: list[str] = []
-    messages: list[Message] = []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        name = item.get("name")
-        if not isinstance(name, str):
-            name = None
-        parts = [_part_values(part, "", warnings) for part in _parts(item)]
-        if warnings or type(name) not in (str, type(None)) or not all(texts_or_none(p[1], p[3], p[6]) for p in parts):
-            raise NotFlat
-        messages.append((normalise_role(item.get("role")), name, parts))
+    messages = message_values(items, "", warnings)
+    if messages is None or warnings:
+        raise NotFlat
     return messages
 
 

@@ -198,13 +198,25 @@ def _content_shape(item: dict[str, Any]) -> list[Any]:
 
 
 def _built(items: list[Any], where: str, warnings: list[str]) -> list[Message] | None:
-    """The messages of `items` built without validation; `None` when a value needs validation.
+    """The messages of `items` built without validation; `None` when a value needs validation."""
+    found = message_values(items, where, warnings)
+    if found is None:
+        return None
+    return [_MESSAGE.make(role, [_PART.make(*values) for values in parts], name) for role, name, parts in found]
+
+
+MessageValues = tuple[str, str | None, list[_PartValues]]
+"""A message's role, name and each part's field values, in `Part`'s field order."""
+
+
+def message_values(items: list[Any], where: str, warnings: list[str]) -> list[MessageValues] | None:
+    """Each message of `items` as plain values (`_built`'s records, and the traces table's flat rows).
 
     Every value has its field's type by construction except the names and texts taken from the
     recorded JSON (a number where a name belongs, a text-like value of a `str` subclass): those
     must be exactly text, else `None` leaves the whole list to validation, which decides.
     """
-    messages = []
+    messages: list[MessageValues] = []
     for item in items:
         if not isinstance(item, dict):
             continue
@@ -213,13 +225,13 @@ def _built(items: list[Any], where: str, warnings: list[str]) -> list[Message] |
             name = None
         elif type(name) is not str:
             return None
-        parts = []
+        parts: list[_PartValues] = []
         for part in _parts(item):
             values = _part_values(part, where, warnings)
             if not texts_or_none(values[1], values[3], values[6]):
                 return None
-            parts.append(_PART.make(*values))
-        messages.append(_MESSAGE.make(normalise_role(item.get("role")), parts, name))
+            parts.append(values)
+        messages.append((normalise_role(item.get("role")), name, parts))
     return messages
 
 
