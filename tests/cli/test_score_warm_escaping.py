@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 from genai_spans import Recorder, agent_attrs, chat, messages, text
-from test_score_warm_path import _score
+from test_score_warm_path import _score, rows_decided
 
-from evaltrace.evaluators.engine import columnar_entries, scoring
+from evaltrace.evaluators.engine import scoring
 from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.model import SampleResult
 from evaltrace.evaluators.scoring.spec.loader import load_spec
@@ -74,15 +73,7 @@ def test_untrusted_text_of_passing_rows_is_written_as_the_per_trace_path_writes_
 def test_the_hostile_rows_are_decided_from_their_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs, spec = _record(tmp_path)
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
-    decided: list[bool] = []
-    sample = columnar_entries._Rows._sample
-
-    def counted(self: Any, *args: Any) -> bool:
-        found = sample(self, *args)
-        decided.append(found)
-        return found
-
-    monkeypatch.setattr(columnar_entries._Rows, "_sample", counted)
+    decided = rows_decided(monkeypatch)
     options = ScoreOptions(paths=(str(runs),), workers=1)
     scoring.score([runs], load_spec(spec), options)
     decided.clear()

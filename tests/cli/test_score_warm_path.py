@@ -164,11 +164,8 @@ def test_a_small_warm_scoring_reads_a_sharded_first_scorings_tables_in_one_proce
     assert reports[2] == reports[1] == reports[0]
 
 
-def test_the_warm_scoring_decides_the_passing_rows_from_columns(
-    run_set: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    runs, spec = run_set
-    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+def rows_decided(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Per top-level row the columnar path asked about, in order: whether its sample was made from the columns."""
     decided: list[bool] = []
     sample = columnar_entries._Rows._sample
 
@@ -178,6 +175,15 @@ def test_the_warm_scoring_decides_the_passing_rows_from_columns(
         return found
 
     monkeypatch.setattr(columnar_entries._Rows, "_sample", counted)
+    return decided
+
+
+def test_the_warm_scoring_decides_the_passing_rows_from_columns(
+    run_set: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs, spec = run_set
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    decided = rows_decided(monkeypatch)
     options = ScoreOptions(paths=(str(runs),), workers=1)
     scoring.score([runs], load_spec(spec), options)
     first = decided[:]  # a first scoring decides the rows of each batch its cache writer writes
