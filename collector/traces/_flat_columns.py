@@ -75,11 +75,11 @@ class FlatRow:
         if not (case is None or type(case) is str) or not texts_or_none(self.name, self.conversation_id):
             raise NotFlat
         self.case_id = case
-        self.input = _last_text(_messages(attrs.get(A.INPUT_MESSAGES), True), "user") if content else None
+        self.input = _last_text(_messages(attrs.get(A.INPUT_MESSAGES)), "user") if content else None
         if self.input is None and self.iterations:  # the first prompt's last user text
             self.input = _last_text(self.iterations[0].prompt(), "user")
         reply = self.iterations[-1].output_text() if self.iterations else None
-        output = _last_text(_messages(attrs.get(A.OUTPUT_MESSAGES), False), "assistant") if content else None
+        output = _last_text(_messages(attrs.get(A.OUTPUT_MESSAGES)), "assistant") if content else None
         output = reply if output is None else output
         if reply is not None and output is not None and output.strip() == reply.strip():
             output = reply  # the agent span re-renders the last reply: the model's own words are the answer
@@ -150,7 +150,7 @@ class _Iteration:
         self.error = span_error(span)
         content = not _CONTENT.isdisjoint(attrs)
         self.convention = "genai" if content else "structure"
-        self.messages = _messages(attrs.get(A.OUTPUT_MESSAGES), False) if content else None
+        self.messages = _messages(attrs.get(A.OUTPUT_MESSAGES)) if content else None
         self.requested = [p for m in self.messages or [] for p in m[2] if p[0] == "tool_call"]
         self.positions: list[int] = []
         if not texts_or_none(self.model, self.provider, self.error, *self.finish_reasons):
@@ -161,7 +161,7 @@ class _Iteration:
 
     def prompt(self) -> list[Message] | None:
         """The model call's input messages (`LlmCall.inputs()` of a span without system instructions)."""
-        return _messages(self.span.attributes.get(A.INPUT_MESSAGES), True) if self.convention == "genai" else None
+        return _messages(self.span.attributes.get(A.INPUT_MESSAGES)) if self.convention == "genai" else None
 
     def output_text(self) -> str | None:
         texts = [text for message in self.messages or [] if (text := _text(message)) is not None]
@@ -212,7 +212,7 @@ def _count(value: Any) -> int | None:
     return as_int(value)
 
 
-def _messages(value: Any, history: bool) -> list[Message] | None:
+def _messages(value: Any) -> list[Message] | None:
     """`parse_messages` of a messages attribute, as row values; `NotFlat` on anything it would warn about."""
     if value is None:
         return None
