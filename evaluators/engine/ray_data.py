@@ -54,11 +54,10 @@ from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import RouterState, TraceRouter
 from evaltrace.evaluators.engine.columnar_entries import TableFault, applies, score_built
 from evaltrace.evaluators.engine.ray_judges import score_in_task
-from evaltrace.evaluators.engine.ray_sorted import write_sorted
+from evaltrace.evaluators.engine.ray_sorted import EntryTarget, write_sorted
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
-from evaltrace.evaluators.results.store.writer import StoreParts
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine.scoring import ScoreOptions
@@ -77,6 +76,8 @@ class ShardResult:
     router: RouterState | None
     stats: RunStats | None
     input_error: str | None = None
+    file: bytes | None = None
+    """Its entries' file (without a spec), where its node did not see the run's entries folder: the driver writes it."""
 
 
 class ListSpill:
@@ -119,18 +120,6 @@ class RunParts:
     entries: EntryTarget | None = None
     """Set: the groups' samples go on to the entries stage (`ray_entries.py`), or without a spec their
     entries to the entries folder (`ray_sorted.py`), instead of the driver."""
-
-
-@dataclasses.dataclass(frozen=True)
-class EntryTarget:
-    """The entries stage's partitions of the cases, the store's parts and the folder of the entries' JSON.
-
-    `store` is `None` without a score store, `json` without a report writer.
-    """
-
-    parts: int
-    store: StoreParts | None
-    json: Path | None = None
 
 
 def read_file(items: pa.Table, count: int) -> Iterator[pa.Table]:
@@ -186,12 +175,13 @@ def _score_rows(rows: pa.Table, key: int, parts: RunParts) -> ShardResult:
             _score_traces(rows, key, parts, spill, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
+    file = None
     if parts.entries is not None and parts.entries.json is not None and isinstance(parts.router, TraceRouter):
-        write_sorted(parts.entries.json, key, spill.rows)  # without a spec: the entries to the driver's folder
+        file = write_sorted(parts.entries.json, key, spill.rows)  # without a spec: the entries to the driver's folder
         spill.rows = []
     # The entries stage decides the cases from the merged tallies: no decision here.
     state = parts.router.state if parts.entries is not None else parts.router.hand_over()
-    return ShardResult(rows=spill.rows, router=state, stats=parts.stats)
+    return ShardResult(rows=spill.rows, router=state, stats=parts.stats, file=file)
 
 
 def _score_traces(rows: pa.Table, key: int, parts: RunParts, spill: ListSpill, options: ScoreOptions) -> None:

@@ -45,10 +45,10 @@ from evaltrace.collector.settings import RaySettings
 from evaltrace.evaluators.engine._loop import Router, score_held
 from evaltrace.evaluators.engine._routers import SpecRouter, TraceRouter
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.engine.ray_data import EntryTarget, RunParts, ShardResult, score_groups, score_shard
+from evaltrace.evaluators.engine.ray_data import RunParts, ShardResult, score_groups, score_shard
 from evaltrace.evaluators.engine.ray_entries import EntryStage, eligible, finish_entries, score_entries
 from evaltrace.evaluators.engine.ray_judges import judges_on_ray
-from evaltrace.evaluators.engine.ray_sorted import SortedParts, write_sorted
+from evaltrace.evaluators.engine.ray_sorted import SORTED, EntriesFolder, EntryTarget, SortedParts, write_sorted
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
@@ -66,13 +66,13 @@ CONNECT_TIMEOUT = 10.0
 
 
 def run_shard(
-    shard: Shard, shared: tuple[Sequence[Path], bool, Router, RunStats, ScoreOptions, Path | None]
+    shard: Shard, shared: tuple[Sequence[Path], bool, Router, RunStats, ScoreOptions, EntriesFolder | None]
 ) -> ShardResult:
     """A Ray task: `score_shard` with the run's shared parts (put once); entries to the folder if given (no spec)."""
     files, histories, router, stats, options, folder = shared
     result = score_shard(files, shard, histories, router, stats, options)
     if folder is not None and result.input_error is None:
-        write_sorted(folder, shard.index, result.rows)
+        result.file = write_sorted(folder, shard.index, result.rows)
         result.rows = []
     return result
 
@@ -242,10 +242,7 @@ class _Gathered:
         self.read = 0
 
     def add(self, key: int, result: ShardResult) -> None:
-        if result.input_error is not None:
-            raise InputError(result.input_error)
-        for row in result.rows:
-            self.spill.add(*row)
+        _park(self.spill, key, result)
         self.results[key] = result
         self.read += result.stats.traces if result.stats is not None else 0
         if self.progress is not None:
@@ -256,7 +253,7 @@ def _score_by_shards(
     ray: Any,
     files: Sequence[Location],
     count: int,
-    run: tuple[bool, Router, RunStats, ScoreOptions, Path | None],
+    run: tuple[bool, Router, RunStats, ScoreOptions, EntriesFolder | None],
     retries: int,
     spill: Spill,
     progress: Callable[[int], None] | None,
@@ -307,14 +304,27 @@ def _gather(ray: Any, pending: list[Any], spill: Spill, progress: Callable[[int]
         if result.input_error is not None:
             for ref in waiting:
                 ray.cancel(ref, force=True)
-            raise InputError(result.input_error)
-        for row in result.rows:
-            spill.add(*row)
+        _park(spill, order[done[0]], result)
         results[order[done[0]]] = result
         read += result.stats.traces if result.stats is not None else 0
         if progress is not None:
             progress(read)
     return [result for result in results if result is not None]
+
+
+def _park(spill: Spill, key: int, result: ShardResult) -> None:
+    """Task `key`'s samples parked on `spill`, or the entries' file it returned written to the spill's folder.
+
+    Raises:
+        InputError: the task met bad input.
+    """
+    if result.input_error is not None:
+        raise InputError(result.input_error)
+    for row in result.rows:
+        spill.add(*row)
+    if result.file is not None and isinstance(spill, SortedParts):
+        spill.folder.keep(SORTED.format(key), [result.file])
+        result.file = None
 
 
 def _entry_stage(

@@ -13,9 +13,10 @@ A run with a spec and no multi-turn case goes one stage past `ray_data.py`'s gro
    share of the scores table as one Parquet part of the store (`StoreParts`, named by
    partition: the parts in name order are the local run's rows in order), writes its entries'
    JSON to a file of the run's entries folder (`write_json`: beside the store's parts, else a
-   temporary folder the driver made; the nodes must share it as they share the store) and returns
-   per case only its outcome: status, pass rate, and for a failed or missing entry the JSON of its
-   head, which the summary lists.
+   temporary folder the driver made; a node that does not see that folder returns the file's
+   bytes instead, and a store it does not see stops the run) and returns per case only its
+   outcome: status, pass rate, and for a failed or missing entry the JSON of its head, which the
+   summary lists.
 3. The driver (`finish_entries`) merges the hand-overs, adds the outcomes up for the gate and
    the summary, feeds the entries to the report writers in order, read from the partitions'
    files one entry at a time (the JSON writer copies the bytes; the store writer only counts
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -43,7 +43,6 @@ from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.evaluators.engine._aggregate import CaseTally
 from evaltrace.evaluators.engine._routers import RouterState, SpecRouter, Totals
 from evaltrace.evaluators.engine.ray_data import (
-    EntryTarget,
     RunParts,
     ShardResult,
     files_dataset,
@@ -55,13 +54,13 @@ from evaltrace.evaluators.engine.ray_data import (
     scored_groups,
     shards_dataset,
 )
-from evaltrace.evaluators.engine.ray_sorted import read_json, write_json
+from evaltrace.evaluators.engine.ray_sorted import JSON, EntryTarget, entry_target, read_json, store_writer, write_json
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.results.report.model import EntryResult, EntryStatus
 from evaltrace.evaluators.results.report.writer import EntrySink, ReportEntry
 from evaltrace.evaluators.results.store.rows import ScorerIndex, ScoreRows
 from evaltrace.evaluators.results.store.sides import unpack_side
-from evaltrace.evaluators.results.store.writer import StoreParts, StoreWriter
+from evaltrace.evaluators.results.store.writer import StoreParts
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions
@@ -104,6 +103,10 @@ class Entries:
     errors: int
     """Rows written to the store's part, and of them scorer errors."""
     handovers: list[tuple[int, ShardResult]] = dataclasses.field(default_factory=list)
+    file: bytes | None = None
+    """Its entries' JSON file, where its node did not see the run's entries folder: the driver writes it."""
+    unseen: str | None = None
+    """The address of a node that did not see the store's folder: no part written, the run stops."""
 
 
 def eligible(router: object, spec: LoadedSpec | None) -> bool:
@@ -133,7 +136,20 @@ class EntryStage:
         return self.target
 
     def add(self, part: int, entries: Entries) -> None:
-        """Keep a task's result (its entries' JSON is in the entries folder)."""
+        """Keep a task's result, its entries' JSON written to the entries folder if the task returned it.
+
+        Raises:
+            InputError: the task's node did not see the score store's folder.
+        """
+        store = store_writer(self.sink)
+        if entries.unseen is not None and store is not None:
+            raise InputError(
+                f"{store.folder}: Ray node {entries.unseen} does not see the score store's folder; with "
+                "--engine ray every node must write the store at the same path (a shared filesystem), or use --no-store"
+            )
+        if entries.file is not None and self.target.json is not None:
+            self.target.json.keep(JSON.format(part), [entries.file])
+            entries.file = None
         self.tasks[part] = entries
 
     def __enter__(self) -> EntryStage:
@@ -141,7 +157,7 @@ class EntryStage:
 
     def __exit__(self, *exc: object) -> None:
         if self.target.json is not None:
-            shutil.rmtree(self.target.json, ignore_errors=True)
+            shutil.rmtree(self.target.json.path, ignore_errors=True)
 
 
 def score_entries(parts: RunParts, count: int, received: EntryStage, *, by_shard: bool = False) -> None:
@@ -258,11 +274,20 @@ class Decided:
     def written(
         self, target: EntryTarget, part: int, router: SpecRouter, handovers: list[tuple[int, ShardResult]]
     ) -> Entries:
-        """The entries of partition `part` written to `target` (store part, JSON): what the driver gets."""
+        """The entries of partition `part` written to `target` (store part, JSON): what the driver gets.
+
+        A node that does not see the entries folder returns the JSON file's bytes (`Entries.file`);
+        the store's parts beside it it does not see either: it writes none and names itself.
+        """
+        if target.json is not None and target.store is not None and not target.json.seen():
+            import ray
+
+            return Entries({}, 0, 0, handovers, unseen=ray.util.get_node_ip_address())
+        file = None
         if target.json is not None:
-            write_json(target.json, part, (entry.json_bytes() for _, entry in self.entries))
+            file = write_json(target.json, part, (entry.json_bytes() for _, entry in self.entries))
         rows = self.write(target.store, part, router) if target.store is not None else (0, 0)
-        return Entries(self.outcomes, *rows, handovers)
+        return Entries(self.outcomes, *rows, handovers, file=file)
 
     def write(self, store: StoreParts, part: int, router: SpecRouter) -> tuple[int, int]:
         """Write the entries' rows as the store part of `part`; returns its rows and scorer errors."""
@@ -302,35 +327,6 @@ def decide_span(
     return done
 
 
-def entry_target(router: SpecRouter, count: int, sink: EntrySink | None, options: ScoreOptions) -> EntryTarget:
-    """The run's partitions (at most one per case), the store's parts if it is a writer, the entries folder.
-
-    The entries folder (when there are writers) goes beside the store's parts, else in a temporary folder.
-    """
-    store = _store_writer(sink) if options.store_values else None
-    parts = store.in_parts() if store is not None else None
-    # The nodes do not share the driver's working folder: the folders go absolute.
-    located = dataclasses.replace(parts, folder=parts.folder.resolve()) if parts is not None else None
-    json = None
-    if sink is not None and located is not None:
-        json = located.folder.with_suffix(".entries")
-        json.mkdir()
-    elif sink is not None:
-        json = Path(tempfile.mkdtemp(prefix="evaltrace-ray-entries-")).resolve()
-    return EntryTarget(max(1, min(count, len(router.selected))), located, json)
-
-
-def _store_writer(sink: object) -> StoreWriter | None:
-    """The score store's writer among `sink`'s writers (a `FanOut` holds them in `writers`), if any."""
-    if isinstance(sink, StoreWriter):
-        return sink
-    for writer in getattr(sink, "writers", ()):
-        found = _store_writer(writer)
-        if found is not None:
-            return found
-    return None
-
-
 def finish_entries(
     stage: EntryStage, stats: RunStats, spec: LoadedSpec | None, judge: dict[str, Any] | None
 ) -> ScoredRun:
@@ -364,7 +360,7 @@ def finish_entries(
 def _feed(stage: EntryStage, part: int, outcomes: dict[int, Outcome], totals: Totals) -> None:
     """Partition `part`'s entries counted, and given to the writers as read from its file."""
     target, sink = stage.target, stage.sink
-    entries = read_json(target.json, part) if target.json is not None else None
+    entries = read_json(target.json.path, part) if target.json is not None else None
     for index in span(part, target.parts, len(stage.router.selected)):
         outcome = outcomes[index]
         totals.add(outcome.status, outcome.pass_rate)
@@ -389,7 +385,7 @@ def _all_outcomes(
             task = decided.written(target, part, router, [])
         outcomes.update(task.outcomes)
         rows, errors = rows + task.rows, errors + task.errors
-    store = _store_writer(sink)
+    store = store_writer(sink)
     if target.store is not None and store is not None:
         store.parts_written(rows, errors)
     return outcomes

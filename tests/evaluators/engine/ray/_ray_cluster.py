@@ -143,14 +143,21 @@ class Cluster:
             raise
         return self
 
-    def add_node(self, ip: str) -> Node:
-        """Start a worker node on loopback address `ip` and wait until the head lists it."""
-        return self._start(ip, [f"--address={self.address}"])
+    def add_node(self, ip: str, *, hidden: Path | None = None) -> Node:
+        """Start a worker node on loopback address `ip` and wait until the head lists it.
 
-    def _start(self, ip: str, role: list[str], cpus: int = 1) -> Node:
+        `hidden`: the node runs in a mount namespace of its own with an empty tmpfs over that folder,
+        as a machine that does not share it with the driver's (`unshare`, as root).
+        """
+        return self._start(ip, [f"--address={self.address}"], hidden=hidden)
+
+    def _start(self, ip: str, role: list[str], cpus: int = 1, hidden: Path | None = None) -> Node:
         limits = [f"--num-cpus={cpus}", f"--memory={NODE_MEMORY}", f"--object-store-memory={OBJECT_STORE}"]
         log = (self.temp / f"node-{ip}.log").open("wb")
         cmd = [str(self.ray), "start", "--block", f"--node-ip-address={ip}", *limits, *role]
+        if hidden is not None:
+            mount = 'mount -t tmpfs -o size=64m evaltrace-unshared "$0" && exec "$@"'
+            cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(hidden), *cmd]
         process = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         node = Node(process, ip, log)
         self.nodes.append(node)
@@ -187,10 +194,13 @@ class Cluster:
         tail = (self.temp / f"node-{ip}.log").read_text(errors="replace")[-3000:]
         raise RuntimeError(f"the Ray node on {ip} did not join within {START_TIMEOUT:.0f} s:\n{tail}")
 
-    def evaltrace(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        """`python -m evaltrace.cli ARGS` from the cluster's venv, as a real subprocess."""
+    def evaltrace(
+        self, *args: str, timeout: float = 600, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`python -m evaltrace.cli ARGS` from the cluster's venv, as a real subprocess (`env`: added variables)."""
         cmd = [str(self.python), "-m", "evaltrace.cli", *args]
-        return subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=timeout, cwd=self.temp)
+        given = {**self.env, **(env or {})}
+        return subprocess.run(cmd, env=given, capture_output=True, text=True, timeout=timeout, cwd=self.temp)
 
     def start_evaltrace(self, *args: str) -> subprocess.Popen[str]:
         """`evaltrace` started without waiting, for the tests that act while it runs."""
