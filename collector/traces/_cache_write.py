@@ -1,10 +1,9 @@
 """Writing a traces table into the cache as traces go through: under a temporary name, renamed when complete.
 
-`written` passes traces on while a `TableWriter` encodes them, a row group at a time. With a batch
-hook, each batch written is handed to it before its traces are passed on, so the columnar scorers
-read a first scoring's rows as a re-scoring's (the traces wait for their batch: at most one row
-group of them). A table that cannot be written is logged and abandoned; the traces still all go
-through (see the cache's module docstring: the cache never fails a run).
+`written` passes traces on while a `TableWriter` encodes them, a row group at a time;
+`written_batches` passes on batches encoded elsewhere (a first scoring's table) as it writes them.
+A table that cannot be written is logged and abandoned; the traces or batches still all go through
+(see the cache's module docstring: the cache never fails a run).
 """
 
 from __future__ import annotations
@@ -29,8 +28,6 @@ _ENCODING: Final = {"compression": "lz4", "use_dictionary": False}
 """How tables are written: read back in half the time zstd with dictionaries took (0.07 s against
 0.15 s for 10,000 traces) and written in 0.17 s against 0.31 s, for 8.2 MB against 5.0 MB. Most
 strings are ids and texts, which a dictionary does not shorten."""
-BatchHook = Callable[[pa.RecordBatch], None]
-"""Called with each traces-table batch just written (see `cache_rebuilt`)."""
 
 
 class TableWriter:
@@ -58,22 +55,22 @@ class TableWriter:
             return None
         return cls(space, target, temp, writer, rows_per_group)
 
-    def add(self, trace: Trace) -> pa.RecordBatch | None:
-        """Add one trace; the batch written when it completed one (`failed` set when it cannot be written)."""
+    def add(self, trace: Trace) -> None:
+        """Add one trace, writing a batch when it completes one (`failed` set when it cannot be written)."""
         try:
             self._encoder.add(trace)
-            return self._write() if self._encoder.pending >= self._rows_per_group else None
+            if self._encoder.pending >= self._rows_per_group:
+                self._writer.write_batch(self._encoder.take())
         except Exception as exc:  # a value the table cannot hold, a full disk: go on without the cache
             self._fail(exc)
-            return None
 
-    def last_rows(self) -> pa.RecordBatch | None:
-        """Write the rows added since the last batch (the input has ended); the batch written, if any."""
+    def last_rows(self) -> None:
+        """Write the rows added since the last batch (the input has ended)."""
         try:
-            return self._write() if self._encoder.pending else None
+            if self._encoder.pending:
+                self._writer.write_batch(self._encoder.take())
         except Exception as exc:
             self._fail(exc)
-            return None
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Write a batch of rows encoded elsewhere (`failed` set when it cannot be written)."""
@@ -81,11 +78,6 @@ class TableWriter:
             self._writer.write_batch(batch)
         except Exception as exc:  # a full disk: go on without the cache
             self._fail(exc)
-
-    def _write(self) -> pa.RecordBatch:
-        batch = self._encoder.take()
-        self._writer.write_batch(batch)
-        return batch
 
     def _fail(self, exc: Exception) -> None:
         logger.info("traces cache: cannot write %s (%s: %s); scoring without it", self.temp, type(exc).__name__, exc)
@@ -116,36 +108,23 @@ class TableWriter:
 
 
 def written(
-    traces: Iterable[Trace],
-    writer: TableWriter | None,
-    complete: Callable[[], bool],
-    *,
-    skip: int = 0,
-    on_batch: BatchHook | None = None,
+    traces: Iterable[Trace], writer: TableWriter | None, complete: Callable[[], bool], *, skip: int = 0
 ) -> Generator[Trace, None, bool]:
     """`traces` but the first `skip`, their table written by `writer` on the way.
 
     The table is published once every trace went through if `complete()` still holds then (the
     input files unchanged); returns whether it was. Without a writer, the traces just go through.
     """
-    waiting: list[Trace] = []
     try:
         for position, trace in enumerate(traces):
+            if writer is not None:
+                writer.add(trace)
+                writer = None if writer.failed else writer
             if position >= skip:
-                waiting.append(trace)
-            batch = writer.add(trace) if writer is not None else None
-            if writer is not None and writer.failed:
-                writer = None
-            if batch is not None and on_batch is not None:
-                on_batch(batch)
-            if batch is not None or writer is None or on_batch is None:
-                yield from _handed(waiting)
-        last = writer.last_rows() if writer is not None else None
-        if writer is not None and writer.failed:
-            writer = None
-        if last is not None and on_batch is not None:
-            on_batch(last)
-        yield from _handed(waiting)
+                yield trace
+        if writer is not None:
+            writer.last_rows()
+            writer = None if writer.failed else writer
         return writer is not None and complete() and writer.publish()
     finally:
         if writer is not None:
@@ -167,10 +146,3 @@ def written_batches(
     finally:
         if writer is not None:
             writer.abandon()
-
-
-def _handed(waiting: list[Trace]) -> Iterable[Trace]:
-    """The waiting traces, the list emptied first (a consumer may stop at any one of them)."""
-    traces = waiting[:]
-    waiting.clear()
-    return traces

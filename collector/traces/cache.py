@@ -37,7 +37,8 @@ import pyarrow.parquet as pq
 from evaltrace.collector.cachedir import Namespace, cache_root, entry_key, source_digest, touch
 from evaltrace.collector.runfiles.layout import writer_version
 from evaltrace.collector.runfiles.shard import Shard
-from evaltrace.collector.traces._cache_write import KEY_METADATA, BatchHook, TableWriter, written, written_batches
+from evaltrace.collector.runfiles.spans import Span
+from evaltrace.collector.traces._cache_write import KEY_METADATA, TableWriter, written, written_batches
 from evaltrace.collector.traces.records import Trace
 from evaltrace.collector.traces.table import METADATA_VERSION_KEY, SCHEMA, TABLE_VERSION
 from evaltrace.collector.traces.table import iter_table_traces as iter_table_traces
@@ -124,43 +125,49 @@ def cache_rebuilt(
     *,
     histories: bool = True,
     shard: Shard | None = None,
-    on_batch: BatchHook | None = None,
 ) -> Iterator[Trace]:
     """`traces` (rebuilt from `files` elsewhere: the rows of a shuffle), their table written to the cache on the way.
 
     The table is the one `cached_traces(files, histories=histories, shard=shard)` would build and
-    later reads: the same key, published once every trace went through, never half. `on_batch`, if
-    given, is handed each batch written before its traces (the columnar forms decide its rows there);
-    it is not called once the table cannot be written.
+    later reads: the same key, published once every trace went through, never half.
     """
     key = cache_key(files, histories=histories, shard=shard)
     space = Namespace.open(TRACES)
     writer = None
     if key is not None and space is not None and not (table := space.entry(key, ".parquet")).exists():
         writer = TableWriter.start(space, table, ROWS_PER_GROUP)
-    yield from written(
-        traces, writer, lambda: cache_key(files, histories=histories, shard=shard) == key, on_batch=on_batch
-    )
+    yield from written(traces, writer, lambda: cache_key(files, histories=histories, shard=shard) == key)
 
 
-def built_batches(files: Sequence[Path], *, histories: bool, shard: Shard | None) -> Iterator[pa.RecordBatch]:
+def built_batches(
+    files: Sequence[Path],
+    *,
+    histories: bool,
+    shard: Shard | None,
+    spans: Iterable[list[Span]] | None = None,
+    cache: bool = True,
+) -> Iterator[pa.RecordBatch]:
     """The traces table of `files` built from their spans, written to the cache as it goes; its batches as written.
 
     The table `cached_traces(files, histories=histories, shard=shard)` would build and later reads
     (the same key, published once complete, never half), built by `rebuild.table_batches_of`.
-    A table the cache cannot hold is still built: its batches go on.
+    A table the cache cannot hold, or one built without `cache`, is still built: its batches go on.
+    `spans`: the spans of each trace of `shard` of `files`, read elsewhere (a Ray Data group's);
+    read from `files` when `None`.
 
     Raises:
         as `rebuild.table_batches_of`.
     """
+    from evaltrace.collector.runfiles.reader import iter_traces
     from evaltrace.collector.traces.rebuild import table_batches_of
 
-    key = cache_key(files, histories=histories, shard=shard)
-    space = Namespace.open(TRACES)
+    key = cache_key(files, histories=histories, shard=shard) if cache else None
+    space = Namespace.open(TRACES) if key is not None else None
     writer = None
     if key is not None and space is not None and not (table := space.entry(key, ".parquet")).exists():
         writer = TableWriter.start(space, table, ROWS_PER_GROUP)
-    batches = table_batches_of(files, shard, histories=histories, rows=ROWS_PER_GROUP)
+    groups = iter_traces(files, shard) if spans is None else spans
+    batches = table_batches_of(groups, histories=histories, rows=ROWS_PER_GROUP)
     yield from written_batches(batches, writer, lambda: cache_key(files, histories=histories, shard=shard) == key)
 
 

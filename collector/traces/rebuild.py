@@ -136,30 +136,27 @@ def read_traces(
         yield from convert_trace(spans, histories=histories)
 
 
-def table_batches_of(
-    files: Sequence[Path], shard: Shard | None, *, histories: bool, rows: int
-) -> Iterator[pa.RecordBatch]:
-    """The traces table of `files` (what `to_table(read_traces(...))` holds), in batches of about `rows` rows.
+def table_batches_of(spans: Iterable[list[Span]], *, histories: bool, rows: int) -> Iterator[pa.RecordBatch]:
+    """The traces table of `spans` (each trace's, as `iter_traces` yields them), in batches of about `rows` rows.
 
-    A flat GenAI trace's row is made straight from its spans (`_flat_columns.py`), every other trace's
-    by the converter and the encoder; rows keep `read_traces`' order.
+    What `to_table` of their converted traces holds: a flat GenAI trace's row is made straight from
+    its spans (`_flat_columns.py`), every other trace's by the converter and the encoder, in order.
 
     Raises:
         InputError: as `read_traces` does. TypeError, ValueError, ArrowException, OverflowError: a
             converted trace holds a value the table cannot (see `TableEncoder`).
     """
-    from evaltrace.collector.runfiles.reader import iter_traces
     from evaltrace.collector.traces._flat_columns import flat_row
     from evaltrace.collector.traces.table import TableEncoder
 
     encoder = TableEncoder()
-    for spans in iter_traces(files, shard):
+    for group in spans:
         with collections_paused():  # the row's values are plain, acyclic: collections would find nothing
-            flat = None if histories else flat_row(spans)
+            flat = None if histories else flat_row(group)
             if flat is not None:
                 encoder.add_row(flat.append)
         if flat is None:
-            for trace in convert_trace(spans, histories=histories):
+            for trace in convert_trace(group, histories=histories):
                 encoder.add(trace)
         if encoder.pending >= rows:
             yield encoder.take()

@@ -17,16 +17,15 @@ judges) keep the per-trace path.
 
 A first scoring (no table yet) goes the same way (`score_shard`): the table is built from the span
 files (`cache.built_batches`: flat GenAI traces' rows straight from their spans, the others'
-converted) and written to the cache batch by batch, each batch scored as a cached one is. A Ray
-Data group's traces, rebuilt elsewhere, are scored as their table is written (`score_built`).
+converted) and written to the cache batch by batch, each batch scored as a cached one is; a Ray Data
+group's table is built so from the group's spans.
 """
 
 from __future__ import annotations
 
 import logging
 from array import array
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -36,7 +35,7 @@ import pyarrow.compute as pc
 
 from evaltrace.collector.gc_policy import bulk_collections
 from evaltrace.collector.runfiles.shard import Shard
-from evaltrace.collector.traces.cache import built_batches, cache_rebuilt, is_cached, table_batches
+from evaltrace.collector.traces.cache import built_batches, is_cached, table_batches
 from evaltrace.collector.traces.table import iter_table_traces
 from evaltrace.evaluators.engine._aggregate import sample_status, score_row, status_passed
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
@@ -50,7 +49,7 @@ from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.spec.model import Case
 
 if TYPE_CHECKING:
-    from evaltrace.collector.traces.records import Trace
+    from evaltrace.collector.runfiles.spans import Span
     from evaltrace.evaluators.engine.scoring import ScoreOptions
 
 logger = logging.getLogger("evaltrace")
@@ -122,42 +121,21 @@ def score_shard(
     stats: RunStats,
     spill: SampleSpill,
     options: ScoreOptions,
+    spans: Iterable[list[Span]] | None = None,
 ) -> None:
     """Score `shard` of `files` from its table (`score_table`): the cached one, or, a first scoring, one built now.
 
     A table built is written to the cache as its batches go by; one the cache cannot hold is still
-    scored from its batches.
+    scored from its batches. `spans`: the shard's spans of each trace, read elsewhere (a Ray Data
+    group's), for building its table.
 
     Raises:
         TableFault: the cached table could not be read, or the table could not be built (a value it
             cannot hold, a span file unreadable: the per-trace path then reports or copes with it).
     """
     batches = table_batches(files, histories=histories, shard=shard)
-    score_table(batches or built_batches(files, histories=histories, shard=shard), router, stats, spill, options)
-
-
-def score_built(
-    files: Sequence[Path],
-    built: Iterator[Trace],
-    shard: Shard | None,
-    histories: bool,
-    router: Router,
-    stats: RunStats,
-    spill: SampleSpill,
-    options: ScoreOptions,
-) -> None:
-    """Score `built` (a Ray Data group's traces of `shard` of `files`, rebuilt elsewhere) as their table is written."""
-    assert isinstance(router, SpecRouter)
-    rows, decided = _Rows(router, stats, spill, options), deque[bool]()
-
-    def decide(batch: pa.RecordBatch) -> None:
-        calls = _Columns(batch)
-        left = rows.decide(calls)
-        decided.extend(calls.top_rows[index] not in left for index in calls.tops)
-
-    traces = cache_rebuilt(files, built, histories=histories, shard=shard, on_batch=decide)
-    undecided = (trace for trace in traces if not (decided and decided.popleft()))
-    score_stream_now(undecided, router, stats, spill, options)
+    built = batches or built_batches(files, histories=histories, shard=shard, spans=spans)
+    score_table(built, router, stats, spill, options)
 
 
 def score_table(

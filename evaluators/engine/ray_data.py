@@ -22,8 +22,9 @@ Runs holding log-record files are not read this way (their records attach to spa
 read, file by file): `ray_engine` scores those with per-shard tasks that read every file.
 
 The traces cache: with the cache on and local files, each group writes its shard's traces table
-on the way (`cache.cache_rebuilt`, the key `cached_traces` gives that shard of those files), its
-rows decided from the columns where the forms can, as a local first scoring's (`columnar_entries`).
+on the way (`cache.built_batches` over the group's spans, the key `cached_traces` gives that shard of
+those files), its rows decided from the columns where the forms can, as a local first scoring's
+(`columnar_entries`).
 Re-scoring the same files with as many shards then finds every table, and `ray_engine` scores
 the shards from them without reading or shuffling a span (warm: measured in
 `benchmarks/RESULTS.md`, "Issue 20").
@@ -52,7 +53,7 @@ from evaltrace.collector.traces.cache import cache_rebuilt, traces_of
 from evaltrace.evaluators.engine import columnar_entries
 from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import RouterState, TraceRouter
-from evaltrace.evaluators.engine.columnar_entries import TableFault, applies, score_built
+from evaltrace.evaluators.engine.columnar_entries import TableFault, applies
 from evaltrace.evaluators.engine.ray_judges import score_in_task
 from evaltrace.evaluators.engine.ray_sorted import EntryTarget, write_sorted
 from evaltrace.evaluators.engine.sample import RunStats
@@ -187,23 +188,35 @@ def _score_rows(rows: pa.Table, key: int, parts: RunParts) -> ShardResult:
 def _score_traces(rows: pa.Table, key: int, parts: RunParts, spill: ListSpill, options: ScoreOptions) -> None:
     """Score the group's traces, rebuilt; with the cache on, its shard's traces table written on the way.
 
-    As a local first scoring, the rows of each batch written are decided from its columns where the
-    forms can (`columnar_entries.score_built`). A re-scoring of the same local files then finds
-    every shard's table and skips Ray Data altogether (`ray_engine`), as a local run skips the rebuild.
+    As a local first scoring, the group's table is built from its spans and its rows decided from
+    the columns where the forms can (`columnar_entries.score_shard`). A re-scoring of the same local
+    files then finds every shard's table and skips Ray Data altogether (`ray_engine`), as a local
+    run skips the rebuild.
     """
+    from evaltrace.collector.runfiles.reader import span_groups_of_rows
     from evaltrace.collector.traces.rebuild import convert_span_rows
 
-    traces = convert_span_rows(rows_by_file(rows, parts.locations), histories=parts.histories)
+    located = rows_by_file(rows, parts.locations)
     paths = [location for location in parts.locations if isinstance(location, Path)]
     router, stats, shard = parts.router, parts.stats, Shard(key, parts.count)
-    if not options.cache or len(paths) < len(parts.locations):
-        score_in_task(traces, router, stats, spill, options)
-    elif applies(router, options.cache):
-        score_built(paths, traces, shard, parts.histories, router, stats, spill, options)
-    else:
-        score_in_task(
-            cache_rebuilt(paths, traces, histories=parts.histories, shard=shard), router, stats, spill, options
-        )
+    cache = options.cache and len(paths) == len(parts.locations)
+    if cache and applies(router, options.cache):
+        fresh = copy.deepcopy((router.state, stats))
+        try:
+            spans = span_groups_of_rows(located)
+            columnar_entries.score_shard(paths, shard, parts.histories, router, stats, spill, options, spans)
+            return
+        except TableFault as fault:  # bad input is the group's; a table that cannot be built: scored per trace
+            if isinstance(fault.__cause__, InputError):
+                raise fault.__cause__ from None
+            logger.info("traces table not built for the columnar forms (%s); scoring trace by trace", fault)
+            spill.rows.clear()
+            router.state, state = fresh
+            vars(stats).update(vars(state))
+    traces = convert_span_rows(located, histories=parts.histories)
+    if cache:
+        traces = cache_rebuilt(paths, traces, histories=parts.histories, shard=shard)
+    score_in_task(traces, router, stats, spill, options)
 
 
 def score_task(

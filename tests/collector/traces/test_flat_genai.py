@@ -83,7 +83,7 @@ def test_a_table_built_from_spans_is_the_converters_table(tmp_path: Path) -> Non
     rec.close()
     files = resolve_paths([tmp_path, ROOT / "samples" / "runs"])
     built, total = sum(flat_share(folder)[0] for folder in (tmp_path, ROOT / "samples" / "runs")), 0
-    batches = list(table_batches_of(files, None, histories=False, rows=3))
+    batches = list(table_batches_of(iter_traces(files), histories=False, rows=3))
     reference = to_table(read_traces(files, histories=False))
     total = reference.num_rows
     assert 0 < built < total and len(batches) > 1

@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 from readme_blocks import sql_block
 
 from evaltrace.collector import cachedir, resolve_paths
+from evaltrace.collector.runfiles.reader import SPAN_COLUMNS, span_groups_of_rows
+from evaltrace.collector.runfiles.runfiles import iter_batches
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.collector.traces import cache
 from evaltrace.collector.traces.rebuild import read_traces
@@ -386,31 +388,22 @@ def test_a_table_failing_midway_resumes_from_a_rebuild(
     assert list(cache.cached_traces(runs, root=root)) == expected  # the first from the table, the rest rebuilt
 
 
-def test_a_first_read_hands_each_written_batch_over_before_its_traces(
+def test_a_table_built_from_spans_read_elsewhere_is_the_files_cached_table(
     runs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The columnar forms decide a batch's rows before its traces come: on a first scoring.
+    # A Ray Data group's spans, read as rows elsewhere, build the table a re-scoring of the files reads.
     monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(root := tmp_path / "cache"))
-    events: list[tuple[str, Any]] = []
-
-    def hand(batch: pa.RecordBatch) -> None:
-        events.append(("batch", batch))
-
-    for trace in cache.cache_rebuilt(runs, read_traces(runs), on_batch=hand):
-        events.append(("trace", trace))
-    batches = [item for kind, item in events if kind == "batch"]
-    traces = [item for kind, item in events if kind == "trace"]
-    assert traces == list(read_traces(runs)) and len(batches) > 2
-    handed: set[str] = set()
-    for kind, item in events:
-        if kind == "batch":
-            handed.update(top_ids(item))
-        else:
-            assert item.trace_id in handed  # its row was handed over before it
+    rows = [(path, list(iter_batches(path, SPAN_COLUMNS))) for path in runs]
+    unwritten = list(
+        cache.built_batches(runs, histories=True, shard=None, spans=span_groups_of_rows(rows), cache=False)
+    )
+    assert _tables(root) == []
+    batches = list(cache.built_batches(runs, histories=True, shard=None, spans=span_groups_of_rows(rows)))
+    assert len(batches) > 2 and pa.Table.from_batches(batches).equals(pa.Table.from_batches(unwritten))
+    assert list(iter_table_traces(iter(batches))) == list(read_traces(runs))
     (table,) = _tables(root)
     assert pa.Table.from_batches(batches).equals(pq.read_table(table).replace_schema_metadata(SCHEMA.metadata))
-    # A re-scoring reads the same rows back.
     again = cache.table_batches(runs, histories=True, shard=None)
     assert again is not None and pa.Table.from_batches(list(again)).equals(pa.Table.from_batches(batches))
 
@@ -427,17 +420,9 @@ def test_a_first_read_whose_table_fails_yields_every_trace(
 
     monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
-    handed: list[pa.RecordBatch] = []
-    got = list(cache.cache_rebuilt(runs, odd(runs), on_batch=handed.append))
+    got = list(cache.cache_rebuilt(runs, odd(runs)))
     assert [t.trace_id for t in got] == [t.trace_id for t in expected] and got[2].span_count == 2**70
-    assert sum(batch.num_rows for batch in handed) <= 2  # only the batch written before the failure
     assert list((tmp_path / "cache" / "traces").iterdir()) == []
-
-
-def top_ids(batch: pa.RecordBatch) -> list[str]:
-    """The trace ids of a batch's top-level rows (nested agents' rows point at their parent)."""
-    parents = batch.column("parent_row").to_pylist()
-    return [tid for tid, parent in zip(batch.column("trace_id").to_pylist(), parents, strict=True) if parent is None]
 
 
 def test_a_table_for_other_files_is_not_used(runs: list[Path], tmp_path: Path) -> None:
