@@ -16,11 +16,18 @@ import pyarrow as pa
 
 from evaltrace.evaluators.results.report.model import EntryResult
 from evaltrace.evaluators.results.report.sample_row import SampleRow
-from evaltrace.evaluators.results.report.writer import EntryFields
+from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry
 from evaltrace.evaluators.results.store.arrays import column
 from evaltrace.evaluators.results.store.identities import ScorerPairing
 from evaltrace.evaluators.results.store.schema import SCORES_SCHEMA
-from evaltrace.evaluators.results.store.sides import ERROR_AT, RESULT_COLUMNS, SampleSide, micros, sample_side
+from evaltrace.evaluators.results.store.sides import (
+    ERROR_AT,
+    RESULT_COLUMNS,
+    SampleSide,
+    micros,
+    sample_side,
+    unpack_side,
+)
 from evaltrace.evaluators.scoring.scorers.base import Scorer
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 
@@ -103,6 +110,16 @@ class ScoreRows:
         """Rows added so far."""
         self.errors = 0
         """Of the rows handed out in batches, results where a scorer could not run."""
+
+    def add_report_entry(self, entry_index: int, entry: ReportEntry) -> list[pa.RecordBatch]:
+        """`add_entry` for an entry as the engine hands it to the writers.
+
+        From its samples' packed values when it was decided with them (no JSON parsed), else from the parsed entry.
+        """
+        fields, sides = entry.fields(), entry.sides()
+        if fields is not None and sides is not None:
+            return self.add_sides(entry_index, fields, [unpack_side(side) for side in sides])
+        return self.add_entry(entry_index, entry.result())
 
     def add_entry(self, entry_index: int, entry: EntryResult) -> list[pa.RecordBatch]:
         """Add the entry's rows; returns a batch for each `batch_rows` rows waiting."""

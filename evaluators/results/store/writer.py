@@ -30,7 +30,6 @@ from evaltrace.evaluators.results.store.location import new_run_id, store_error
 from evaltrace.evaluators.results.store.reader import spec_sha256
 from evaltrace.evaluators.results.store.rows import RunContext, ScorerIndex, ScoreRows
 from evaltrace.evaluators.results.store.schema import RUNS_FOLDER, RUNS_SCHEMA, SCORES_FOLDER, SCORES_SCHEMA
-from evaltrace.evaluators.results.store.sides import unpack_side
 from evaltrace.evaluators.scoring.scorers.registry import default_scorers
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 
@@ -174,13 +173,7 @@ class StoreWriter:
         if self._parts is not None:
             self._entries += 1  # its rows are in a part already
             return
-        fields, sides = entry.fields(), entry.sides()
-        if fields is not None and sides is not None:
-            # The samples' values were packed when they were scored: no JSON is parsed.
-            batches = self._rows.add_sides(self._entries, fields, [unpack_side(side) for side in sides])
-        else:
-            batches = self._rows.add_entry(self._entries, entry.result())
-        for batch in batches:
+        for batch in self._rows.add_report_entry(self._entries, entry):
             self._write(batch)
         self._entries += 1
 
