@@ -7,11 +7,10 @@ trace's spans meet in one group, whose task rebuilds and scores its traces (`ray
 re-scoring (every shard's traces table cached: no read, no shuffle, no rebuild) and a run with
 log-record files (attached to spans as each file is read) take per-shard tasks that each read
 every file instead (`_score_by_shards`). A task returns what its copy of the router still holds
-and its run statistics; its entries go, in a cold run with a spec and no multi-turn case, on to
-the entries stage (`ray_entries.py`); without a spec, to the driver's entries folder
-(`ray_sorted.py`); else its samples' JSON is returned and parked on the driver's spill. The
-driver merges the hand-overs, scores held conversations and computes repeats, the gate and the
-report as a local run: the entries are the same, entry for entry.
+and its run statistics; with a spec its samples go on to the entries stage (`ray_entries.py`, its
+conversations scored whole on the way: `ray_conversations.py`); without a spec its entries go to
+the driver's entries folder (`ray_sorted.py`). The driver merges the hand-overs and computes the
+gate and the report as a local run: the entries are the same, entry for entry.
 
 A task returns its whole shard at once rather than streaming it, so a task that Ray re-runs (its
 worker or node died; Ray retries it, up to `EVALTRACE_RAY_MAX_RESTARTS` times) cannot deliver a
@@ -26,7 +25,6 @@ plugin scorer's module themselves: installed on every node, or given by the clus
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import ipaddress
@@ -42,16 +40,15 @@ from evaltrace.collector.errors import InputError
 from evaltrace.collector.runfiles.reader import Shard
 from evaltrace.collector.runfiles.runfiles import Location
 from evaltrace.collector.settings import RaySettings
-from evaltrace.evaluators.engine._loop import Router, score_held
+from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import SpecRouter, TraceRouter
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.ray_data import RunParts, ShardResult, score_groups, score_shard
-from evaltrace.evaluators.engine.ray_entries import EntryStage, eligible, finish_entries, score_entries
+from evaltrace.evaluators.engine.ray_entries import EntryStage, finish_entries, score_entries
 from evaltrace.evaluators.engine.ray_judges import judges_on_ray
 from evaltrace.evaluators.engine.ray_sorted import SORTED, EntriesFolder, EntryTarget, SortedParts, write_sorted
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.engine.shards import WorkerError
-from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions
@@ -330,8 +327,8 @@ def _park(spill: Spill, key: int, result: ShardResult) -> None:
 def _entry_stage(
     router: Router, spec: LoadedSpec | None, sink: EntrySink | None, options: ScoreOptions
 ) -> contextlib.AbstractContextManager[EntryStage | None]:
-    """The entries stage, for a run that takes it (`ray_entries.eligible`); leaving it removes its folder."""
-    if not isinstance(router, SpecRouter) or not eligible(router, spec):
+    """The entries stage, for a run with a spec; leaving it removes its folder."""
+    if not isinstance(router, SpecRouter) or spec is None:
         return contextlib.nullcontext()
     return EntryStage(router, sink, options)
 
@@ -386,6 +383,4 @@ def score_paths_ray(
         )
         if done and stage is not None:
             return finish_entries(stage, stats, spec, judged())
-        with scorer_time_limit(options.scorer_timeout):
-            asyncio.run(score_held(router, stats, spill))  # judges of held conversations: the pool too
         return _finish(router, stats, spill, spec, options, sink, judged())

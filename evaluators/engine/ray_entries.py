@@ -1,11 +1,13 @@
 """The Ray engine's entries stage: samples shuffled by case, whole entries written by the tasks, tallies to the driver.
 
-A run with a spec and no multi-turn case goes one stage past `ray_data.py`'s groups:
+A run with a spec goes one stage past `ray_data.py`'s groups (with multi-turn cases, two: the
+conversations are scored whole in between, `ray_conversations.py`):
 
 1. Each group scores its traces as there (`ray_data.group_result`) but returns its samples as
    rows keyed by their case's partition (`sample_rows`): one row per sample (its parked
-   record), one per case it saw (its `CaseTally`, pickled) and one hand-over (what its router
-   still holds without the tallies, and its run statistics).
+   record), one per case it saw (its `CaseTally`, pickled), one per conversation it holds (its
+   traces, keyed by the conversation) and one hand-over (what its router still holds without
+   those, and its run statistics).
 2. Ray's shuffle groups those rows by partition. A partition is a run of consecutive cases in
    the spec's order (`span`), so each task holds whole entries and its share of the report is
    contiguous. The task (`write_entries`) merges each case's tallies, decides the case as the
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -67,7 +70,7 @@ if TYPE_CHECKING:
     from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 
 PART, KIND, CASE, START, TRACE, BLOB = "_part", "_kind", "_case", "_start", "_trace", "_blob"
-SAMPLE, TALLY, HANDOVER = 0, 1, 2
+SAMPLE, TALLY, HANDOVER, TURNS = 0, 1, 2, 3
 SAMPLES_SCHEMA = pa.schema(
     [
         pa.field(PART, pa.int32()),
@@ -78,7 +81,7 @@ SAMPLES_SCHEMA = pa.schema(
         pa.field(BLOB, pa.binary()),
     ]
 )
-"""The rows the groups hand to the entries stage: samples, case tallies and hand-overs, by partition."""
+"""The rows the groups hand on, by partition: samples, case tallies, held conversations and hand-overs."""
 _LISTED = frozenset({"failed", "missing"})
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
 
@@ -107,11 +110,6 @@ class Entries:
     """Its entries' JSON file, where its node did not see the run's entries folder: the driver writes it."""
     unseen: str | None = None
     """The address of a node that did not see the store's folder: no part written, the run stops."""
-
-
-def eligible(router: object, spec: LoadedSpec | None) -> bool:
-    """Whether a run takes the entries stage: a spec without multi-turn cases (conversations are held to the end)."""
-    return isinstance(router, SpecRouter) and spec is not None and all(case.turns is None for case in spec.cases)
 
 
 def span(part: int, parts: int, cases: int) -> range:
@@ -170,6 +168,10 @@ def score_entries(parts: RunParts, count: int, received: EntryStage, *, by_shard
         samples = shards_dataset(count, blob, parts.retries, shard_samples)
     else:
         samples = scored_groups(files, count, blob, parts.retries, group_samples)
+    if isinstance(parts.router, SpecRouter) and parts.router.has_multi_turn:
+        from evaltrace.evaluators.engine.ray_conversations import score_conversations  # builds on this module
+
+        samples = grouped_by(samples, PART, score_conversations, blob, parts.retries)
     for part, entries in results(grouped_by(samples, PART, write_entries, blob, parts.retries)):
         received.add(part, entries)
 
@@ -212,7 +214,9 @@ def sample_rows(key: int, result: ShardResult, parts: RunParts) -> pa.Table:
     if result.router is not None:
         for case_id, tally in result.router.tallies.items():
             add(where[case_id], TALLY, case_id, None, None, ray.cloudpickle.dumps(tally))
-        result.router.tallies, result.router.decided = {}, {}
+        for held, traces in result.router.conversations.items():  # a stable hash: every group's turns meet
+            add(zlib.crc32(held.encode()) % count, TURNS, held, None, None, ray.cloudpickle.dumps(traces))
+        result.router.tallies, result.router.decided, result.router.conversations = {}, {}, {}
     add(key % count, HANDOVER, None, None, None, ray.cloudpickle.dumps((key, dataclasses.replace(result, rows=[]))))
     arrays = [pa.array(values, field.type) for values, field in zip(columns, SAMPLES_SCHEMA, strict=True)]
     return pa.Table.from_arrays(arrays, schema=SAMPLES_SCHEMA)

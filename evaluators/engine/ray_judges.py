@@ -53,7 +53,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -216,9 +216,14 @@ def score_in_task(
     if not any(is_async_scorer(scorer) for scorer in router.scorers()):
         score_stream_now(traces, router, stats, spill, options)
         return
-    judged = any(scorer.uses_judge for scorer in router.scorers())
-    with serving(_task_session()) if judged else nullcontext():
+    with pool_judges(router):
         asyncio.run(score_stream(traces, router, stats, spill, options))
+
+
+def pool_judges(router: Router) -> AbstractContextManager[object]:
+    """The run's pool as the task's judge session, when `router` has judge scorers (else nothing)."""
+    judged = any(scorer.uses_judge for scorer in router.scorers())
+    return serving(_task_session()) if judged else nullcontext()
 
 
 def _task_session() -> PoolSession:

@@ -231,6 +231,8 @@ print("WATCHED=" + json.dumps({
     "parked": len(parked),
     "kinds": sorted({type(result).__name__ for result in received}),
     "sample_rows": sum(len(shard.rows) for result in received for _, shard in getattr(result, "handovers", [])),
+    "held": sum(len(shard.router.conversations) for result in received
+                for _, shard in getattr(result, "handovers", []) if shard.router is not None),
     "rows": sum(len(result.rows) for result in received if isinstance(result, ray_data.ShardResult)),
     "outcomes": sum(len(getattr(result, "outcomes", [])) for result in received),
     "received_bytes": sum(len(pickle.dumps(getattr(result, "outcomes", None))) for result in received),
@@ -267,6 +269,46 @@ def test_the_driver_receives_tallies_not_samples(
     # What came back is tallies: an entry's JSON is only the head of a failed one (the summary lists it).
     assert watched["received_bytes"] < len(text) / 10, (watched["received_bytes"], len(text))
     assert watched["folders"] == [], watched  # the entries folder is gone once the report is written
+
+
+def test_the_driver_receives_tallies_of_conversations_cold_and_warm(
+    cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # A spec with a multi-turn case takes the entries stage too: each conversation's turns, read by
+    # different groups (shards, warm), meet in one task, which scores the conversation and hands its
+    # sample on by case; the driver receives outcomes, no sample and no held trace, and parks nothing.
+    runs, spec = crossing_run
+    folder = Path(cluster.env["EVALTRACE_CACHE_DIR"]) / "traces"
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", "--no-cache", store=tmp_path / "ls"))
+    expected = _comparable(json.loads((tmp_path / "local.json").read_text(encoding="utf-8")))
+    tables: dict[Path, int] = {}
+    for attempt, extra in (("cold", ["--no-cache"]), ("first", []), ("warm", [])):
+        tables = {path: path.stat().st_mtime_ns for path in folder.glob("*.parquet")}
+        out, store = tmp_path / f"{attempt}.json", tmp_path / attempt
+        watched = _watched(cluster, _score_args(runs, spec, out, *extra, store=store))
+        assert watched["code"] == local.returncode and watched["parked"] == 0, (attempt, watched)
+        assert watched["kinds"] == ["Entries"] and watched["sample_rows"] == watched["held"] == 0, (attempt, watched)
+        assert watched["outcomes"] == 3, (attempt, watched)
+        assert _comparable(json.loads(out.read_text(encoding="utf-8"))) == expected, attempt
+        assert _stored(store) == _stored(tmp_path / "ls"), attempt
+    # The warm run's shard tasks read the traces tables (reading marks one used) and wrote none.
+    after = {path: path.stat().st_mtime_ns for path in folder.glob("*.parquet")}
+    assert after.keys() == tables.keys() and sum(after[path] > tables[path] for path in tables) >= 4
+    entries = {entry["case_id"]: entry for entry in expected["entries"]}
+    assert [len(sample["trace_ids"]) for sample in entries["chat"]["samples"]] == [2, 2, 2]
+
+
+def test_conversations_matching_no_case_are_unmatched_on_ray(
+    cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # The three conversations' first turn no longer matches the multi-turn case: the tasks that
+    # assemble them list their traces as unmatched, and the case is missing, as locally.
+    runs, _ = crossing_run
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.replace("{input: Hi there,", "{input: Hello there,"), encoding="utf-8")
+    report, _ = _both(cluster, runs, spec, tmp_path, "--no-cache", stores=True)
+    assert len(report["unmatched"]) == 5 + 6
+    assert {entry["case_id"]: entry["status"] for entry in report["entries"]}["chat"] == "missing"
 
 
 def test_without_a_spec_the_driver_receives_no_entry(
