@@ -1,15 +1,19 @@
 """The traces table's columns for the rule scorers: batches, rows, and each scorer's columnar form.
 
 The per-trace `Scorer.score` of every scorer stays the reference (and the only path of plugin
-scorers). A built-in rule scorer may have a columnar form, written beside it in its module and
-registered with `@columnar_form(ScorerClass)`: from a row of the traces table it returns the
-reference's exact `Score` when it can tell for sure that the entry passes, else `None` (the
-reference then scores the entry, so failures get their reason and details from it). A form
-answers only for its exact class: a subclass (a plugin) may score differently. A form is
-registered when its scorer's module is imported, so a run imports only the forms of its scorers.
+scorers). A built-in rule scorer may have a columnar form, written beside it in its module: from
+rows of the traces table it returns, per row, the reference's exact `Score` when it can tell for
+sure that the entry passes, else `None` (the reference then scores the entry, so failures get their
+reason and details from it). A form answers only for its exact class: a subclass (a plugin) may
+score differently. A form is registered when its scorer's module is imported, so a run imports only
+the forms of its scorers: `@columnar_form(ScorerClass)` for a form of one row (`Form`), or
+`columnar_forms(ScorerClass, many, plan)` for one of a batch's rows at once (`Forms`), whose
+one-row form is derived from it. `plan` makes what a form needs from its scorer's configuration
+alone; it is made when the spec is compiled (`prepare`) and kept with the scorer, so in the
+compiled-spec cache too.
 
-The engine asks the forms on the rows of the traces table's batches as it reads or writes them
-(`engine/columnar_entries.py`, local and Ray runs alike): `BatchCalls` is a batch's columns and
+The engine asks each scorer's form once per batch, on the rows of its cases (`ask_rows`,
+`engine/columnar_entries.py`, local and Ray runs alike): `BatchCalls` is a batch's columns and
 `RowCalls` one top-level row's; a row the forms do not all pass is scored by the reference.
 
 A batch's columns are read the first time a form asks: a field of every call as one flat list
@@ -21,6 +25,7 @@ call is checked once, a row's work is lookups. No `Trace` is built. Only top-lev
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -31,16 +36,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evaltrace.evaluators.scoring._kernels import as_bools, as_ints, code_ids, message_text, micros_between, top_rows
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 
 Form = Callable[[Any, "RowCalls"], Score | None]
-"""A columnar form: (scorer, row) -> the sure passing `Score`, or `None` for the reference.
+"""A columnar form of one row: (scorer, row) -> the sure passing `Score`, or `None` for the reference."""
 
-A form reads the row's columns only: the warm path (`engine/columnar_entries.py`) asks it before any
-`Trace` is decoded."""
+Forms = Callable[[Any, "BatchCalls", list[int]], list[Score | None]]
+"""A columnar form of a batch's rows: (scorer, batch, row positions) -> a `Form`'s answer per row."""
 
 FORMS: dict[type[Scorer], Form] = {}
 """Columnar forms by the exact scorer class they answer for (filled as the scorers' modules load)."""
+_MANY: dict[type[Scorer], tuple[Form, Forms, Callable[[Any], object]]] = {}
+"""Batch forms by scorer class: the one-row form derived from each, the batch form, and its plan's maker."""
 
 F = TypeVar("F", bound=Form)
 
@@ -53,6 +61,56 @@ def columnar_form(cls: type[Scorer]) -> Callable[[F], F]:
         return form
 
     return add
+
+
+def columnar_forms(cls: type[Scorer], many: Forms, plan: Callable[[Any], object]) -> Form:
+    """Register the batch form `many` for `cls` (with the maker of its `plan`); returns its one-row form."""
+
+    def form(scorer: Scorer, row: RowCalls) -> Score | None:
+        return many(scorer, row.batch, [row.index])[0]
+
+    form.__module__ = many.__module__  # the form is its scorer's module's
+    FORMS.setdefault(cls, form)
+    _MANY.setdefault(cls, (form, many, plan))
+    return form
+
+
+def ask_rows(scorer: Scorer, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """`scorer`'s form on each of `rows` of `batch`: its batch form at once, else its form row by row.
+
+    A form that fails on a row leaves that row to the reference (`None`); a batch form that fails
+    is asked again row by row. A form put in `FORMS` by hand (a test's) is asked row by row.
+    """
+    form, many = FORMS[type(scorer)], _MANY.get(type(scorer))
+    if many is not None and many[0] is form:
+        with contextlib.suppress(Exception):  # a row it trips over: each row alone, only that one left to the reference
+            return many[1](scorer, batch, rows)
+    return [_asked(form, scorer, RowCalls(batch, index)) for index in rows]
+
+
+def _asked(form: Form, scorer: Scorer, row: RowCalls) -> Score | None:
+    try:
+        return form(scorer, row)
+    except Exception:
+        return None
+
+
+_PLAN = "_form_plan"  # the key of a scorer's plan among its private attributes (so pickled with it)
+
+
+def plan(scorer: Scorer) -> Any:
+    """What `scorer`'s batch form needs from its configuration alone, made once (`prepare`) and kept with it."""
+    private = cast("dict[str, Any]", scorer.__pydantic_private__)
+    found = private.get(_PLAN)
+    if found is None:
+        found = private[_PLAN] = _MANY[type(scorer)][2](scorer)
+    return found
+
+
+def prepare(scorer: Scorer) -> None:
+    """Make `scorer`'s plan now (when the spec is compiled), if its form has one: the compiled-spec cache keeps it."""
+    if type(scorer) in _MANY:
+        plan(scorer)
 
 
 _PASS_FIELDS = frozenset(("scorer", "passed", "value", "reason", "details"))
@@ -157,7 +215,7 @@ class RowCalls:
             return cast("str", output)
         replies = cast("list[list[dict[str, Any]] | None]", self.iteration_values("output_messages"))
         for messages in reversed(replies):
-            texts = [text for text in map(_message_text, messages or []) if text is not None]
+            texts = [text for text in map(message_text, messages or []) if text is not None]
             if texts:
                 return "\n".join(texts)
         return None
@@ -201,7 +259,7 @@ class BatchCalls:
         self._columns: dict[str, list[object]] = {}
         self._call_fields: dict[str, list[object]] = {}
         self._memos: dict[tuple[int, str], dict[Any, Any]] = {}
-        self._rows = _top_rows(batch)
+        self._rows = top_rows(batch)
 
     def rows(self) -> list[tuple[str, int]]:
         """The trace ids this batch answers for, each with its row's position in the batch."""
@@ -279,12 +337,12 @@ class BatchCalls:
     @functools.cached_property
     def run_micros(self) -> list[int | None]:
         """Each row's wall time in microseconds."""
-        return _micros(self._batch.column("start_time"), self._batch.column("end_time"))
+        return micros_between(self._batch.column("start_time"), self._batch.column("end_time"))
 
     @functools.cached_property
     def call_micros(self) -> list[int | None]:
         """Each call's wall time in microseconds, flat."""
-        return _micros(pc.struct_field(self._values, "start_time"), pc.struct_field(self._values, "end_time"))
+        return micros_between(pc.struct_field(self._values, "start_time"), pc.struct_field(self._values, "end_time"))
 
     @functools.cached_property
     def call_keys(self) -> list[int]:
@@ -297,8 +355,8 @@ class BatchCalls:
         fields = [pc.struct_field(self._values, name) for name in ("name", "arguments_json")]
         key = np.zeros(len(self._values), dtype=np.int64)
         for codes in map(pc.dictionary_encode, fields):  # null: code 0, apart from every text
-            key = key * (len(codes.dictionary) + 1) + _codes(codes)
-        keys: list[int] = (key * 2 + _bools(pc.struct_field(self._values, "arguments_truncated"))).tolist()
+            key = key * (len(codes.dictionary) + 1) + code_ids(codes)
+        keys: list[int] = (key * 2 + as_bools(pc.struct_field(self._values, "arguments_truncated"))).tolist()
         return keys
 
     @functools.cached_property
@@ -306,7 +364,7 @@ class BatchCalls:
         """Per row: an id equal for rows offering the same tools with the same parameters (`tool_schemas`), in order."""
         tools = self._batch.column("tool_schemas")
         codes = [pc.dictionary_encode(pc.struct_field(tools.values, name)) for name in ("name", "parameters_json")]
-        tool = _codes(codes[0]) * (len(codes[1].dictionary) + 1) + _codes(codes[1])  # per offered tool, distinct
+        tool = code_ids(codes[0]) * (len(codes[1].dictionary) + 1) + code_ids(codes[1])  # per offered tool, distinct
         offered, bounds = tool.tolist(), tools.offsets.to_pylist()
         ids: dict[tuple[int, ...], int] = {}
         return [ids.setdefault(tuple(offered[start:end]), len(ids)) for start, end in itertools.pairwise(bounds)]
@@ -315,24 +373,24 @@ class BatchCalls:
     @functools.cached_property
     def rows_truncated(self) -> list[bool]:
         """Per row: whether any call's arguments were cut when recorded."""
-        return self._any_per_row(_bools(pc.struct_field(self._values, "arguments_truncated")))
+        return self._any_per_row(as_bools(pc.struct_field(self._values, "arguments_truncated")))
 
     @functools.cached_property
     def rows_nested(self) -> list[bool]:
         """Per row: whether any call started a nested agent run (`child_row` set)."""
-        return self._any_per_row(_bools(pc.is_valid(pc.struct_field(self._values, "child_row"))))
+        return self._any_per_row(as_bools(pc.is_valid(pc.struct_field(self._values, "child_row"))))
 
     @functools.cached_property
     def rows_failed(self) -> list[bool]:
         """Per row: whether any call has a non-empty error."""
-        return self._any_per_row(_ints(pc.utf8_length(pc.struct_field(self._values, "error"))) > 0)
+        return self._any_per_row(as_ints(pc.utf8_length(pc.struct_field(self._values, "error"))) > 0)
 
     @functools.cached_property
     def rows_error_text(self) -> list[bool]:
         """Per row: whether any call's result JSON text holds `"error"`."""
         # Written by evaltrace's own encoder, which never escapes a letter: a result object with an
         # `error` key holds the text `"error"`. Its absence proves there is none; its presence proves nothing.
-        return self._any_per_row(_bools(pc.match_substring(pc.struct_field(self._values, "result_json"), '"error"')))
+        return self._any_per_row(as_bools(pc.match_substring(pc.struct_field(self._values, "result_json"), '"error"')))
 
     def _any_per_row(self, flags: np.ndarray[Any, Any]) -> list[bool]:
         """Per row: whether any of its calls' `flags` (one per call of the batch) is true."""
@@ -340,57 +398,3 @@ class BatchCalls:
         offsets = np.asarray(self.offsets)
         found: list[bool] = (counts[offsets[1:]] > counts[offsets[:-1]]).tolist()
         return found
-
-
-# Arrow arithmetic with a Python number, and `to_numpy`, import pandas (for its type checks): the
-# columns are read into numpy from their buffers instead, and the arithmetic is numpy's.
-def _ints(values: pa.Array) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """An integer array as numpy int64, null as -1."""
-    data = pc.cast(values, pa.int64())
-    found = np.frombuffer(data.buffers()[1], np.int64, len(data), data.offset * 8)
-    return np.where(_bools(pc.is_valid(values)), found, -1)
-
-
-def _codes(encoded: pa.DictionaryArray) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """A dictionary array's codes plus one, null as 0 (so `D + 1` values for `D` distinct texts)."""
-    return _ints(encoded.indices) + 1
-
-
-def _bools(flags: pa.Array) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    """A boolean array as numpy booleans, null as false (`null and false` is false)."""
-    data = pc.cast(pc.and_kleene(flags, pc.is_valid(flags)), pa.int8())
-    found: np.ndarray[Any, np.dtype[np.bool_]] = np.frombuffer(data.buffers()[1], np.int8, len(data), data.offset) != 0
-    return found
-
-
-def _message_text(message: dict[str, Any]) -> str | None:
-    """`Message.text`: the text parts joined by newlines, or `None` without one."""
-    texts = [part["text"] for part in message["parts"] if part["type"] == "text" and part["text"] is not None]
-    return "\n".join(texts) if texts else None
-
-
-def _micros(start: pa.Array, end: pa.Array) -> list[int | None]:
-    """End minus start in whole microseconds (the table's unit), null where either is missing.
-
-    `timedelta.total_seconds()` divides the same integer by 10**6, so `micros / 1_000_000` is the
-    reference's float exactly.
-    """
-    micros: list[int | None] = pc.subtract(pc.cast(end, pa.int64()), pc.cast(start, pa.int64())).to_pylist()
-    return micros
-
-
-def _top_rows(batch: pa.RecordBatch) -> dict[str, int]:
-    """Row position by trace id, for top-level rows whose trace id no other top-level row holds."""
-    ids: list[str] = batch.column("trace_id").to_pylist()
-    top: list[bool] = pc.is_null(batch.column("parent_row")).to_pylist()
-    rows: dict[str, int] = {}
-    twice: set[str] = set()
-    for index, (trace_id, is_top) in enumerate(zip(ids, top, strict=True)):
-        if not is_top:
-            continue
-        if trace_id in rows:
-            twice.add(trace_id)
-        rows[trace_id] = index
-    for trace_id in twice:
-        del rows[trace_id]
-    return rows

@@ -31,7 +31,6 @@ from evaltrace.collector.traces.arguments import (
 from evaltrace.collector.traces.arguments import short as short
 from evaltrace.collector.traces.arguments import value_diffs as value_diffs
 from evaltrace.collector.traces.records import ToolCall
-from evaltrace.collector.traces.table import comparable_text
 from evaltrace.evaluators.scoring.scorers.base import Scorer
 
 
@@ -239,22 +238,14 @@ def compared_flags(match: ArgumentMatch, names: list[str], arguments: list[Argum
     return [True] * len(arguments) if None not in arguments else [a is not None for a in arguments]
 
 
-def same_texts(arguments: list[Arguments], compared: list[bool], texts: list[str | None]) -> bool:
-    """Whether each compared expected call's arguments encode to the text (a table's) of the call paired with it.
+def texts_match(text: str | None, compared: list[bool], texts: list[str | None]) -> bool:
+    """Whether each compared expected call's arguments (`text`: as one array) are the text of its paired call's.
 
-    Equal values match under every setting. One encoding and one string comparison: the encoder
-    writes an array as its items' texts joined by commas, so the arrays' texts are equal exactly
-    when the items' texts are.
+    Equal values match under every setting. One string comparison: the encoder writes an array as
+    its items' texts joined by commas, so the arrays' texts are equal exactly when the items' texts are.
     """
-    every = all(compared)
-    try:
-        text = comparable_text(
-            arguments if every else [a if c else None for a, c in zip(arguments, compared, strict=True)]
-        )
-    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
-        return False
-    parts = texts if every else ["null" if not c else t for c, t in zip(compared, texts, strict=True)]
-    return None not in parts and "[" + ",".join(parts) + "]" == text  # type: ignore[arg-type]
+    parts = texts if False not in compared else ["null" if not c else t for c, t in zip(compared, texts, strict=True)]
+    return text is not None and None not in parts and "[" + ",".join(parts) + "]" == text  # type: ignore[arg-type]
 
 
 class RowPairs:

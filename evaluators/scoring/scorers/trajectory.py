@@ -24,14 +24,13 @@ arguments that were not recorded is missing, and the reason says the arguments w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.collector.traces.table import comparable_text
-from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form, sure_pass
+from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_forms, plan, sure_pass
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
@@ -43,7 +42,7 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     format_call,
     lcs_pairs,
     max_bipartite_matching,
-    same_texts,
+    texts_match,
 )
 from evaltrace.evaluators.scoring.scorers.base import Score
 from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
@@ -216,70 +215,95 @@ class Trajectory(ExpectedCallsScorer):
         }
 
 
-# The columnar form: the passing `Score` read from a row of the traces table, or `None`.
-#
-# Where extra calls are allowed (in_order, superset, recall): every expected call made, in order, by
-# a call of the same name and matching arguments, no tool name twice; the matching and ordered pairs
-# are those pairs, and the reason lists the extras. Where a tool name repeats (or, for superset and
-# recall, the order differs), the pairs are the reference's own alignment functions run on the same
-# question of each pair (`_aligned`). Otherwise the row's calls match the expected calls position
-# by position (names equal; arguments matching, or not compared). Then, in every mode, the value is
-# 1, nothing is missing, late or extra and the ordered pairs are the identity, so the reference's
-# reason and details follow from the names alone but for the maximum matching: with no tool name
-# twice it is the identity too; with a repeated name it is what `max_bipartite_matching` makes of
-# the same compatibility.
-#
-# Arguments match when their JSON text equals the expected arguments encoded as the table encodes
-# them (`same_texts`). Otherwise they may still match (a subset of the keys, the default; `1` and
+# The columnar form: the passing `Score` read from a row of the traces table, or `None`. Where extra
+# calls are allowed (in_order, superset, recall): every expected call made, in order, by a call of
+# the same name and matching arguments, no tool name twice; the matching and ordered pairs are those
+# pairs, and the reason lists the extras. Where a tool name repeats (or, for superset and recall,
+# the order differs), the pairs are the reference's own alignment functions run on the same question
+# of each pair (`_aligned`). Otherwise the row's calls match the expected calls position by position
+# (names equal; arguments matching, or not compared). Then, in every mode, the value is 1, nothing
+# is missing, late or extra and the ordered pairs are the identity, so the reference's reason and
+# details follow from the names alone but for the maximum matching: with no tool name twice it is
+# the identity too; with a repeated name it is what `max_bipartite_matching` makes of the same
+# compatibility. Arguments match when their JSON text equals the expected arguments encoded as the table encodes
+# them (`texts_match`). Otherwise they may still match (a subset of the keys, the default; `1` and
 # `1.0`; `trim`): the pair is then asked of the argument matcher (`RowPairs`) on the row's
 # arguments, parsed once per row and only if a pair needs them. Not-a-number values, truncated
-# arguments and calls that start nested agents (with `nested`) are left to the reference. Nothing is
-# kept per scorer: a spec's scorers each score one trace, so a cache would only add objects for the
-# garbage collector to walk.
-
-_NAME = attrgetter("name")
-_ARGUMENTS = attrgetter("arguments")
+# arguments and calls that start nested agents (with `nested`) are left to the reference.
+# What the form reads of the configuration is its plan, made when the spec is compiled (`_plan`).
 
 
-@columnar_form(Trajectory)
-def trajectory_form(scorer: Trajectory, row: RowCalls) -> Score | None:
-    """The passing `Score` of `trajectory` when the calls are exactly the expected ones, else `None`."""
-    expected = scorer.expected
-    if expected is None or row.truncated or (scorer.nested and row.nested):
+class _Plan(NamedTuple):
+    wanted: list[str]  # the expected calls' names
+    arguments: list[Any]
+    compared: list[bool]  # per expected call, whether its arguments are compared (`compared_flags`)
+    encoded: list[str | None] | None  # each compared one's arguments as the table encodes them; None: one cannot be
+    text: str | None  # all of them as one array's text (`texts_match`), the others null
+    distinct: bool  # whether no name is expected twice
+
+
+_Passing = dict[tuple[str, ...], Score]  # rows passing with the same calls, the pairs fixed by the names alone
+
+
+def _plan(scorer: Trajectory) -> _Plan | None:
+    if scorer.expected is None:
         return None
-    names, texts = row.names, row.arguments
-    wanted = list(map(_NAME, expected))
+    wanted, arguments = [want.name for want in scorer.expected], [want.arguments for want in scorer.expected]
+    compared = compared_flags(scorer.arguments, wanted, arguments)
+    encoded: list[str | None] | None = None
+    try:
+        encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)]
+    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
+        pass
+    text = None if encoded is None else "[" + ",".join("null" if item is None else item for item in encoded) + "]"
+    return _Plan(wanted, arguments, compared, encoded, text, len(set(wanted)) == len(wanted))
+
+
+def trajectory_forms(scorer: Trajectory, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row, the passing `Score` of `trajectory` when the calls are exactly the expected ones, else `None`."""
+    known: _Plan | None = plan(scorer)
+    if known is None:
+        return [None] * len(rows)
+    passing: _Passing = {}  # rows passing with the same calls, pairs fixed by the names alone
+    return [_trajectory(scorer, known, RowCalls(batch, index), passing) for index in rows]
+
+
+trajectory_form = columnar_forms(Trajectory, trajectory_forms, _plan)
+
+
+def _trajectory(scorer: Trajectory, known: _Plan, row: RowCalls, passing: _Passing) -> Score | None:
+    if row.truncated or (scorer.nested and row.nested):
+        return None
+    names, texts, wanted = row.names, row.arguments, known.wanted
     if len(wanted) != len(names):
-        return _with_extras(scorer, expected, wanted, row)
+        return _with_extras(scorer, known, row, passing)
     if names != wanted:
         return None
-    arguments = list(map(_ARGUMENTS, expected))
-    compared = compared_flags(scorer.arguments, wanted, arguments)
     count = len(names)
     steps = range(count)
     pairs = None
-    if not same_texts(arguments, compared, texts):  # equal values may differ in text: ask the matcher
-        pairs = RowPairs(scorer.arguments, names, arguments, compared, texts, _known(scorer, row))
+    if not texts_match(known.text, known.compared, texts):  # equal values may differ in text: ask the matcher
+        pairs = RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, _known(scorer, row))
         if not pairs.all_match(zip(steps, steps, strict=True)):
             return None
-    if len(set(names)) == count:  # only same-name pairs can match: the identity is forced
-        matched = _identity(steps)
-    else:
-        found = _matching(pairs or RowPairs(scorer.arguments, names, arguments, compared, texts, _known(scorer, row)))
-        if found is None:
-            return None
-        matched = found
     why = f"all {count} expected calls matched" if count else "no calls expected or made"
-    return _passed(scorer, why, wanted, names, matched, _identity(steps))
+    if known.distinct:  # only same-name pairs can match: the identity is forced
+        key = tuple(names)
+        if (found := passing.get(key)) is None:
+            found = passing[key] = _passed(scorer, why, wanted, names, _identity(steps), _identity(steps))
+        return found
+    pairs = pairs or RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, _known(scorer, row))
+    matched = _matching(pairs)
+    return None if matched is None else _passed(scorer, why, wanted, names, matched, _identity(steps))
 
 
-def _with_extras(scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], row: RowCalls) -> Score | None:
+def _with_extras(scorer: Trajectory, known: _Plan, row: RowCalls, passing: _Passing) -> Score | None:
     """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
-    names = row.names
+    names, wanted = row.names, known.wanted
     if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
         return None
     if len(set(names)) != len(names):  # which call pairs with which: the reference's own alignment
-        return _aligned(scorer, expected, wanted, row)
+        return _aligned(scorer, known, row)
     position = {name: j for j, name in enumerate(names)}
     pairs: list[list[int]] = []
     for i, name in enumerate(wanted):
@@ -287,22 +311,24 @@ def _with_extras(scorer: Trajectory, expected: list[ExpectedCall], wanted: list[
         if j is None:
             return None
         if pairs and j <= pairs[-1][1]:  # out of order: a failure in order, allowed by superset and recall
-            return None if scorer.mode == "in_order" else _aligned(scorer, expected, wanted, row)
+            return None if scorer.mode == "in_order" else _aligned(scorer, known, row)
         pairs.append([i, j])
-    arguments = list(map(_ARGUMENTS, expected))
-    compared = compared_flags(scorer.arguments, wanted, arguments)
-    if not same_texts(arguments, compared, [row.arguments[j] for _, j in pairs]):
-        asked = RowPairs(scorer.arguments, wanted, arguments, compared, row.arguments, _known(scorer, row))
+    if not texts_match(known.text, known.compared, [row.arguments[j] for _, j in pairs]):
+        asked = RowPairs(scorer.arguments, wanted, known.arguments, known.compared, row.arguments, _known(scorer, row))
         if not asked.all_match((i, j) for i, j in pairs):
             return None
     # Only same-name pairs can match and no name is made twice: the matching and the ordered pairs
     # are both these pairs, nothing is missing or late, and every other call is an allowed extra.
-    used = {j for _, j in pairs}
-    extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
-    return _passed(scorer, f"extra {extra} (allowed in this mode)", wanted, names, pairs, [list(p) for p in pairs])
+    if (found := passing.get(key := tuple(names))) is None:
+        used = {j for _, j in pairs}
+        why = "extra " + ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
+        found = passing[key] = _passed(
+            scorer, f"{why} (allowed in this mode)", wanted, names, pairs, [*map(list, pairs)]
+        )
+    return found
 
 
-def _aligned(scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str], row: RowCalls) -> Score | None:
+def _aligned(scorer: Trajectory, known: _Plan, row: RowCalls) -> Score | None:
     """The passing `Score` where extra calls are allowed, from the reference's alignment of the row's calls.
 
     The longest in-order pairing (`lcs_pairs`) and the maximum matching (`max_bipartite_matching`)
@@ -311,14 +337,11 @@ def _aligned(scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str]
     when every expected call is paired (in order, for `in_order`): the value is then 1, nothing is
     missing or late, and the reason lists the calls neither pairing used.
     """
-    arguments = list(map(_ARGUMENTS, expected))
-    compared = compared_flags(scorer.arguments, wanted, arguments)
-    try:
-        encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)]
-    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
+    encoded, wanted, compared = known.encoded, known.wanted, known.compared
+    if encoded is None:  # not a JSON value, or NaN: the reference decides
         return None
     names, texts = row.names, row.arguments
-    asked = RowPairs(scorer.arguments, wanted, arguments, compared, texts, _known(scorer, row))  # by expected call
+    asked = RowPairs(scorer.arguments, wanted, known.arguments, compared, texts, _known(scorer, row))  # by expected
 
     def compatible(i: int, j: int) -> bool:
         if wanted[i] != names[j]:
@@ -338,24 +361,10 @@ def _aligned(scorer: Trajectory, expected: list[ExpectedCall], wanted: list[str]
     )
 
 
-def _passed(
-    scorer: Trajectory,
-    why: str,
-    wanted: list[str],
-    names: list[str],
-    matched: list[list[int]],
-    ordered: list[list[int]],
-) -> Score:
-    """The reference's passing `Score`: value 1, its reason (`why`, after the mode) and its details."""
-    return sure_pass(
-        scorer,
-        1.0,
-        f"Passed ({scorer.mode}, score 1.00): {why}.",
-        expected=wanted,
-        actual=list(names),
-        matched=matched,
-        in_order=ordered,
-    )
+def _passed(scorer: Trajectory, why: str, wanted: list[str], names: list[str], *pairs: list[list[int]]) -> Score:
+    """The reference's passing `Score`: value 1, its reason (`why`, after the mode), its details (matched, in order)."""
+    reason = f"Passed ({scorer.mode}, score 1.00): {why}."
+    return sure_pass(scorer, 1.0, reason, expected=wanted, actual=list(names), matched=pairs[0], in_order=pairs[1])
 
 
 def _matching(pairs: RowPairs) -> list[list[int]] | None:

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.evaluators.errors import SpecError
+from evaltrace.evaluators.scoring.columns import prepare
 from evaltrace.evaluators.scoring.scorers.base import (
     Scorer,
     ScorerConfig,
@@ -259,12 +260,18 @@ def compile_spec(spec: Spec, label: str) -> LoadedSpec:
             expects = [(case.expect, "expect")]
         per_case[case.id] = tuple(globals_ + _build(builder, expect, prefix, where) for expect, prefix in expects)
     scorer_configs = {
-        case_id: tuple(configs.get(id(s)) or configs.setdefault(id(s), scorer_config(s)) for s in _flat(turns))
+        case_id: tuple(configs.get(id(s)) or _compiled(configs, s) for s in _flat(turns))
         for case_id, turns in per_case.items()
     }
     return LoadedSpec(
         path=label, spec=spec, global_scorers=globals_, case_scorers=per_case, scorer_configs=scorer_configs
     )
+
+
+def _compiled(configs: dict[int, ScorerConfig], scorer: Scorer) -> ScorerConfig:
+    """`scorer`'s config, hashed once per scorer object; its columnar form's plan made too (kept in the cache)."""
+    prepare(scorer)
+    return configs.setdefault(id(scorer), scorer_config(scorer))
 
 
 def _flat(turns: tuple[tuple[Scorer, ...], ...]) -> list[Scorer]:

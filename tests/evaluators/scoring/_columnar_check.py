@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evaltrace.collector.traces.records import Trace
 from evaltrace.collector.traces.table import from_table, to_table
-from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls
+from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, ask_rows
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 
 
@@ -17,7 +17,10 @@ def columnar(trace: Trace, scorer: Scorer) -> tuple[Score | None, Trace]:
 
 
 def check_rows(traces: list[Trace], scorer: Scorer) -> list[Score | None]:
-    """`check_same` on each of `traces`, all rows of one table batch: the rows share the form's per-batch memos."""
+    """`check_same` on each of `traces`, all rows of one table batch: the rows share the form's per-batch memos.
+
+    The batch's rows are asked at once too (`ask_rows`, as the engine asks them): the same answers.
+    """
     named = [trace.model_copy(update={"trace_id": f"{index + 1:032x}"}) for index, trace in enumerate(traces)]
     table = to_table(named)
     batch, form = BatchCalls(table.to_batches()[0]), FORMS.get(type(scorer))
@@ -29,6 +32,8 @@ def check_rows(traces: list[Trace], scorer: Scorer) -> list[Score | None]:
             assert score == run_scorer(scorer, decoded)
             assert score.passed is True
         found.append(score)
+    if form is not None:
+        assert ask_rows(scorer, BatchCalls(table.to_batches()[0]), [index for _, index in batch.rows()]) == found
     return found
 
 
