@@ -63,7 +63,7 @@ def columnar_form(cls: type[Scorer]) -> Callable[[F], F]:
     return add
 
 
-def columnar_forms(cls: type[Scorer], many: Forms, plan: Callable[[Any], object]) -> Form:
+def columnar_forms(cls: type[Scorer], many: Forms, plan: Callable[[Any], object] = bool) -> Form:
     """Register the batch form `many` for `cls` (with the maker of its `plan`); returns its one-row form."""
 
     def form(scorer: Scorer, row: RowCalls) -> Score | None:
@@ -132,15 +132,6 @@ def sure_pass(scorer: Scorer, value: float | None, reason: str, **details: Any) 
     return score
 
 
-def shared_pass(row: RowCalls, scorer: Scorer, key: object, make: Callable[[], Score]) -> Score:
-    """`make()`, made once per batch: the passing `Score` of `scorer` alike for its rows with this `key` (frozen)."""
-    made = row.batch.memo(scorer, "passing")
-    found: Score | None = made.get(key)
-    if found is None:
-        found = made[key] = make()
-    return found
-
-
 class RowCalls:
     """One top-level row of a batch: its tool calls (`Trace.tool_calls`) and its columns, read lazily."""
 
@@ -179,24 +170,9 @@ class RowCalls:
         return any(child is not None and not handoff for child, handoff in calls)
 
     @property
-    def failed(self) -> bool:
-        """Whether any call has an error recorded (a non-empty `error`)."""
-        return self.batch.rows_failed[self.index]
-
-    @property
-    def error_text(self) -> bool:
-        """Whether any call's result text holds `"error"` (so may be an object with an `error` field)."""
-        return self.batch.rows_error_text[self.index]
-
-    @property
     def model_calls(self) -> int:
         """How many model calls (iterations) the row has."""
         return self.batch.model_calls[self.index]
-
-    @property
-    def usage(self) -> dict[str, int | None]:
-        """The run's token usage (`Trace.usage`) by field name."""
-        return cast("dict[str, int | None]", self.value("usage"))
 
     @property
     def run_micros(self) -> int | None:

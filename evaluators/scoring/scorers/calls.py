@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form, shared_pass
+from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import call_label, canonical_arguments, clip, format_call, short
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
@@ -222,16 +222,26 @@ class Budget(Scorer):
 # reference (their calls count).
 
 
-@columnar_form(ToolErrors)
-def tool_errors_form(scorer: ToolErrors, row: RowCalls) -> Score | None:
-    """The passing `Score` of `tool_errors` when no call can have failed, else `None`."""
-    if (scorer.nested and row.nested) or row.failed or (scorer.error_results and row.error_text):
-        return None
-    if not (count := len(row.names)):
-        return scorer.result(True, 1.0, "The agent made no tool calls, so none failed.") if scorer.spec_check else None
-    return shared_pass(
-        row, scorer, count, lambda: scorer.result(True, 1.0, f"All {count} tool calls succeeded.", failures=[])
-    )
+def tool_errors_forms(scorer: ToolErrors, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row, the passing `Score` of `tool_errors` when no call can have failed, else `None`."""
+    failed, offsets, passing = batch.rows_failed, batch.offsets, batch.memo(scorer, "passing")  # by count
+    nested = batch.rows_nested if scorer.nested else None
+    error_text = batch.rows_error_text if scorer.error_results else None
+    found: list[Score | None] = []
+    for index in rows:
+        count = offsets[index + 1] - offsets[index]
+        if failed[index] or (nested and nested[index]) or (error_text and error_text[index]):
+            found.append(None)
+        elif not count:  # a pass as a check of the spec's only
+            none = "The agent made no tool calls, so none failed."
+            found.append(scorer.result(True, 1.0, none) if scorer.spec_check else None)
+        else:
+            why = f"All {count} tool calls succeeded."
+            found.append(passing.get(count) or passing.setdefault(count, scorer.result(True, 1.0, why, failures=[])))
+    return found
+
+
+tool_errors_form = columnar_forms(ToolErrors, tool_errors_forms)
 
 
 @columnar_form(Budget)
@@ -243,21 +253,28 @@ def budget_form(scorer: Budget, row: RowCalls) -> Score | None:
     return found if found.passed else None
 
 
-@columnar_form(ToolEfficiency)
-def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls) -> Score | None:
-    """The passing `Score` of `tool_efficiency` when repeats and loops are within limits, else `None`."""
-    if scorer.nested and row.nested:
-        return None
+def tool_efficiency_forms(scorer: ToolEfficiency, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row, the passing `Score` of `tool_efficiency` when repeats and loops are within limits, else `None`."""
+    nested = batch.rows_nested if scorer.nested else None
+    memos = batch.memo(scorer, "call ids"), batch.memo(scorer, "canonical keys"), batch.memo(scorer, "passing")
+    return [None if nested and nested[index] else _efficiency(scorer, RowCalls(batch, index), *memos) for index in rows]
+
+
+tool_efficiency_form = columnar_forms(ToolEfficiency, tool_efficiency_forms)
+
+
+def _efficiency(
+    scorer: ToolEfficiency, row: RowCalls, ids: dict[int, int], keys: dict[Any, int], passing: dict[int, Score]
+) -> Score | None:
     names = row.names
     if not names:
-        return (
-            scorer.result(True, 1.0, "The agent made no tool calls, so none was redundant.")
-            if scorer.spec_check
-            else None
-        )
-    if _all_distinct(scorer, row):  # no repeat, no loop: the reference's pass whatever the limits
-        reason = f"No redundant calls among {len(names)}."
-        return shared_pass(row, scorer, len(names), lambda: scorer.result(True, 1.0, reason, redundant=[], loops=[]))
+        none = "The agent made no tool calls, so none was redundant."
+        return scorer.result(True, 1.0, none) if scorer.spec_check else None
+    if _all_distinct(row, ids, keys):  # no repeat, no loop: the reference's pass whatever the limits
+        if (found := passing.get(len(names))) is None:
+            why = f"No redundant calls among {len(names)}."
+            found = passing[len(names)] = scorer.result(True, 1.0, why, redundant=[], loops=[])
+        return found
     arguments = row.argument_values()
     if _unrecorded_repeat(names, arguments, row.call_values("arguments_truncated")):
         return None  # repeats cannot be ruled out: the reference reports the unrecorded calls
@@ -267,20 +284,18 @@ def tool_efficiency_form(scorer: ToolEfficiency, row: RowCalls) -> Score | None:
     return scorer.result(True, value, reason, **details) if passed else None
 
 
-def _all_distinct(scorer: ToolEfficiency, row: RowCalls) -> bool:
+def _all_distinct(row: RowCalls, ids: dict[int, int], keys: dict[Any, int]) -> bool:
     """Whether the row's calls all differ in name or canonical arguments, each recorded (the reference's keys).
 
-    Each distinct call of the batch (`call_keys`) gets its key's id once; the row compares ids.
+    Each distinct call of the batch (`call_keys`) gets its key's id once (`ids`, into `keys`); the row compares ids.
     """
-    ids, keys = row.batch.memo(scorer, "call ids"), row.batch.memo(scorer, "canonical keys")
-    names, texts, seen = row.batch.names, row.batch.arguments, set()
+    names, texts, calls, seen = row.batch.names, row.batch.arguments, row.batch.call_keys, set()
     for j in range(row.first_call, row.first_call + len(row.names)):
-        call = row.batch.call_keys[j]  # the same id: the same name, arguments text and truncation
-        found = ids.get(call)
+        found = ids.get(calls[j])  # the same id: the same name, arguments text and truncation
         if found is None:
             text = texts[j]
             key = None if text is None else (names[j], canonical_arguments(json.loads(text)))
-            found = ids[call] = -1 if key is None else keys.setdefault(key, len(keys))
+            found = ids[calls[j]] = -1 if key is None else keys.setdefault(key, len(keys))
         if found < 0 or found in seen:
             return False
         seen.add(found)

@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Literal, NamedTuple, cast
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evaltrace.collector.traces.records import Iteration, Trace, Usage
-from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
+from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
 from evaltrace.evaluators.scoring.scorers.registry import register
@@ -336,13 +336,19 @@ def price_calls(
 # the sum within `max_usd` (with `unknown_model: skip`, unpriced calls left out as the reference does).
 
 
-@columnar_form(UsageLimits)
-def usage_form(scorer: UsageLimits, row: RowCalls) -> Score | None:
-    """The passing `Score` of `usage` when every run-wide bound is recorded and met, else `None`."""
+def usage_forms(scorer: UsageLimits, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row, the passing `Score` of `usage` when every run-wide bound is recorded and met, else `None`."""
     if scorer.per_model or not scorer.total:
-        return None
-    found = scorer.judged(Usage.model_validate(row.usage), [])  # the row's values, as the trace holds them
-    return found if found.passed else None
+        return [None] * len(rows)
+    usages, passing = batch.column("usage"), batch.memo(scorer, "passing")  # `passing`: by reason, rows alike share it
+    found: list[Score | None] = []
+    for index in rows:
+        score = scorer.judged(Usage.model_validate(usages[index]), [])  # the row's values, as the trace holds them
+        found.append(passing.setdefault(score.reason, score) if score.passed else None)
+    return found
+
+
+usage_form = columnar_forms(UsageLimits, usage_forms)
 
 
 @columnar_form(Latency)

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, cast
 from pydantic import field_validator
 
 from evaltrace.collector.traces.records import Trace
-from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form
+from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import (
     clip,
     short,
@@ -189,23 +189,38 @@ class Outcome(Scorer):
 # does). `outcome`: the run's outcome, classified from the columns, is the expected one.
 
 
-@columnar_form(Output)
-def output_form(scorer: Output, row: RowCalls) -> Score | None:
-    """The passing `Score` of `output` when an answer was recorded and every check holds, else `None`."""
-    checks = scorer._check_count()
-    text = row.final_answer() if checks else None
-    if text is None or scorer._failures(text):
-        return None
-    return scorer.result(True, 1.0, f"All {checks} output checks passed.", failures=[])
+def output_forms(scorer: Output, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row, the passing `Score` of `output` when an answer was recorded and every check holds, else `None`."""
+    checks, passing = scorer._check_count(), batch.memo(scorer, "passing")
+    found: list[Score | None] = []
+    for index in rows:
+        text = RowCalls(batch, index).final_answer() if checks else None
+        if text is None or scorer._failures(text):
+            found.append(None)
+        else:
+            why = f"All {checks} output checks passed."
+            found.append(passing.get(0) or passing.setdefault(0, scorer.result(True, 1.0, why, failures=[])))
+    return found
 
 
-@columnar_form(Outcome)
-def outcome_form(scorer: Outcome, row: RowCalls) -> Score | None:
-    """The passing `Score` of `outcome` when the run's outcome is the expected one, else `None`."""
-    actual, evidence = _row_outcome(row)
-    if actual != scorer.expected:
-        return None
-    return scorer.result(True, 1.0, f"Outcome {actual} (as expected): {evidence}.", outcome=actual)
+def outcome_forms(scorer: Outcome, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row, the passing `Score` of `outcome` when the run's outcome is the expected one, else `None`."""
+    passing = batch.memo(scorer, "passing")  # by evidence
+    found: list[Score | None] = []
+    for index in rows:
+        actual, evidence = _row_outcome(RowCalls(batch, index))
+        if actual != scorer.expected:
+            found.append(None)
+        elif (score := passing.get(evidence)) is None:
+            why = f"Outcome {actual} (as expected): {evidence}."
+            found.append(passing.setdefault(evidence, scorer.result(True, 1.0, why, outcome=actual)))
+        else:
+            found.append(score)
+    return found
+
+
+output_form = columnar_forms(Output, output_forms)
+outcome_form = columnar_forms(Outcome, outcome_forms)
 
 
 def _row_outcome(row: RowCalls) -> tuple[str, str]:

@@ -14,7 +14,6 @@ or `arguments` (names and arguments through the argument matcher, calls paired o
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 from collections import Counter
 from typing import Any, ClassVar, Literal
@@ -23,7 +22,7 @@ from pydantic import Field, field_validator
 
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.collector.traces.table import comparable_text
-from evaltrace.evaluators.scoring.columns import RowCalls, columnar_form, shared_pass
+from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
@@ -233,32 +232,44 @@ def offered_tools(row: RowCalls) -> list[dict[str, Any]]:
     return tools
 
 
-@columnar_form(ToolCallValidity)
-def tool_call_validity_form(scorer: ToolCallValidity, row: RowCalls) -> Score | None:
-    """The passing `Score` of `tool_call_validity` when every checkable call is valid, else `None`."""
-    if scorer.nested and row.nested:
-        return None
-    if not (count := len(row.names)):
-        return (
-            scorer.result(True, 1.0, "The agent made no tool calls, so none was invalid.")
-            if scorer.spec_check
-            else None
-        )
-    offered = row.batch.schema_ids[row.index]
-    verdicts = row.batch.memo(scorer, "verdicts")  # (offered tools, call key) -> _VALID, _UNCHECKED or _DOUBT
-    checked = 0
-    for j in range(row.first_call, row.first_call + len(row.names)):
-        call = row.batch.call_keys[j]  # the same id: the same name, arguments text and truncation
-        verdict = verdicts.get((offered, call))
-        if verdict is None:
-            verdict = verdicts[offered, call] = _verdict(scorer, row, offered, j)
+def tool_call_validity_forms(scorer: ToolCallValidity, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row, the passing `Score` of `tool_call_validity` when every checkable call is valid, else `None`."""
+    verdicts, passing = batch.memo(scorer, "verdicts"), batch.memo(scorer, "passing")  # `passing`: by counts
+    nested = batch.rows_nested if scorer.nested else None
+    found: list[Score | None] = []
+    for index in rows:
+        counts = None if nested and nested[index] else _counts(scorer, batch, index, verdicts)
+        if counts is None or (counts == (0, 0) and not scorer.spec_check):
+            found.append(None)
+        elif counts == (0, 0):  # no calls: a pass as a check of the spec's only
+            found.append(scorer.result(True, 1.0, "The agent made no tool calls, so none was invalid."))
+        else:
+            found.append(passing.get(counts) or passing.setdefault(counts, _validity_pass(scorer, *counts)))
+    return found
+
+
+def _counts(
+    scorer: ToolCallValidity, batch: BatchCalls, index: int, verdicts: dict[tuple[int, int], int]
+) -> tuple[int, int] | None:
+    """The row's calls (checked, skipped) when the reference passes them, by each distinct call's verdict; (0, 0): none.
+
+    `verdicts`: by (offered tools, call key), `_VALID`, `_UNCHECKED` or `_DOUBT`, for the batch's rows.
+    """
+    start, end = batch.offsets[index], batch.offsets[index + 1]
+    if start == end:
+        return 0, 0
+    offered, keys, checked = batch.schema_ids[index], batch.call_keys, 0
+    for j in range(start, end):
+        if (verdict := verdicts.get((offered, keys[j]))) is None:
+            verdict = verdicts[offered, keys[j]] = _verdict(scorer, RowCalls(batch, index), offered, j)
         if verdict == _DOUBT:
             return None
         checked += verdict == _VALID
-    skipped = count - checked
-    if not checked or (skipped and scorer.spec_check):  # a check fails on a call it could not see
-        return None
-    return shared_pass(row, scorer, (checked, skipped), functools.partial(_validity_pass, scorer, checked, skipped))
+    skipped = end - start - checked
+    return None if not checked or (skipped and scorer.spec_check) else (checked, skipped)  # a check fails unseen calls
+
+
+tool_call_validity_form = columnar_forms(ToolCallValidity, tool_call_validity_forms)
 
 
 _VALID, _UNCHECKED, _DOUBT = 0, 1, 2
