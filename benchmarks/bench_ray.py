@@ -92,7 +92,7 @@ import ray, ray.data
 from evaltrace.collector import resolve_paths
 from evaltrace.evaluators.engine import ray_data
 ray.init(address=sys.argv[1], _node_ip_address=sys.argv[2], logging_level=logging.ERROR, log_to_driver=False)
-ray_data._quiet_ray_data(ray.data.DataContext.get_current())
+ray_data.quiet_ray_data(ray.data.DataContext.get_current())
 locations = [str(p.resolve()) for p in resolve_paths([sys.argv[3]], uris=True).locations]
 count = 2 * int(sys.argv[4])
 items = [{"file": i, "location": loc} for i, loc in enumerate(locations)]

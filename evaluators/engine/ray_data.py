@@ -57,7 +57,6 @@ from evaltrace.evaluators.engine.columnar_entries import TableFault, applies
 from evaltrace.evaluators.engine.ray_judges import score_in_task
 from evaltrace.evaluators.engine.ray_sorted import EntryTarget, write_sorted
 from evaltrace.evaluators.engine.sample import RunStats
-from evaltrace.evaluators.engine.shards import WorkerError
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
 
 if TYPE_CHECKING:
@@ -287,43 +286,14 @@ def _run_end(values: list[int], start: int) -> int:
     return bisect.bisect_right(values, values[start], lo=start)
 
 
-def score_groups(parts: RunParts, count: int, on_result: Callable[[int, ShardResult], None]) -> None:
-    """Read, shuffle and score `parts.locations` in `count` groups; `on_result` takes each group's result."""
-    files, blob = files_dataset(parts)
-    for key, result in results(scored_groups(files, count, blob, parts.retries)):
-        on_result(key, result)
-
-
 def files_dataset(parts: RunParts) -> tuple[Any, bytes]:
     """The dataset of the run's span files (one item each: `file`, `location`), and `parts` pickled for the tasks."""
     import ray
     import ray.data
 
-    _quiet_ray_data(ray.data.DataContext.get_current())
+    quiet_ray_data(ray.data.DataContext.get_current())
     items = [{"file": index, "location": str(location)} for index, location in enumerate(parts.locations)]
     return ray.data.from_items(items, override_num_blocks=max(1, len(items))), ray.cloudpickle.dumps(parts)
-
-
-def results(dataset: Any) -> Iterator[tuple[int, Any]]:
-    """The last stage's rows (`KEY`, `RESULT`) as they come: each key and its result unpickled.
-
-    Raises:
-        WorkerError: a task failed past its retries (its worker or node died each time).
-    """
-    import ray
-
-    batches = iter(dataset.iter_batches(batch_size=None, batch_format="pyarrow"))
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            return
-        except Exception as exc:  # Ray wraps the task's failure in its own types
-            lines = [line for line in str(exc).splitlines() if line.strip()]
-            last = lines[-1] if lines else type(exc).__name__
-            raise WorkerError(f"a Ray task failed past EVALTRACE_RAY_MAX_RESTARTS re-runs: {last}") from None
-        for key, payload in zip(batch.column(KEY).to_pylist(), batch.column(RESULT).to_pylist(), strict=True):
-            yield key, ray.cloudpickle.loads(payload)
 
 
 def result_row(key: int, result: object) -> pa.Table:
@@ -382,7 +352,7 @@ def shuffled(files: Any, count: int, retries: int) -> Any:
     return rows.groupby(KEY)
 
 
-def _quiet_ray_data(context: Any) -> None:
+def quiet_ray_data(context: Any) -> None:
     """No progress bars or statistics on the terminal (evaltrace shows its own progress), a task shuffle."""
     from ray.data.context import ShuffleStrategy
 

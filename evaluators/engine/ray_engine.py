@@ -43,7 +43,8 @@ from evaltrace.collector.settings import RaySettings
 from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import SpecRouter, TraceRouter
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.engine.ray_data import RunParts, ShardResult, score_groups, score_shard
+from evaltrace.evaluators.engine.ray_coordinator import score_groups
+from evaltrace.evaluators.engine.ray_data import RunParts, ShardResult, score_shard
 from evaltrace.evaluators.engine.ray_entries import EntryStage, finish_entries, score_entries
 from evaltrace.evaluators.engine.ray_judges import judges_on_ray
 from evaltrace.evaluators.engine.ray_sorted import SORTED, EntriesFolder, EntryTarget, SortedParts, write_sorted

@@ -45,6 +45,7 @@ from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.evaluators.engine._aggregate import CaseTally
 from evaltrace.evaluators.engine._routers import RouterState, SpecRouter, Totals
+from evaltrace.evaluators.engine.ray_coordinator import results
 from evaltrace.evaluators.engine.ray_data import (
     RunParts,
     ShardResult,
@@ -52,7 +53,6 @@ from evaltrace.evaluators.engine.ray_data import (
     group_result,
     grouped_by,
     result_row,
-    results,
     score_shard,
     scored_groups,
     shards_dataset,

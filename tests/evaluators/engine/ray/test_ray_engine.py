@@ -206,7 +206,7 @@ def test_benchmark_traces_gate_the_same_on_ray(cluster: Cluster, bench_run: tupl
 WATCHED_DRIVER = """\
 import json, pickle, sys
 from pathlib import Path
-from evaltrace.evaluators.engine import _spill, ray_data, ray_entries
+from evaltrace.evaluators.engine import _spill, ray_coordinator, ray_data, ray_entries
 from evaltrace.cli.main import run
 parked, received = [], []
 park = _spill.Spill.add
@@ -214,12 +214,12 @@ def counted(self, *args, **kwargs):
     parked.append(args[0])
     return park(self, *args, **kwargs)
 _spill.Spill.add = counted
-results = ray_data.results
+results = ray_coordinator.results
 def watched(dataset):
     for key, result in results(dataset):
         received.append(result)
         yield key, result
-ray_entries.results = ray_data.results = watched
+ray_entries.results = ray_coordinator.results = watched
 sys.argv = ["evaltrace", *sys.argv[1:]]
 code = 0
 try:
