@@ -46,6 +46,10 @@ class Spill:
         """How many results `group` holds."""
         return len(self._groups.get(group, ()))
 
+    def flush(self) -> None:
+        """Write what the buffer holds: before a fork, lest the child's copy of the buffer be written again."""
+        self._file.flush()
+
     def records(self, group: str) -> list[bytes]:
         """`group`'s results' JSON, by start time then trace id (what `ordered` gives, without the tags)."""
         rows = self._groups.get(group)

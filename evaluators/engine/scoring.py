@@ -274,7 +274,7 @@ def score_files(
     from evaltrace.collector.runfiles.reader import recording_losses
     from evaltrace.collector.traces.cache import traces_of
     from evaltrace.evaluators.engine import columnar_entries as warm
-    from evaltrace.evaluators.engine import shards
+    from evaltrace.evaluators.engine import shards, store_parts
 
     if options.ray_address is not None:
         raise InputError("--ray-address is for --engine ray")
@@ -305,7 +305,8 @@ def score_files(
             shards.score_sharded(files, router, stats, spill, options, count, histories=histories, columnar=columnar)
             with scorer_time_limit(options.scorer_timeout):  # each worker set its own: threads do not survive a fork
                 asyncio.run(score_held(router, stats, spill))  # a sharded run has no judge: nothing awaits the network
-            return _finish(router, stats, spill, spec, options, sink, None)
+            with store_parts.writing(router, spill, sink, options, count):  # the store's rows beside the report
+                return _finish(router, stats, spill, spec, options, sink, None)
     except warm.TableFault:  # scored again per trace, which reads the table again, discards it and rebuilds
         if not columnar:
             raise

@@ -27,7 +27,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from multiprocessing.connection import Connection, wait
@@ -165,7 +165,6 @@ def score_sharded(
         InputError: a worker met bad input (the first such error, as that worker reported it).
         WorkerError: a worker crashed or was killed.
     """
-    context = multiprocessing.get_context("fork")
     # A forked child flushes its copy of these buffers on exit: empty them first, or text written
     # before the fork would appear once per worker.
     sys.stdout.flush()
@@ -174,26 +173,11 @@ def score_sharded(
     processes: list[multiprocessing.process.BaseProcess] = []
     try:
         for index in range(workers):
-            receiver, sender = context.Pipe(duplex=False)
-            shard = Shard(index, workers)
-            process = context.Process(
-                target=_work,
-                args=(files, shard, histories, columnar, router, stats, options, sender),
-                name=f"evaltrace-score-{index}",
-                daemon=True,
-            )
-            process.start()
-            sender.close()  # the worker holds the only write end: its exit ends our reads
-            processes.append(process)
-            receivers[receiver] = index
+            work = (files, Shard(index, workers), histories, columnar, router, stats, options)
+            start_process(_work, work, f"evaltrace-score-{index}", receivers, processes)
         states = _collect(receivers, processes, spill, options)
     finally:
-        for worker in processes:
-            if worker.is_alive():
-                worker.terminate()
-            worker.join()
-        for receiver in receivers:
-            receiver.close()
+        stop_processes(receivers, processes)
     for state in states:
         router.state.merge(state.router)
         stats.merge(state.stats)
@@ -221,31 +205,63 @@ def _collect(
         for ready in wait(list(waiting)):
             assert isinstance(ready, Connection)
             index = waiting[ready]
-            try:
-                kind, payload = ready.recv()
-            except EOFError:
-                processes[index].join()
-                code = processes[index].exitcode
-                raise WorkerError(f"{_name(index, processes)} ended early (exit code {code})") from None
+            kind, payload = receive(ready, index, processes)
             if kind == "rows":
                 rows, counts[index] = payload
                 for row in rows:
                     spill.add(*row)
                 if options.progress is not None:
                     options.progress(sum(counts))
-            elif kind == "done":
+            else:  # "done"
                 handovers[index] = payload
                 del waiting[ready]
                 if options.progress is not None:
                     counts[index] = payload.stats.traces
                     options.progress(sum(counts))
-            elif kind == "input":
-                raise InputError(payload)
-            elif kind == "table":  # the run is scored again per trace (see `score_sharded`)
-                raise TableFault(payload)
-            else:
-                raise WorkerError(f"{_name(index, processes)} failed:\n{payload}")
     return [handover for handover in handovers if handover is not None]
+
+
+def start_process(
+    target: Callable[..., None],
+    args: tuple[Any, ...],
+    name: str,
+    receivers: dict[Connection, int],
+    processes: list[multiprocessing.process.BaseProcess],
+) -> None:
+    """Fork a process running `target(*args, sender)`, whose messages `receivers` reads (keyed by its place)."""
+    receiver, sender = multiprocessing.get_context("fork").Pipe(duplex=False)
+    process = multiprocessing.get_context("fork").Process(target=target, args=(*args, sender), name=name, daemon=True)
+    process.start()
+    sender.close()  # the process holds the only write end: its exit ends our reads
+    receivers[receiver] = len(processes)
+    processes.append(process)
+
+
+def stop_processes(receivers: dict[Connection, int], processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
+    """End the processes `start_process` started (those still running are terminated) and close their pipes."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+        process.join()
+    for receiver in receivers:
+        receiver.close()
+
+
+def receive(ready: Connection, index: int, processes: Sequence[multiprocessing.process.BaseProcess]) -> Any:
+    """A process's next message (kind, payload); raises what it reported (bad input, an unreadable table, a crash)."""
+    try:
+        kind, payload = ready.recv()
+    except EOFError:
+        processes[index].join()
+        code = processes[index].exitcode
+        raise WorkerError(f"{_name(index, processes)} ended early (exit code {code})") from None
+    if kind == "input":
+        raise InputError(payload)
+    if kind == "table":  # the run is scored again per trace (see `score_sharded`)
+        raise TableFault(payload)
+    if kind == "error":
+        raise WorkerError(f"{_name(index, processes)} failed:\n{payload}")
+    return kind, payload
 
 
 def _name(index: int, processes: Sequence[object]) -> str:
