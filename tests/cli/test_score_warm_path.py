@@ -113,10 +113,9 @@ def _score(runs: Path, spec: Path, out: Path, cache: Path, *options: str) -> dic
     report.pop("created_at")
     store = {}
     for table in ("scores", "runs"):
-        (path,) = (out / "store" / table).glob("*.parquet")
-        store[table] = (
-            pq.read_table(path).drop_columns([c for c in _RUN_IDS if c in pq.read_schema(path).names]).to_pylist()
-        )
+        (path,) = (out / "store" / table).glob("*")  # a sharded run's scores: a folder of parts, read in order
+        rows = pq.read_table(path)
+        store[table] = rows.drop_columns([c for c in _RUN_IDS if c in rows.column_names]).to_pylist()
     return {"exit": done.returncode, "summary": done.stdout, "report": report, "store": store}
 
 
@@ -140,6 +139,9 @@ def test_sharded_warm_workers_write_what_the_per_trace_workers_write(
     first = _score(runs, spec, tmp_path / "first", cache, "--workers", "2")  # one table per worker's shard
     warm = _score(runs, spec, tmp_path / "warm", cache, "--workers", "2")  # each worker on its shard's table
     assert warm == first == per_trace
+    # The store's rows, written by two processes as two parts, are a one-process run's rows.
+    one = _score(runs, spec, tmp_path / "one", cache, "--no-cache", "--workers", "1")
+    assert warm["store"]["scores"] == one["store"]["scores"] and len(one["store"]["scores"]) > 0
 
 
 def test_a_small_warm_scoring_reads_a_sharded_first_scorings_tables_in_one_process(
