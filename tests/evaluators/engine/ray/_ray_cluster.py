@@ -29,8 +29,16 @@ HEAD_IP = "127.0.0.2"
 NODE_MEMORY = str(1_500_000_000)
 OBJECT_STORE = str(150_000_000)
 START_TIMEOUT = 120.0
-# The Ray Data path's tasks: reading the files, the shuffle's map and reduce, scoring a group.
-RUN_TASKS = ("MapBatches(read_file)", "map", "reduce", "_sample_block", "MapBatches(score_group)")
+# The Ray Data path's tasks: reading the files, the shuffle's map and reduce, scoring a group, or
+# (warm) a shard from its cached traces table.
+RUN_TASKS = (
+    "MapBatches(read_file)",
+    "map",
+    "reduce",
+    "_sample_block",
+    "MapBatches(score_group)",
+    "MapBatches(shard_samples)",
+)
 
 
 def ray_python() -> Path:

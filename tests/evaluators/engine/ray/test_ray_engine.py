@@ -445,6 +445,44 @@ def test_killing_a_worker_node_mid_run_gives_the_same_report(
     assert "Gate" in out
 
 
+def test_killing_a_worker_node_mid_warm_run_gives_the_same_report(
+    cluster: Cluster, bench_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # Warm: every shard's traces table cached, so the shards' tasks read them (`shards_dataset`: no
+    # read, no shuffle of spans) and hand their samples on to the entries stage, whose tasks write
+    # the store's parts. Four shards fixed, as the doomed node changes the cluster's CPU count.
+    runs, spec = bench_run
+    shards = ["--workers", "4"]
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", *shards, store=tmp_path / "ls"))
+    cold = cluster.evaltrace(
+        *_score_args(runs, spec, tmp_path / "cold.json", *shards, *cluster.engine_args(), store=tmp_path / "cs")
+    )
+    assert cold.returncode == local.returncode, cold.stderr[-3000:]
+    folder = Path(cluster.env["EVALTRACE_CACHE_DIR"]) / "traces"
+    tables = {path: path.stat().st_mtime_ns for path in folder.glob("*.parquet")}
+    doomed = cluster.add_node("127.0.0.8")
+    for attempt in range(KILL_ATTEMPTS):
+        store = tmp_path / f"rs{attempt}"
+        scoring = cluster.start_evaltrace(
+            *_score_args(runs, spec, tmp_path / "ray.json", *shards, *cluster.engine_args(), store=store)
+        )
+        try:
+            killed = _kill_when_scoring(doomed, scoring)
+        finally:
+            out, err = scoring.communicate(timeout=600)
+        if killed:
+            break
+    assert killed, f"no task of {KILL_ATTEMPTS} scorings ran on the doomed node while they ran"
+    assert scoring.returncode == local.returncode, err
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    assert _comparable(reports[1]) == _comparable(reports[0])
+    assert _stored(store) == _stored(tmp_path / "ls")
+    (parts,) = (store / "scores").iterdir()
+    assert parts.is_dir()  # the entries stage's tasks wrote the store
+    after = {path: path.stat().st_mtime_ns for path in folder.glob("*.parquet")}
+    assert after.keys() == tables.keys()  # warm: the shards' tables were read, none written
+
+
 KILL_ATTEMPTS = 3
 
 
