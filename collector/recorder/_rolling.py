@@ -47,7 +47,7 @@ class FileKind:
     schema: Any
     """The files' layout (`layout.SCHEMA`, `logs_layout.LOGS_SCHEMA`)."""
     metadata: Callable[..., dict[str, str]]
-    """The file metadata from (run id, dropped, unwritten, writer_id=...): `layout.file_metadata` or the logs'."""
+    """The file metadata from (run id, dropped, unwritten, writer_id=...): `layout.file_metadata`."""
 
 
 @dataclass

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -130,7 +130,43 @@ class ExporterSettings(BaseModel):
         )
 
 
-class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
+class RecordingExporter(RollingFilesMixin):
+    """What the span and the log exporter build: settings, a redactor, a rolling writer of `files`.
+
+    The settings come from the arguments, the environment filling the ones left out (`default_run_id`
+    the run id).
+    """
+
+    files: ClassVar[FileKind]
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        run_id: str | None = None,
+        flush_interval: float | None = None,
+        max_rows: int | None = None,
+        redaction: RedactionSettings | None = None,
+        settings: ExporterSettings | None = None,
+    ) -> None:
+        if settings is None:
+            run_id = run_id if run_id is not None else self.default_run_id()
+            settings = ExporterSettings.from_arguments(directory, run_id, flush_interval, max_rows, redaction)
+        self.settings = settings
+        self._redactor: Redactor | None = build_redactor(settings.redaction)
+        layout.writer_version()  # looked up now, not in a roll at interpreter exit
+        self._writer = settings.rolling_writer(self.files)
+        self.built()
+
+    def default_run_id(self) -> str | None:
+        """The run id when none is given; `None`: the environment's, else a new one."""
+        return None
+
+    def built(self) -> None:
+        """Called once the exporter is set up."""
+
+
+class ParquetSpanExporter(RecordingExporter, SpanExporter):
     """Records spans to Parquet files in a folder (`EVALTRACE_DIR`, default `runs`).
 
     Built with no arguments by OTel auto-configuration (`OTEL_TRACES_EXPORTER=evaltrace`), it
@@ -146,24 +182,12 @@ class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
         settings: a complete `ExporterSettings` (the other arguments must then be omitted).
     """
 
-    def __init__(
-        self,
-        directory: str | os.PathLike[str] | None = None,
-        *,
-        run_id: str | None = None,
-        flush_interval: float | None = None,
-        max_rows: int | None = None,
-        redaction: RedactionSettings | None = None,
-        settings: ExporterSettings | None = None,
-    ) -> None:
-        if settings is None:
-            settings = ExporterSettings.from_arguments(directory, run_id, flush_interval, max_rows, redaction)
-        self.settings = settings
+    files = FileKind(noun="spans", suffix=".parquet", schema=layout.SCHEMA, metadata=layout.file_metadata)
+
+    def built(self) -> None:
+        """Remember the run id, for the log exporter built next (see `latest_span_run_id`)."""
         global _latest_span_run_id
-        _latest_span_run_id = settings.run_id
-        self._redactor: Redactor | None = build_redactor(settings.redaction)
-        layout.writer_version()  # looked up now, not in a roll at interpreter exit
-        self._writer = settings.rolling_writer(_SPAN_FILES)
+        _latest_span_run_id = self.settings.run_id
 
     @property
     def unwritten_spans(self) -> int:
@@ -175,6 +199,3 @@ class ParquetSpanExporter(RollingFilesMixin, SpanExporter):
         run_id, redactor = self.settings.run_id, self._redactor
         ok = self._encode_and_buffer(lambda: batches.encode_spans(spans, run_id, redactor), len(spans))
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
-
-
-_SPAN_FILES = FileKind(noun="spans", suffix=".parquet", schema=layout.SCHEMA, metadata=layout.file_metadata)

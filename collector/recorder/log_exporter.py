@@ -14,6 +14,7 @@ span id to its span as a span event.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,12 +30,11 @@ else:
         from opentelemetry.sdk._logs.export import LogExporter as LogRecordExporter
         from opentelemetry.sdk._logs.export import LogExportResult as LogRecordExportResult
 
-from evaltrace.collector.recorder._rolling import FileKind, RollingFilesMixin
-from evaltrace.collector.recorder.exporter import ExporterSettings, latest_span_run_id
+from evaltrace.collector.recorder._rolling import FileKind
+from evaltrace.collector.recorder.exporter import RecordingExporter, latest_span_run_id
 from evaltrace.collector.recorder.recording import WritesOnFlush
-from evaltrace.collector.recorder.redact import RedactionSettings, build_redactor
 from evaltrace.collector.runfiles import batches, logs_layout
-from evaltrace.collector.runfiles.layout import writer_version
+from evaltrace.collector.runfiles.layout import file_metadata
 from evaltrace.collector.runfiles.schema import LOGS_FILE_SUFFIX
 
 if TYPE_CHECKING:
@@ -43,15 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["EvaltraceLogRecordProcessor", "ParquetLogExporter"]
 
 
-_LOG_FILES = FileKind(
-    noun="log records",
-    suffix=LOGS_FILE_SUFFIX,
-    schema=logs_layout.LOGS_SCHEMA,
-    metadata=logs_layout.logs_file_metadata,
-)
-
-
-class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
+class ParquetLogExporter(RecordingExporter, LogRecordExporter):
     """Records OTel log records to `*.logs.parquet` files in a folder (`EVALTRACE_DIR`, default `runs`).
 
     Built with no arguments by OTel auto-configuration (`OTEL_LOGS_EXPORTER=evaltrace`), it reads
@@ -61,24 +53,20 @@ class ParquetLogExporter(RollingFilesMixin, LogRecordExporter):
     carry one run id. The arguments are `ParquetSpanExporter`'s.
     """
 
-    def __init__(
-        self,
-        directory: str | os.PathLike[str] | None = None,
-        *,
-        run_id: str | None = None,
-        flush_interval: float | None = None,
-        max_rows: int | None = None,
-        redaction: RedactionSettings | None = None,
-        settings: ExporterSettings | None = None,
-    ) -> None:
-        if settings is None:
-            if run_id is None and not os.environ.get("EVALTRACE_RUN_ID"):
-                run_id = latest_span_run_id()
-            settings = ExporterSettings.from_arguments(directory, run_id, flush_interval, max_rows, redaction)
-        self.settings = settings
-        self._encoder = batches.LogEncoder(settings.run_id, build_redactor(settings.redaction))
-        writer_version()  # looked up now, not in a roll at interpreter exit
-        self._writer = settings.rolling_writer(_LOG_FILES)
+    files = FileKind(
+        noun="log records",
+        suffix=LOGS_FILE_SUFFIX,
+        schema=logs_layout.LOGS_SCHEMA,
+        metadata=functools.partial(file_metadata, logs=True),
+    )
+
+    def built(self) -> None:
+        """The encoder, with the run id and the redactor."""
+        self._encoder = batches.LogEncoder(self.settings.run_id, self._redactor)
+
+    def default_run_id(self) -> str | None:
+        """The span exporter's, when `EVALTRACE_RUN_ID` sets none."""
+        return None if os.environ.get("EVALTRACE_RUN_ID") else latest_span_run_id()
 
     @property
     def unwritten_records(self) -> int:

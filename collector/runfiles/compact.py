@@ -249,11 +249,11 @@ def _read_pack(pack: Sequence[_Source]) -> tuple[pa.Table, LossTally]:
 
 def _metadata(first: _Source, tally: LossTally) -> dict[str, str]:
     total = tally.total()
-    build = logs_layout.logs_file_metadata if first.signal == SIGNAL_LOGS else layout.file_metadata
-    return build(
+    return layout.file_metadata(
         first.run_id,
         total.dropped,
         total.unwritten,
         writer_losses=json.dumps({w: list(x) for w, x in tally.by_writer().items()}, separators=(",", ":")),
         compacted_at=datetime.now(UTC).isoformat(),
+        logs=first.signal == SIGNAL_LOGS,
     )

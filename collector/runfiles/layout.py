@@ -20,10 +20,13 @@ import pyarrow.parquet as pq
 
 from evaltrace.collector.runfiles.schema import (
     BASE_COLUMNS,
+    LOGS_SCHEMA_VERSION,
     METADATA_SCHEMA_VERSION,
+    METADATA_SIGNAL,
     PROMOTED_INT_KEYS,
     PROMOTED_STRING_KEYS,
     SCHEMA_VERSION,
+    SIGNAL_LOGS,
 )
 
 __all__ = [
@@ -128,19 +131,24 @@ def writer_version() -> str:
         return "unknown"
 
 
-def file_metadata(run_id: str, dropped: int, unwritten: int, **extra: str) -> dict[str, str]:
-    """The key-value metadata every span file carries (`extra` adds `evaltrace.<key>` entries).
+def file_metadata(run_id: str, dropped: int, unwritten: int, *, logs: bool = False, **extra: str) -> dict[str, str]:
+    """The key-value metadata every span file (with `logs`: log-record file) carries; `extra` adds `evaltrace.<key>`s.
 
     `dropped` and `unwritten` are the writer's loss counts so far (see `_parquet_read.LossTally`).
     """
+    if logs:
+        head = {METADATA_SIGNAL.decode(): SIGNAL_LOGS, METADATA_SCHEMA_VERSION.decode(): str(LOGS_SCHEMA_VERSION)}
+    else:
+        head = {METADATA_SCHEMA_VERSION.decode(): str(SCHEMA_VERSION)}
+    lost = "log_records" if logs else "spans"
     return {
-        METADATA_SCHEMA_VERSION.decode(): str(SCHEMA_VERSION),
+        **head,
         "evaltrace.writer_version": writer_version(),
         "evaltrace.host": socket.gethostname(),
         "evaltrace.pid": str(os.getpid()),
         "evaltrace.run_id": run_id,
-        "evaltrace.promoted_keys": promoted_keys_json(),
-        "evaltrace.dropped_spans": str(dropped),
-        "evaltrace.unwritten_spans": str(unwritten),
+        **({} if logs else {"evaltrace.promoted_keys": promoted_keys_json()}),
+        f"evaltrace.dropped_{lost}": str(dropped),
+        f"evaltrace.unwritten_{lost}": str(unwritten),
         **{f"evaltrace.{key}": value for key, value in extra.items()},
     }

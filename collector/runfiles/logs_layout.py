@@ -16,18 +16,10 @@ and masks, and decoded again after.
 
 from __future__ import annotations
 
-import os
-import socket
-
 import pyarrow as pa
 
-from evaltrace.collector.runfiles.layout import writer_version
 from evaltrace.collector.runfiles.schema import (
     LOG_COLUMNS,
-    LOGS_SCHEMA_VERSION,
-    METADATA_SCHEMA_VERSION,
-    METADATA_SIGNAL,
-    SIGNAL_LOGS,
 )
 
 _TS = pa.timestamp("ns", tz="UTC")
@@ -52,18 +44,3 @@ _TYPES: dict[str, pa.DataType] = {
 }
 _NOT_NULL = {"observed_time", "attributes", "log_id"}
 LOGS_SCHEMA = pa.schema([pa.field(c, _TYPES[c], nullable=c not in _NOT_NULL) for c in LOG_COLUMNS])
-
-
-def logs_file_metadata(run_id: str, dropped: int, unwritten: int, **extra: str) -> dict[str, str]:
-    """The key-value metadata of every log-record file (`extra` adds `evaltrace.<key>` entries)."""
-    return {
-        METADATA_SIGNAL.decode(): SIGNAL_LOGS,
-        METADATA_SCHEMA_VERSION.decode(): str(LOGS_SCHEMA_VERSION),
-        "evaltrace.writer_version": writer_version(),
-        "evaltrace.host": socket.gethostname(),
-        "evaltrace.pid": str(os.getpid()),
-        "evaltrace.run_id": run_id,
-        "evaltrace.dropped_log_records": str(dropped),
-        "evaltrace.unwritten_log_records": str(unwritten),
-        **{f"evaltrace.{key}": value for key, value in extra.items()},
-    }

@@ -30,7 +30,7 @@ from evaltrace.collector.otlp.files.messages import Skipped, requests
 from evaltrace.collector.runfiles import batches
 from evaltrace.collector.runfiles.filesink import FileSink
 from evaltrace.collector.runfiles.layout import SCHEMA, file_metadata
-from evaltrace.collector.runfiles.logs_layout import LOGS_SCHEMA, logs_file_metadata
+from evaltrace.collector.runfiles.logs_layout import LOGS_SCHEMA
 from evaltrace.collector.runfiles.schema import DEFAULT_MAX_ROWS, LOGS_FILE_SUFFIX, safe_file_part
 
 logger = logging.getLogger("evaltrace")
@@ -104,7 +104,7 @@ def _sinks(source: Path, target: ImportTarget) -> tuple[FileSink, FileSink]:
     spans = FileSink(
         target.folder,
         SCHEMA,
-        lambda: file_metadata(target.run_id, 0, 0, **extra),
+        lambda: file_metadata(target.run_id, 0, 0, logs=False, **extra),
         name=f"import-{target.writer_id}",
         run_id=target.run_id,
         suffix=".parquet",
@@ -113,7 +113,7 @@ def _sinks(source: Path, target: ImportTarget) -> tuple[FileSink, FileSink]:
     logs = FileSink(
         target.folder,
         LOGS_SCHEMA,
-        lambda: logs_file_metadata(target.run_id, 0, 0, **extra),
+        lambda: file_metadata(target.run_id, 0, 0, logs=True, **extra),
         name=f"import-{target.writer_id}",
         run_id=target.run_id,
         suffix=LOGS_FILE_SUFFIX,
