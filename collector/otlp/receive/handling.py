@@ -97,7 +97,8 @@ class Intake:
         items = "spans" if signal is Signal.TRACES else "log_records"
         lost = dropped.events + dropped.links + dropped.attributes
         self.count(requests=1, rejected_items=decoded.rejected, dropped_items=lost, **{items: len(decoded.items)})
-        message = "; ".join(m for m in (_rejection(signal, decoded), dropped.message()) if m)
+        rejection = decoded.rejection("span" if signal is Signal.TRACES else "log record")
+        message = "; ".join(m for m in (rejection, dropped.message()) if m)
         return response(signal, decoded.rejected, message)
 
     def count(self, **increments: int) -> None:
@@ -110,14 +111,6 @@ class Intake:
         """A copy of the counters."""
         with self._lock:
             return Counts(**{f.name: getattr(self.counts, f.name) for f in fields(Counts)})
-
-
-def _rejection(signal: Signal, decoded: decode.Decoded[Any]) -> str:
-    if not decoded.rejected:
-        return ""
-    noun = "span" if signal is Signal.TRACES else "log record"
-    plural = "" if decoded.rejected == 1 else "s"
-    return f"{decoded.rejected} invalid {noun}{plural} rejected; the first at {decoded.first_error}"
 
 
 def response(signal: Signal, rejected: int = 0, message: str = "") -> Response:

@@ -83,6 +83,13 @@ class Decoded(Generic[T]):
         if not self.first_error:
             self.first_error = f"{where}: {error}"
 
+    def rejection(self, noun: str) -> str:
+        """What was rejected (`noun`: what an item is), '' when nothing was."""
+        if not self.rejected:
+            return ""
+        plural = "" if self.rejected == 1 else "s"
+        return f"{self.rejected} invalid {noun}{plural}; the first at {self.first_error}"
+
 
 class ReceivedSpan(ReadableSpan):
     """A `ReadableSpan` built from OTLP, with the dropped counts the sender reported."""
@@ -168,8 +175,7 @@ def parse_request(request: _Request, data: bytes, what: str) -> _Request:
 def all_or_error(decoded: Decoded[T], noun: str) -> list[T]:
     """The items, or an `InputError` naming the first rejected one (`noun`: what an item is)."""
     if decoded.rejected:
-        plural = "" if decoded.rejected == 1 else "s"
-        raise InputError(f"{decoded.rejected} invalid {noun}{plural}; the first at {decoded.first_error}")
+        raise InputError(decoded.rejection(noun))
     return decoded.items
 
 

@@ -133,8 +133,7 @@ def test_invalid_items_get_a_partial_success(collector: Collector) -> None:
     partial = ExportTraceServiceResponse.FromString(body).partial_success
     assert status == 200 and partial.rejected_spans == 1
     assert partial.error_message == (
-        "1 invalid span rejected; the first at resource_spans[0].scope_spans[0].spans[1]: "
-        "span_id has 2 bytes, expected 8"
+        "1 invalid span; the first at resource_spans[0].scope_spans[0].spans[1]: span_id has 2 bytes, expected 8"
     )
 
 
