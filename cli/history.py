@@ -7,13 +7,11 @@ with `--json -`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from evaltrace.cli import _options as opt
-from evaltrace.collector.errors import InputError
 
 HISTORY_EXIT_CODES = (
     "Exit codes: 0 shown; 2 bad input (no store or run, an unknown --scorer or --spec; one 'Error:' line)."
@@ -58,7 +56,7 @@ def history(
     if json_path is not None:
         check_destination("json", json_path)
     if html_path is not None:
-        _check_file_destination(html_path)
+        check_destination("html", html_path)
     options = HistoryOptions(last=last, scorers=scorer or [], spec=spec)
     result = load_history(store_folder(store), options)
     if json_path is not None:
@@ -67,11 +65,3 @@ def history(
         opt.write_text_output(html_path, render_html(result), "--html")
     # Scorer names and spec paths come from the store: `render_text` lays each out inert.
     typer.echo(render_text(result), nl=False, err=json_path == "-")
-
-
-def _check_file_destination(destination: str) -> None:
-    """Refuse `-` and a folder for `--html` before reading the store."""
-    if destination == "-":
-        raise InputError("--html -: the page is written to a file only ('-' is for --json)")
-    if Path(destination).is_dir():
-        raise InputError(f"--html {destination}: is a folder (give a file name)")

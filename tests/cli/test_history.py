@@ -306,8 +306,8 @@ def test_bad_input_is_one_error_line_and_exit_2(scored: Scored, tmp_path: Path) 
             f"Error: --spec {tmp_path / 'other.yaml'}: "
             f"no stored scoring run used this spec (specs in the store: {specs})",
         ),
-        (["--store", scored.store, "--html", "-"], "Error: --html -: the page is written to a file only"),
-        (["--store", scored.store, "--html", tmp_path], f"Error: --html {tmp_path}: is a folder"),
+        (["--store", scored.store, "--html", "-"], "Error: --html -: the html report is written to a file only"),
+        (["--store", scored.store, "--html", tmp_path], f"Error: --html {tmp_path}: names a folder"),
         (["--store", scored.store, "--last", "0"], "Error: Invalid value for '--last'"),
     ]
     for args, error in cases:
