@@ -7,6 +7,8 @@ pipeline, built lazily by the driver (`ray_data`, `ray_entries`), is handed to a
 on the driver's node instead (no CPU reserved, never re-run: it dies only with that node, whose
 loss the driver does not survive either); it yields each row of the last stage as it comes (a
 streaming generator), and the driver waits for the next in `ray.get`, which blocks without polling.
+Through Ray Client (`ray://`), which streams no task and in whose driver Ray Data does not run at
+all, the coordinator returns every row at its end instead.
 """
 
 from __future__ import annotations
@@ -40,8 +42,21 @@ def results(dataset: Any) -> Iterator[tuple[int, Any]]:
         WorkerError: a task failed past its retries (its worker or node died each time).
     """
     import ray
+
+    for key, payload in _rows(ray, dataset):
+        if key < 0:
+            raise WorkerError(f"a Ray task failed past EVALTRACE_RAY_MAX_RESTARTS re-runs: {payload.decode()}")
+        yield key, ray.cloudpickle.loads(payload)
+
+
+def _rows(ray: Any, dataset: Any) -> Iterator[tuple[int, bytes]]:
+    """The coordinator's rows as they come; through Ray Client (`ray://`), which runs no streaming task, run here."""
+    from ray.util.client import ray as client
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    if client.is_connected():  # all rows at the end: Ray Data runs in no client, and Ray Client streams no task
+        yield from ray.get(ray.remote(_collected).options(num_cpus=0, max_retries=0).remote(dataset))
+        return
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
     coordinator = ray.remote(_coordinate).options(
         num_cpus=0, max_retries=0, num_returns="streaming", scheduling_strategy=here
@@ -50,12 +65,9 @@ def results(dataset: Any) -> Iterator[tuple[int, Any]]:
     try:
         for ref in rows:
             try:
-                key, payload = ray.get(ref)
+                yield ray.get(ref)
             except Exception as exc:  # the coordinator itself died
-                key, payload = -1, _last_line(exc).encode()
-            if key < 0:
-                raise WorkerError(f"a Ray task failed past EVALTRACE_RAY_MAX_RESTARTS re-runs: {payload.decode()}")
-            yield key, ray.cloudpickle.loads(payload)
+                yield -1, _last_line(exc).encode()
     finally:
         ray.cancel(rows)  # a run stopped early (bad input) leaves no pipeline running
 
@@ -72,6 +84,11 @@ def _coordinate(dataset: Any) -> Iterator[tuple[int, bytes]]:
                 yield row
     except Exception as exc:  # Ray wraps the task's failure in its own types
         yield -1, _last_line(exc).encode()
+
+
+def _collected(dataset: Any) -> list[tuple[int, bytes]]:
+    """The coordinator task's rows all at once (through Ray Client)."""
+    return list(_coordinate(dataset))
 
 
 def _last_line(exc: Exception) -> str:

@@ -118,6 +118,7 @@ class Cluster:
         self.head_cpus = head_cpus
         self.ray = python.parent / "ray"
         self.port = _free_port(HEAD_IP)
+        self.client_port = _free_port(HEAD_IP)  # Ray Client's server (`ray://HEAD_IP:client_port`)
         # Ray's socket paths must stay short (108 bytes): pytest's tmp paths are too long.
         self.temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))
         dropped = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "RAY_ADDRESS")
@@ -139,7 +140,7 @@ class Cluster:
         head = [
             "--head",
             f"--port={self.port}",
-            f"--ray-client-server-port={_free_port(HEAD_IP)}",
+            f"--ray-client-server-port={self.client_port}",
             "--include-dashboard=false",
             "--disable-usage-stats",
             f"--temp-dir={self.temp}",

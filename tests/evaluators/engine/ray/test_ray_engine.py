@@ -562,6 +562,17 @@ def test_a_file_uri_scores_as_its_path(cluster: Cluster, crossing_run: tuple[Pat
     assert reports[0]["counts"]["traces"] == 51
 
 
+def test_a_ray_client_address_scores_the_same(cluster: Cluster, tmp_path: Path) -> None:
+    # Ray Client runs no streaming task: through `ray://` the pipeline runs in the driver, as before.
+    runs, spec = SAMPLES / "runs", SAMPLES / "evals.yaml"
+    local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json"))
+    address = ["--engine", "ray", "--ray-address", f"ray://{HEAD_IP}:{cluster.client_port}"]
+    ray = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "ray.json"), *address)
+    assert ray.returncode == local.returncode == 0, ray.stderr[-3000:]
+    reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
+    assert _comparable(reports[1]) == _comparable(reports[0])
+
+
 def test_a_damaged_file_is_one_error_line_naming_it(
     cluster: Cluster, crossing_run: tuple[Path, Path], tmp_path: Path
 ) -> None:
