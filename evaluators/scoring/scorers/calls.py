@@ -289,6 +289,8 @@ def _all_distinct(row: RowCalls, ids: dict[int, int], keys: dict[Any, int]) -> b
 
     Each distinct call of the batch (`call_keys`) gets its key's id once (`ids`, into `keys`); the row compares ids.
     """
+    if len(set(row.names)) == len(row.names):  # the keys differ in name: each call need only be recorded
+        return None not in row.arguments
     names, texts, calls, seen = row.batch.names, row.batch.arguments, row.batch.call_keys, set()
     for j in range(row.first_call, row.first_call + len(row.names)):
         found = ids.get(calls[j])  # the same id: the same name, arguments text and truncation

@@ -225,50 +225,50 @@ class Trajectory(ExpectedCallsScorer):
 # is missing, late or extra and the ordered pairs are the identity, so the reference's reason and
 # details follow from the names alone but for the maximum matching: with no tool name twice it is
 # the identity too; with a repeated name it is what `max_bipartite_matching` makes of the same
-# compatibility. Arguments match when their JSON text equals the expected arguments encoded as the table encodes
-# them (`texts_match`). Otherwise they may still match (a subset of the keys, the default; `1` and
-# `1.0`; `trim`): the pair is then asked of the argument matcher (`RowPairs`) on the row's
-# arguments, parsed once per row and only if a pair needs them. Not-a-number values, truncated
-# arguments and calls that start nested agents (with `nested`) are left to the reference.
-# What the form reads of the configuration is its plan, made when the spec is compiled (`_plan`).
+# compatibility. Arguments match when their JSON text equals the expected arguments encoded as the
+# table encodes them (`texts_match`; that text is the form's plan, made when the spec is compiled).
+# Otherwise they may still match (a subset of the keys, the default; `1` and `1.0`; `trim`): the
+# pair is then asked of the argument matcher (`RowPairs`) on the row's arguments, parsed once per
+# row and only if a pair needs them. Not-a-number values, truncated arguments and calls that start
+# nested agents (with `nested`) are left to the reference.
 
 
 class _Plan(NamedTuple):
     wanted: list[str]  # the expected calls' names
     arguments: list[Any]
     compared: list[bool]  # per expected call, whether its arguments are compared (`compared_flags`)
-    encoded: list[str | None] | None  # each compared one's arguments as the table encodes them; None: one cannot be
-    text: str | None  # all of them as one array's text (`texts_match`), the others null
-    distinct: bool  # whether no name is expected twice
+    text: str | None  # the compared ones as one array's text, the others null (`texts_match`); None: not JSON
+    distinct: bool  # no name expected twice
 
 
 _Passing = dict[tuple[str, ...], Score]  # rows passing with the same calls, the pairs fixed by the names alone
 
 
-def _plan(scorer: Trajectory) -> _Plan | None:
-    if scorer.expected is None:
+def _text(scorer: Trajectory) -> str | None:
+    """The plan kept with the scorer: `_Plan.text` ("": not a JSON value, or NaN), the rest cheap to make again."""
+    if scorer.expected is None:  # nothing to plan
         return None
-    wanted, arguments = [want.name for want in scorer.expected], [want.arguments for want in scorer.expected]
-    compared = compared_flags(scorer.arguments, wanted, arguments)
-    encoded: list[str | None] | None = None
+    arguments = [want.arguments for want in scorer.expected]
+    compared = compared_flags(scorer.arguments, [want.name for want in scorer.expected], arguments)
     try:
-        encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)]
-    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
-        pass
-    text = None if encoded is None else "[" + ",".join("null" if item is None else item for item in encoded) + "]"
-    return _Plan(wanted, arguments, compared, encoded, text, len(set(wanted)) == len(wanted))
+        return comparable_text([a if c else None for a, c in zip(arguments, compared, strict=True)])
+    except (TypeError, ValueError):  # the reference decides
+        return ""
 
 
 def trajectory_forms(scorer: Trajectory, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
     """Per row, the passing `Score` of `trajectory` when the calls are exactly the expected ones, else `None`."""
-    known: _Plan | None = plan(scorer)
-    if known is None:
+    text: str | None = plan(scorer)
+    if scorer.expected is None or text is None:
         return [None] * len(rows)
-    passing: _Passing = {}  # rows passing with the same calls, pairs fixed by the names alone
+    wanted, arguments = [want.name for want in scorer.expected], [want.arguments for want in scorer.expected]
+    compared = compared_flags(scorer.arguments, wanted, arguments)
+    known = _Plan(wanted, arguments, compared, text or None, len(set(wanted)) == len(wanted))
+    passing: _Passing = {}
     return [_trajectory(scorer, known, RowCalls(batch, index), passing) for index in rows]
 
 
-trajectory_form = columnar_forms(Trajectory, trajectory_forms, _plan)
+trajectory_form = columnar_forms(Trajectory, trajectory_forms, _text)
 
 
 def _trajectory(scorer: Trajectory, known: _Plan, row: RowCalls, passing: _Passing) -> Score | None:
@@ -288,8 +288,7 @@ def _trajectory(scorer: Trajectory, known: _Plan, row: RowCalls, passing: _Passi
             return None
     why = f"all {count} expected calls matched" if count else "no calls expected or made"
     if known.distinct:  # only same-name pairs can match: the identity is forced
-        key = tuple(names)
-        if (found := passing.get(key)) is None:
+        if (found := passing.get(key := tuple(names))) is None:
             found = passing[key] = _passed(scorer, why, wanted, names, _identity(steps), _identity(steps))
         return found
     pairs = pairs or RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, _known(scorer, row))
@@ -337,8 +336,10 @@ def _aligned(scorer: Trajectory, known: _Plan, row: RowCalls) -> Score | None:
     when every expected call is paired (in order, for `in_order`): the value is then 1, nothing is
     missing or late, and the reason lists the calls neither pairing used.
     """
-    encoded, wanted, compared = known.encoded, known.wanted, known.compared
-    if encoded is None:  # not a JSON value, or NaN: the reference decides
+    wanted, compared = known.wanted, known.compared
+    try:
+        encoded = [comparable_text(a) if c else None for a, c in zip(known.arguments, compared, strict=True)]
+    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
         return None
     names, texts = row.names, row.arguments
     asked = RowPairs(scorer.arguments, wanted, known.arguments, compared, texts, _known(scorer, row))  # by expected
@@ -387,8 +388,7 @@ def _known(scorer: Trajectory, row: RowCalls) -> dict[tuple[int, str | None], bo
     return row.batch.memo(scorer, "matcher", run=True)  # keyed by expected call and text
 
 
-def _identity(steps: range) -> list[list[int]]:
-    """`[[0, 0], [1, 1], ...]`, each pair a list of its own (made in C: ~20,000 times a scoring)."""
+def _identity(steps: range) -> list[list[int]]:  # [[0, 0], [1, 1], ...], each pair its own list (made in C)
     return list(map(list, zip(steps, steps, strict=True)))
 
 
