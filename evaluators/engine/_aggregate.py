@@ -30,6 +30,27 @@ def score_row(score: Score, turn: int | None = None) -> ScoreRow:
     return ScoreRow(score.scorer, passed, score.value, score.reason, score.error, turn, score.details)
 
 
+def score_rows(samples: Sequence[Sequence[Score]]) -> list[list[ScoreRow]]:
+    """Each sample's `score_row`s, one shared `ScoreRow` per distinct `Score` (by object; without details, by value).
+
+    The warm path keeps a batch's passing rows at once: what is made of a `ScoreRow` (its JSON, its
+    store values) is then made once per distinct score, not once per row.
+    """
+    made: dict[object, ScoreRow] = {}  # every `Score` is alive during the call: its id is its own
+    found = []
+    for scores in samples:
+        rows = []
+        for score in scores:
+            key: object = id(score)
+            if score.details is None:  # the type too: 1 and 1.0 are equal keys but different JSON
+                key = (score.scorer, score.passed, type(score.value), score.value, score.reason, score.error)
+            if (row := made.get(key)) is None:
+                row = made[key] = score_row(score)
+            rows.append(row)
+        found.append(rows)
+    return found
+
+
 def score_result(score: Score, turn: int | None = None) -> ScoreResult:
     """`score_row` as a model (a `SampleResult`'s)."""
     return ScoreResult(**score_row(score, turn)._asdict())
@@ -45,23 +66,33 @@ class ScorerTally:
     def __init__(self) -> None:
         self.counts: dict[str, ScorerCount] = {}
 
-    def add(self, scores: Sequence[ScoreResult | ScoreRow]) -> None:
-        """Count one sample's verdicts."""
-        for score in scores:
-            count = self.counts.get(score.scorer)
-            if count is None:
-                count = self.counts[score.scorer] = ScorerCount(scorer=score.scorer)
-            if score.error is not None or score.passed is False:
-                count.failed += 1
-                count.errors += score.error is not None
-            elif score.passed:
-                count.passed += 1
-            else:
-                count.not_applied += 1
-            if score.details and score.details.get("unrecorded") is True:
-                count.unrecorded += 1
-                # The scorer chose the hint from the trace (`evidence.record_hint`); the summary follows it.
-                count.uninstrumented += UNINSTRUMENTED_HINT in (score.reason or "")
+    def add(self, *samples: Sequence[ScoreResult | ScoreRow]) -> None:
+        """Count the verdicts of samples (each argument one sample's scores): once per distinct score object."""
+        found: dict[int, list[Any]] = {}  # [score, times], in the order first seen (the table's row order)
+        for scores in samples:
+            for score in scores:
+                if (seen := found.get(id(score))) is None:
+                    found[id(score)] = [score, 1]
+                else:
+                    seen[1] += 1
+        for score, times in found.values():
+            self._count(score, times)
+
+    def _count(self, score: ScoreResult | ScoreRow, times: int) -> None:
+        count = self.counts.get(score.scorer)
+        if count is None:
+            count = self.counts[score.scorer] = ScorerCount(scorer=score.scorer)
+        if score.error is not None or score.passed is False:
+            count.failed += times
+            count.errors += times * (score.error is not None)
+        elif score.passed:
+            count.passed += times
+        else:
+            count.not_applied += times
+        if score.details and score.details.get("unrecorded") is True:
+            count.unrecorded += times
+            # The scorer chose the hint from the trace (`evidence.record_hint`); the summary follows it.
+            count.uninstrumented += times * (UNINSTRUMENTED_HINT in (score.reason or ""))
 
     def merge(self, other: ScorerTally) -> None:
         """Add `other`'s counts (scorers it saw first come after ours)."""
@@ -201,22 +232,23 @@ class CaseTally:
         """An empty tally for a case decided by `policy`."""
         return cls(policy.k if policy.rule == "pass@k" and policy.k is not None else None)
 
-    def add(self, sample: SampleRow) -> None:
-        """Count one sample."""
-        key = sample_order(sample)
-        self.samples += 1
-        self.first = earlier(self.first, (key, (sample.trace_id, sample.output)))
-        self.scores.add(key, sample.scores)
-        why = _failure_text(sample) if sample.status == "failed" else ""
-        if self.considered is not None:
-            bisect.insort(self.leading, (key, sample.status, why))
-            del self.leading[self.considered :]
-        elif sample.status != "not_applicable":
-            self.scored += 1
-            if sample.status == "passed":
-                self.passed += 1
-            else:
-                self.first_failure = earlier(self.first_failure, (key, why))
+    def add(self, *samples: SampleRow) -> None:
+        """Count samples."""
+        keys = [sample_order(sample) for sample in samples]
+        self.samples += len(samples)
+        self.scores.add(keys, [sample.scores for sample in samples])
+        for key, sample in zip(keys, samples, strict=True):
+            self.first = earlier(self.first, (key, (sample.trace_id, sample.output)))
+            why = _failure_text(sample) if sample.status == "failed" else ""
+            if self.considered is not None:
+                bisect.insort(self.leading, (key, sample.status, why))
+                del self.leading[self.considered :]
+            elif sample.status != "not_applicable":
+                self.scored += 1
+                if sample.status == "passed":
+                    self.passed += 1
+                else:
+                    self.first_failure = earlier(self.first_failure, (key, why))
 
     def merge(self, other: CaseTally) -> None:
         """Add the samples `other` counted."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -33,11 +33,11 @@ from evaltrace.evaluators.results.report.model import (
     ScorerInfo,
     UnmatchedTrace,
 )
-from evaltrace.evaluators.results.report.sample_row import SampleRow
+from evaltrace.evaluators.results.report.sample_row import SampleRow, sample_jsons
 from evaltrace.evaluators.results.report.terminal import FailureDigest
 from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, park
-from evaltrace.evaluators.results.store.identities import ScorerPairing
-from evaltrace.evaluators.results.store.sides import pack_side
+from evaltrace.evaluators.results.store.identities import ScorerIdentity, ScorerPairing
+from evaltrace.evaluators.results.store.sides import pack_sides
 from evaltrace.evaluators.scoring.scorers.base import Scorer, ScorerConfig
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
@@ -198,7 +198,7 @@ class SpecRouter:
     def __init__(self, spec: LoadedSpec, selected: list[Case], *, pack_sides: bool = True) -> None:
         self.spec = spec
         self._pack_sides = pack_sides
-        """Park each sample with its score-store values (`pack_side`); off when no store reads them."""
+        """Park each sample with its score-store values (`pack_sides`); off when no store reads them."""
         self.selected = selected
         self.selected_ids = {case.id for case in selected}
         self._by_id = {case.id: case for case in spec.cases}
@@ -281,20 +281,42 @@ class SpecRouter:
 
     def keep(self, spill: SampleSpill, case_id: str | None, sample: SampleResult) -> None:
         if case_id is not None:
-            self.keep_row(spill, case_id, SampleRow.of(sample))
+            self.keep_rows(spill, [(case_id, SampleRow.of(sample))])
 
-    def keep_row(self, spill: SampleSpill, case_id: str, sample: SampleRow) -> None:
-        """Keep a sample of `case_id` given as values (the warm path makes them from a table's columns)."""
-        self.state.decided.pop(case_id, None)  # a sample scored after the hand-over (a conversation)
-        self.state.scorer_tally.add(sample.scores)
-        tally = self.state.tallies.get(case_id)
-        if tally is None:
-            tally = self.state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
-        tally.add(sample)
+    def keep_rows(self, spill: SampleSpill, rows: Sequence[tuple[str, SampleRow]]) -> None:
+        """Keep samples, each of its case, given as values (the warm path keeps a batch's from its columns at once).
+
+        Their JSON is assembled field by field for all of them (`sample_jsons`), the tallies count
+        each case's samples at once, and each distinct score's store values are made once.
+        """
+        state = self.state
+        state.scorer_tally.add(*(sample.scores for _, sample in rows))  # in the rows' order: the table's first-seen
+        by_case: dict[str, list[SampleRow]] = {}
+        for case_id, sample in rows:
+            by_case.setdefault(case_id, []).append(sample)
+        for case_id, samples in by_case.items():
+            state.decided.pop(case_id, None)  # a sample scored after the hand-over (a conversation)
+            tally = state.tallies.get(case_id)
+            if tally is None:
+                tally = state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
+            tally.add(*samples)
+        samples = [sample for _, sample in rows]
         # Parked with the values the score store needs, so it never parses the JSON back.
         # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
-        side = pack_side(sample, self._pairing.identities(case_id, sample.scores)) if self._pack_sides else b""
-        spill.add(case_id, sample.start_time, sample.trace_id, park(sample.json(), side))
+        sides = pack_sides(samples, self._identities(rows)) if self._pack_sides else [b""] * len(rows)
+        for (case_id, sample), payload, side in zip(rows, sample_jsons(samples), sides, strict=True):
+            spill.add(case_id, sample.start_time, sample.trace_id, park(payload, side))
+
+    def _identities(self, rows: Sequence[tuple[str, SampleRow]]) -> list[list[ScorerIdentity | None]]:
+        """Each sample's scorers (`ScorerPairing.identities`), paired once per case and scorer names."""
+        paired: dict[tuple[str, tuple[tuple[str, int | None], ...]], list[ScorerIdentity | None]] = {}
+        found = []
+        for case_id, sample in rows:
+            key = (case_id, tuple([(score.scorer, score.turn) for score in sample.scores]))
+            if (known := paired.get(key)) is None:
+                known = paired[key] = self._pairing.identities(case_id, sample.scores)
+            found.append(known)
+        return found
 
     def _policy(self, case: Case) -> RepeatPolicy:
         policy = self._policies.get(case.id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import TypeVar
 
 from pydantic import TypeAdapter
@@ -54,28 +55,37 @@ class ScoreMerger:
         """Every sample's scores once there are two or more; a lone sample's scores are the entry's
         (most cases have one), so it is grouped only when a second one comes."""
 
-    def add(self, key: SampleKey, scores: Sequence[ScoreRow]) -> None:
-        """Count the scores of the sample at `key` (its `sample_order`)."""
-        self._samples += 1
-        if self._samples == 2 and self._first is not None:
-            self._group_json(self._first)
+    def add(self, keys: Sequence[SampleKey], scores: Sequence[Sequence[ScoreRow]]) -> None:
+        """Count the scores of the samples at `keys` (their `sample_order`), `scores[i]` the sample's at `keys[i]`."""
+        if not keys:
+            return
+        before, self._samples = self._samples, self._samples + len(keys)
         if self._samples >= 2:
-            self._group(key, scores)
-        if self._first is None or key < self._first[0]:
-            self._first = (key, scores_json(scores))
+            if before == 1 and self._first is not None:
+                self._group_json(self._first)
+            self._group(keys, scores)
+        first = min(range(len(keys)), key=keys.__getitem__)  # the earliest; of equal keys, the first given
+        if self._first is None or keys[first] < self._first[0]:
+            self._first = (keys[first], scores_json(scores[first]))
 
     def _group_json(self, first: tuple[SampleKey, bytes]) -> None:
-        self._group(first[0], [ScoreRow.of(score) for score in SCORES.validate_json(first[1])])
+        self._group([first[0]], [[ScoreRow.of(score) for score in SCORES.validate_json(first[1])]])
 
-    def _group(self, key: SampleKey, scores: Sequence[ScoreRow]) -> None:
+    def _group(self, keys: Sequence[SampleKey], scores: Sequence[Sequence[ScoreRow]]) -> None:
+        """Group the samples' scores: by column where they share their scorers (a case's rows the warm path keeps)."""
+        names = [(score.scorer, score.turn) for score in scores[0]]
+        if any([(score.scorer, score.turn) for score in row] != names for row in scores[1:]):
+            for key, row in zip(keys, scores, strict=True):
+                self._group([key], [row])
+            return
         occurrence: dict[tuple[str, int | None], int] = {}
-        for position, score in enumerate(scores):
-            group = (score.scorer, score.turn)
+        earliest = min(keys)
+        for position, (group, column) in enumerate(zip(names, zip(*scores, strict=True), strict=True)):
             occurrence[group] = occurrence.get(group, 0) + 1
             merged = self._groups.get((*group, occurrence[group]))
             if merged is None:
-                merged = self._groups[(*group, occurrence[group])] = _Merged(score.scorer, score.turn, (key, position))
-            merged.add(key, position, score)
+                merged = self._groups[(*group, occurrence[group])] = _Merged(*group, (earliest, position))
+            merged.add(keys, position, column)
 
     def merge(self, other: ScoreMerger) -> None:
         """Add the samples `other` counted."""
@@ -120,18 +130,21 @@ class _Merged:
         self.first_failure: tuple[SampleKey, str] | None = None
         self.error: tuple[SampleKey, str] | None = None
 
-    def add(self, key: SampleKey, position: int, row: ScoreRow) -> None:
-        self.seen = min(self.seen, (key, position))
-        if row.passed is not None:
-            self.applicable += 1
-        if row.passed is False:
-            # `str()`: as the report always formatted it, `None` included.
-            self.first_failure = earlier(self.first_failure, (key, str(row.reason)))
-            self.failed += 1
-        if row.value is not None:
-            self.values.add(row.value)
-        if row.error is not None:
-            self.error = earlier(self.error, (key, row.error))
+    def add(self, keys: Sequence[SampleKey], position: int, rows: Sequence[ScoreRow]) -> None:
+        """Count this scorer's rows of the samples at `keys` (at `position` in each)."""
+        self.seen = min(self.seen, (min(keys), position))
+        self.applicable += len(rows) - [row.passed for row in rows].count(None)
+        # `str()`: as the report always formatted it, `None` included. Of equal keys, the first given is kept.
+        failures = [(key, str(row.reason)) for key, row in zip(keys, rows, strict=True) if row.passed is False]
+        if failures:
+            self.failed += len(failures)
+            self.first_failure = earlier(self.first_failure, min(failures, key=itemgetter(0)))
+        for row in rows:
+            if row.value is not None:
+                self.values.add(row.value)
+        errors = [(key, row.error) for key, row in zip(keys, rows, strict=True) if row.error is not None]
+        if errors:
+            self.error = earlier(self.error, min(errors, key=itemgetter(0)))
 
     def merge(self, other: _Merged) -> None:
         self.seen = min(self.seen, other.seen)

@@ -37,14 +37,14 @@ from evaltrace.collector.gc_policy import bulk_collections
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.collector.traces.cache import built_batches, is_cached, table_batches
 from evaltrace.collector.traces.table import iter_table_traces
-from evaltrace.evaluators.engine._aggregate import sample_status, score_row, status_passed
+from evaltrace.evaluators.engine._aggregate import sample_status, score_rows, status_passed
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import SampleSpill, SpecRouter
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.sample import RunStats, timed_out
-from evaltrace.evaluators.engine.time_limit import ScorerTimeout, current_limiter, scorer_time_limit
-from evaltrace.evaluators.results.report.sample_row import SampleRow
-from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, Form, RowCalls
+from evaltrace.evaluators.engine.time_limit import Limiter, ScorerTimeout, current_limiter, scorer_time_limit
+from evaltrace.evaluators.results.report.sample_row import SampleRow, ScoreRow
+from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, RowCalls, ask_rows
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.spec.model import Case
 
@@ -200,9 +200,10 @@ class _Rows:
                     yield kept
 
     def decide(self, calls: _Columns) -> set[int]:
-        """Keep the samples the forms decide; returns the top rows left undecided."""
+        """Keep the samples the forms decide, the batch's at once; returns the top rows left undecided."""
         router, stats, left = self._router, self._stats, set()
         unique = dict(calls.rows())
+        asked: list[tuple[int, Case]] = []
         for index in calls.tops:
             trace_id, text = calls.ids[index], calls.inputs[index]
             matched = router.cases_for(calls.case_ids[index], text)
@@ -211,32 +212,50 @@ class _Rows:
             cases = [case for case in matched if case.id in router.selected_ids]
             alone = unique.get(trace_id) == index and trace_id not in self._seen
             self._seen.add(trace_id)
-            if cases and not (alone and len(cases) == 1 and self._sample(cases[0], calls, index)):
+            if cases and alone and len(cases) == 1:
+                asked.append((index, cases[0]))
+            elif cases:
                 left.add(calls.top_rows[index])  # counted by the per-trace path as it reads it
-                continue
-            stats.traces += 1
+            else:
+                stats.traces += 1
+        kept = []
+        for (index, case), scores in zip(asked, self._scores(calls, asked), strict=True):
+            if scores is None:
+                left.add(calls.top_rows[index])
+            else:
+                kept.append((index, case, scores))
+        stats.traces += len(kept)
+        self._keep(calls, kept)
         if self._options.progress is not None:
             self._options.progress(stats.traces)
         return left
 
-    def _sample(self, case: Case, calls: _Columns, index: int) -> bool:
-        """Keep the row's sample when every scorer's form passes it for sure; `False` leaves it undecided."""
-        row = RowCalls(calls, index)
-        scores = self._scores(case, row)
-        if scores is None:
-            return False
-        self._keep(case, calls, index, row, scores)
-        return True
+    def _scores(self, calls: _Columns, asked: list[tuple[int, Case]]) -> list[list[Score] | None]:
+        """Per asked row (its index, its one case): its case's scores by its scorers' forms; `None` unless all pass.
 
-    def _scores(self, case: Case, row: RowCalls) -> list[Score] | None:
-        """The case's scorers' scores from their forms; `None` when one is not a sure pass."""
-        # Every form is asked, as the per-trace path asks each scorer's: a form's cost is the same either way.
-        scores = [_ask(FORMS[type(scorer)], scorer, row) for scorer in self._router.spec.case_scorers[case.id][0]]
-        return None if None in scores else [score for score in scores if score is not None]
+        Each scorer's form is asked once for the batch, on the rows of the cases it scores (the spec's
+        scorers of one configuration are one object); every form is asked, as the per-trace path asks each scorer.
+        """
+        per_case = [self._router.spec.case_scorers[case.id][0] for _, case in asked]
+        rows: dict[int, tuple[Scorer, list[int]]] = {}  # by scorer object: its rows' places in `asked`
+        for place, scorers in enumerate(per_case):
+            for scorer in scorers:
+                rows.setdefault(id(scorer), (scorer, []))[1].append(place)
+        found = {
+            key: dict(zip(places, _ask(scorer, calls, [asked[place][0] for place in places]), strict=True))
+            for key, (scorer, places) in rows.items()
+        }
+        verdicts = [[found[id(scorer)][place] for scorer in scorers] for place, scorers in enumerate(per_case)]
+        return [None if None in scores else cast("list[Score]", scores) for scores in verdicts]
 
-    def _keep(self, case: Case, calls: _Columns, index: int, row: RowCalls, scores: list[Score]) -> None:
-        """Keep the passing row's sample, made from its columns and `scores`."""
-        found = [score_row(score) for score in scores]
+    def _keep(self, calls: _Columns, kept: list[tuple[int, Case, list[Score]]]) -> None:
+        """Keep the batch's passing rows' samples, made from their columns and scores, at once (`keep_rows`)."""
+        found = score_rows([scores for _, _, scores in kept])
+        rows = [(case.id, self._sample(calls, index, row)) for (index, case, _), row in zip(kept, found, strict=True)]
+        self._router.keep_rows(self._spill, rows)
+
+    def _sample(self, calls: _Columns, index: int, found: list[ScoreRow]) -> SampleRow:
+        """A passing row's sample, made from its columns and its scores' rows (its run counted in the stats)."""
         start, end = calls.starts[index], calls.ends[index]
         first, last = calls.iteration_bounds(index)
         models = cast("list[str | None]", calls.iteration_field("model")[first:last])
@@ -247,7 +266,7 @@ class _Rows:
         cost = self._stats.add_run(duration, used["input_tokens"], used["output_tokens"], calls_made)
         status, trace_id = sample_status(found), calls.ids[index]
         # The values a `SampleResult` would hold (its float fields as floats): `SampleRow.json` is its JSON.
-        sample = SampleRow(
+        return SampleRow(
             trace_id=trace_id,
             trace_ids=[trace_id],
             root_span_ids=[cast("str | None", calls.column("root_span_id")[index])],
@@ -256,7 +275,7 @@ class _Rows:
             passed=status_passed(status),
             scores=found,
             input=calls.inputs[index],
-            output=row.final_answer(),
+            output=RowCalls(calls, index).final_answer(),
             error=cast("str | None", calls.column("error")[index]),
             start_time=None if start is None else _EPOCH + timedelta(0, 0, start),
             duration_seconds=duration,
@@ -264,22 +283,28 @@ class _Rows:
             output_tokens=used["output_tokens"] or 0,
             cost_usd=None if cost is None else float(cost),
         )
-        self._router.keep_row(self._spill, case.id, sample)
 
 
-def _ask(form: Form, scorer: Scorer, row: RowCalls) -> Score | None:
-    """The form's sure pass, under the run's time limit as the per-trace path asks it.
+def _ask(scorer: Scorer, calls: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """The scorer's form on `rows` at once (`ask_rows`), under the run's time limit as the per-trace path asks it.
 
-    A time-out is that path's result too; a form that fails leaves the row to the reference (`None`).
+    The limit holds for the batch's rows together; past it, each row is asked again under it alone,
+    so a row its form cannot settle in time gets that path's result, a time-out.
     """
     limiter = current_limiter()
+    if limiter is None:
+        return ask_rows(scorer, calls, rows)
     try:
-        return form(scorer, row) if limiter is None else limiter.call(lambda: form(scorer, row))
+        return limiter.call(lambda: ask_rows(scorer, calls, rows))
     except ScorerTimeout:
-        assert limiter is not None
+        return [_limited(limiter, scorer, calls, index) for index in rows]
+
+
+def _limited(limiter: Limiter, scorer: Scorer, calls: BatchCalls, index: int) -> Score | None:
+    try:
+        return limiter.call(lambda: ask_rows(scorer, calls, [index])[0])
+    except ScorerTimeout:
         return timed_out(scorer, limiter.seconds)
-    except Exception:
-        return None
 
 
 class _Columns(BatchCalls):

@@ -169,14 +169,14 @@ def test_a_small_warm_scoring_reads_a_sharded_first_scorings_tables_in_one_proce
 def rows_decided(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Per top-level row the columnar path asked about, in order: whether its sample was made from the columns."""
     decided: list[bool] = []
-    sample = columnar_entries._Rows._sample
+    scores = columnar_entries._Rows._scores
 
-    def counted(self: Any, *args: Any) -> bool:
-        found = sample(self, *args)
-        decided.append(found)
+    def counted(self: Any, *args: Any) -> Any:
+        found = scores(self, *args)  # per row asked, its passing scores or `None`
+        decided.extend(verdict is not None for verdict in found)
         return found
 
-    monkeypatch.setattr(columnar_entries._Rows, "_sample", counted)
+    monkeypatch.setattr(columnar_entries._Rows, "_scores", counted)
     return decided
 
 
@@ -209,21 +209,15 @@ def test_a_first_scoring_whose_table_cannot_be_written_midway_reports_the_same(
     runs, spec = run_set
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     reference = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1, cache=False))
-    decided: list[bool] = []
-    scores, write = columnar_entries._Rows._scores, pq.ParquetWriter.write_batch
+    decided = rows_decided(monkeypatch)
+    write = pq.ParquetWriter.write_batch
     written = iter(range(sys.maxsize))
-
-    def counted(self: Any, *args: Any) -> Any:
-        found = scores(self, *args)
-        decided.append(found is not None)
-        return found
 
     def failing(self: Any, *args: Any, **kwargs: Any) -> None:
         if next(written) == 1:  # the second batch: the writer gives up, scoring goes on
             raise OSError("no space left on device")
         write(self, *args, **kwargs)
 
-    monkeypatch.setattr(columnar_entries._Rows, "_scores", counted)
     monkeypatch.setattr(cache, "ROWS_PER_GROUP", 2)  # a batch written before the fault
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "clean"))
     scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1))

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from pydantic_core import to_json
 
 from evaltrace.evaluators.results.report.model import SampleResult, SampleStatus, ScoreResult
+from evaltrace.evaluators.results.report.writer import with_scores
 
 
 class ScoreRow(NamedTuple):
@@ -62,15 +63,36 @@ class SampleRow(NamedTuple):
         return cls(**fields, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
     def json(self) -> bytes:
-        """`SampleResult.model_dump_json()` of this sample, encoded."""
-        fields = self._asdict()
-        fields["scores"] = [score._asdict() for score in self.scores]
+        """`SampleResult.model_dump_json()` of this sample, encoded (`sample_jsons` of it alone)."""
+        return sample_jsons([self])[0]
+
+
+def sample_jsons(samples: Sequence[SampleRow]) -> list[bytes]:
+    """Each sample's `json()`: its fields dumped, then its scores spliced in, made once per distinct `ScoreRow` object.
+
+    The warm path keeps a batch's rows at once, rows alike sharing their `ScoreRow`s (details and all).
+    """
+    made: dict[int, bytes] = {}  # a score's JSON by object: every sample is alive during the call
+    found = []
+    for sample in samples:
+        fields = sample._asdict()
+        fields["scores"] = []
         fields["usage"] = {"input_tokens": fields.pop("input_tokens"), "output_tokens": fields.pop("output_tokens")}
         fields["cost_usd"] = fields.pop("cost_usd")  # after usage, as in the model
         # A model's float fields hold floats, and it writes NaN and infinities as null (`ser_json_inf_nan`).
-        return to_json(fields, inf_nan_mode="null")
+        found.append(with_scores(to_json(fields, inf_nan_mode="null"), _scores_json(sample.scores, made)))
+    return found
+
+
+def _scores_json(scores: Sequence[ScoreRow], made: dict[int, bytes]) -> bytes:
+    parts = []
+    for score in scores:
+        if (text := made.get(id(score))) is None:
+            text = made[id(score)] = to_json(score._asdict(), inf_nan_mode="null")
+        parts.append(text)
+    return b"[" + b",".join(parts) + b"]"
 
 
 def scores_json(scores: Sequence[ScoreRow]) -> bytes:
     """A JSON list of `scores`, as a list of `ScoreResult` dumps to it."""
-    return to_json([score._asdict() for score in scores], inf_nan_mode="null")
+    return _scores_json(scores, {})

@@ -69,7 +69,7 @@ def entry_head(fields: Mapping[str, Any], scores: bytes | None = None) -> bytes:
         raise ValueError("an entry given its scores as JSON must leave its own scores empty")
     head = to_json(fields, inf_nan_mode="null")
     if scores is not None:
-        head = _with_scores(head, scores)
+        head = with_scores(head, scores)
     return head[:-1] + b',"samples":['
 
 
@@ -162,11 +162,11 @@ class ReportEntry:
 _NO_SCORES = b',"scores":[],'
 
 
-def _with_scores(head: bytes, scores: bytes) -> bytes:
-    """An entry's JSON object (scores empty) with `scores` as its scores.
+def with_scores(head: bytes, scores: bytes) -> bytes:
+    """An entry's or a sample's JSON object (scores empty) with `scores` as its scores.
 
-    The first `,"scores":[],` is the key's: the fields before it are plain values, and inside a JSON
-    string every quote is escaped, so the text cannot appear within one.
+    The first `,"scores":[],` is the key's: inside a JSON string every quote is escaped, so a quote
+    after a comma is a string's start, and only a key's string is followed by a colon.
     """
     at = head.index(_NO_SCORES)
     return b"".join((head[:at], b',"scores":', scores, b",", head[at + len(_NO_SCORES) :]))

@@ -62,37 +62,48 @@ def details_text(details: dict[str, Any] | None) -> str | None:
     return None if details is None else _DETAILS.encode(details)
 
 
-def pack_side(sample: SampleRow, identities: Sequence[ScorerIdentity | None]) -> bytes:
-    """A sample's values for its rows, packed; empty when one cannot be packed (the store then parses the JSON).
+def pack_sides(samples: Sequence[SampleRow], identities: Sequence[Sequence[ScorerIdentity | None]]) -> list[bytes]:
+    """Each sample's values for its rows, packed; empty for one that cannot be (the store then parses its JSON).
 
     Args:
-        sample: the scored sample.
-        identities: the scorer of each of its results (`ScorerPairing.identities`).
+        samples: the scored samples.
+        identities: per sample, the scorer of each of its results (`ScorerPairing.identities`).
     """
-    try:
-        return marshal.dumps(tuple(sample_side(sample, identities)))  # marshal takes no tuple subclass
-    except ValueError:  # a value of a type marshal does not take (a plugin's str subclass, say)
-        return b""
+    made: _Made = {}
+    packed = []
+    for sample, paired in zip(samples, identities, strict=True):
+        try:
+            packed.append(marshal.dumps(tuple(_side(sample, paired, made))))  # marshal takes no tuple subclass
+        except ValueError:  # a value marshal does not take (a plugin's str subclass), details with a cycle
+            packed.append(b"")
+    return packed
 
 
 def unpack_side(data: bytes) -> SampleSide:
-    """A side packed by `pack_side`."""
+    """A side packed by `pack_sides`."""
     return SampleSide(*marshal.loads(data))
 
 
 def sample_side(sample: SampleRow, identities: Sequence[ScorerIdentity | None]) -> SampleSide:
-    """A sample's values for its rows (what `pack_side` packs); `identities` as for `pack_side`."""
+    """A sample's values for its rows (what `pack_sides` packs); `identities` as for one sample of `pack_sides`."""
+    return _side(sample, identities, {})
+
+
+_Made = dict[int, tuple[Any, ...]]
+"""A result's own values by `ScoreRow` object, made once for a call (every sample is alive during it)."""
+
+
+def _side(sample: SampleRow, identities: Sequence[ScorerIdentity | None], made: _Made) -> SampleSide:
     values = (sample.conversation_id, micros(sample.start_time), sample.duration_seconds, sample.input_tokens)
     trace_id, trace_ids = sample.trace_id, sample.trace_ids
-    results = tuple(
-        (
-            *(_trace_of(trace_id, trace_ids, score.turn), score.turn, score.scorer),
-            *((identity.version, identity.config_hash) if identity is not None else (None, None)),
-            *(score.passed, score.value, score.reason, score.error, details_text(score.details)),
-        )
-        for score, identity in zip(sample.scores, identities, strict=True)
-    )
-    return SampleSide((*values, sample.output_tokens, sample.cost_usd), trace_id, results)
+    results = []
+    for score, identity in zip(sample.scores, identities, strict=True):
+        own = made.get(id(score))
+        if own is None:  # the warm path shares a `ScoreRow` between rows: its details' text is made once
+            own = made[id(score)] = (score.passed, score.value, score.reason, score.error, details_text(score.details))
+        scorer = (identity.version, identity.config_hash) if identity is not None else (None, None)
+        results.append((_trace_of(trace_id, trace_ids, score.turn), score.turn, score.scorer, *scorer, *own))
+    return SampleSide((*values, sample.output_tokens, sample.cost_usd), trace_id, tuple(results))
 
 
 def _trace_of(trace_id: str | None, trace_ids: Sequence[str], turn: int | None) -> str | None:

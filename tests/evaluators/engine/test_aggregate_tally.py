@@ -74,8 +74,14 @@ def _in_parts(policy: RepeatPolicy, samples: list[SampleResult], seed: int, part
     shuffled = list(samples)
     rng.shuffle(shuffled)
     tallies = [CaseTally.for_policy(policy) for _ in range(parts)]
+    given: list[list[SampleRow]] = [[] for _ in range(parts)]
     for sample in shuffled:
-        rng.choice(tallies).add(SampleRow.of(sample))
+        given[rng.randrange(parts)].append(SampleRow.of(sample))
+    for tally, rows in zip(tallies, given, strict=True):
+        while rows:  # in batches of any size, as the warm path keeps a batch's rows at once
+            size = rng.randint(1, len(rows))
+            tally.add(*rows[:size])
+            del rows[:size]
     rng.shuffle(tallies)
     merged = tallies[0]
     for tally in tallies[1:]:
@@ -92,6 +98,30 @@ def _in_parts(policy: RepeatPolicy, samples: list[SampleResult], seed: int, part
     parts=st.integers(1, 4),
 )
 def test_any_order_and_any_split_decide_like_report_order(samples: list[SampleResult], seed: int, parts: int) -> None:
+    for policy in POLICIES:
+        assert _in_parts(policy, samples, seed, parts) == _in_order(policy, samples)
+
+
+_alike = st.lists(  # every sample with the same scorers, as a case's rows the warm path keeps (grouped by column)
+    st.tuples(
+        st.sampled_from([True, False, None]),
+        st.one_of(st.none(), st.floats(0, 1)),
+        st.sampled_from([None, "E"]),
+    ),
+    min_size=3,
+    max_size=3,
+).map(lambda verdicts: [(name, *verdict) for name, verdict in zip(["a", "b", "a"], verdicts, strict=True)])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    samples=st.lists(st.tuples(_alike, st.booleans()), max_size=9).map(
+        lambda drawn: [_sample(i, rows, late) for i, (rows, late) in enumerate(drawn)]
+    ),
+    seed=st.integers(0, 2**32),
+    parts=st.integers(1, 3),
+)
+def test_batches_of_alike_samples_decide_like_report_order(samples: list[SampleResult], seed: int, parts: int) -> None:
     for policy in POLICIES:
         assert _in_parts(policy, samples, seed, parts) == _in_order(policy, samples)
 

@@ -297,6 +297,19 @@ def test_scorer_tally_counts_verdicts_and_merges_worker_tallies() -> None:
     first.merge(second)
     rows = [(r.scorer, r.passed, r.failed, r.errors, r.not_applied, r.unrecorded) for r in first.rows()]
     assert rows == [("outcome", 1, 1, 0, 0, 1), ("tool_errors", 0, 1, 1, 1, 0), ("tool_efficiency", 0, 0, 0, 1, 1)]
+    # A batch's samples at once (the warm path's, sharing score objects): counted per sample, in first-seen order.
+    shared, failing = ScoreResult(scorer="b", passed=True), ScoreResult(scorer="a", passed=False, error="E")
+    batch, one_by_one = ScorerTally(), ScorerTally()
+    samples = [[shared], [failing, shared], [shared, ScoreResult(scorer="c", passed=None)], [failing]]
+    batch.add(*samples)
+    for scores in samples:
+        one_by_one.add(scores)
+    assert batch.rows() == one_by_one.rows()
+    assert [(r.scorer, r.passed, r.failed, r.errors, r.not_applied) for r in batch.rows()] == [
+        ("b", 3, 0, 0, 0),
+        ("a", 0, 2, 2, 0),
+        ("c", 0, 0, 0, 1),
+    ]
 
 
 def test_summary_shows_each_scorers_verdicts_and_warns_on_unrecorded_content() -> None:

@@ -19,7 +19,7 @@ from pydantic_core import PydanticSerializationError
 from evaltrace.evaluators.engine._aggregate import sample_status, score_result, score_row
 from evaltrace.evaluators.engine._score_merger import SCORES
 from evaltrace.evaluators.results.report.model import SampleResult, ScoreResult, TokenUsage
-from evaltrace.evaluators.results.report.sample_row import SampleRow, scores_json
+from evaltrace.evaluators.results.report.sample_row import SampleRow, sample_jsons, scores_json
 from evaltrace.evaluators.scoring.scorers.base import Score
 
 TRICKY = [
@@ -35,6 +35,11 @@ TRICKY = [
     "\ufeff",
     "</script>",
     "\r\n\t\b\f",
+    '","',
+    '\\",',
+    ",",
+    "\u202e",
+    "\u2066",
 ]
 _text = st.one_of(st.none(), st.text(max_size=12), st.lists(st.sampled_from(TRICKY), max_size=4).map("".join))
 _floats = st.one_of(
@@ -105,6 +110,27 @@ def test_a_samples_json_from_its_values_is_the_models_dump(row: SampleRow) -> No
     assert scores_json(row.scores) == SCORES.dump_json(model.scores)
 
 
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(samples(), max_size=6), data=st.data())
+def test_a_batchs_jsons_assembled_by_field_are_each_models_dump(rows: list[SampleRow], data: st.DataObject) -> None:
+    """The warm path keeps a batch's rows at once (`sample_jsons`), their `ScoreRow`s shared between rows."""
+    shared = [score for row in rows for score in row.scores]
+    if shared:  # rows whose scores are objects another row has too, as `score_rows` shares them
+        picked = data.draw(st.lists(st.sampled_from(shared), max_size=3))
+        rows += [row._replace(scores=picked, status=sample_status(picked)) for row in rows[:2]]
+    assert sample_jsons(rows) == [_model(row).model_dump_json().encode() for row in rows]
+
+
+def test_a_batch_of_texts_like_json_boundaries_is_each_models_dump() -> None:
+    # An escaped quote before a comma (`\\",`) looks like the `","` between two strings (it broke a split).
+    texts = ['",', '",', '","', '\\","', "\\", '"', "", ",", '"],["', "\x00\u2028\u202e\ufeff"]
+    rows = [
+        SampleRow(text, [text, "t"], [text, None], text, "passed", True, [], text, None, text, None, 1e-07, 0, 1, None)
+        for text in texts
+    ]
+    assert sample_jsons(rows) == [_model(row).model_dump_json().encode() for row in rows]
+
+
 def test_untrusted_text_is_escaped_as_pydantic_escapes_it() -> None:
     text = 'a"b\\c\u2028d\x00e\x1ff\u00e9\U0001f600'
     score = score_row(Score(scorer="output", passed=True, value=1, reason=text, details={"k\x00": [text, 2**70]}))
@@ -133,6 +159,8 @@ def test_a_lone_surrogate_fails_as_the_model_fails() -> None:
         _model(row).model_dump_json()
     with pytest.raises(PydanticSerializationError):
         row.json()
+    with pytest.raises(PydanticSerializationError):  # with other rows: the batch fails as the model would
+        sample_jsons([row._replace(input="a"), row])
 
 
 def test_an_error_score_reports_failed() -> None:

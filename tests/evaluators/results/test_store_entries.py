@@ -30,7 +30,7 @@ from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry,
 from evaltrace.evaluators.results.store.arrays import bitmap, column
 from evaltrace.evaluators.results.store.identities import ScorerIdentity
 from evaltrace.evaluators.results.store.schema import RUNS_SCHEMA, SCORES_SCHEMA
-from evaltrace.evaluators.results.store.sides import pack_side, sample_side, unpack_side
+from evaltrace.evaluators.results.store.sides import pack_sides, sample_side, unpack_side
 from evaltrace.evaluators.results.store.writer import open_store
 from evaltrace.evaluators.scoring.scorers.registry import load_plugins
 from evaltrace.evaluators.scoring.spec.loader import load_spec
@@ -115,7 +115,7 @@ IDENTITIES = [ScorerIdentity("output", 1, "0123456789ab"), None, ScorerIdentity(
 
 def test_a_packed_side_is_the_samples_values_in_row_order() -> None:
     sample = SampleRow.of(conversation_sample())
-    assert unpack_side(pack_side(sample, IDENTITIES)) == sample_side(sample, IDENTITIES)
+    assert unpack_side(pack_sides([sample], [IDENTITIES])[0]) == sample_side(sample, IDENTITIES)
     side = sample_side(sample, IDENTITIES)
     assert side.values == ("c", 1_767_225_600_000_007, 2.5, 0, 0, None) and side.trace_id == "t1"
     # Each result: its turn's trace (none for a turn past the conversation), its scorer's identity.
@@ -127,7 +127,11 @@ def test_a_packed_side_is_the_samples_values_in_row_order() -> None:
     assert [row[-1] for row in side.results] == ['{"n": [1, 2]}', None, None]
     assert [row[-2] for row in side.results] == [None, None, "ValueError"]
     no_time = sample._replace(start_time=None, scores=[])
-    assert unpack_side(pack_side(no_time, [])) == sample_side(no_time, []) == (("c", None, 2.5, 0, 0, None), "t1", ())
+    assert (
+        unpack_side(pack_sides([no_time], [[]])[0])
+        == sample_side(no_time, [])
+        == (("c", None, 2.5, 0, 0, None), "t1", ())
+    )
     with pytest.raises(ValueError):
         sample_side(sample, IDENTITIES[:2])  # one identity per result
 
@@ -138,7 +142,7 @@ def test_a_decided_entry_reads_its_records_once_and_gives_the_json_and_the_sides
 
     def records() -> list[bytes]:
         reads.append(1)
-        return [park(sample.model_dump_json().encode(), pack_side(SampleRow.of(sample), IDENTITIES))] * 2
+        return [park(sample.model_dump_json().encode(), pack_sides([SampleRow.of(sample)], [IDENTITIES])[0])] * 2
 
     head = EntryResult(case_id="c", trace_id="t1", passed=False, status="failed", pass_rate=0.0, rule="mean")
     entry = ReportEntry.decided(entry_head(head.model_dump(exclude={"samples"})), EntryFields.of(vars(head)), records)
