@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from genai_spans import Recorder, agent_attrs, chat, messages, text, tool_attrs, tool_call
 
-from evaltrace.evaluators.engine import scoring
+from evaltrace.evaluators.engine import columnar_entries, scoring
 from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.json_writer import ReportWriter
 from evaltrace.evaluators.scoring import columns as forms
@@ -103,6 +103,40 @@ def test_warm_scoring_takes_the_columnar_path_with_the_reference_report(
     assert warm == cold == reference
     outcomes = [s["passed"] for e in warm["entries"] for x in e["samples"] for s in x["scores"]]
     assert outcomes.count(False) > 0 and outcomes.count(True) > len(answered)
+
+
+def test_each_scorer_is_asked_once_a_batch_and_alike_passes_are_one_score(
+    run_dir: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forms are asked per batch, one call per scorer object (the spec's `tool_errors` is one for both cases)."""
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    runs, spec = run_dir
+    reference = _score(runs, spec, tmp_path / "none.json", cache=False)
+    _score(runs, spec, tmp_path / "cold.json", cache=True)
+    asked: list[tuple[str, int, list[Score | None]]] = []
+    batches: set[int] = set()
+    ask = columnar_entries.ask_rows
+
+    def counted(scorer: Scorer, batch: forms.BatchCalls, rows: list[int]) -> list[Score | None]:
+        found = ask(scorer, batch, rows)
+        asked.append((scorer.name, len(rows), found))
+        batches.add(id(batch))
+        return found
+
+    monkeypatch.setattr(columnar_entries, "ask_rows", counted)
+    assert _score(runs, spec, tmp_path / "warm.json", cache=True) == reference
+    assert len(asked) == 3 * len(batches)  # tool_errors, and each case's trajectory: once per batch, not per row
+    assert [sum(count for name, count, _ in asked if name == scorer) for scorer in ("tool_errors", "trajectory")] == [
+        48,
+        48,
+    ]
+    errors = [score for name, _, found in asked if name == "tool_errors" for score in found if score is not None]
+    assert len(errors) == 48  # every row passes; one Score object per count of calls (1 or 2) and batch
+    assert (
+        len({id(score) for score in errors})
+        == len({score.reason for score in errors}) * len(batches)
+        == 2 * len(batches)
+    )
 
 
 def test_sharded_workers_take_the_columnar_path_too(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _columnar_check import check_same
+from _columnar_check import check_rows, check_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +65,15 @@ def test_columnar_tool_errors_equals_the_reference(
 ) -> None:
     scorer = ToolErrors(max_errors=max_errors, error_results=error_results, nested=nested)
     check_same(trace, _marked(scorer, check))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_trace(), min_size=2, max_size=6), st.booleans(), st.booleans(), st.booleans())
+def test_a_batch_of_rows_gets_each_rows_own_tool_errors_verdict(
+    traces: list[Trace], error_results: bool, nested: bool, check: bool
+) -> None:
+    """Asked for a batch's rows at once (as the engine asks), each row's answer is its own."""
+    check_rows(traces, _marked(ToolErrors(error_results=error_results, nested=nested), check))
 
 
 _LIMIT = st.none() | st.integers(0, 8)

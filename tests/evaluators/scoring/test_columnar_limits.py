@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _columnar_check import check_same
+from _columnar_check import check_rows, check_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +35,13 @@ def test_columnar_usage_equals_the_reference(
 ) -> None:
     scorer = UsageLimits.model_validate({"total": total, "per_model": per_model})
     check_same(trace, scorer.as_spec_check() if check else scorer)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_trace(), min_size=2, max_size=6), st.dictionaries(_METRIC, _LIMIT, min_size=1, max_size=3))
+def test_a_batch_of_rows_gets_each_rows_own_usage_verdict(traces: list[Trace], total: dict[str, Any]) -> None:
+    """Asked for a batch's rows at once (as the engine asks), each row's answer is its own."""
+    check_rows(traces, UsageLimits.model_validate({"total": total}))
 
 
 def test_met_bounds_take_the_columnar_path() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _columnar_check import check_same
+from _columnar_check import check_rows, check_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -228,6 +228,14 @@ def test_steps_that_hold_take_the_columnar_path(calls: list[ToolCall], nested: b
 
 
 _OUTCOMES = ("success", "failure", "error", "timeout")
+
+
+@_SETTINGS
+@given(st.lists(_trace(), min_size=2, max_size=6), st.sampled_from(_OUTCOMES), st.booleans())
+def test_a_batch_of_rows_gets_each_rows_own_outcome_and_output(traces: list[Trace], expected: str, check: bool) -> None:
+    """Asked for a batch's rows at once (as the engine asks), each row's answer is its own."""
+    check_rows(traces, _marked(Outcome(expected=expected), check))
+    check_rows(traces, _marked(Output.model_validate({"contains": "Paris", "not_contains": "error"}), check))
 
 
 @_SETTINGS
