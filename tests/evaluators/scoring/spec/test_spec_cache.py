@@ -14,6 +14,8 @@ import pytest
 
 from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.errors import SpecError
+from evaltrace.evaluators.scoring import columns
+from evaltrace.evaluators.scoring.scorers import trajectory
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.registry import register
 from evaltrace.evaluators.scoring.spec import loader
@@ -101,6 +103,17 @@ def test_a_spec_loaded_again_is_read_back_without_validation(
     # Shared scorers stay shared: the global scorer is one object across cases and turns.
     assert again.case_scorers["paris"][0][0] is again.case_scorers["chat"][1][0] is again.global_scorers[0]
     assert entry.stat().st_mode & 0o077 == 0
+
+
+def test_the_forms_plans_are_made_at_compile_and_read_back_with_the_spec(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a columnar form reads of its scorer's configuration alone (its plan) is not made again per run."""
+    path = _write(tmp_path)
+    load_spec(path)
+    monkeypatch.setattr(trajectory, "compared_flags", None)  # making the trajectory's plan again would fail
+    (scorer,) = [s for s in load_spec(path).case_scorers["paris"][0] if isinstance(s, trajectory.Trajectory)]
+    assert columns.plan(scorer) == '[{"city":"Paris"}]'  # the expected arguments as the table encodes them
 
 
 def test_the_same_text_elsewhere_hits_under_its_own_name(
