@@ -159,7 +159,13 @@ class EntryStage:
 
 
 def score_entries(parts: RunParts, count: int, received: EntryStage, *, by_shard: bool = False) -> None:
-    """Score `parts.locations` in `count` groups (read and shuffled, or `by_shard`), then their samples by case.
+    """Score `parts.locations` in `count` groups (read and shuffled, or `by_shard`), then their samples by case."""
+    for part, entries in results(entries_pipeline, parts, count, by_shard):
+        received.add(part, entries)
+
+
+def entries_pipeline(parts: RunParts, count: int, by_shard: bool) -> Any:
+    """The stage's dataset, built in the coordinator task (`ray_coordinator.results`): groups, then partitions.
 
     `by_shard`: each shard's task reads every file, or its cached traces table (`ray_data.score_shard`).
     """
@@ -172,8 +178,7 @@ def score_entries(parts: RunParts, count: int, received: EntryStage, *, by_shard
         from evaltrace.evaluators.engine.ray_conversations import score_conversations  # builds on this module
 
         samples = grouped_by(samples, PART, score_conversations, blob, parts.retries)
-    for part, entries in results(grouped_by(samples, PART, write_entries, blob, parts.retries)):
-        received.add(part, entries)
+    return grouped_by(samples, PART, write_entries, blob, parts.retries)
 
 
 def shard_samples(items: pa.Table, parts_blob: bytes) -> pa.Table:
@@ -184,7 +189,7 @@ def shard_samples(items: pa.Table, parts_blob: bytes) -> pa.Table:
     index: int = items.column("shard")[0].as_py()
     files = [Path(location) for location in parts.locations]
     shard = Shard(index, parts.count)
-    result = score_shard(files, shard, parts.histories, parts.router, parts.stats, parts.options, decide=False)
+    result = score_shard(files, shard, parts.histories, parts.router, parts.stats, parts.options)
     return sample_rows(index, result, parts)
 
 

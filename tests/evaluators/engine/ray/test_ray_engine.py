@@ -215,8 +215,8 @@ def counted(self, *args, **kwargs):
     return park(self, *args, **kwargs)
 _spill.Spill.add = counted
 results = ray_coordinator.results
-def watched(dataset):
-    for key, result in results(dataset):
+def watched(*args):
+    for key, result in results(*args):
         received.append(result)
         yield key, result
 ray_entries.results = ray_coordinator.results = watched
