@@ -135,7 +135,7 @@ def _hook_built_processors() -> None:
     logs = _built_logs[0] if _built_logs else None
     for processor in _built:
         install_process_hooks(provider, processor, handle_sigterm=True)
-        adopt(processor, provider, logs)
+        adopt(processor, logs)
     for log_processor in _built_logs:
         install_process_hooks(provider, log_processor, handle_sigterm=True)
     _built.clear()

@@ -121,10 +121,9 @@ class Recorder:
     """Handle returned by `record()`: flush or stop the recording; usable as a context manager."""
 
     def __init__(
-        self, processor: EvaltraceSpanProcessor, provider: Any, log_processor: EvaltraceLogRecordProcessor | None = None
+        self, processor: EvaltraceSpanProcessor, log_processor: EvaltraceLogRecordProcessor | None = None
     ) -> None:
         self._processor = processor
-        self._provider = provider
         self._log_processor = log_processor
         self._stopped = False
 
@@ -228,7 +227,7 @@ def record(
         processor = EvaltraceSpanProcessor(exporter)
         provider.add_span_processor(processor)
         log_processor = record_logs(exporter) if logs else None
-        _active = Recorder(processor, provider, log_processor)
+        _active = Recorder(processor, log_processor)
     install_process_hooks(provider, processor, handle_sigterm=handle_sigterm)
     if log_processor is not None:
         install_process_hooks(provider, log_processor, handle_sigterm=handle_sigterm)
@@ -279,14 +278,12 @@ def current() -> Recorder | None:
         return _active
 
 
-def adopt(
-    processor: EvaltraceSpanProcessor, provider: Any, log_processor: EvaltraceLogRecordProcessor | None = None
-) -> Recorder:
+def adopt(processor: EvaltraceSpanProcessor, log_processor: EvaltraceLogRecordProcessor | None = None) -> Recorder:
     """Register processors built by auto-configuration, so `record()` returns them, not second ones."""
     global _active
     with _state_lock:
         if _active is None:
-            _active = Recorder(processor, provider, log_processor)
+            _active = Recorder(processor, log_processor)
         return _active
 
 

@@ -39,7 +39,6 @@ What counts as what (the rules scorers rely on):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -56,7 +55,6 @@ from evaltrace.collector.traces._tree import SpanTree
 from evaltrace.collector.traces.conventions.answer_tool import take_answer_call
 from evaltrace.collector.traces.records import Trace
 
-Classify = Callable[[Span], NormalizedSpan]
 _Visit = tuple[Span, NormalizedSpan | None, ToolSpan | None]  # a span, the model call and tool span it is in
 _Attach = tuple[list[Span], ToolSpan | None]  # nested agent spans whose runs to attach, the tool span they ran under
 MAX_NESTED_RUNS: Final = 32

@@ -189,7 +189,7 @@ def _record_into(directory: Path, run_id: str) -> tuple[SealingSpanProcessor, Re
     processor = EvaltraceSpanProcessor(ParquetSpanExporter(directory, run_id=run_id))
     sealer = SealingSpanProcessor(processor)
     provider.add_span_processor(sealer)
-    return sealer, adopt(processor, provider, record_logs(processor.exporter))
+    return sealer, adopt(processor, record_logs(processor.exporter))
 
 
 class _Runner:
