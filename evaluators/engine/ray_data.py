@@ -180,8 +180,7 @@ def _score_rows(rows: pa.Table, key: int, parts: RunParts) -> ShardResult:
         file = write_sorted(parts.entries.json, key, spill.rows)  # without a spec: the entries to the driver's folder
         spill.rows = []
     # The entries stage decides the cases from the merged tallies: no decision here.
-    state = parts.router.state if parts.entries is not None else parts.router.hand_over()
-    return ShardResult(rows=spill.rows, router=state, stats=parts.stats, file=file)
+    return ShardResult(rows=spill.rows, router=parts.router.state, stats=parts.stats, file=file)
 
 
 def _score_traces(rows: pa.Table, key: int, parts: RunParts, spill: ListSpill, options: ScoreOptions) -> None:
@@ -245,12 +244,8 @@ def score_shard(
     router: Router,
     stats: RunStats,
     options: ScoreOptions,
-    *,
-    decide: bool = True,
 ) -> ShardResult:
     """Score the traces of `shard` of `files` with `router` (a fresh copy): the body of one Ray task.
-
-    `decide=False`: the router's cases are left undecided (the entries stage decides them from every shard's tallies).
 
     As a local worker does, the task decides the rows of the shard's traces table (read from the
     cache, or written on the way) from their columns when every scorer has a form
@@ -262,7 +257,8 @@ def score_shard(
             spill, router, stats = score_task(files, shard, histories, router, stats, quiet)
     except InputError as exc:
         return ShardResult(rows=[], router=None, stats=None, input_error=str(exc))
-    return ShardResult(rows=spill.rows, router=router.hand_over() if decide else router.state, stats=stats)
+    # Its cases are left undecided: the entries stage decides them from every shard's tallies.
+    return ShardResult(rows=spill.rows, router=router.state, stats=stats)
 
 
 def rows_by_file(rows: pa.Table, locations: Sequence[Location]) -> list[tuple[Location, list[pa.RecordBatch]]]:

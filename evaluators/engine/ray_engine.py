@@ -41,7 +41,7 @@ from evaltrace.collector.runfiles.reader import Shard
 from evaltrace.collector.runfiles.runfiles import Location
 from evaltrace.collector.settings import RaySettings
 from evaltrace.evaluators.engine._loop import Router
-from evaltrace.evaluators.engine._routers import SpecRouter, TraceRouter
+from evaltrace.evaluators.engine._routers import SpecRouter
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.ray_coordinator import score_groups
 from evaltrace.evaluators.engine.ray_data import RunParts, ShardResult, score_shard
@@ -155,7 +155,7 @@ def score_on_ray(
     files: Sequence[Location],
     router: Router,
     stats: RunStats,
-    spill: Spill,
+    spill: Spill | None,
     options: ScoreOptions,
     *,
     address: str | None,
@@ -164,9 +164,9 @@ def score_on_ray(
     retries: int,
     entries: EntryStage | None = None,
 ) -> bool:
-    """Score `files` in Ray tasks; samples land on `spill`, the rest on `router` and `stats` (as `score_sharded`).
+    """Score `files` in Ray tasks; entries go to `spill`'s folder, the rest to `router` and `stats` (no spec).
 
-    With `entries`, the run takes the entries stage (`ray_entries.py`): its results land on `entries`; `True`.
+    With `entries` (a spec), the run takes the entries stage (`ray_entries.py`): its results land on `entries`; `True`.
 
     Raises:
         InputError: Ray is missing or unreachable, or a task met bad input.
@@ -178,18 +178,18 @@ def score_on_ray(
     shipped = dataclasses.replace(options, progress=None, judge_overrides={})
     # Workers do not share the driver's working folder: local paths go absolute, URIs as they are.
     located = [path.resolve() if isinstance(path, Path) else path for path in files]
-    folder = spill.folder if isinstance(spill, SortedParts) else None
     by_shard = _holds_logs(located) or _all_cached(located, count, histories, options.cache)
     if entries is not None:
         target = entries.start(count)
         parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped, retries, target)
         score_entries(parts, count, entries, by_shard=by_shard)
         return True
+    assert isinstance(spill, SortedParts)  # without a spec
     if by_shard:
-        run = (histories, router, stats, shipped, folder)
+        run = (histories, router, stats, shipped, spill.folder)
         results = _score_by_shards(ray, located, count, run, retries, spill, options.progress)
     else:
-        merged = EntryTarget(count, None, folder) if folder is not None else None
+        merged = EntryTarget(count, None, spill.folder)
         parts = RunParts(located, count, histories, router, RunStats(prices=stats.prices), shipped, retries, merged)
         gathered = _Gathered(spill, options.progress)
         score_groups(parts, count, gathered.add)
@@ -232,9 +232,9 @@ def _all_cached(files: Sequence[Location], count: int, histories: bool, cache: b
 
 
 class _Gathered:
-    """The driver's side of Ray Data's path: each group's samples parked and its progress shown as it ends."""
+    """The driver's side of Ray Data's path (no spec): each group's result kept, its progress shown as it ends."""
 
-    def __init__(self, spill: Spill, progress: Callable[[int], None] | None) -> None:
+    def __init__(self, spill: SortedParts, progress: Callable[[int], None] | None) -> None:
         self.spill, self.progress = spill, progress
         self.results: dict[int, ShardResult] = {}
         self.read = 0
@@ -253,7 +253,7 @@ def _score_by_shards(
     count: int,
     run: tuple[bool, Router, RunStats, ScoreOptions, EntriesFolder | None],
     retries: int,
-    spill: Spill,
+    spill: SortedParts,
     progress: Callable[[int], None] | None,
 ) -> list[ShardResult]:
     """Shard tasks that each read every file and keep their shard's traces (runs with log-record files)."""
@@ -290,8 +290,10 @@ def _ship_plugins(ray: Any, router: Router) -> None:
             ray.cloudpickle.register_pickle_by_value(module)
 
 
-def _gather(ray: Any, pending: list[Any], spill: Spill, progress: Callable[[int], None] | None) -> list[ShardResult]:
-    """Wait for every task, parking samples as each finishes; results in shard order."""
+def _gather(
+    ray: Any, pending: list[Any], spill: SortedParts, progress: Callable[[int], None] | None
+) -> list[ShardResult]:
+    """Wait for every task, keeping each one's entries file as it finishes (`_park`); results in shard order."""
     order = {ref: index for index, ref in enumerate(pending)}
     results: list[ShardResult | None] = [None] * len(pending)
     read = 0
@@ -310,17 +312,15 @@ def _gather(ray: Any, pending: list[Any], spill: Spill, progress: Callable[[int]
     return [result for result in results if result is not None]
 
 
-def _park(spill: Spill, key: int, result: ShardResult) -> None:
-    """Task `key`'s samples parked on `spill`, or the entries' file it returned written to the spill's folder.
+def _park(spill: SortedParts, key: int, result: ShardResult) -> None:
+    """The entries' file task `key` returned (its node did not see the folder) written to the spill's folder.
 
     Raises:
         InputError: the task met bad input.
     """
     if result.input_error is not None:
         raise InputError(result.input_error)
-    for row in result.rows:
-        spill.add(*row)
-    if result.file is not None and isinstance(spill, SortedParts):
+    if result.file is not None:
         spill.folder.keep(SORTED.format(key), [result.file])
         result.file = None
 
@@ -366,9 +366,9 @@ def score_paths_ray(
     stats.dropped_spans, stats.unwritten_spans = recording_losses(files)
     histories = reads_histories(router.scorers())
     with (
-        SortedParts() if isinstance(router, TraceRouter) else Spill() as spill,
         judges_on_ray(router, options.judge_overrides, lambda: connect(address)) as judged,
         _entry_stage(router, spec, sink, options) as stage,
+        SortedParts() if stage is None else contextlib.nullcontext() as spill,  # without a spec: the tasks' files
     ):
         done = score_on_ray(
             files,
@@ -384,4 +384,5 @@ def score_paths_ray(
         )
         if done and stage is not None:
             return finish_entries(stage, stats, spec, judged())
+        assert spill is not None
         return _finish(router, stats, spill, spec, options, sink, judged())
