@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 from evaltrace.evaluators.engine._numbers import ExactSum as ExactSum  # where tests and callers found it
@@ -31,24 +32,9 @@ def score_row(score: Score, turn: int | None = None) -> ScoreRow:
 
 
 def score_rows(samples: Sequence[Sequence[Score]]) -> list[list[ScoreRow]]:
-    """Each sample's `score_row`s, one shared `ScoreRow` per distinct `Score` (by object; without details, by value).
-
-    The warm path keeps a batch's passing rows at once: what is made of a `ScoreRow` (its JSON, its
-    store values) is then made once per distinct score, not once per row.
-    """
-    made: dict[object, ScoreRow] = {}  # every `Score` is alive during the call: its id is its own
-    found = []
-    for scores in samples:
-        rows = []
-        for score in scores:
-            key: object = id(score)
-            if score.details is None:  # the type too: 1 and 1.0 are equal keys but different JSON
-                key = (score.scorer, score.passed, type(score.value), score.value, score.reason, score.error)
-            if (row := made.get(key)) is None:
-                row = made[key] = score_row(score)
-            rows.append(row)
-        found.append(rows)
-    return found
+    """Each sample's `score_row`s, one `ScoreRow` per `Score` object: its JSON and store values are made once."""
+    made: dict[int, ScoreRow] = {}  # every `Score` is alive during the call: its id is its own
+    return [[made.get(id(score)) or made.setdefault(id(score), score_row(score)) for score in row] for row in samples]
 
 
 def score_result(score: Score, turn: int | None = None) -> ScoreResult:
@@ -69,12 +55,8 @@ class ScorerTally:
     def add(self, *samples: Sequence[ScoreResult | ScoreRow]) -> None:
         """Count the verdicts of samples (each argument one sample's scores): once per distinct score object."""
         found: dict[int, list[Any]] = {}  # [score, times], in the order first seen (the table's row order)
-        for scores in samples:
-            for score in scores:
-                if (seen := found.get(id(score))) is None:
-                    found[id(score)] = [score, 1]
-                else:
-                    seen[1] += 1
+        for score in chain.from_iterable(samples):
+            found.setdefault(id(score), [score, 0])[1] += 1
         for score, times in found.values():
             self._count(score, times)
 

@@ -284,11 +284,7 @@ class SpecRouter:
             self.keep_rows(spill, [(case_id, SampleRow.of(sample))])
 
     def keep_rows(self, spill: SampleSpill, rows: Sequence[tuple[str, SampleRow]]) -> None:
-        """Keep samples, each of its case, given as values (the warm path keeps a batch's from its columns at once).
-
-        Their JSON is assembled field by field for all of them (`sample_jsons`), the tallies count
-        each case's samples at once, and each distinct score's store values are made once.
-        """
+        """Keep samples, each of its case, given as values (the warm path keeps a batch's at once, from columns)."""
         state = self.state
         state.scorer_tally.add(*(sample.scores for _, sample in rows))  # in the rows' order: the table's first-seen
         by_case: dict[str, list[SampleRow]] = {}
@@ -309,14 +305,11 @@ class SpecRouter:
 
     def _identities(self, rows: Sequence[tuple[str, SampleRow]]) -> list[list[ScorerIdentity | None]]:
         """Each sample's scorers (`ScorerPairing.identities`), paired once per case and scorer names."""
-        paired: dict[tuple[str, tuple[tuple[str, int | None], ...]], list[ScorerIdentity | None]] = {}
-        found = []
-        for case_id, sample in rows:
-            key = (case_id, tuple([(score.scorer, score.turn) for score in sample.scores]))
-            if (known := paired.get(key)) is None:
-                known = paired[key] = self._pairing.identities(case_id, sample.scores)
-            found.append(known)
-        return found
+        paired: dict[object, list[ScorerIdentity | None]] = {}
+        keys = [(case_id, *[(score.scorer, score.turn) for score in sample.scores]) for case_id, sample in rows]
+        for key, (case_id, sample) in zip(keys, rows, strict=True):
+            paired[key] = paired.get(key) or self._pairing.identities(case_id, sample.scores)
+        return [paired[key] for key in keys]
 
     def _policy(self, case: Case) -> RepeatPolicy:
         policy = self._policies.get(case.id)

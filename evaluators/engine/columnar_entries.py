@@ -265,7 +265,7 @@ class _Rows:
         calls_made = list(zip(models, usages, strict=True))
         cost = self._stats.add_run(duration, used["input_tokens"], used["output_tokens"], calls_made)
         status, trace_id = sample_status(found), calls.ids[index]
-        # The values a `SampleResult` would hold (its float fields as floats): `SampleRow.json` is its JSON.
+        # The values a `SampleResult` would hold (its float fields as floats): `sample_jsons` gives its JSON.
         return SampleRow(
             trace_id=trace_id,
             trace_ids=[trace_id],

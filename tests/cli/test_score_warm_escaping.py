@@ -1,7 +1,7 @@
 """Untrusted recorded text in passing rows: a warm scoring writes it byte for byte as the per-trace path does.
 
 A passing row's sample is made from the table's columns and its JSON from plain values
-(`SampleRow.json`), not from a model; recorded content (the question, the answer, the conversation
+(`sample_row.sample_jsons`), not from a model; recorded content (the question, the answer, the conversation
 id) is untrusted: quotes, backslashes, NUL and other control characters, U+2028/2029, bidi controls,
 markup. It must come through the table whole, and be written as pydantic writes the `SampleResult`
 (`test_sample_row.py` holds the builder to the model over generated samples; here, the real run).

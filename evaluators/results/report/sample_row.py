@@ -1,9 +1,9 @@
 """A scored sample as plain values, and its report JSON made from them without a model.
 
 Every kept sample goes through a `SampleRow`: the warm path makes one straight from a table row's
-columns and its forms' scores, the per-trace path from its `SampleResult` (`SampleRow.of`). Its
-`json()` is byte for byte the sample's `SampleResult.model_dump_json()` (pydantic's serializer, fed
-the fields in the model's order, so escaping and number formats are the model's own), and the
+columns and its forms' scores, the per-trace path from its `SampleResult` (`SampleRow.of`). Its JSON
+(`sample_jsons`) is byte for byte the sample's `SampleResult.model_dump_json()` (pydantic's serializer,
+fed the fields in the model's order, so escaping and number formats are the model's own), and the
 engine's tally and the score store's side part read the same values.
 """
 
@@ -62,15 +62,12 @@ class SampleRow(NamedTuple):
         usage = fields.pop("usage")
         return cls(**fields, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
-    def json(self) -> bytes:
-        """`SampleResult.model_dump_json()` of this sample, encoded (`sample_jsons` of it alone)."""
-        return sample_jsons([self])[0]
-
 
 def sample_jsons(samples: Sequence[SampleRow]) -> list[bytes]:
-    """Each sample's `json()`: its fields dumped, then its scores spliced in, made once per distinct `ScoreRow` object.
+    """Each sample's `SampleResult.model_dump_json()`: its fields dumped, then its scores spliced in.
 
-    The warm path keeps a batch's rows at once, rows alike sharing their `ScoreRow`s (details and all).
+    A score's JSON is made once per `ScoreRow` object: the warm path keeps a batch's rows at once,
+    rows alike sharing their `ScoreRow`s (details and all).
     """
     made: dict[int, bytes] = {}  # a score's JSON by object: every sample is alive during the call
     found = []
