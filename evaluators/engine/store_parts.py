@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.evaluators.engine._aggregate import CaseTally
 from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import SpecRouter
@@ -93,7 +94,10 @@ def _write_part(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         rows = ScoreRows(parts.run, ScorerIndex(router.spec))
-        parts.write(name, _part_batches(router, spill, rows, cases))
+        # As the parent's `_finish`: the rows are many acyclic tuples; a collection would also scan
+        # (and so copy, page by page) every object inherited from the parent.
+        with collections_paused():
+            parts.write(name, _part_batches(router, spill, rows, cases))
         message = ("done", (rows.total, rows.errors))
     except OSError as exc:
         message = ("input", str(store_error(store, exc)))
