@@ -38,6 +38,9 @@ RUN_TASKS = (
     "_sample_block",
     "MapBatches(score_group)",
     "MapBatches(shard_samples)",
+    "MapBatches(group_samples)",  # with a spec: a group's samples handed on by case (entries stage)
+    "MapBatches(score_conversations)",
+    "MapBatches(write_entries)",
 )
 
 
