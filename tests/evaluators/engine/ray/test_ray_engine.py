@@ -15,7 +15,6 @@ import ipaddress
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -242,10 +241,11 @@ print("WATCHED=" + json.dumps({
 """
 
 
-def _watched(cluster: Cluster, args: list[str]) -> dict[str, Any]:
-    """`evaltrace score ARGS` on Ray in a driver that counts what it parks and what the tasks return."""
+def _watched(cluster: Cluster, args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`evaltrace score ARGS` on Ray in a driver that counts what it parks and what the tasks return (`env`: added)."""
     command = [str(cluster.python), "-c", WATCHED_DRIVER, *args, *cluster.engine_args()]
-    done = subprocess.run(command, env=cluster.env, capture_output=True, text=True, timeout=600, cwd=cluster.temp)
+    given = {**cluster.env, **(env or {})}
+    done = subprocess.run(command, env=given, capture_output=True, text=True, timeout=600, cwd=cluster.temp)
     marked = [line for line in done.stdout.splitlines() if line.startswith("WATCHED=")]
     assert marked, done.stderr[-3000:]
     found: dict[str, Any] = json.loads(marked[-1].removeprefix("WATCHED="))
@@ -317,15 +317,16 @@ def test_without_a_spec_the_driver_receives_no_entry(
     # Every trace its own entry: each group writes its entries, sorted, to the driver's entries
     # folder and returns its hand-over and statistics only; the driver merges the files in order.
     runs, _ = bench_run
-    before = set(Path(tempfile.gettempdir()).glob("evaltrace-ray-entries-*"))
-    watched = _watched(cluster, _score_args(runs, None, tmp_path / "ray.json", "--no-cache"))
+    (tmp_path / "tmp").mkdir()  # the driver's own TMPDIR: other runs on the machine make such folders too
+    args = _score_args(runs, None, tmp_path / "ray.json", "--no-cache")
+    watched = _watched(cluster, args, {"TMPDIR": str(tmp_path / "tmp")})
     assert watched["code"] in (0, 1) and watched["parked"] == 0, watched
     assert watched["kinds"] == ["ShardResult"] and watched["rows"] == 0, watched
     report = json.loads((tmp_path / "ray.json").read_bytes())
     assert report["counts"]["entries"] == 3000
     starts = [entry["samples"][0]["start_time"] for entry in report["entries"]]
     assert starts == sorted(starts)
-    assert set(Path(tempfile.gettempdir()).glob("evaltrace-ray-entries-*")) == before  # removed
+    assert not list((tmp_path / "tmp").iterdir())  # the entries folder, removed
 
 
 PLUGIN = """\
