@@ -29,7 +29,7 @@ SAMPLE_SPEC = REPO / "samples" / "evals.yaml"
 BLOCKS = "▁▂▃▄▅▆▇█"
 
 # The README's query (History): each scorer's pass rate in every scoring run, oldest run first.
-README_QUERY = sql_block("/store/scores/*.parquet")
+README_QUERY = sql_block("/store/scores/**/*.parquet")
 """The README's pass-rate-per-scorer query over the score store, run as written there."""
 
 

@@ -25,7 +25,7 @@ SAMPLE_SPEC = REPO / "samples" / "evals.yaml"
 STORED = re.compile(r"scores stored: ([0-9A-Z]{26}) in (.+)")
 
 # The README's query: pass rate per scorer in every scoring run of the store, oldest run first.
-README_QUERY = sql_block("/store/scores/*.parquet")
+README_QUERY = sql_block("/store/scores/**/*.parquet")
 """The README's pass-rate-per-scorer query over the score store, run as written there."""
 
 
@@ -61,7 +61,8 @@ def test_the_default_store_is_under_the_current_folder_and_the_readme_query_read
 ) -> None:
     monkeypatch.delenv("EVALTRACE_STORE")
     reports = []
-    for n, spec in enumerate([[], ["--spec", str(SAMPLE_SPEC)]]):
+    # The third run forks: its scores are a folder of parts, which the query's glob must reach too.
+    for n, spec in enumerate([[], ["--spec", str(SAMPLE_SPEC)], ["--spec", str(SAMPLE_SPEC), "--workers", "2"]]):
         result = evaltrace("score", SAMPLE_RUNS, *spec, "--json", f"r{n}.json", cwd=tmp_path)
         assert result.returncode in (0, 1), result.stderr
         assert stored_run(result.stderr)[1] == str(Path(".evaltrace") / "store")
@@ -69,6 +70,7 @@ def test_the_default_store_is_under_the_current_folder_and_the_readme_query_read
     monkeypatch.chdir(tmp_path)
     rows = duckdb.sql(README_QUERY).fetchall()
     ids = [run.run_id for run in list_runs(tmp_path / ".evaltrace" / "store")]
+    assert list((tmp_path / ".evaltrace" / "store" / "scores" / ids[2]).glob("part-*.parquet"))
     expected = [
         (run_id, count["scorer"], count["passed"], count["failed"])
         for run_id, report in zip(ids, reports, strict=True)
