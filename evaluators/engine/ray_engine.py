@@ -104,9 +104,20 @@ def connect(address: str | None) -> Any:
             **_loopback_node(where),
         )
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot join the Ray cluster at {where}: {first}") from None
+        raise InputError(f"cannot join the Ray cluster at {where}: {_reason(exc)}") from None
     return ray
+
+
+def _reason(exc: Exception) -> str:
+    """`exc`'s message on one line: its first line, and its last where they differ.
+
+    Ray Client's server answers a failed join with a header line and the server's traceback, whose
+    last line says why (e.g. its per-client server did not start).
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return lines[0] if len(lines) == 1 else f"{lines[0].rstrip(':')}: {lines[-1]}"
 
 
 def _check_reachable(address: str) -> None:
