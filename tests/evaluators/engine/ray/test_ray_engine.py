@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -425,20 +426,10 @@ def test_killing_a_worker_node_mid_run_gives_the_same_report(
     runs, spec = bench_run[0], bench_run[1] if with_spec else None
     local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json", "--no-cache", store=tmp_path / "ls"))
     doomed = cluster.add_node("127.0.0.4" if with_spec else "127.0.0.5")
-    # Ray may place every task of a scoring on the other node; then the scoring is run again (the
-    # doomed node stays up) until a kill lands mid-run: only such a scoring is compared.
-    for attempt in range(KILL_ATTEMPTS):
-        store = tmp_path / f"rs{attempt}"
-        scoring = cluster.start_evaltrace(
-            *_score_args(runs, spec, tmp_path / "ray.json", "--no-cache", *cluster.engine_args(), store=store)
-        )
-        try:
-            killed = _kill_when_scoring(doomed, scoring)
-        finally:
-            out, err = scoring.communicate(timeout=600)
-        if killed:
-            break
-    assert killed, f"no task of {KILL_ATTEMPTS} scorings ran on the doomed node while they ran"
+    out_file = tmp_path / "ray.json"
+    scoring, out, err, store = _scored_with_a_kill(
+        cluster, doomed, tmp_path, lambda store: _score_args(runs, spec, out_file, "--no-cache", store=store)
+    )
     assert scoring.returncode == local.returncode, err
     reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
     assert _comparable(reports[1]) == _comparable(reports[0])
@@ -462,18 +453,9 @@ def test_killing_a_worker_node_mid_warm_run_gives_the_same_report(
     folder = Path(cluster.env["EVALTRACE_CACHE_DIR"]) / "traces"
     tables = {path: path.stat().st_mtime_ns for path in folder.glob("*.parquet")}
     doomed = cluster.add_node("127.0.0.8")
-    for attempt in range(KILL_ATTEMPTS):
-        store = tmp_path / f"rs{attempt}"
-        scoring = cluster.start_evaltrace(
-            *_score_args(runs, spec, tmp_path / "ray.json", *shards, *cluster.engine_args(), store=store)
-        )
-        try:
-            killed = _kill_when_scoring(doomed, scoring)
-        finally:
-            out, err = scoring.communicate(timeout=600)
-        if killed:
-            break
-    assert killed, f"no task of {KILL_ATTEMPTS} scorings ran on the doomed node while they ran"
+    scoring, out, err, store = _scored_with_a_kill(
+        cluster, doomed, tmp_path, lambda store: _score_args(runs, spec, tmp_path / "ray.json", *shards, store=store)
+    )
     assert scoring.returncode == local.returncode, err
     reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
     assert _comparable(reports[1]) == _comparable(reports[0])
@@ -485,6 +467,26 @@ def test_killing_a_worker_node_mid_warm_run_gives_the_same_report(
 
 
 KILL_ATTEMPTS = 3
+
+
+def _scored_with_a_kill(
+    cluster: Cluster, doomed: Node, tmp_path: Path, args: Callable[[Path], list[str]]
+) -> tuple[subprocess.Popen[str], str, str, Path]:
+    """A Ray scoring (`args(store)` + the engine's) during which `doomed` was killed, its output and store.
+
+    Ray may place every task of a scoring on the other node; then the scoring is run again (the
+    doomed node stays up) until a kill lands mid-run: only such a scoring is compared.
+    """
+    for attempt in range(KILL_ATTEMPTS):
+        store = tmp_path / f"rs{attempt}"
+        scoring = cluster.start_evaltrace(*args(store), *cluster.engine_args())
+        try:
+            killed = _kill_when_scoring(doomed, scoring)
+        finally:
+            out, err = scoring.communicate(timeout=600)
+        if killed:
+            return scoring, out, err, store
+    pytest.fail(f"no task of {KILL_ATTEMPTS} scorings ran on the doomed node while they ran")
 
 
 def _kill_when_scoring(node: Node, scoring: subprocess.Popen[str]) -> bool:
