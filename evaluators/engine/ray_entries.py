@@ -57,13 +57,12 @@ from evaltrace.evaluators.engine.ray_data import (
     scored_groups,
     shards_dataset,
 )
-from evaltrace.evaluators.engine.ray_sorted import JSON, EntryTarget, entry_target, read_json, store_writer, write_json
+from evaltrace.evaluators.engine.ray_sorted import JSON, EntryTarget, entry_target, read_json, write_json
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.results.report.model import EntryResult, EntryStatus
 from evaltrace.evaluators.results.report.writer import EntrySink, ReportEntry
 from evaltrace.evaluators.results.store.rows import ScorerIndex, ScoreRows
-from evaltrace.evaluators.results.store.sides import unpack_side
-from evaltrace.evaluators.results.store.writer import StoreParts
+from evaltrace.evaluators.results.store.writer import StoreParts, store_writer
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine.scoring import ScoredRun, ScoreOptions
@@ -303,9 +302,7 @@ class Decided:
         rows = ScoreRows(store.run, ScorerIndex(router.spec))
         batches = []
         for index, entry in self.entries:
-            fields, sides = entry.fields(), entry.sides()
-            assert fields is not None and sides is not None  # a run with a store parks every sample's side
-            batches.extend(rows.add_sides(index, fields, [unpack_side(side) for side in sides]))
+            batches.extend(rows.add_report_entry(index, entry))
         last = rows.flush()
         store.write(f"part-{part:05d}.parquet", [*batches, last] if last is not None else batches)
         return rows.total, rows.errors

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.results.store.writer import StoreParts, StoreWriter
+from evaltrace.evaluators.results.store.writer import StoreParts, store_writer
 
 if TYPE_CHECKING:
     from evaltrace.evaluators.engine._routers import SpecRouter
@@ -124,17 +124,6 @@ def entry_target(router: SpecRouter, count: int, sink: EntrySink | None, options
         json = Path(tempfile.mkdtemp(prefix="evaltrace-ray-entries-")).resolve()
     folder = EntriesFolder.made(json) if json is not None else None
     return EntryTarget(max(1, min(count, len(router.selected))), located, folder)
-
-
-def store_writer(sink: object) -> StoreWriter | None:
-    """The score store's writer among `sink`'s writers (a `FanOut` holds them in `writers`), if any."""
-    if isinstance(sink, StoreWriter):
-        return sink
-    for writer in getattr(sink, "writers", ()):
-        found = store_writer(writer)
-        if found is not None:
-            return found
-    return None
 
 
 def write_sorted(folder: EntriesFolder, key: int, rows: Sequence[_Row]) -> bytes | None:

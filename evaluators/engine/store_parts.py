@@ -29,11 +29,11 @@ from evaltrace.evaluators.engine._aggregate import CaseTally
 from evaltrace.evaluators.engine._loop import Router
 from evaltrace.evaluators.engine._routers import SpecRouter
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.engine.ray_sorted import store_writer
 from evaltrace.evaluators.engine.shards import receive, start_process, stop_processes
 from evaltrace.evaluators.results.report.writer import EntrySink, ReportEntry
 from evaltrace.evaluators.results.store.location import store_error
 from evaltrace.evaluators.results.store.rows import ScorerIndex, ScoreRows
+from evaltrace.evaluators.results.store.writer import store_writer
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -274,3 +274,14 @@ class StoreWriter:
             # A folder of parts when the engine's tasks wrote them (`in_parts`): read back as one table.
             "scores_file": f"{SCORES_FOLDER}/{self.run_id}" + ("" if self._parts is not None else ".parquet"),
         }
+
+
+def store_writer(sink: object) -> StoreWriter | None:
+    """The score store's writer among `sink`'s writers (a `FanOut` holds them in `writers`), if any."""
+    if isinstance(sink, StoreWriter):
+        return sink
+    for writer in getattr(sink, "writers", ()):
+        found = store_writer(writer)
+        if found is not None:
+            return found
+    return None
