@@ -214,11 +214,11 @@ class CaseTally:
         """An empty tally for a case decided by `policy`."""
         return cls(policy.k if policy.rule == "pass@k" and policy.k is not None else None)
 
-    def add(self, *samples: SampleRow) -> None:
-        """Count samples."""
+    def add(self, *samples: SampleRow, jsons: Sequence[bytes] | None = None) -> None:
+        """Count samples (`jsons`: their scores' JSON, when already made: `sample_jsons`)."""
         keys = [sample_order(sample) for sample in samples]
         self.samples += len(samples)
-        self.scores.add(keys, [sample.scores for sample in samples])
+        self.scores.add(keys, [sample.scores for sample in samples], jsons)
         for key, sample in zip(keys, samples, strict=True):
             self.first = earlier(self.first, (key, (sample.trace_id, sample.output)))
             why = _failure_text(sample) if sample.status == "failed" else ""

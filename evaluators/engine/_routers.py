@@ -287,20 +287,23 @@ class SpecRouter:
         """Keep samples, each of its case, given as values (the warm path keeps a batch's at once, from columns)."""
         state = self.state
         state.scorer_tally.add(*(sample.scores for _, sample in rows))  # in the rows' order: the table's first-seen
-        by_case: dict[str, list[SampleRow]] = {}
-        for case_id, sample in rows:
-            by_case.setdefault(case_id, []).append(sample)
-        for case_id, samples in by_case.items():
+        samples = [sample for _, sample in rows]
+        jsons = sample_jsons(samples)
+        by_case: dict[str, tuple[list[SampleRow], list[bytes]]] = {}
+        for (case_id, sample), (_, scores) in zip(rows, jsons, strict=True):
+            group = by_case.get(case_id) or by_case.setdefault(case_id, ([], []))
+            group[0].append(sample)
+            group[1].append(scores)
+        for case_id, (kept, scores_jsons) in by_case.items():
             state.decided.pop(case_id, None)  # a sample scored after the hand-over (a conversation)
             tally = state.tallies.get(case_id)
             if tally is None:
                 tally = state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
-            tally.add(*samples)
-        samples = [sample for _, sample in rows]
+            tally.add(*kept, jsons=scores_jsons)  # a lone sample's scores' JSON is its entry's
         # Parked with the values the score store needs, so it never parses the JSON back.
         # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
         sides = pack_sides(samples, self._identities(rows)) if self._pack_sides else [b""] * len(rows)
-        for (case_id, sample), payload, side in zip(rows, sample_jsons(samples), sides, strict=True):
+        for (case_id, sample), (payload, _), side in zip(rows, jsons, sides, strict=True):
             spill.add(case_id, sample.start_time, sample.trace_id, park(payload, side))
 
     def _identities(self, rows: Sequence[tuple[str, SampleRow]]) -> list[list[ScorerIdentity | None]]:

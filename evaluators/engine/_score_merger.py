@@ -55,8 +55,13 @@ class ScoreMerger:
         """Every sample's scores once there are two or more; a lone sample's scores are the entry's
         (most cases have one), so it is grouped only when a second one comes."""
 
-    def add(self, keys: Sequence[SampleKey], scores: Sequence[Sequence[ScoreRow]]) -> None:
-        """Count the scores of the samples at `keys` (their `sample_order`), `scores[i]` the sample's at `keys[i]`."""
+    def add(
+        self, keys: Sequence[SampleKey], scores: Sequence[Sequence[ScoreRow]], jsons: Sequence[bytes] | None = None
+    ) -> None:
+        """Count the scores of the samples at `keys` (their `sample_order`), `scores[i]` the sample's at `keys[i]`.
+
+        `jsons`: each sample's scores as JSON (`scores_json`), when already made.
+        """
         if not keys:
             return
         before, self._samples = self._samples, self._samples + len(keys)
@@ -66,7 +71,7 @@ class ScoreMerger:
             self._group(keys, scores)
         first = min(range(len(keys)), key=keys.__getitem__)  # the earliest; of equal keys, the first given
         if self._first is None or keys[first] < self._first[0]:
-            self._first = (keys[first], scores_json(scores[first]))
+            self._first = (keys[first], scores_json(scores[first]) if jsons is None else jsons[first])
 
     def _group_json(self, first: tuple[SampleKey, bytes]) -> None:
         self._group([first[0]], [[ScoreRow.of(score) for score in SCORES.validate_json(first[1])]])

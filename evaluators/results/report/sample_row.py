@@ -63,11 +63,12 @@ class SampleRow(NamedTuple):
         return cls(**fields, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
 
-def sample_jsons(samples: Sequence[SampleRow]) -> list[bytes]:
-    """Each sample's `SampleResult.model_dump_json()`: its fields dumped, then its scores spliced in.
+def sample_jsons(samples: Sequence[SampleRow]) -> list[tuple[bytes, bytes]]:
+    """Each sample's `SampleResult.model_dump_json()` (its fields dumped, then its scores spliced in), and its scores'.
 
     A score's JSON is made once per `ScoreRow` object: the warm path keeps a batch's rows at once,
-    rows alike sharing their `ScoreRow`s (details and all).
+    rows alike sharing their `ScoreRow`s (details and all). The scores' JSON (`scores_json`) is the
+    case tally's, for an entry of one sample.
     """
     made: dict[int, bytes] = {}  # a score's JSON by object: every sample is alive during the call
     found = []
@@ -77,7 +78,8 @@ def sample_jsons(samples: Sequence[SampleRow]) -> list[bytes]:
         fields["usage"] = {"input_tokens": fields.pop("input_tokens"), "output_tokens": fields.pop("output_tokens")}
         fields["cost_usd"] = fields.pop("cost_usd")  # after usage, as in the model
         # A model's float fields hold floats, and it writes NaN and infinities as null (`ser_json_inf_nan`).
-        found.append(with_scores(to_json(fields, inf_nan_mode="null"), _scores_json(sample.scores, made)))
+        scores = _scores_json(sample.scores, made)
+        found.append((with_scores(to_json(fields, inf_nan_mode="null"), scores), scores))
     return found
 
 

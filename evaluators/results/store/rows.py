@@ -7,9 +7,11 @@ scorers when the store is given typed entries instead).
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -82,30 +84,31 @@ _SAMPLE_COLUMNS = (
     "sample_output_tokens",
     "sample_cost_usd",
 )
-_ROW_ORDER = (*_ENTRY_COLUMNS, *_SAMPLE_COLUMNS, *RESULT_COLUMNS, "details")
-"""The order rows are gathered in: an entry's values, then a sample's, then a result's (not the schema's)."""
 _NO_SAMPLE = (None,) * len(_SAMPLE_COLUMNS)
 _NO_RESULT = (None,) * (len(RESULT_COLUMNS) + 1)
-_ERROR_AT = len(_ENTRY_COLUMNS) + len(_SAMPLE_COLUMNS) + ERROR_AT
+_RESULT_NAMES = (*RESULT_COLUMNS, "details")
 
 Values = tuple[Any, ...]
 
 
 class ScoreRows:
-    """Rows of the scores table, gathered as tuples and handed out as Arrow batches of `batch_rows` rows.
+    """Rows of the scores table, gathered by level and handed out as Arrow batches of `batch_rows` rows.
 
-    A row is built as one tuple (an entry's values, its sample's, the result's); a batch's rows are
-    turned into columns at once (`zip`) and Arrow arrays are made once per batch. That keeps the
-    store to a small share of scoring time.
+    A row is an entry's values, its sample's and one result's; each level is kept once (an entry's
+    values are not repeated on each of its rows), its columns made into Arrow arrays once per batch
+    and repeated onto the rows by index (`take`). That keeps the store to a small share of scoring time.
     """
 
     def __init__(self, run: RunContext, index: ScorerIndex, batch_rows: int = 8192) -> None:
-        assert sorted(_ROW_ORDER) == sorted(SCORES_SCHEMA.names)
+        assert sorted((*_ENTRY_COLUMNS, *_SAMPLE_COLUMNS, *_RESULT_NAMES)) == sorted(SCORES_SCHEMA.names)
         self._run = run
         self._started = micros(run.started_at)
         self._index = index
         self._batch_rows = batch_rows
-        self._rows: list[Values] = []
+        self._entries = _Level(_ENTRY_COLUMNS)
+        self._samples = _Level(_SAMPLE_COLUMNS)
+        self._results: list[Values] = []
+        """Per waiting row, its result's values (`_RESULT_NAMES`)."""
         self.total = 0
         """Rows added so far."""
         self.errors = 0
@@ -129,38 +132,37 @@ class ScoreRows:
 
     def add_sides(self, entry_index: int, fields: EntryFields, samples: Sequence[SampleSide]) -> list[pa.RecordBatch]:
         """`add_entry` from the entry's own fields and its samples' values, in order."""
-        rows = self._rows
-        before = len(rows)
-        entry = self._entry_values(entry_index, fields)
-        if not samples:
-            rows.append(entry + _NO_SAMPLE + _NO_RESULT)
-        for sample_index, (values, trace_id, results) in enumerate(samples):
-            start = (*entry, sample_index, *values)
-            if results:
-                rows.extend([start + result for result in results])
-            else:
-                rows.append(start + (trace_id,) + _NO_RESULT[1:])
-        self.total += len(rows) - before
+        results = self._results
+        before = len(results)
+        if not samples:  # a missing case: one row, no sample, no result
+            self._samples.add(_NO_SAMPLE, 1)
+            results.append(_NO_RESULT)
+        for sample_index, (values, trace_id, found) in enumerate(samples):
+            rows = found or ((trace_id, *_NO_RESULT[1:]),)  # a sample without results: one row
+            self._samples.add((sample_index, *values), len(rows))
+            results.extend(rows)
+        added = len(results) - before
+        self._entries.add(self._entry_values(entry_index, fields), added)
+        self.total += added
         batches = []
-        while len(rows) >= self._batch_rows:
+        while len(results) >= self._batch_rows:
             batches.append(self._batch(self._batch_rows))
         return batches
 
     def flush(self) -> pa.RecordBatch | None:
         """The rows still waiting, as one batch (`None` when there are none)."""
-        return self._batch(len(self._rows)) if self._rows else None
+        return self._batch(len(self._results)) if self._results else None
 
     def _batch(self, size: int) -> pa.RecordBatch:
         """The first `size` waiting rows as a batch (they stop waiting)."""
-        columns = list(zip(*self._rows[:size], strict=True))
-        del self._rows[:size]
-        errors = columns[_ERROR_AT]
+        columns = list(zip(*self._results[:size], strict=True))
+        del self._results[:size]
+        errors = columns[ERROR_AT]
         self.errors += len(errors) - errors.count(None)
         # Not `pa.array`: see `arrays.py` (it would import pandas for the first batch).
-        arrays = {
-            name: column(values, SCORES_SCHEMA.field(name).type)
-            for name, values in zip(_ROW_ORDER, columns, strict=True)
-        }
+        arrays = {name: column(values, _type(name)) for name, values in zip(_RESULT_NAMES, columns, strict=True)}
+        arrays.update(self._entries.take(size))
+        arrays.update(self._samples.take(size))
         return pa.RecordBatch.from_arrays([arrays[name] for name in SCORES_SCHEMA.names], schema=SCORES_SCHEMA)
 
     def _entry_values(self, entry_index: int, entry: EntryFields) -> Values:
@@ -169,3 +171,36 @@ class ScoreRows:
             *(self._run.run_id, self._started, entry_index, entry.case_id, entry.tier, entry.tags, entry.rule),
             *(min_samples, entry.status, entry.passed, entry.pass_rate),
         )
+
+
+def _type(name: str) -> pa.DataType:
+    return SCORES_SCHEMA.field(name).type
+
+
+class _Level:
+    """The entries' (or samples') values of the waiting rows, each once, and which of them each row repeats."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self._names = names
+        self._values: list[Values] = []
+        self._of = array("q")
+        """Per waiting row, the position of its values in `_values`."""
+
+    def add(self, values: Values, rows: int) -> None:
+        """`values` for the next `rows` rows."""
+        self._of.extend(repeat(len(self._values), rows))
+        self._values.append(values)
+
+    def take(self, size: int) -> dict[str, pa.Array]:
+        """The first `size` waiting rows' columns (they stop waiting): each value made once, then repeated."""
+        low, high = self._of[0], self._of[size - 1] + 1
+        columns = zip(*self._values[low:high], strict=True)
+        made = [column(values, _type(name)) for name, values in zip(self._names, columns, strict=True)]
+        picks = array("q", (position - low for position in self._of[:size]))
+        indices = pa.Array.from_buffers(pa.int64(), size, [None, pa.py_buffer(picks)])
+        # Values no waiting row repeats any more are dropped; positions start from 0 again.
+        left = self._of[size:]
+        keep = left[0] if left else len(self._values)
+        del self._values[:keep]
+        self._of = array("q", (position - keep for position in left))
+        return {name: values.take(indices) for name, values in zip(self._names, made, strict=True)}

@@ -94,7 +94,7 @@ def samples(draw: st.DrawFn) -> SampleRow:
 
 
 def _json(row: SampleRow) -> bytes:
-    return sample_jsons([row])[0]
+    return sample_jsons([row])[0][0]
 
 
 def _model(row: SampleRow) -> SampleResult:
@@ -122,7 +122,9 @@ def test_a_batchs_jsons_assembled_by_field_are_each_models_dump(rows: list[Sampl
     if shared:  # rows whose scores are objects another row has too, as `score_rows` shares them
         picked = data.draw(st.lists(st.sampled_from(shared), max_size=3))
         rows += [row._replace(scores=picked, status=sample_status(picked)) for row in rows[:2]]
-    assert sample_jsons(rows) == [_model(row).model_dump_json().encode() for row in rows]
+    models = [_model(row) for row in rows]
+    made = [(model.model_dump_json().encode(), SCORES.dump_json(model.scores)) for model in models]
+    assert sample_jsons(rows) == made
 
 
 def test_a_batch_of_texts_like_json_boundaries_is_each_models_dump() -> None:
@@ -132,7 +134,7 @@ def test_a_batch_of_texts_like_json_boundaries_is_each_models_dump() -> None:
         SampleRow(text, [text, "t"], [text, None], text, "passed", True, [], text, None, text, None, 1e-07, 0, 1, None)
         for text in texts
     ]
-    assert sample_jsons(rows) == [_model(row).model_dump_json().encode() for row in rows]
+    assert [made for made, _ in sample_jsons(rows)] == [_model(row).model_dump_json().encode() for row in rows]
 
 
 def test_untrusted_text_is_escaped_as_pydantic_escapes_it() -> None:
