@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
@@ -26,11 +25,11 @@ from pydantic_core import to_jsonable_python
 
 from evaltrace.collector.traces.records import Trace
 
-_HASHES: dict[int, tuple[weakref.ref[Scorer], str]] = {}
-"""`config_hash` by scorer object: a 10,000-case spec has 10,000 scorers, each hashed by the report
-and by the score store. Keyed by `id` (a configuration holds dicts, so a scorer is unhashable) and
-dropped when the scorer dies, so an id reused by a later object never finds a stale digest. A scorer
-is frozen: its configuration, and so its digest, never changes."""
+_HASH = "_config_hash"
+"""The key of `config_hash`'s digest among a scorer's private attributes: kept with the scorer (so
+in the compiled-spec cache too: a 10,000-case spec's 10,000 scorers are hashed once, when it is
+compiled, and each hashed again by the report and the score store). A scorer is frozen; a copy with
+changes (`model_copy(update=...)`) drops the digest."""
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, default=str, check_circular=False)
@@ -98,8 +97,19 @@ class Scorer(BaseModel, ABC):
         computed before is dropped.
         """
         self._spec_check = True
-        _HASHES.pop(id(self), None)
+        self._forget_hash()
         return self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with `update`, one whose digest is made again (`config_hash`)."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            copied._forget_hash()
+        return copied
+
+    def _forget_hash(self) -> None:
+        if self.__pydantic_private__ is not None:
+            self.__pydantic_private__.pop(_HASH, None)
 
     def configuration_problem(self) -> str | None:
         """Why this configuration checks nothing (a spec naming it is then an error), or `None`.
@@ -124,16 +134,17 @@ class Scorer(BaseModel, ABC):
         where evidence is missing (a failure rather than "does not apply"). `dumped`: the
         configuration's `model_dump(mode="json")` when the caller made it already.
         """
-        key = id(self)
-        known = _HASHES.get(key)
-        if known is not None and known[0]() is self:
-            return known[1]
+        private = self.__pydantic_private__
+        known: str | None = private.get(_HASH) if private is not None else None
+        if known is not None:
+            return known
         blob = _CANONICAL.encode(self.model_dump(mode="json") if dumped is None else dumped)
         # Read from the private-attribute store directly: `self._spec_check` goes through
         # `BaseModel.__getattr__`, a tenth of this function's time for a 10,000-case spec.
-        mark = ":check" if (self.__pydantic_private__ or {}).get("_spec_check") else ""
+        mark = ":check" if (private or {}).get("_spec_check") else ""
         digest = hashlib.sha256(f"{self.name}:{self.version}{mark}:{blob}".encode()).hexdigest()[:12]
-        remember_config_hash(self, digest)
+        if private is not None:
+            private[_HASH] = digest
         return digest
 
     def result(
@@ -165,12 +176,6 @@ def scorer_config(scorer: Scorer) -> ScorerConfig:
     except (TypeError, ValueError):  # left for the report to fail on, as it always has
         text = None
     return scorer.config_hash(dumped), text
-
-
-def remember_config_hash(scorer: Scorer, digest: str) -> None:
-    """Note `scorer`'s `config_hash`: computed now, or before (a compiled spec read back from the cache)."""
-    key = id(scorer)
-    _HASHES[key] = (weakref.ref(scorer, lambda _: _HASHES.pop(key, None)), digest)
 
 
 def reads_histories(scorers: Iterable[Scorer]) -> bool:

@@ -104,7 +104,7 @@ class _Pickler(pickle.Pickler):
     Pydantic's own `__getstate__`/`__setstate__` make and read a state dict per model, and each
     model's set of fields set is its own object: for the peer spec's 88k models, writing took a
     quarter and reading a third longer. Only frozen models share a set: nothing adds to it.
-    A model class with its own `__getstate__` or extra fields is pickled the usual way.
+    A model class with its own `__getstate__` is pickled the usual way.
     """
 
     def __init__(self, file: io.BytesIO) -> None:
@@ -113,19 +113,25 @@ class _Pickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         cls = type(obj)
-        if not isinstance(obj, BaseModel) or not cls.model_config.get("frozen") or obj.__pydantic_extra__ is not None:
+        if not isinstance(obj, BaseModel) or not cls.model_config.get("frozen"):
             return NotImplemented
         if cls.__getstate__ is not BaseModel.__getstate__:  # type: ignore[comparison-overlap]  # overridden
             return NotImplemented
         fields = self._sets.setdefault((cls, frozenset(obj.__pydantic_fields_set__)), obj.__pydantic_fields_set__)
-        return _model, (cls, obj.__dict__, fields, obj.__pydantic_private__)
+        return _model, (cls, obj.__dict__, fields, obj.__pydantic_private__, obj.__pydantic_extra__)
 
 
-def _model(cls: type[BaseModel], values: dict[str, Any], fields: set[str], private: dict[str, Any] | None) -> BaseModel:
+def _model(
+    cls: type[BaseModel],
+    values: dict[str, Any],
+    fields: set[str],
+    private: dict[str, Any] | None,
+    extra: dict[str, Any] | None,
+) -> BaseModel:
     """A model `_Pickler` wrote, rebuilt as pydantic's `__setstate__` does (no validation: it was validated)."""
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", values)
     object.__setattr__(model, "__pydantic_fields_set__", fields)
-    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_extra__", extra)
     object.__setattr__(model, "__pydantic_private__", private)
     return model

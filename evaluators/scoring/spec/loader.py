@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.evaluators.errors import SpecError
@@ -33,7 +33,6 @@ from evaltrace.evaluators.scoring.scorers.base import (
     Scorer,
     ScorerConfig,
     is_builtin,
-    remember_config_hash,
     scorer_config,
 )
 from evaltrace.evaluators.scoring.spec._errors import locate, render_pydantic_error, render_schema_error
@@ -102,14 +101,9 @@ def load_spec(path: str | Path, *, cache: bool = True) -> LoadedSpec:
 
 
 def _read_back(entry: SpecEntry | None) -> LoadedSpec | None:
-    """The compiled spec `entry` holds, its scorers' hashes noted (`remember_config_hash`); `None` on a miss."""
+    """The compiled spec `entry` holds (its scorers' hashes kept with them); `None` on a miss."""
     known = entry.read() if entry is not None else None
-    if not isinstance(known, LoadedSpec):
-        return None
-    for case_id, configs in known.scorer_configs.items():
-        for scorer, (digest, _) in zip(_flat(known.case_scorers[case_id]), configs, strict=True):
-            remember_config_hash(scorer, digest)
-    return known
+    return known if isinstance(known, LoadedSpec) else None
 
 
 def _read(path: Path, label: str) -> bytes:
@@ -248,6 +242,7 @@ def compile_spec(spec: Spec, label: str) -> LoadedSpec:
 
     Cases asking for the same scorer with the same config share one (immutable) instance.
     """
+    _share_equal_parts(spec)
     builder = ScorerBuilder()
     globals_ = tuple(builder.build(scorer_ref_request(ref, i), label) for i, ref in enumerate(spec.scorers))
     per_case: dict[str, tuple[tuple[Scorer, ...], ...]] = {}
@@ -266,6 +261,30 @@ def compile_spec(spec: Spec, label: str) -> LoadedSpec:
     return LoadedSpec(
         path=label, spec=spec, global_scorers=globals_, case_scorers=per_case, scorer_configs=scorer_configs
     )
+
+
+def _share_equal_parts(spec: Spec) -> None:
+    """Make equal expected calls, trajectory options and output checks one object each, in place.
+
+    The peer spec's 10,000 cases expect 48,066 calls, 3,330 distinct: shared, its cache entry holds a
+    third of the models and is read back in about half the time. Equal as `ScorerBuilder`'s configs
+    (`repr`s: every type and value told apart, key order kept), with the same keys set. What is
+    replaced was just validated and is frozen: no holder can tell.
+    """
+    shared: dict[tuple[type, str, frozenset[str]], Any] = {}
+
+    def one(model: Any) -> Any:
+        return shared.setdefault((type(model), repr(model.__dict__), frozenset(model.model_fields_set)), model)
+
+    for case in spec.cases:
+        for expect in [turn.expect for turn in case.turns] if case.turns is not None else [case.expect]:
+            if expect is None:
+                continue
+            if expect.tool_calls:
+                expect.tool_calls[:] = [one(call) for call in expect.tool_calls]
+            for key in ("trajectory", "output"):
+                if isinstance(value := expect.__dict__[key], BaseModel):
+                    expect.__dict__[key] = one(value)
 
 
 def _compiled(configs: dict[int, ScorerConfig], scorer: Scorer) -> ScorerConfig:

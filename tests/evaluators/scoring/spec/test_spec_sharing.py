@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from evaltrace.evaluators.errors import SpecError
+from evaltrace.evaluators.scoring.scorers import base
 from evaltrace.evaluators.scoring.scorers.base import Scorer
 from evaltrace.evaluators.scoring.scorers.tools import ToolCorrectness
 from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
+from evaltrace.evaluators.scoring.spec import loader
 from evaltrace.evaluators.scoring.spec.loader import load_spec
 from evaltrace.evaluators.scoring.spec.model import RepeatPolicy, resolve_repeat
 
@@ -140,3 +142,80 @@ def test_cases_without_their_own_repeat_share_one_policy(tmp_path: Path) -> None
     assert (c.rule, c.k) == ("all", None)
     assert resolve_repeat(None) is resolve_repeat(None)
     assert resolve_repeat(None) == RepeatPolicy(rule="mean")
+
+
+_EQUAL_PARTS = """\
+cases:
+  - id: a
+    input: x
+    expect:
+      tool_calls: [{name: f, arguments: {n: 1, m: 2}}, {name: g}]
+      trajectory: {mode: strict, arguments: {mode: exact}}
+      output: {contains: done}
+  - id: b
+    input: y
+    expect:
+      tool_calls:
+        - {name: f, arguments: {n: 1, m: 2}}
+        - {name: g, arguments: null}
+        - {name: f, arguments: {n: 1.0, m: 2}}
+        - {name: f, arguments: {m: 2, n: 1}}
+      trajectory: {mode: strict, arguments: {mode: exact}}
+      output: {contains: done}
+"""
+
+
+def test_equal_expected_calls_and_options_are_one_object_compiled_and_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    path = _write(tmp_path, _EQUAL_PARTS)
+    compiled = load_spec(path)
+    monkeypatch.setattr(loader, "validate_spec_data", None)  # the second load reads the cache entry back
+    for loaded in (compiled, load_spec(path)):
+        a, b = (case.expect for case in loaded.cases)
+        assert a is not None and b is not None and a.tool_calls is not None and b.tool_calls is not None
+        assert b.tool_calls[0] is a.tool_calls[0]
+        # Not equal as written: `arguments` left out or given; 1.0 for 1; the keys in another order.
+        assert b.tool_calls[1] is not a.tool_calls[1] and b.tool_calls[1].model_fields_set == {"name", "arguments"}
+        assert all(call is not a.tool_calls[0] for call in b.tool_calls[2:])
+        assert [call.arguments for call in b.tool_calls[2:]] == [{"n": 1.0, "m": 2}, {"m": 2, "n": 1}]
+        assert repr(b.tool_calls[2].arguments) == "{'n': 1.0, 'm': 2}"
+        assert a.trajectory is b.trajectory and a.output is b.output
+        held = _trajectory(loaded.case_scorers["b"][0]).expected
+        assert held is not None and all(x is y for x, y in zip(held, b.tool_calls, strict=True))
+
+
+def test_digests_are_read_back_with_the_scorers_and_a_changed_copy_is_hashed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    path = _write(tmp_path, _TWO_CASES)
+    compiled = load_spec(path)
+    digests = [scorer.config_hash() for scorer in compiled.case_scorers["one"][0]]
+    with monkeypatch.context() as patched:
+        patched.setattr(base, "_CANONICAL", None)  # making a digest again would fail
+        again = load_spec(path)
+        assert [scorer.config_hash() for scorer in again.case_scorers["one"][0]] == digests
+    trajectory = _trajectory(again.case_scorers["one"][0])
+    assert trajectory.model_copy().config_hash() == trajectory.config_hash()
+    changed = trajectory.model_copy(update={"mode": "any_order"})
+    written = type(trajectory).model_validate({**trajectory.model_dump(), "mode": "any_order"}).as_spec_check()
+    assert changed.config_hash() == written.config_hash() != trajectory.config_hash()
+
+
+def test_a_scorer_named_under_expect_is_read_back_with_its_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An `expect` naming a registered scorer (a key `Expect` does not declare) round-trips, extra keys and all."""
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    path = _write(tmp_path, "cases: [{id: a, input: x, expect: {tool_errors: {max_errors: 1}}}]\n")
+    fresh = load_spec(path, cache=False)
+    load_spec(path)
+    monkeypatch.setattr(loader, "validate_spec_data", None)  # read back from the cache
+    again = load_spec(path)
+    assert again.spec == fresh.spec and again.case_scorers == fresh.case_scorers
+    expect = again.cases[0].expect
+    assert expect is not None and expect.model_extra == {"tool_errors": {"max_errors": 1}}
+    assert expect.model_fields_set == {"tool_errors"}
+    assert [scorer.name for scorer in again.case_scorers["a"][0]] == ["tool_errors"]
