@@ -18,7 +18,8 @@ judges) keep the per-trace path.
 A first scoring (no table yet) goes the same way (`score_shard`): the table is built from the span
 files (`cache.built_batches`: flat GenAI traces' rows straight from their spans, the others'
 converted) and written to the cache batch by batch, each batch scored as a cached one is; a Ray Data
-group's table is built so from the group's spans.
+group's table is built so from the group's spans. A `--no-cache` run goes the same way, its table
+built and scored but never written.
 """
 
 from __future__ import annotations
@@ -66,19 +67,20 @@ FORK_MIN_BYTES = 64 * 1024 * 1024
 the columnar path does a few times less work per trace, so forking pays later (its cost is memory)."""
 
 
-def applies(router: Router, cache: bool) -> bool:
-    """Whether the warm path can score this run, its tables aside: single-turn cases, every scorer with a form."""
-    if not cache or not isinstance(router, SpecRouter) or router.has_multi_turn:
+def applies(router: Router) -> bool:
+    """Whether the table path can score this run (cache or not): single-turn cases, every scorer with a form."""
+    if not isinstance(router, SpecRouter) or router.has_multi_turn:
         return False
     return all(type(scorer) in FORMS for scorer in router.scorers())
 
 
-def in_one_process(files: Sequence[Path], size: int, requested: int | None, workers: int, histories: bool) -> bool:
+def in_one_process(files: Sequence[Path], size: int, options: ScoreOptions, workers: int, histories: bool) -> bool:
     """Whether a warm re-scoring planned over several workers (their tables cached) should rather run here.
 
-    `size`: the span files' total bytes, as `shards.span_bytes` weighs them for `plan_workers`.
+    `size`: the span files' total bytes, as `shards.span_bytes` weighs them for `plan_workers`. Not
+    with `--workers` given, nor without the cache (`--no-cache` builds the tables as a first scoring).
     """
-    if requested is not None or size >= FORK_MIN_BYTES:
+    if options.workers is not None or not options.cache or size >= FORK_MIN_BYTES:
         return False
     return all(is_cached(files, histories=histories, shard=Shard(index, workers)) for index in range(workers))
 
@@ -100,7 +102,7 @@ def score_warm(
     `router` and `stats` may then hold part of the run, and the caller scores it again from new
     ones, by the per-trace path.
     """
-    if not applies(router, options.cache):
+    if not applies(router):
         return None
     shards = [None] if workers == 1 else [Shard(index, workers) for index in range(workers)]
     try:
@@ -125,16 +127,17 @@ def score_shard(
 ) -> None:
     """Score `shard` of `files` from its table (`score_table`): the cached one, or, a first scoring, one built now.
 
-    A table built is written to the cache as its batches go by; one the cache cannot hold is still
-    scored from its batches. `spans`: the shard's spans of each trace, read elsewhere (a Ray Data
-    group's), for building its table.
+    A table built is written to the cache as its batches go by; one the cache cannot hold, or any
+    without `options.cache` (`--no-cache`: the cache neither read nor written), is still scored from
+    its batches. `spans`: the shard's spans of each trace, read elsewhere (a Ray Data group's), for
+    building its table.
 
     Raises:
         TableFault: the cached table could not be read, or the table could not be built (a value it
             cannot hold, a span file unreadable: the per-trace path then reports or copes with it).
     """
-    batches = table_batches(files, histories=histories, shard=shard)
-    built = batches or built_batches(files, histories=histories, shard=shard, spans=spans)
+    batches = table_batches(files, histories=histories, shard=shard) if options.cache else None
+    built = batches or built_batches(files, histories=histories, shard=shard, spans=spans, cache=options.cache)
     score_table(built, router, stats, spill, options)
 
 

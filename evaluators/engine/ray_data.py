@@ -198,7 +198,7 @@ def _score_traces(rows: pa.Table, key: int, parts: RunParts, spill: ListSpill, o
     paths = [location for location in parts.locations if isinstance(location, Path)]
     router, stats, shard = parts.router, parts.stats, Shard(key, parts.count)
     cache = options.cache and len(paths) == len(parts.locations)
-    if cache and applies(router, options.cache):
+    if cache and applies(router):
         fresh = copy.deepcopy((router.state, stats))
         try:
             spans = span_groups_of_rows(located)
@@ -222,7 +222,7 @@ def score_task(
 ) -> tuple[ListSpill, Router, RunStats]:
     """`shard` of `files` scored (`score_shard`): its samples, and the router and stats holding the rest."""
     spill = ListSpill()
-    if applies(router, options.cache):
+    if applies(router):
         # Only the router's state changes while it scores: copying the whole router would copy the
         # spec's cases too (2 s of CPU a task for a 10,000-case spec, against 0.3 ms for the state).
         fresh = copy.deepcopy((router.state, stats))

@@ -285,10 +285,8 @@ def score_files(
     stats.dropped_spans, stats.unwritten_spans = losses
     count = shards.plan_workers(options.workers, files, router)
     histories = reads_histories(router.scorers())
-    columnar = options.columnar and warm.applies(router, options.cache)
-    if columnar and (
-        count == 1 or warm.in_one_process(files, shards.span_bytes(files), options.workers, count, histories)
-    ):
+    columnar = options.columnar and warm.applies(router)  # the table cached, or built and dropped (--no-cache)
+    if columnar and (count == 1 or warm.in_one_process(files, shards.span_bytes(files), options, count, histories)):
         finish = functools.partial(_finish, router, stats, spec=spec, options=options, sink=sink, judge=None)
         done = warm.score_warm(files, router, stats, options, workers=count, histories=histories, finish=finish)
         if done is not None:

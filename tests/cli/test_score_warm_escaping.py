@@ -5,7 +5,7 @@ A passing row's sample is made from the table's columns and its JSON from plain 
 id) is untrusted: quotes, backslashes, NUL and other control characters, U+2028/2029, bidi controls,
 markup. It must come through the table whole, and be written as pydantic writes the `SampleResult`
 (`test_sample_row.py` holds the builder to the model over generated samples; here, the real run).
-Real `evaltrace score` subprocesses: `--no-cache`, a first and a warm scoring.
+Real `evaltrace score` subprocesses: per trace (the reference), `--no-cache`, a first and a warm scoring.
 """
 
 from __future__ import annotations
@@ -55,11 +55,13 @@ def _report_bytes(out: Path) -> bytes:
 def test_untrusted_text_of_passing_rows_is_written_as_the_per_trace_path_writes_it(tmp_path: Path) -> None:
     runs, spec = _record(tmp_path)
     cache = tmp_path / "cache"
-    per_trace = _score(runs, spec, tmp_path / "no-cache", cache, "--no-cache")
+    per_trace = _score(runs, spec, tmp_path / "per-trace", cache, per_trace=True)
+    uncached = _score(runs, spec, tmp_path / "no-cache", cache, "--no-cache")
     first = _score(runs, spec, tmp_path / "first", cache)
     warm = _score(runs, spec, tmp_path / "warm", cache)
-    assert warm == first == per_trace
-    assert _report_bytes(tmp_path / "warm") == _report_bytes(tmp_path / "first") == _report_bytes(tmp_path / "no-cache")
+    assert warm == first == uncached == per_trace
+    written = [_report_bytes(tmp_path / name) for name in ("warm", "first", "no-cache", "per-trace")]
+    assert written == [written[-1]] * 4
     samples = [entry["samples"][0] for entry in per_trace["report"]["entries"]]
     assert [entry["status"] for entry in per_trace["report"]["entries"]] == ["passed"] * len(HOSTILE)
     # The text came through whole: nothing dropped or replaced on the way.

@@ -1,10 +1,12 @@
 """A warm `evaltrace score` (the traces table read as columns, `engine/columnar_entries.py`) writes what
 the per-trace path writes: the same JSON report, the same score-store rows, the same summary and exit code.
 
-Each set is scored by real `evaltrace score` subprocesses three ways: `--no-cache` (every trace rebuilt
-and scored by the reference scorers), a first scoring (each batch the cache writer writes decided
-from its columns, the undecided traces scored trace by trace) and a warm one (the table read back: passing
-rows decided from its columns, the rest decoded and scored trace by trace). The sets: the peer
+Each set is scored by real `evaltrace score` subprocesses four ways: per trace (`--no-cache` with the
+table path switched off in that process, `PER_TRACE`: every trace rebuilt and scored by the reference
+scorers), `--no-cache` (the table built from the span files, never written, and scored from its columns
+as a first scoring is), a first scoring (each batch the cache writer writes decided from its columns, the
+undecided traces scored trace by trace) and a warm one (the table read back: passing rows decided from
+its columns, the rest decoded and scored trace by trace). The sets: the peer
 benchmark's (a strict trajectory per case, by case id, ~10% planted failures), the scoring
 benchmark's (seven scorers, cases matched by input and repeated, unmatched traces, a failing gate),
 both generated small by the benchmarks' own generators, and the golden GenAI scenarios the
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +41,13 @@ from evaltrace.evaluators.scoring.spec.loader import load_spec
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 _RUN_IDS = ("run_id", "run_started_at", "started_at", "finished_at", "scores_file")
 """Store columns that name or time the scoring run itself."""
+PER_TRACE = """\
+from evaltrace.evaluators.engine import columnar_entries
+columnar_entries.applies = lambda router: False  # the route a run with a scorer without a form takes
+from evaltrace.cli.main import run
+run()
+"""
+"""`evaltrace` with the table path off: every trace decoded and scored by the reference scorers, the reference."""
 
 SCENARIOS_SPEC = """\
 confidence: 0.5
@@ -100,14 +111,19 @@ def run_set(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     return root / "runs", root / "spec.yaml"
 
 
-def _score(runs: Path, spec: Path, out: Path, cache: Path, *options: str) -> dict[str, Any]:
-    """One `evaltrace score` subprocess: its exit code, summary, report (but its time) and store rows (but run ids)."""
+def _score(runs: Path, spec: Path, out: Path, cache: Path, *options: str, per_trace: bool = False) -> dict[str, Any]:
+    """One `evaltrace score` subprocess: its exit code, summary, report (but its time) and store rows (but run ids).
+
+    `per_trace`: by the per-trace path (`PER_TRACE`), with `--no-cache`.
+    """
     out.mkdir()
-    done = evaltrace(
-        "score", runs, "--spec", spec, "--json", out / "report.json", "--store", out / "store", *options,
-        env={"EVALTRACE_CACHE_DIR": str(cache)},
-        timeout=300,
-    )  # fmt: skip
+    args = ("score", runs, "--spec", spec, "--json", out / "report.json", "--store", out / "store", *options)
+    env = {"EVALTRACE_CACHE_DIR": str(cache)}
+    if per_trace:
+        command = [sys.executable, "-c", PER_TRACE, *map(str, args), "--no-cache"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+    else:
+        done = evaltrace(*args, env=env, timeout=300)
     assert done.returncode in (0, 1), done.stderr
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     report.pop("created_at")
@@ -122,10 +138,12 @@ def _score(runs: Path, spec: Path, out: Path, cache: Path, *options: str) -> dic
 def test_a_warm_scoring_writes_what_the_per_trace_path_writes(run_set: tuple[Path, Path], tmp_path: Path) -> None:
     runs, spec = run_set
     cache = tmp_path / "cache"
-    per_trace = _score(runs, spec, tmp_path / "no-cache", cache, "--no-cache")
+    per_trace = _score(runs, spec, tmp_path / "per-trace", cache, per_trace=True)
+    uncached = _score(runs, spec, tmp_path / "no-cache", cache, "--no-cache")
+    assert not cache.exists()  # neither wrote a table
     first = _score(runs, spec, tmp_path / "first", cache)
     warm = _score(runs, spec, tmp_path / "warm", cache)
-    assert warm == first == per_trace
+    assert warm == first == uncached == per_trace
     assert per_trace["report"]["counts"]["failed"] > 0 and per_trace["report"]["counts"]["passed"] > 0
 
 
@@ -135,12 +153,13 @@ def test_sharded_warm_workers_write_what_the_per_trace_workers_write(
     runs, spec = run_set
     cache = tmp_path / "cache"
     # Sharded, as the first scoring: a sharded run lists unmatched traces in shard order, not file order.
-    per_trace = _score(runs, spec, tmp_path / "no-cache", cache, "--no-cache", "--workers", "2")
+    per_trace = _score(runs, spec, tmp_path / "per-trace", cache, "--workers", "2", per_trace=True)
+    uncached = _score(runs, spec, tmp_path / "no-cache", cache, "--no-cache", "--workers", "2")  # tables not kept
     first = _score(runs, spec, tmp_path / "first", cache, "--workers", "2")  # one table per worker's shard
     warm = _score(runs, spec, tmp_path / "warm", cache, "--workers", "2")  # each worker on its shard's table
-    assert warm == first == per_trace
+    assert warm == first == uncached == per_trace
     # The store's rows, written by two processes as two parts, are a one-process run's rows.
-    one = _score(runs, spec, tmp_path / "one", cache, "--no-cache", "--workers", "1")
+    one = _score(runs, spec, tmp_path / "one", cache, "--workers", "1", per_trace=True)
     assert warm["store"]["scores"] == one["store"]["scores"] and len(one["store"]["scores"]) > 0
 
 
@@ -155,15 +174,17 @@ def test_a_small_warm_scoring_reads_a_sharded_first_scorings_tables_in_one_proce
     sharded = shards.score_sharded
     monkeypatch.setattr(shards, "score_sharded", lambda *a, **k: forked.append(1) or sharded(*a, **k))
     reports = []
-    for options in (ScoreOptions(workers=2, cache=False), ScoreOptions(), ScoreOptions()):
+    per_trace, uncached = ScoreOptions(workers=2, cache=False, columnar=False), ScoreOptions(cache=False)
+    for options in (per_trace, ScoreOptions(), ScoreOptions(), uncached):
         with ReportWriter(str(tmp_path / "report.json")) as writer:
             run = scoring.score([runs], load_spec(spec), options, writer)
             writer.finish(run.report)
         report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
         report.pop("created_at")
         reports.append(report)
-    assert forked == [1, 1]  # the per-trace run and the first scoring; the warm one read both tables here
-    assert reports[2] == reports[1] == reports[0]
+    # The per-trace run, the first scoring and --no-cache (which never looks for tables); the warm one read both here.
+    assert forked == [1, 1, 1]
+    assert reports[3] == reports[2] == reports[1] == reports[0]
 
 
 def rows_decided(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
@@ -208,7 +229,9 @@ def test_a_first_scoring_whose_table_cannot_be_written_midway_reports_the_same(
     """The table is abandoned (a full disk): every batch built is still decided from its columns."""
     runs, spec = run_set
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
-    reference = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1, cache=False))
+    reference = scoring.score(
+        [runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1, cache=False, columnar=False)
+    )
     decided = rows_decided(monkeypatch)
     write = pq.ParquetWriter.write_batch
     written = iter(range(sys.maxsize))
@@ -236,7 +259,9 @@ def test_a_first_scoring_whose_table_cannot_be_built_midway_reports_the_same(
     """A batch the table cannot hold (a value not JSON): the run is scored again per trace, from new tallies."""
     runs, spec = run_set
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
-    reference = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1, cache=False))
+    reference = scoring.score(
+        [runs], load_spec(spec), ScoreOptions(paths=(str(runs),), workers=1, cache=False, columnar=False)
+    )
     take = _cache_write.TableEncoder.take
     taken = iter(range(sys.maxsize))
 

@@ -1,10 +1,10 @@
 """The engine takes the columnar path on a warm traces cache, and the report is the reference's.
 
-Real span files (written by the real SDK and exporter), scored through `scoring.score` three ways:
-without the cache (every trace rebuilt, no table, so the reference scores everything), with a cold
-cache (the table is written, each batch handed to the columnar path before its traces are scored)
-and with the warm cache (the table is read back): the columnar path answers the passing
-trajectories. All three reports must be equal but for their timestamp.
+Real span files (written by the real SDK and exporter), scored through `scoring.score` four ways:
+per trace (`columnar=False`: every trace rebuilt and scored by the reference scorers), without the
+cache (the table built and scored, never written), with a cold cache (the table is written, each batch
+handed to the columnar path before its traces are scored) and with the warm cache (the table is read
+back): the columnar path answers the passing trajectories. All reports must be equal but for their timestamp.
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root / "runs", spec
 
 
-def _score(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
+def _score(runs: Path, spec: Path, out: Path, *, cache: bool, columnar: bool = True) -> dict[str, Any]:
     with ReportWriter(str(out)) as writer:
-        options = ScoreOptions(paths=(str(runs),), cache=cache, workers=1)
+        options = ScoreOptions(paths=(str(runs),), cache=cache, workers=1, columnar=columnar)
         run = scoring.score([runs], load_spec(spec), options, writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
@@ -91,8 +91,11 @@ def test_warm_scoring_takes_the_columnar_path_with_the_reference_report(
     key: type[Scorer] = Trajectory
     monkeypatch.setitem(forms.FORMS, key, counted)
     runs, spec = run_dir
-    reference = _score(runs, spec, tmp_path / "none.json", cache=False)
-    assert not answered  # no traces table: the reference scored everything
+    reference = _score(runs, spec, tmp_path / "none.json", cache=False, columnar=False)
+    assert not answered  # the per-trace path: the reference scored everything
+    uncached = _score(runs, spec, tmp_path / "uncached.json", cache=False)
+    assert len(answered) == 16 + 24 and not list(tmp_path.rglob("*.parquet"))  # the table built, scored, not written
+    answered.clear()
     cold = _score(runs, spec, tmp_path / "cold.json", cache=True)
     # The table is written as the traces are rebuilt, each batch before its traces are scored:
     # 16 exact weather runs pass on the columnar path, and the 24 Rome runs (extra calls allowed); the rest fail
@@ -100,7 +103,7 @@ def test_warm_scoring_takes_the_columnar_path_with_the_reference_report(
     answered.clear()
     warm = _score(runs, spec, tmp_path / "warm.json", cache=True)
     assert len(answered) == 16 + 24  # the table read back
-    assert warm == cold == reference
+    assert warm == cold == uncached == reference
     outcomes = [s["passed"] for e in warm["entries"] for x in e["samples"] for s in x["scores"]]
     assert outcomes.count(False) > 0 and outcomes.count(True) > len(answered)
 
@@ -111,7 +114,7 @@ def test_each_scorer_is_asked_once_a_batch_and_alike_passes_are_one_score(
     """The forms are asked per batch, one call per scorer object (the spec's `tool_errors` is one for both cases)."""
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     runs, spec = run_dir
-    reference = _score(runs, spec, tmp_path / "none.json", cache=False)
+    reference = _score(runs, spec, tmp_path / "none.json", cache=False, columnar=False)
     _score(runs, spec, tmp_path / "cold.json", cache=True)
     asked: list[tuple[str, int, list[Score | None]]] = []
     batches: set[int] = set()
@@ -144,7 +147,7 @@ def test_sharded_workers_take_the_columnar_path_too(
 ) -> None:
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     runs, spec = run_dir
-    one = _score(runs, spec, tmp_path / "one.json", cache=False)
+    one = _score(runs, spec, tmp_path / "one.json", cache=False, columnar=False)
     outputs = []
     for name in ("cold", "warm"):
         with ReportWriter(str(tmp_path / f"{name}.json")) as writer:
@@ -170,7 +173,7 @@ def test_a_failing_form_leaves_the_verdict_to_the_reference(
 
     key: type[Scorer] = Trajectory
     runs, spec = run_dir
-    reference = _score(runs, spec, tmp_path / "none.json", cache=False)
+    reference = _score(runs, spec, tmp_path / "none.json", cache=False, columnar=False)
     _score(runs, spec, tmp_path / "cold.json", cache=True)
     monkeypatch.setitem(forms.FORMS, key, broken)
     warm = _score(runs, spec, tmp_path / "warm.json", cache=True)

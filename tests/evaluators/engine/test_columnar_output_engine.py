@@ -1,8 +1,8 @@
 """A warm scoring run takes the columnar `output`, `steps`, `outcome` and `cost` forms, with the reference's report.
 
-Real span files (the real SDK and exporter), scored through `scoring.score` without the traces
-cache (the reference scores everything), cold (the table is written) and warm (the table is read:
-the forms answer the passing checks). The three reports must be equal but for their timestamp.
+Real span files (the real SDK and exporter), scored through `scoring.score` per trace without the
+traces cache (`columnar=False`: the reference scores everything), cold (the table is written) and
+warm (the table is read: the forms answer the passing checks). The three reports must be equal but for their timestamp.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _score(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
     with ReportWriter(str(out)) as writer:
-        run = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), cache=cache, workers=1), writer)
+        options = ScoreOptions(paths=(str(runs),), cache=cache, columnar=cache, workers=1)  # no cache: per trace
+        run = scoring.score([runs], load_spec(spec), options, writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     report.pop("created_at")

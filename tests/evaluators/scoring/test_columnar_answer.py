@@ -245,7 +245,8 @@ def _answer_turn(rec: Recorder, city: str, measured: int, said: int) -> None:
 
 def _report(runs: Path, spec: Path, out: Path, *, cache: bool) -> dict[str, Any]:
     with ReportWriter(str(out)) as writer:
-        run = scoring.score([runs], load_spec(spec), ScoreOptions(paths=(str(runs),), cache=cache, workers=1), writer)
+        options = ScoreOptions(paths=(str(runs),), cache=cache, columnar=cache, workers=1)  # no cache: per trace
+        run = scoring.score([runs], load_spec(spec), options, writer)
         writer.finish(run.report)
     report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     report.pop("created_at")
