@@ -42,9 +42,9 @@ from evaltrace.evaluators.engine._aggregate import sample_status, score_rows, st
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import SampleSpill, SpecRouter
 from evaltrace.evaluators.engine._spill import Spill
-from evaltrace.evaluators.engine.sample import RunStats, timed_out
+from evaltrace.evaluators.engine.sample import Run, RunStats, timed_out
 from evaltrace.evaluators.engine.time_limit import Limiter, ScorerTimeout, current_limiter, scorer_time_limit
-from evaltrace.evaluators.results.report.sample_row import SampleRow, ScoreRow
+from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, RowCalls, ask_rows
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.spec.model import Case
@@ -253,39 +253,32 @@ class _Rows:
 
     def _keep(self, calls: _Columns, kept: list[tuple[int, Case, list[Score]]]) -> None:
         """Keep the batch's passing rows' samples, made from their columns and scores, at once (`keep_rows`)."""
-        found = score_rows([scores for _, _, scores in kept])
-        rows = [(case.id, self._sample(calls, index, row)) for (index, case, _), row in zip(kept, found, strict=True)]
+        costs = self._stats.add_runs([calls.run(index) for index, _, _ in kept])
+        roots, conversations, errors = (calls.column(name) for name in ("root_span_id", "conversation_id", "error"))
+        rows = []
+        for (index, case, _), found, cost in zip(kept, score_rows([s for *_, s in kept]), costs, strict=True):
+            start, used = calls.starts[index], calls.usages[index]
+            status, trace_id = sample_status(found), calls.ids[index]
+            # The values a `SampleResult` would hold (its float fields as floats): `sample_jsons` gives its JSON.
+            sample = SampleRow(
+                trace_id=trace_id,
+                trace_ids=[trace_id],
+                root_span_ids=[cast("str | None", roots[index])],
+                conversation_id=cast("str | None", conversations[index]),
+                status=status,
+                passed=status_passed(status),
+                scores=found,
+                input=calls.inputs[index],
+                output=RowCalls(calls, index).final_answer(),
+                error=cast("str | None", errors[index]),
+                start_time=None if start is None else _EPOCH + timedelta(0, 0, start),
+                duration_seconds=calls.duration(index),
+                input_tokens=used["input_tokens"] or 0,
+                output_tokens=used["output_tokens"] or 0,
+                cost_usd=None if cost is None else float(cost),
+            )
+            rows.append((case.id, sample))
         self._router.keep_rows(self._spill, rows)
-
-    def _sample(self, calls: _Columns, index: int, found: list[ScoreRow]) -> SampleRow:
-        """A passing row's sample, made from its columns and its scores' rows (its run counted in the stats)."""
-        start, end = calls.starts[index], calls.ends[index]
-        first, last = calls.iteration_bounds(index)
-        models = cast("list[str | None]", calls.iteration_field("model")[first:last])
-        usages = [_Tokens(cast("dict[str, int | None]", usage)) for usage in calls.iteration_field("usage")[first:last]]
-        duration = None if start is None or end is None else (end - start) / 1_000_000
-        used = calls.usages[index]
-        calls_made = list(zip(models, usages, strict=True))
-        cost = self._stats.add_run(duration, used["input_tokens"], used["output_tokens"], calls_made)
-        status, trace_id = sample_status(found), calls.ids[index]
-        # The values a `SampleResult` would hold (its float fields as floats): `sample_jsons` gives its JSON.
-        return SampleRow(
-            trace_id=trace_id,
-            trace_ids=[trace_id],
-            root_span_ids=[cast("str | None", calls.column("root_span_id")[index])],
-            conversation_id=cast("str | None", calls.column("conversation_id")[index]),
-            status=status,
-            passed=status_passed(status),
-            scores=found,
-            input=calls.inputs[index],
-            output=RowCalls(calls, index).final_answer(),
-            error=cast("str | None", calls.column("error")[index]),
-            start_time=None if start is None else _EPOCH + timedelta(0, 0, start),
-            duration_seconds=duration,
-            input_tokens=used["input_tokens"] or 0,
-            output_tokens=used["output_tokens"] or 0,
-            cost_usd=None if cost is None else float(cost),
-        )
 
 
 def _ask(scorer: Scorer, calls: BatchCalls, rows: list[int]) -> list[Score | None]:
@@ -324,3 +317,21 @@ class _Columns(BatchCalls):
         self.ends: list[int | None] = batch.column("end_time").cast(pa.int64()).to_pylist()
         tops = pc.is_null(batch.column("parent_row")).to_pylist()
         self.tops = [index for index, top in enumerate(tops) if top]
+
+    def duration(self, index: int) -> float | None:
+        """Row `index`'s run time in seconds (`None`: its start or end not recorded)."""
+        start, end = self.starts[index], self.ends[index]
+        return None if start is None or end is None else (end - start) / 1_000_000
+
+    def run(self, index: int) -> Run:
+        """Row `index`'s run as `RunStats` counts it: duration, tokens, and its model calls' models and usages."""
+        first, last = self.iteration_bounds(index)
+        models = cast("list[str | None]", self.iteration_field("model")[first:last])
+        usages = cast("list[dict[str, int | None]]", self.iteration_field("usage")[first:last])
+        used = self.usages[index]
+        return (
+            self.duration(index),
+            used["input_tokens"],
+            used["output_tokens"],
+            list(zip(models, map(_Tokens, usages), strict=True)),
+        )

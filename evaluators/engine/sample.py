@@ -24,6 +24,9 @@ from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, arun_scorer
 from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, TokenCounts, call_cost, find_price
 from evaltrace.evaluators.scoring.spec.model import Case
 
+Run = tuple[float | None, int | None, int | None, Sequence[tuple[str | None, TokenCounts]]]
+"""A scored trace as `RunStats` counts it: duration, input and output tokens, its model calls' models and usages."""
+
 
 @dataclass
 class RunStats:
@@ -50,26 +53,23 @@ class RunStats:
         """Count a scored trace; returns its estimated cost (`None` when it cannot be priced)."""
         usage = trace.usage
         calls = [(iteration.model, iteration.usage) for iteration in trace.iterations]
-        return self.add_run(trace.duration_seconds, usage.input_tokens, usage.output_tokens, calls)
+        return self.add_runs([(trace.duration_seconds, usage.input_tokens, usage.output_tokens, calls)])[0]
 
-    def add_run(
-        self,
-        duration: float | None,
-        input_tokens: int | None,
-        output_tokens: int | None,
-        calls: Sequence[tuple[str | None, TokenCounts]],
-    ) -> float | None:
-        """Count a scored trace given as values (its model calls' models and usages): `add` without a `Trace`."""
-        if duration is not None:
-            self.durations.append(duration)
+    def add_runs(self, runs: Sequence[Run]) -> list[float | None]:
+        """Count scored traces given as values (the warm path's batch of rows): `add` without a `Trace`.
+
+        Returns each one's estimated cost, as `add` does.
+        """
+        self.durations.extend([duration for duration, *_ in runs if duration is not None])
         self.usage = TokenUsage(
-            input_tokens=self.usage.input_tokens + (input_tokens or 0),
-            output_tokens=self.usage.output_tokens + (output_tokens or 0),
+            input_tokens=self.usage.input_tokens + sum(run[1] or 0 for run in runs),
+            output_tokens=self.usage.output_tokens + sum(run[2] or 0 for run in runs),
         )
-        cost = self._cost(calls)
-        if cost is not None:
-            self.cost_usd.add(cost)
-        return cost
+        costs = [self._cost(calls) for *_, calls in runs]
+        for cost in costs:
+            if cost is not None:
+                self.cost_usd.add(cost)
+        return costs
 
     def merge(self, other: RunStats) -> None:
         """Add `other`'s counts (a worker's share of the run) to these."""
