@@ -40,7 +40,7 @@ from evaltrace.evaluators.results.store.identities import ScorerIdentity, Scorer
 from evaltrace.evaluators.results.store.sides import pack_sides
 from evaltrace.evaluators.scoring.scorers.base import Scorer, ScorerConfig
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
-from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy
+from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy, normalize_input
 
 _UNMATCHED_INPUT_CHARS = 200
 _SAMPLE_STATUSES: tuple[SampleStatus, ...] = get_args(SampleStatus)
@@ -50,11 +50,6 @@ _LISTED = frozenset({"failed", "missing"})
 Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
 Decided = tuple[EntryFields, bytes]
 """A case decided by a worker: the entry's fields, and its JSON up to its samples (`entry_head`)."""
-
-
-def normalize_input(text: str | None) -> str | None:
-    """Whitespace-normalised input: runs of whitespace become one space, ends trimmed."""
-    return None if text is None else " ".join(text.split())
 
 
 class SampleSpill(Protocol):
@@ -201,13 +196,10 @@ class SpecRouter:
         """Park each sample with its score-store values (`pack_sides`); off when no store reads them."""
         self.selected = selected
         self.selected_ids = {case.id for case in selected}
-        self._by_id = {case.id: case for case in spec.cases}
-        self._by_input: dict[str, list[Case]] = {}
-        for case in spec.cases:
-            key = normalize_input(case.input if case.turns is None else case.turns[0].input)
-            if key is not None:
-                self._by_input.setdefault(key, []).append(case)
-        self.has_multi_turn = any(case.turns is not None for case in spec.cases)
+        cases = spec.spec.cases
+        self._by_id = {case.id: case for case in cases}
+        self._by_input = spec.by_input  # made when the spec was compiled
+        self.has_multi_turn = any(case.turns is not None for case in cases)
         self._policies: dict[str, RepeatPolicy] = {}
         self._pairing = ScorerPairing(spec)
         self.state = RouterState()

@@ -42,7 +42,6 @@ from evaltrace.collector.gc_policy import bulk_collections, collections_paused
 from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine._loop import Router, score_held, score_stream
 from evaltrace.evaluators.engine._routers import SpecRouter, Totals, TraceRouter
-from evaltrace.evaluators.engine._routers import normalize_input as normalize_input  # public, kept importable here
 from evaltrace.evaluators.engine._spill import Spill
 from evaltrace.evaluators.engine.engines import DEFAULT_ENGINE, ENGINES
 from evaltrace.evaluators.engine.sample import RunStats, judge_session_for

@@ -44,7 +44,7 @@ from evaltrace.evaluators.scoring.spec._expect import (
     undeclared_expect_key,
 )
 from evaltrace.evaluators.scoring.spec.cache import SpecEntry
-from evaltrace.evaluators.scoring.spec.model import Case, Expect, Spec
+from evaltrace.evaluators.scoring.spec.model import Case, Expect, ExpectedToolCall, Spec, normalize_input
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,8 @@ class LoadedSpec:
     """Per case id, the scorers of each turn (one tuple for a single-turn case), globals first."""
     scorer_configs: dict[str, tuple[ScorerConfig, ...]]
     """Per case id, its scorers' (all turns', in order) `scorer_config`: hashed once, when compiled."""
+    by_input: dict[str, list[Case]]
+    """Per whitespace-normalised input (a multi-turn case's first turn's), its cases in file order."""
 
     @property
     def cases(self) -> list[Case]:
@@ -259,8 +261,23 @@ def compile_spec(spec: Spec, label: str) -> LoadedSpec:
         for case_id, turns in per_case.items()
     }
     return LoadedSpec(
-        path=label, spec=spec, global_scorers=globals_, case_scorers=per_case, scorer_configs=scorer_configs
+        path=label,
+        spec=spec,
+        global_scorers=globals_,
+        case_scorers=per_case,
+        scorer_configs=scorer_configs,
+        by_input=_by_input(spec.cases),
     )
+
+
+def _by_input(cases: list[Case]) -> dict[str, list[Case]]:
+    index: dict[str, list[Case]] = {}
+    for case in cases:
+        text = case.input if case.turns is None else case.turns[0].input
+        key = normalize_input(text)
+        if key is not None:  # the input itself where it is normal already: one string in the cache entry
+            index.setdefault(text if key == text else key, []).append(case)
+    return index
 
 
 def _share_equal_parts(spec: Spec) -> None:
@@ -271,20 +288,21 @@ def _share_equal_parts(spec: Spec) -> None:
     (`repr`s: every type and value told apart, key order kept), with the same keys set. What is
     replaced was just validated and is frozen: no holder can tell.
     """
-    shared: dict[tuple[type, str, frozenset[str]], Any] = {}
-
-    def one(model: Any) -> Any:
-        return shared.setdefault((type(model), repr(model.__dict__), frozenset(model.model_fields_set)), model)
-
+    calls: dict[tuple[str, str, int], ExpectedToolCall] = {}  # the name is always set: the count tells the rest
+    parts: dict[tuple[type, str, frozenset[str]], Any] = {}
     for case in spec.cases:
         for expect in [turn.expect for turn in case.turns] if case.turns is not None else [case.expect]:
             if expect is None:
                 continue
             if expect.tool_calls:
-                expect.tool_calls[:] = [one(call) for call in expect.tool_calls]
+                expect.tool_calls[:] = [
+                    calls.setdefault((call.name, repr(call.arguments), len(call.__pydantic_fields_set__)), call)
+                    for call in expect.tool_calls
+                ]
             for key in ("trajectory", "output"):
-                if isinstance(value := expect.__dict__[key], BaseModel):
-                    expect.__dict__[key] = one(value)
+                if isinstance(part := expect.__dict__[key], BaseModel):
+                    found = (type(part), repr(part.__dict__), frozenset(part.__pydantic_fields_set__))
+                    expect.__dict__[key] = parts.setdefault(found, part)
 
 
 def _compiled(configs: dict[int, ScorerConfig], scorer: Scorer) -> ScorerConfig:

@@ -46,7 +46,9 @@ ScorerRef = str | Annotated[dict[str, ScorerConfig], Field(min_length=1, max_len
 
 
 class _SpecModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    # Validators built on first use (`defer_build`, on every model here): a spec read back from the
+    # cache is never validated, and building them was half of importing this module.
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True, defer_build=True)
 
 
 class ExpectedToolCall(ExpectedCall):
@@ -55,7 +57,7 @@ class ExpectedToolCall(ExpectedCall):
     # A subclass of the scorers' `ExpectedCall`: pydantic takes an instance of a field's model class
     # (or of a subclass) as it is, so the trajectory checks of a case hold these very objects instead
     # of a validated copy of each call and its arguments (a third of a 10,000-case spec's memory).
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True, defer_build=True)
 
     name: str = Field(min_length=1)
     """Tool name."""
@@ -112,7 +114,7 @@ def valid_regexes(value: StrList | None) -> StrList | None:
 class Expect(BaseModel):
     """What a case (or turn) expects; every key becomes scorer configuration."""
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True, frozen=True, defer_build=True)
 
     __pydantic_extra__: dict[str, ScorerConfig] = Field(init=False)
 
@@ -176,6 +178,11 @@ def _policy_for(value: str | None) -> RepeatPolicy:
         return RepeatPolicy(rule="pass@k", k=int(value.removeprefix("pass@")))
     rule: AggregationRule = "all" if value == "all" else "majority" if value == "majority" else "mean"
     return RepeatPolicy(rule=rule)
+
+
+def normalize_input(text: str | None) -> str | None:
+    """Whitespace-normalised input: runs of whitespace become one space, ends trimmed."""
+    return None if text is None else " ".join(text.split())
 
 
 class Turn(_SpecModel):

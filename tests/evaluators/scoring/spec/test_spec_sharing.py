@@ -219,3 +219,25 @@ def test_a_scorer_named_under_expect_is_read_back_with_its_case(
     assert expect is not None and expect.model_extra == {"tool_errors": {"max_errors": 1}}
     assert expect.model_fields_set == {"tool_errors"}
     assert [scorer.name for scorer in again.case_scorers["a"][0]] == ["tool_errors"]
+
+
+def test_the_index_by_input_is_made_at_compile_and_read_back_with_the_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    text = """\
+    cases:
+      - {id: a, input: "weather  in\\tParis "}
+      - {id: b, input: weather in Paris}
+      - {id: c, turns: [{input: " hello there"}, {input: bye}]}
+    """
+    path = _write(tmp_path, text)
+    load_spec(path)
+    monkeypatch.setattr(loader, "validate_spec_data", None)  # read back from the cache
+    again = load_spec(path)
+    assert {key: [case.id for case in cases] for key, cases in again.by_input.items()} == {
+        "weather in Paris": ["a", "b"],
+        "hello there": ["c"],
+    }
+    first, second = again.by_input["weather in Paris"]
+    assert first is again.spec.cases[0] and second is again.spec.cases[1]  # the cases themselves
