@@ -11,7 +11,7 @@ appends the row `TableEncoder` would write for the converter's `Trace`, without 
 records and encoding them again (two thirds of a first scoring's work). It answers `None`, and
 appends nothing, whenever a rule it skips could apply (any attribute key outside the shape's,
 events, links, a warning, a value validation would convert, a call without its span, a result only
-a prompt holds): the caller then converts the trace (`build.py`). The converter is the reference:
+a prompt holds): the caller then converts the trace (`rebuild.py`). The converter is the reference:
 tests/flat_agreement.py compares the two rows over recorded framework runs and generated traces.
 Without histories only: with them each iteration's prompt is part of the row.
 """
@@ -23,7 +23,7 @@ from typing import Any, Final
 from evaltrace.collector.runfiles.spans import Span
 from evaltrace.collector.traces import _attributes as A
 from evaltrace.collector.traces._construct import texts_or_none
-from evaltrace.collector.traces._flat_genai import _shape as flat_shape
+from evaltrace.collector.traces._flat_shape import flat_shape
 from evaltrace.collector.traces._genai_messages import MessageValues, message_values
 from evaltrace.collector.traces._lenient_json import json_list
 from evaltrace.collector.traces._pair_calls import usable_id
@@ -188,16 +188,15 @@ _ITERATION_SCALARS = ("index", "span_id", "model", "provider", "start_time", "en
 
 
 def _shape(spans: list[Span]) -> tuple[Span, list[Span], list[Span]]:
-    """The root, model-call and tool spans of a flat GenAI trace (`_flat_genai`'s shape), each kind in start order."""
+    """The root, model-call and tool spans of a flat GenAI trace (`_flat_shape.py`), each kind in start order."""
     shape = flat_shape(spans)
     if shape is None:
         raise NotFlat
-    (root, *members), count = shape
-    chats = members[:count]
+    root, chats, tools = shape
     responses = [response for span in chats if (response := as_str(span.attributes.get(A.RESPONSE_ID)))]
     if len({span.scope_name for span in chats}) > 1 or len(set(responses)) != len(responses):
         raise NotFlat  # two spans of one model call would merge (`_model_calls`): one instrumentation only
-    return root, chats, members[count:]
+    return shape
 
 
 def _micros(ns: int) -> int | None:

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.collector.runfiles.spans import Span
 from evaltrace.collector.traces._assemble import Assembler
-from evaltrace.collector.traces._flat_genai import flat_trace
 from evaltrace.collector.traces._normalized import NormalizedSpan
 from evaltrace.collector.traces._spanutil import span_error, span_label
 from evaltrace.collector.traces._tree import SpanTree, build_tree
@@ -74,8 +73,7 @@ def convert_trace(spans: list[Span], *, histories: bool = True) -> list[Trace]:
             resends the conversation so far; tool results and the input still come from them.
 
     Returns:
-        One `Trace` per root span (normally exactly one); empty for no spans. Without `histories`,
-        the common flat GenAI trace is built by `_flat_genai.flat_trace`, which gives the same record.
+        One `Trace` per root span (normally exactly one); empty for no spans.
     """
     if not spans:
         return []
@@ -86,8 +84,7 @@ def convert_trace(spans: list[Span], *, histories: bool = True) -> list[Trace]:
     # the traces (a first scoring of 10,000 peer traces, one process: 200 young collections took
     # 3.8 s and 18 middle ones 0.8 s; settled, 0.19 s and 0.14 s).
     with collections_paused(settle=True):
-        flat = None if histories else flat_trace(spans)  # the common GenAI shape, built as the converter would
-        return [flat] if flat is not None else _convert_tree(build_tree(spans), histories)
+        return _convert_tree(build_tree(spans), histories)
 
 
 def _convert_tree(tree: SpanTree, histories: bool) -> list[Trace]:

@@ -123,7 +123,7 @@ def record(
     tools = [json.loads(line) for line in tool_log.read_text().splitlines()]
     files = resolve_paths([folder / "runs"])
     traces = list(read_traces(files))
-    for spans in iter_traces(files):  # where the flat GenAI shortcut builds a trace, it is the converter's
+    for spans in iter_traces(files):  # where the flat GenAI row builder makes a row, it is the converter's
         flat_agrees(spans)
     return Recorded(scenario, traces, tools, lines[-1] if lines else "", usage, model_calls, done.stderr)
 

@@ -1,11 +1,11 @@
-"""The flat GenAI row builder (`_flat_columns.flat_row`) and shortcut (`_flat_genai.flat_trace`) against the converter.
+"""The flat GenAI row builder (`_flat_columns.flat_row`) against the converter.
 
-Wherever they build, the row (and the shortcut's trace) must be the converter's, row for row in the
-traces table, and both take the same traces; they must actually build the common shape, else they
-save nothing. A table built from span files holds the converter's rows in `read_traces`' order. Checked
-over runs recorded with real instrumentation (the openai-v2 instrumentation's app in both content
-modes, the repository's sample run, the golden scenarios made with the real SDK) and over generated
-flat traces with and without the variations the shortcut must leave to the converter.
+Wherever it builds, the row must be the converter's, row for row in the traces table; it must
+actually build the common shape, else it saves nothing. A table built from span files holds the
+converter's rows in `read_traces`' order. Checked over runs recorded with real instrumentation (the
+openai-v2 instrumentation's app in both content modes, the repository's sample run, the golden
+scenarios made with the real SDK) and over generated flat traces with and without the variations
+the builder must leave to the converter.
 """
 
 from __future__ import annotations
@@ -28,9 +28,7 @@ from hypothesis import strategies as st
 from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.reader import iter_traces
 from evaltrace.collector.runfiles.spans import Span, SpanEvent
-from evaltrace.collector.traces._flat_genai import flat_trace
 from evaltrace.collector.traces.rebuild import convert_trace, read_traces, table_batches_of
-from evaltrace.collector.traces.records import Trace
 from evaltrace.collector.traces.table import to_table
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,7 +36,7 @@ APP = Path(__file__).with_name("genai_openai_v2_app.py")
 
 
 def flat_share(folder: Path) -> tuple[int, int]:
-    """(traces the shortcut built, traces) of the span files in `folder`, each checked against the converter."""
+    """(traces the builder made rows of, traces) of the span files in `folder`, each checked against the converter."""
     groups = list(iter_traces(resolve_paths([folder])))
     return sum(flat_agrees(spans) for spans in groups), len(groups)
 
@@ -56,7 +54,7 @@ def test_openai_v2_instrumented_runs(mode: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     built, total = flat_share(tmp_path)
-    # The app's runs with tool spans take the shortcut (4 and 6 of 10 when written); the others
+    # The app's runs with tool spans take the builder (4 and 6 of 10 when written); the others
     # (calls known from the model's messages alone) are left to the converter.
     assert 0 < built < total
 
@@ -233,17 +231,15 @@ def test_generated_flat_traces(drawn: tuple[list[Span], str]) -> None:
     spans, variation = drawn
     built = flat_agrees(spans)
     if variation == "none":
-        assert built, "the shortcut left a plain flat trace to the converter"
+        assert built, "the builder left a plain flat trace to the converter"
 
 
-def test_the_shortcut_builds_the_common_shape() -> None:
-    """A failed call whose result only the next prompt holds still takes the shortcuts (the peer set has 15%)."""
+def test_the_builder_makes_the_common_shapes_row() -> None:
+    """A failed call whose result only the next prompt holds still takes the builder (the peer set has 15%)."""
     spans, _ = _one_failed_call()
     assert flat_agrees(spans)
-    trace = flat_trace(spans)
-    assert isinstance(trace, Trace)
-    (call,) = trace.tool_calls
-    assert call.error == "TimeoutError" and call.result == {"error": "TimeoutError"}
+    (call,) = next(table_batches_of([spans], histories=False, rows=1)).column("tool_calls").to_pylist()[0]
+    assert call["error"] == "TimeoutError" and json.loads(call["result_json"]) == {"error": "TimeoutError"}
 
 
 def _one_failed_call() -> tuple[list[Span], str]:
