@@ -56,3 +56,23 @@ def test_reading_spans_does_not_import_pandas(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_reading_shards_does_not_import_pandas(tmp_path: Path) -> None:
+    """Each worker of a sharded run reads its shard: choosing the shard's rows must not load pandas (~0.5 s)."""
+    path = _recorded(tmp_path)
+    code = (
+        "import sys\n"
+        "from evaltrace.collector import resolve_paths\n"
+        "from evaltrace.collector.runfiles.reader import iter_traces\n"
+        "from evaltrace.collector.runfiles.shard import Shard\n"
+        f"files = resolve_paths([{str(path)!r}])\n"
+        "sharded = sum(len(list(iter_traces(files, Shard(index, 3)))) for index in range(3))\n"
+        "print(sharded, len(list(iter_traces(files))))\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    counts, pandas = done.stdout.splitlines()
+    sharded, whole = counts.split()
+    assert sharded == whole != "0"
+    assert pandas == "False"
