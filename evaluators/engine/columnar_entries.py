@@ -236,19 +236,22 @@ class _Rows:
     def _scores(self, calls: _Columns, asked: list[tuple[int, Case]]) -> list[list[Score] | None]:
         """Per asked row (its index, its one case): its case's scores by its scorers' forms; `None` unless all pass.
 
-        Each scorer's form is asked once for the batch, on the rows of the cases it scores (the spec's
-        scorers of one configuration are one object); every form is asked, as the per-trace path asks each scorer.
+        Each scorer class's form is asked once for the batch, on the rows of every case it scores, each
+        row with its case's scorer object (its configuration); every form is asked, as the per-trace
+        path asks each scorer.
         """
         per_case = [self._router.spec.case_scorers[case.id][0] for _, case in asked]
-        rows: dict[int, tuple[Scorer, list[int]]] = {}  # by scorer object: its rows' places in `asked`
-        for place, scorers in enumerate(per_case):
-            for scorer in scorers:
-                rows.setdefault(id(scorer), (scorer, []))[1].append(place)
-        found = {
-            key: dict(zip(places, _ask(scorer, calls, [asked[place][0] for place in places]), strict=True))
-            for key, (scorer, places) in rows.items()
-        }
-        verdicts = [[found[id(scorer)][place] for scorer in scorers] for place, scorers in enumerate(per_case)]
+        verdicts: list[list[Score | None]] = [[None] * len(scorers) for scorers in per_case]
+        groups: dict[type[Scorer], tuple[list[Scorer], list[int], list[tuple[int, int]]]] = {}
+        for place, scorers in enumerate(per_case):  # by class: its scorers, their rows, their places in `verdicts`
+            for slot, scorer in enumerate(scorers):
+                of_class, rows, places = groups.setdefault(type(scorer), ([], [], []))
+                of_class.append(scorer)
+                rows.append(asked[place][0])
+                places.append((place, slot))
+        for of_class, rows, places in groups.values():
+            for (place, slot), score in zip(places, _ask(of_class, calls, rows), strict=True):
+                verdicts[place][slot] = score
         return [None if None in scores else cast("list[Score]", scores) for scores in verdicts]
 
     def _keep(self, calls: _Columns, kept: list[tuple[int, Case, list[Score]]]) -> None:
@@ -281,24 +284,24 @@ class _Rows:
         self._router.keep_rows(self._spill, rows)
 
 
-def _ask(scorer: Scorer, calls: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """The scorer's form on `rows` at once (`ask_rows`), under the run's time limit as the per-trace path asks it.
+def _ask(scorers: list[Scorer], calls: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """One class's form on `rows` at once (`ask_rows`), under the run's time limit as the per-trace path asks it.
 
     The limit holds for the batch's rows together; past it, each row is asked again under it alone,
     so a row its form cannot settle in time gets that path's result, a time-out.
     """
     limiter = current_limiter()
     if limiter is None:
-        return ask_rows(scorer, calls, rows)
+        return ask_rows(scorers, calls, rows)
     try:
-        return limiter.call(lambda: ask_rows(scorer, calls, rows))
+        return limiter.call(lambda: ask_rows(scorers, calls, rows))
     except ScorerTimeout:
-        return [_limited(limiter, scorer, calls, index) for index in rows]
+        return [_limited(limiter, scorer, calls, index) for scorer, index in zip(scorers, rows, strict=True)]
 
 
 def _limited(limiter: Limiter, scorer: Scorer, calls: BatchCalls, index: int) -> Score | None:
     try:
-        return limiter.call(lambda: ask_rows(scorer, calls, [index])[0])
+        return limiter.call(lambda: ask_rows([scorer], calls, [index])[0])
     except ScorerTimeout:
         return timed_out(scorer, limiter.seconds)
 

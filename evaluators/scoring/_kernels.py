@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -61,3 +62,32 @@ def top_rows(batch: pa.RecordBatch) -> dict[str, int]:
     for trace_id in twice:
         del rows[trace_id]
     return rows
+
+
+def names_alike(
+    offsets: list[int],
+    codes: np.ndarray[Any, Any],
+    index: dict[str, int],
+    rows: list[int],
+    wanted: list[tuple[str, ...]],
+) -> list[bool | None]:
+    """Per row `rows[k]` of a batch: whether its calls' names are `wanted[k]`, in order; `None`: not as many calls.
+
+    `codes`: every call's name as a code of the batch's dictionary (`index`: the codes by name). One
+    comparison over every row's calls at once, reduced per row by prefix sums of the differences.
+    """
+    bounds, at = np.asarray(offsets), np.asarray(rows, np.int64)
+    lengths = np.fromiter(map(len, wanted), np.int64, len(rows))
+    alike = np.flatnonzero(bounds[at + 1] - bounds[at] == lengths)
+    coded: dict[tuple[str, ...], list[int]] = {}  # a case's rows share its names: each looked up once (-2: none)
+    named = [coded.get(w := wanted[k]) or coded.setdefault(w, [index.get(n, -2) for n in w]) for k in alike.tolist()]
+    lengths, starts = lengths[alike], bounds[at[alike]]
+    ends = np.cumsum(lengths)
+    calls = np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
+    differ = np.concatenate(
+        ([0], np.cumsum(codes[calls] != np.fromiter(itertools.chain(*named), np.int64, len(calls))))
+    )
+    found: list[bool | None] = [None] * len(rows)
+    for k, same in zip(alike.tolist(), (differ[ends] == differ[ends - lengths]).tolist(), strict=True):
+        found[k] = same
+    return found

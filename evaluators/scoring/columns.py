@@ -7,14 +7,14 @@ sure that the entry passes, else `None` (the reference then scores the entry, so
 reason and details from it). A form answers only for its exact class: a subclass (a plugin) may
 score differently. A form is registered when its scorer's module is imported, so a run imports only
 the forms of its scorers: `@columnar_form(ScorerClass)` for a form of one row (`Form`), or
-`columnar_forms(ScorerClass, many, plan)` for one of a batch's rows at once (`Forms`), whose
-one-row form is derived from it. `plan` makes what a form needs from its scorer's configuration
-alone; it is made when the spec is compiled (`prepare`) and kept with the scorer, so in the
-compiled-spec cache too.
+`columnar_forms(ScorerClass, many, plan)` for one of a batch's rows at once (`Forms`), each row
+with its own scorer object (its case's configuration), whose one-row form is derived from it.
+`plan` makes what a form needs from its scorer's configuration alone; it is made when the spec is
+compiled (`prepare`) and kept with the scorer, so in the compiled-spec cache too.
 
-The engine asks each scorer's form once per batch, on the rows of its cases (`ask_rows`,
-`engine/columnar_entries.py`, local and Ray runs alike): `BatchCalls` is a batch's columns and
-`RowCalls` one top-level row's; a row the forms do not all pass is scored by the reference.
+The engine asks each scorer class's form once per batch, on the rows of every case it scores
+(`ask_rows`, `engine/columnar_entries.py`, local and Ray runs alike): `BatchCalls` is a batch's
+columns and `RowCalls` one top-level row's; a row the forms do not all pass is scored by the reference.
 
 A batch's columns are read the first time a form asks: a field of every call as one flat list
 (one Arrow call), cut per row by the list offsets; per-row flags and per-call ids (`call_keys`,
@@ -36,14 +36,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evaltrace.evaluators.scoring._kernels import as_bools, as_ints, code_ids, message_text, micros_between, top_rows
+from evaltrace.evaluators.scoring._kernels import (
+    as_bools,
+    as_ints,
+    code_ids,
+    message_text,
+    micros_between,
+    names_alike,
+    top_rows,
+)
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 
 Form = Callable[[Any, "RowCalls"], Score | None]
 """A columnar form of one row: (scorer, row) -> the sure passing `Score`, or `None` for the reference."""
 
-Forms = Callable[[Any, "BatchCalls", list[int]], list[Score | None]]
-"""A columnar form of a batch's rows: (scorer, batch, row positions) -> a `Form`'s answer per row."""
+Forms = Callable[[list[Any], "BatchCalls", list[int]], list[Score | None]]
+"""A columnar form of a batch's rows: (each row's scorer, batch, row positions) -> a `Form`'s answer per row."""
 
 FORMS: dict[type[Scorer], Form] = {}
 """Columnar forms by the exact scorer class they answer for (filled as the scorers' modules load)."""
@@ -67,7 +75,7 @@ def columnar_forms(cls: type[Scorer], many: Forms, plan: Callable[[Any], object]
     """Register the batch form `many` for `cls` (with the maker of its `plan`); returns its one-row form."""
 
     def form(scorer: Scorer, row: RowCalls) -> Score | None:
-        return many(scorer, row.batch, [row.index])[0]
+        return many([scorer], row.batch, [row.index])[0]
 
     form.__module__ = many.__module__  # the form is its scorer's module's
     FORMS.setdefault(cls, form)
@@ -75,17 +83,18 @@ def columnar_forms(cls: type[Scorer], many: Forms, plan: Callable[[Any], object]
     return form
 
 
-def ask_rows(scorer: Scorer, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """`scorer`'s form on each of `rows` of `batch`: its batch form at once, else its form row by row.
+def ask_rows(scorers: list[Scorer], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """The form of `scorers`' one class on each of `rows` of `batch` (`scorers[k]` the scorer of `rows[k]`).
 
-    A form that fails on a row leaves that row to the reference (`None`); a batch form that fails
-    is asked again row by row. A form put in `FORMS` by hand (a test's) is asked row by row.
+    Its batch form at once, else its form row by row. A form that fails on a row leaves that row to
+    the reference (`None`); a batch form that fails is asked again row by row. A form put in `FORMS`
+    by hand (a test's) is asked row by row.
     """
-    form, many = FORMS[type(scorer)], _MANY.get(type(scorer))
+    form, many = FORMS[type(scorers[0])], _MANY.get(type(scorers[0]))
     if many is not None and many[0] is form:
         with contextlib.suppress(Exception):  # a row it trips over: each row alone, only that one left to the reference
-            return many[1](scorer, batch, rows)
-    return [_asked(form, scorer, RowCalls(batch, index)) for index in rows]
+            return many[1](scorers, batch, rows)
+    return [_asked(form, scorer, RowCalls(batch, index)) for scorer, index in zip(scorers, rows, strict=True)]
 
 
 def _asked(form: Form, scorer: Scorer, row: RowCalls) -> Score | None:
@@ -298,6 +307,21 @@ class BatchCalls:
     def arguments(self) -> list[str | None]:
         """Every call's arguments as JSON text, flat (`None`: not recorded)."""
         return cast("list[str | None]", self.call_field("arguments_json"))
+
+    def same_names(self, rows: list[int], wanted: list[tuple[str, ...]]) -> list[bool | None]:
+        """Per row of `rows`: whether its calls' names are `wanted[k]` in order (`names_alike`); `None`: not as many."""
+        return names_alike(self.offsets, *self._name_codes, rows, wanted)
+
+    @functools.cached_property
+    def _name_codes(self) -> tuple[np.ndarray[Any, np.dtype[np.int64]], dict[str, int]]:  # per call, and by name
+        encoded = pc.dictionary_encode(pc.struct_field(self._values, "name"))
+        return as_ints(encoded.indices), {name: code for code, name in enumerate(encoded.dictionary.to_pylist())}
+
+    @functools.cached_property
+    def joined_arguments(self) -> list[str | None]:
+        """Per row: its calls' arguments texts joined by commas, as an array's items (`None`: one not recorded)."""
+        texts, bounds = self.arguments, itertools.pairwise(self.offsets)  # Arrow's `binary_join`: 30x slower
+        return [None if None in (row := texts[start:end]) else ",".join(row) for start, end in bounds]  # type: ignore[arg-type]
 
     @functools.cached_property
     def _iteration_offsets(self) -> list[int]:

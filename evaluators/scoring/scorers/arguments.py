@@ -191,6 +191,14 @@ class _Kuhn:
         return False
 
 
+def positions(names: list[str]) -> dict[str, list[int]]:
+    """Each name's positions in `names`, ascending (the candidates of a matching by name)."""
+    found: dict[str, list[int]] = {}
+    for j, name in enumerate(names):
+        found.setdefault(name, []).append(j)
+    return found
+
+
 def lcs_pairs(n_left: int, n_right: int, compatible: Callable[[int, int], bool]) -> list[tuple[int, int]]:
     """The pairs of a longest common subsequence under `compatible` (order kept on both sides).
 
@@ -252,7 +260,7 @@ class RowPairs:
     """Whether expected call `i` matches a table row's call `j` of the same name: `call_matches` on the row's texts.
 
     The row's arguments are parsed once (one JSON array of them all) and only if a pair is asked;
-    each pair is asked of the argument matcher at most once. `compatible` and `crossed` serve a row
+    each pair is asked of the argument matcher at most once. `compatible` serves a row
     whose call `i` is known to match expected call `i` (the columnar `trajectory`'s position check).
     The answers are kept in `known` by expected call and argument text: given the dict the rows of
     a batch share for one scorer (`BatchCalls.memo`), each distinct pair is asked once per batch.
@@ -280,16 +288,6 @@ class RowPairs:
     def all_match(self, pairs: Iterable[tuple[int, int]]) -> bool:
         """Whether expected call `i` matches call `j` for every pair whose arguments are compared."""
         return all(not self._compared[i] or self.answer(i, j) for i, j in pairs) and not self.unsure
-
-    def crossed(self) -> bool:
-        """Whether some expected call `i` matches an earlier call `j` of its name (a pair below the diagonal)."""
-        earlier: dict[str, list[int]] = {}
-        for i, name in enumerate(self.names):
-            before = earlier.setdefault(name, [])
-            if any(self.compatible(i, j) for j in before):
-                return True
-            before.append(i)
-        return False
 
     def compatible(self, i: int, j: int) -> bool:
         """Whether expected call `i` matches call `j` (the two of one name), call `i` matching expected call `i`."""

@@ -222,15 +222,14 @@ class Budget(Scorer):
 # reference (their calls count).
 
 
-def tool_errors_forms(scorer: ToolErrors, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row, the passing `Score` of `tool_errors` when no call can have failed, else `None`."""
-    failed, offsets, passing = batch.rows_failed, batch.offsets, batch.memo(scorer, "passing")  # by count
-    nested = batch.rows_nested if scorer.nested else None
-    error_text = batch.rows_error_text if scorer.error_results else None
+def tool_errors_forms(scorers: list[ToolErrors], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row (with its scorer), the passing `Score` of `tool_errors` when no call can have failed, else `None`."""
+    failed, offsets = batch.rows_failed, batch.offsets
     found: list[Score | None] = []
-    for index in rows:
-        count = offsets[index + 1] - offsets[index]
-        if failed[index] or (nested and nested[index]) or (error_text and error_text[index]):
+    for scorer, index in zip(scorers, rows, strict=True):
+        count, passing = offsets[index + 1] - offsets[index], batch.memo(scorer, "passing")  # by count
+        nested = scorer.nested and batch.rows_nested[index]
+        if failed[index] or nested or (scorer.error_results and batch.rows_error_text[index]):
             found.append(None)
         elif not count:  # a pass as a check of the spec's only
             none = "The agent made no tool calls, so none failed."
@@ -253,11 +252,14 @@ def budget_form(scorer: Budget, row: RowCalls) -> Score | None:
     return found if found.passed else None
 
 
-def tool_efficiency_forms(scorer: ToolEfficiency, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row, the passing `Score` of `tool_efficiency` when repeats and loops are within limits, else `None`."""
-    nested = batch.rows_nested if scorer.nested else None
-    memos = batch.memo(scorer, "call ids"), batch.memo(scorer, "canonical keys"), batch.memo(scorer, "passing")
-    return [None if nested and nested[index] else _efficiency(scorer, RowCalls(batch, index), *memos) for index in rows]
+def tool_efficiency_forms(scorers: list[ToolEfficiency], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row (with its scorer), the passing `Score` of `tool_efficiency` when repeats and loops are within limits."""
+    found: list[Score | None] = []
+    for scorer, index in zip(scorers, rows, strict=True):
+        memos = batch.memo(scorer, "call ids"), batch.memo(scorer, "canonical keys"), batch.memo(scorer, "passing")
+        nested = scorer.nested and batch.rows_nested[index]
+        found.append(None if nested else _efficiency(scorer, RowCalls(batch, index), *memos))
+    return found
 
 
 tool_efficiency_form = columnar_forms(ToolEfficiency, tool_efficiency_forms)

@@ -336,13 +336,15 @@ def price_calls(
 # the sum within `max_usd` (with `unknown_model: skip`, unpriced calls left out as the reference does).
 
 
-def usage_forms(scorer: UsageLimits, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row, the passing `Score` of `usage` when every run-wide bound is recorded and met, else `None`."""
-    if scorer.per_model or not scorer.total:
-        return [None] * len(rows)
-    usages, passing = batch.column("usage"), batch.memo(scorer, "passing")  # `passing`: by reason, rows alike share it
+def usage_forms(scorers: list[UsageLimits], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row (with its scorer), the passing `Score` of `usage` when every run-wide bound is recorded and met."""
+    usages = batch.column("usage")
     found: list[Score | None] = []
-    for index in rows:
+    for scorer, index in zip(scorers, rows, strict=True):
+        if scorer.per_model or not scorer.total:
+            found.append(None)
+            continue
+        passing = batch.memo(scorer, "passing")  # by reason, rows alike share it
         score = scorer.judged(Usage.model_validate(usages[index]), [])  # the row's values, as the trace holds them
         found.append(passing.setdefault(score.reason, score) if score.passed else None)
     return found

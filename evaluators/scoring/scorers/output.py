@@ -189,11 +189,11 @@ class Outcome(Scorer):
 # does). `outcome`: the run's outcome, classified from the columns, is the expected one.
 
 
-def output_forms(scorer: Output, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row, the passing `Score` of `output` when an answer was recorded and every check holds, else `None`."""
-    checks, passing = scorer._check_count(), batch.memo(scorer, "passing")
+def output_forms(scorers: list[Output], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row (with its scorer), the passing `Score` of `output` when an answer was recorded and every check holds."""
     found: list[Score | None] = []
-    for index in rows:
+    for scorer, index in zip(scorers, rows, strict=True):
+        checks, passing = scorer._check_count(), batch.memo(scorer, "passing")
         text = RowCalls(batch, index).final_answer() if checks else None
         if text is None or scorer._failures(text):
             found.append(None)
@@ -203,11 +203,11 @@ def output_forms(scorer: Output, batch: BatchCalls, rows: list[int]) -> list[Sco
     return found
 
 
-def outcome_forms(scorer: Outcome, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row, the passing `Score` of `outcome` when the run's outcome is the expected one, else `None`."""
-    passing = batch.memo(scorer, "passing")  # by evidence
+def outcome_forms(scorers: list[Outcome], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row (with its scorer), the passing `Score` of `outcome` when the run's outcome is the expected one."""
     found: list[Score | None] = []
-    for index in rows:
+    for scorer, index in zip(scorers, rows, strict=True):
+        passing = batch.memo(scorer, "passing")  # by evidence
         actual, evidence = _row_outcome(RowCalls(batch, index))
         if actual != scorer.expected:
             found.append(None)

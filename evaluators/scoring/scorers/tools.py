@@ -232,13 +232,13 @@ def offered_tools(row: RowCalls) -> list[dict[str, Any]]:
     return tools
 
 
-def tool_call_validity_forms(scorer: ToolCallValidity, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row, the passing `Score` of `tool_call_validity` when every checkable call is valid, else `None`."""
-    verdicts, passing = batch.memo(scorer, "verdicts"), batch.memo(scorer, "passing")  # `passing`: by counts
-    nested = batch.rows_nested if scorer.nested else None
+def tool_call_validity_forms(scorers: list[ToolCallValidity], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row (with its scorer), the passing `Score` of `tool_call_validity` when every checkable call is valid."""
     found: list[Score | None] = []
-    for index in rows:
-        counts = None if nested and nested[index] else _counts(scorer, batch, index, verdicts)
+    for scorer, index in zip(scorers, rows, strict=True):
+        verdicts, passing = batch.memo(scorer, "verdicts"), batch.memo(scorer, "passing")  # `passing`: by counts
+        nested = scorer.nested and batch.rows_nested[index]
+        counts = None if nested else _counts(scorer, batch, index, verdicts)
         if counts is None or (counts == (0, 0) and not scorer.spec_check):
             found.append(None)
         elif counts == (0, 0):  # no calls: a pass as a check of the spec's only

@@ -23,8 +23,9 @@ arguments that were not recorded is missing, and the reason says the arguments w
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple, cast
 
 from pydantic import Field
 
@@ -42,6 +43,7 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     format_call,
     lcs_pairs,
     max_bipartite_matching,
+    positions,
     texts_match,
 )
 from evaltrace.evaluators.scoring.scorers.base import Score
@@ -65,7 +67,7 @@ class _Alignment:
 
 def _align(expected: list[ExpectedCall], actual: list[ToolCall], match: ArgumentMatch) -> _Alignment:
     # Only same-name pairs can match: comparing those alone gives the same matrix with far fewer calls.
-    by_name = _positions([call.name for call in actual])
+    by_name = positions([call.name for call in actual])
     ok = [[False] * len(actual) for _ in expected]
     for i, e in enumerate(expected):
         for j in by_name.get(e.name, ()):
@@ -215,63 +217,97 @@ class Trajectory(ExpectedCallsScorer):
         }
 
 
-# The columnar form: the passing `Score` read from a row of the traces table, or `None`. Where extra
-# calls are allowed (in_order, superset, recall): every expected call made, in order, by a call of
-# the same name and matching arguments, no tool name twice; the matching and ordered pairs are those
-# pairs, and the reason lists the extras. Where a tool name repeats (or, for superset and recall,
-# the order differs), the pairs are the reference's own alignment functions run on the same question
-# of each pair (`_aligned`). Otherwise the row's calls match the expected calls position by position
-# (names equal; arguments matching, or not compared). Then, in every mode, the value is 1, nothing
-# is missing, late or extra and the ordered pairs are the identity, so the reference's reason and
-# details follow from the names alone but for the maximum matching: with no tool name twice it is
-# the identity too; with a repeated name it is what `max_bipartite_matching` makes of the same
-# compatibility. Arguments match when their JSON text equals the expected arguments encoded as the
-# table encodes them (`texts_match`; that text is the form's plan, made when the spec is compiled).
-# Otherwise they may still match (a subset of the keys, the default; `1` and `1.0`; `trim`): the
-# pair is then asked of the argument matcher (`RowPairs`) on the row's arguments, parsed once per
-# row and only if a pair needs them. Not-a-number values, truncated arguments and calls that start
-# nested agents (with `nested`) are left to the reference.
+# The columnar form: the passing `Score` of a table row, or `None`; each row with its case's scorer.
+# A row of as many calls as expected passes when its names are the expected ones and its arguments
+# match position by position: equal in text to the expected arguments as the table encodes them
+# (every row at once), else accepted by the argument matcher (`RowPairs`). The reason and details then
+# follow from the names and the reference's matching. With extras allowed (in_order, superset,
+# recall): every expected call made in order, no name twice, else the reference's alignment on the
+# same question (`_aligned`). NaN, truncated arguments and nested agents' calls go to the reference.
 
 
 class _Plan(NamedTuple):
-    wanted: list[str]  # the expected calls' names
+    """What the form reads of a scorer's configuration alone, made when the spec is compiled (`prepare`)."""
+
+    names: tuple[str, ...]  # the expected calls' (the spec's strings: the compiled-spec cache holds each once)
+    text: str | None  # compared expected arguments as an array's text, others null; "": not JSON; None: none
+    pairs: tuple[int, ...] | None  # the reference's matching of the expected calls made (`()`: the identity)
+
+
+class _Known(NamedTuple):
+    """What `_trajectory` reads of a scorer's configuration, made again per row it is asked of (cheap)."""
+
+    wanted: list[str]
     arguments: list[Any]
     compared: list[bool]  # per expected call, whether its arguments are compared (`compared_flags`)
-    text: str | None  # the compared ones as one array's text, the others null (`texts_match`); None: not JSON
-    distinct: bool  # no name expected twice
+    text: str | None  # `_Plan.text`, None if not JSON
 
 
-_Passing = dict[tuple[str, ...], Score]  # rows passing with the same calls, the pairs fixed by the names alone
+_Passing = dict[tuple[Any, ...], Score]  # rows passing alike: (mode, pairs or expected names, names)
 
 
-def _text(scorer: Trajectory) -> str | None:
-    """The plan kept with the scorer: `_Plan.text` ("": not a JSON value, or NaN), the rest cheap to make again."""
+def _plan(scorer: Trajectory) -> _Plan:
+    """The plan kept with the scorer (small: 10,000 cases' texts cost ~20 MB); `pairs` only if all compared."""
     if scorer.expected is None:  # nothing to plan
-        return None
-    arguments = [want.arguments for want in scorer.expected]
-    compared = compared_flags(scorer.arguments, [want.name for want in scorer.expected], arguments)
+        return _Plan((), None, None)
+    names, arguments = [want.name for want in scorer.expected], [want.arguments for want in scorer.expected]
+    compared = compared_flags(scorer.arguments, names, arguments)
     try:
-        return comparable_text([a if c else None for a, c in zip(arguments, compared, strict=True)])
+        text = comparable_text([a if c else None for a, c in zip(arguments, compared, strict=True)])
+        texts = [comparable_text(a) for a in arguments] if False not in compared else None
     except (TypeError, ValueError):  # the reference decides
-        return ""
+        return _Plan(tuple(names), "", None)
+    if texts is None or len(set(names)) == len(names):  # no name twice: only the identity can pair them
+        return _Plan(tuple(names), text, None if texts is None else ())
+    # The reference's own alignment of a row made with the expected texts (the decoded trace's calls).
+    made = [ToolCall.model_construct(name=name, arguments=json.loads(t)) for name, t in zip(names, texts, strict=True)]
+    found = _align(scorer.expected, made, scorer.arguments)
+    pairs = tuple(found.matched[i] for i in range(len(names)))
+    return _Plan(tuple(names), text, None if not found.strict else () if pairs == tuple(range(len(names))) else pairs)
 
 
-def trajectory_forms(scorer: Trajectory, batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row, the passing `Score` of `trajectory` when the calls are exactly the expected ones, else `None`."""
-    text: str | None = plan(scorer)
-    if scorer.expected is None or text is None:
-        return [None] * len(rows)
+def trajectory_forms(scorers: list[Trajectory], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
+    """Per row (with its scorer), the passing `Score` of `trajectory` when the calls are the expected ones.
+
+    Rows of a plan with pairs and as many calls as expected are settled by array operations over the
+    batch (names, then arguments' texts); the others asked alone (`_trajectory`, with the matcher).
+    """
+    plans: list[_Plan] = [plan(scorer) for scorer in scorers]
+    names, texts = batch.same_names(rows, [known.names for known in plans]), batch.joined_arguments
+    cut, nested, passing = batch.rows_truncated, batch.rows_nested, cast("_Passing", {})
+    found: list[Score | None] = []
+    for scorer, known, index, same in zip(scorers, plans, rows, names, strict=True):
+        if same is False and known.pairs is not None:
+            found.append(None)
+        elif same and known.pairs is not None and texts[index] == cast("str", known.text)[1:-1]:
+            found.append(None if cut[index] or (scorer.nested and nested[index]) else _alike(scorer, known, passing))
+        elif scorer.expected is None:
+            found.append(None)
+        else:
+            found.append(_trajectory(scorer, _configured(scorer), RowCalls(batch, index), passing))
+    return found
+
+
+trajectory_form = columnar_forms(Trajectory, trajectory_forms, _plan)
+
+
+def _alike(scorer: Trajectory, known: _Plan, passing: _Passing) -> Score:
+    """The passing `Score` of a row made of the expected calls, paired as `known.pairs` says; shared by rows alike."""
+    if (found := passing.get(key := (scorer.mode, known.pairs, known.names))) is None:
+        names, steps = list(known.names), range(len(known.names))
+        matched = [*map(list, enumerate(cast("tuple[int, ...]", known.pairs) or steps))]
+        found = passing[key] = _passed(scorer, names, names, matched, [[i, i] for i in steps])
+    return found
+
+
+def _configured(scorer: Trajectory) -> _Known:
+    """What `_trajectory` reads of `scorer`'s configuration (its plan's text made at compile)."""
+    assert scorer.expected is not None
     wanted, arguments = [want.name for want in scorer.expected], [want.arguments for want in scorer.expected]
-    compared = compared_flags(scorer.arguments, wanted, arguments)
-    known = _Plan(wanted, arguments, compared, text or None, len(set(wanted)) == len(wanted))
-    passing: _Passing = {}
-    return [_trajectory(scorer, known, RowCalls(batch, index), passing) for index in rows]
+    return _Known(wanted, arguments, compared_flags(scorer.arguments, wanted, arguments), plan(scorer).text or None)
 
 
-trajectory_form = columnar_forms(Trajectory, trajectory_forms, _text)
-
-
-def _trajectory(scorer: Trajectory, known: _Plan, row: RowCalls, passing: _Passing) -> Score | None:
+def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
     if row.truncated or (scorer.nested and row.nested):
         return None
     names, texts, wanted = row.names, row.arguments, known.wanted
@@ -279,24 +315,17 @@ def _trajectory(scorer: Trajectory, known: _Plan, row: RowCalls, passing: _Passi
         return _with_extras(scorer, known, row, passing)
     if names != wanted:
         return None
-    count = len(names)
-    steps = range(count)
-    pairs = None
-    if not texts_match(known.text, known.compared, texts):  # equal values may differ in text: ask the matcher
-        pairs = RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, _known(scorer, row))
-        if not pairs.all_match(zip(steps, steps, strict=True)):
-            return None
-    why = f"all {count} expected calls matched" if count else "no calls expected or made"
-    if known.distinct:  # only same-name pairs can match: the identity is forced
-        if (found := passing.get(key := tuple(names))) is None:
-            found = passing[key] = _passed(scorer, why, wanted, names, _identity(steps), _identity(steps))
-        return found
-    pairs = pairs or RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, _known(scorer, row))
-    matched = _matching(pairs)
-    return None if matched is None else _passed(scorer, why, wanted, names, matched, _identity(steps))
+    steps, by_name = range(len(names)), positions(names)
+    pairs = RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, _known(scorer, row))
+    if not texts_match(known.text, known.compared, texts) and not pairs.all_match(zip(steps, steps, strict=True)):
+        return None  # equal values may differ in text: the matcher asked
+    found = max_bipartite_matching(len(names), len(names), pairs.compatible, lambda i: by_name[names[i]])
+    matched = tuple(found[i] for i in steps)
+    same = _Plan(tuple(names), None, () if matched == tuple(steps) else matched)
+    return None if pairs.unsure else _alike(scorer, same, passing)
 
 
-def _with_extras(scorer: Trajectory, known: _Plan, row: RowCalls, passing: _Passing) -> Score | None:
+def _with_extras(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
     """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
     names, wanted = row.names, known.wanted
     if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
@@ -316,25 +345,21 @@ def _with_extras(scorer: Trajectory, known: _Plan, row: RowCalls, passing: _Pass
         asked = RowPairs(scorer.arguments, wanted, known.arguments, known.compared, row.arguments, _known(scorer, row))
         if not asked.all_match((i, j) for i, j in pairs):
             return None
-    # Only same-name pairs can match and no name is made twice: the matching and the ordered pairs
-    # are both these pairs, nothing is missing or late, and every other call is an allowed extra.
-    if (found := passing.get(key := tuple(names))) is None:
+    # No name made twice: the matching and the ordered pairs are both these pairs, the rest extras.
+    if (found := passing.get(key := (scorer.mode, tuple(wanted), tuple(names)))) is None:
         used = {j for _, j in pairs}
         why = "extra " + ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
         found = passing[key] = _passed(
-            scorer, f"{why} (allowed in this mode)", wanted, names, pairs, [*map(list, pairs)]
+            scorer, wanted, names, pairs, [*map(list, pairs)], why=f"{why} (allowed in this mode)"
         )
     return found
 
 
-def _aligned(scorer: Trajectory, known: _Plan, row: RowCalls) -> Score | None:
-    """The passing `Score` where extra calls are allowed, from the reference's alignment of the row's calls.
+def _aligned(scorer: Trajectory, known: _Known, row: RowCalls) -> Score | None:
+    """The passing `Score` where extra calls are allowed, by the reference's `lcs_pairs` and `max_bipartite_matching`.
 
-    The longest in-order pairing (`lcs_pairs`) and the maximum matching (`max_bipartite_matching`)
-    are the reference's functions, asked the reference's question of each pair: same name, and the
-    arguments not compared, equal in text, or accepted by the matcher. The answer is given only
-    when every expected call is paired (in order, for `in_order`): the value is then 1, nothing is
-    missing or late, and the reason lists the calls neither pairing used.
+    Asked the reference's question of each pair (same name; arguments not compared, equal in text, or
+    accepted by the matcher), given only when every expected call is paired (in order, for `in_order`).
     """
     wanted, compared = known.wanted, known.compared
     try:
@@ -356,45 +381,20 @@ def _aligned(scorer: Trajectory, known: _Plan, row: RowCalls) -> Score | None:
         return None
     used = set(matched.values()) | {j for _, j in ordered}
     extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
-    why = f"extra {extra} (allowed in this mode)" if extra else f"all {count} expected calls matched"
-    return _passed(
-        scorer, why, wanted, names, [[i, j] for i, j in sorted(matched.items())], [[i, j] for i, j in ordered]
-    )
+    pairs = [[i, j] for i, j in sorted(matched.items())], [[i, j] for i, j in ordered]
+    return _passed(scorer, wanted, names, *pairs, why=f"extra {extra} (allowed in this mode)" if extra else None)
 
 
-def _passed(scorer: Trajectory, why: str, wanted: list[str], names: list[str], *pairs: list[list[int]]) -> Score:
+def _passed(
+    scorer: Trajectory, wanted: list[str], names: list[str], *pairs: list[Any], why: str | None = None
+) -> Score:
     """The reference's passing `Score`: value 1, its reason (`why`, after the mode), its details (matched, in order)."""
+    if why is None:
+        why = f"all {len(wanted)} expected calls matched" if wanted else "no calls expected or made"
     reason = f"Passed ({scorer.mode}, score 1.00): {why}."
     return sure_pass(scorer, 1.0, reason, expected=wanted, actual=list(names), matched=pairs[0], in_order=pairs[1])
-
-
-def _matching(pairs: RowPairs) -> list[list[int]] | None:
-    """The reference's maximum matching when call `i` is known to match expected call `i` and a name repeats.
-
-    Kuhn's matching takes, for each expected call in turn, the first free compatible call. With
-    every diagonal pair compatible and none below it, expected call i finds calls 0..i-1
-    incompatible and call i free: the identity. So the pairs below the diagonal are asked first,
-    and only if one is compatible is the whole search run, over each name's own calls. `None`: unsure.
-    """
-    if not pairs.crossed():
-        return None if pairs.unsure else _identity(range(len(pairs.names)))
-    names, by_name = pairs.names, _positions(pairs.names)
-    found = max_bipartite_matching(len(names), len(names), pairs.compatible, lambda i: by_name[names[i]])
-    return None if pairs.unsure else [[i, j] for i, j in sorted(found.items())]
 
 
 def _known(scorer: Trajectory, row: RowCalls) -> dict[tuple[int, str | None], bool]:
     """The matcher's answers the batch's rows share for `scorer` (`RowPairs`), fetched only when a pair is asked."""
     return row.batch.memo(scorer, "matcher", run=True)  # keyed by expected call and text
-
-
-def _identity(steps: range) -> list[list[int]]:  # [[0, 0], [1, 1], ...], each pair its own list (made in C)
-    return list(map(list, zip(steps, steps, strict=True)))
-
-
-def _positions(names: list[str]) -> dict[str, list[int]]:
-    """Each name's positions in `names`, ascending."""
-    positions: dict[str, list[int]] = {}
-    for j, name in enumerate(names):
-        positions.setdefault(name, []).append(j)
-    return positions

@@ -111,24 +111,27 @@ def test_warm_scoring_takes_the_columnar_path_with_the_reference_report(
 def test_each_scorer_is_asked_once_a_batch_and_alike_passes_are_one_score(
     run_dir: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The forms are asked per batch, one call per scorer object (the spec's `tool_errors` is one for both cases)."""
+    """The forms are asked per batch, one call per scorer class: each case's own `trajectory` object, one call."""
     monkeypatch.setenv("EVALTRACE_CACHE_DIR", str(tmp_path / "cache"))
     runs, spec = run_dir
     reference = _score(runs, spec, tmp_path / "none.json", cache=False, columnar=False)
     _score(runs, spec, tmp_path / "cold.json", cache=True)
     asked: list[tuple[str, int, list[Score | None]]] = []
     batches: set[int] = set()
+    objects: set[int] = set()
     ask = columnar_entries.ask_rows
 
-    def counted(scorer: Scorer, batch: forms.BatchCalls, rows: list[int]) -> list[Score | None]:
-        found = ask(scorer, batch, rows)
-        asked.append((scorer.name, len(rows), found))
+    def counted(scorers: list[Scorer], batch: forms.BatchCalls, rows: list[int]) -> list[Score | None]:
+        found = ask(scorers, batch, rows)
+        asked.append((scorers[0].name, len(rows), found))
         batches.add(id(batch))
+        objects.update(id(scorer) for scorer in scorers if scorer.name == "trajectory")
         return found
 
     monkeypatch.setattr(columnar_entries, "ask_rows", counted)
     assert _score(runs, spec, tmp_path / "warm.json", cache=True) == reference
-    assert len(asked) == 3 * len(batches)  # tool_errors, and each case's trajectory: once per batch, not per row
+    assert len(asked) == 2 * len(batches)  # tool_errors, and trajectory: once per batch, not per row nor per case
+    assert len(objects) == 2  # the trajectory call held both cases' rows, each with its case's scorer
     assert [sum(count for name, count, _ in asked if name == scorer) for scorer in ("tool_errors", "trajectory")] == [
         48,
         48,

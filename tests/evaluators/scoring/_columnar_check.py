@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evaltrace.collector.traces.records import Trace
 from evaltrace.collector.traces.table import from_table, to_table
-from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, ask_rows
+from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, RowCalls, ask_rows
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 
 
@@ -33,7 +33,8 @@ def check_rows(traces: list[Trace], scorer: Scorer) -> list[Score | None]:
             assert score.passed is True
         found.append(score)
     if form is not None:
-        assert ask_rows(scorer, BatchCalls(table.to_batches()[0]), [index for _, index in batch.rows()]) == found
+        rows = [index for _, index in batch.rows()]
+        assert ask_rows([scorer] * len(rows), BatchCalls(table.to_batches()[0]), rows) == found
     return found
 
 
@@ -43,4 +44,24 @@ def check_same(trace: Trace, scorer: Scorer) -> Score | None:
     if found is not None:
         assert found == run_scorer(scorer, decoded)
         assert found.passed is True  # the columnar path only ever answers for a sure pass
+    return found
+
+
+def check_own(cases: list[tuple[Trace, Scorer]]) -> list[Score | None]:
+    """Rows of one batch, each with its own scorer (one class), asked at once as the engine asks a case's scorers.
+
+    Each answer given is the reference's on the decoded trace, and a pass; each is the answer the
+    row gets asked alone (its one-row form).
+    """
+    named = [trace.model_copy(update={"trace_id": f"{index + 1:032x}"}) for index, (trace, _) in enumerate(cases)]
+    table = to_table(named)
+    batch, scorers = BatchCalls(table.to_batches()[0]), [scorer for _, scorer in cases]
+    rows = [index for _, index in batch.rows()]
+    found = ask_rows(scorers, batch, rows)
+    for scorer, decoded, index, score in zip(scorers, from_table(table), rows, found, strict=True):
+        alone = FORMS[type(scorer)](scorer, RowCalls(BatchCalls(table.to_batches()[0]), index))
+        assert score == alone
+        if score is not None:
+            assert score == run_scorer(scorer, decoded)
+            assert score.passed is True
     return found

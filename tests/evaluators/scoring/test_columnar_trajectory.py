@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from _columnar_check import check_rows, columnar
+import pytest
+from _columnar_check import check_own, check_rows, columnar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.evaluators.scoring.columns import sure_pass
+from evaltrace.evaluators.scoring.scorers import trajectory
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 
@@ -237,3 +239,39 @@ def test_a_sure_pass_is_the_validated_score() -> None:
         validated = scorer.result(True, value, made.reason, **details)
         assert made == validated and made.model_fields_set == validated.model_fields_set
         assert made.model_dump_json() == validated.model_dump_json() and repr(made) == repr(validated)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_case() | _extras_case(), min_size=1, max_size=6))
+def test_rows_each_with_their_own_trajectory_are_asked_at_once_as_the_reference(
+    cases: list[tuple[Trace, Scorer]],
+) -> None:
+    check_own(cases)  # a batch of cases' rows, each with its case's expected calls: the batch form at once
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.tuples(_NAMES, _ARGS), max_size=5), min_size=1, max_size=6),
+    st.sampled_from(["strict", "in_order", "any_order", "superset", "subset", "precision", "recall"]),
+    st.sampled_from(["exact", "subset"]),
+)
+def test_rows_made_of_their_expected_calls_are_settled_from_the_columns(
+    made: list[list[tuple[str, dict[str, Any]]]], mode: str, keys: str
+) -> None:
+    # The peer set's shape: each case its own expected calls (a name may repeat, with the same
+    # arguments or not), each row made of them. Every row passes from the array comparison alone.
+    cases = []
+    for calls in made:
+        trace = Trace(trace_id="p" * 32, status="success", tool_calls=[ToolCall(name=n, arguments=a) for n, a in calls])
+        expected = [{"name": name, "arguments": arguments} for name, arguments in calls]
+        cases.append(
+            (trace, Trajectory.model_validate({"expected": expected, "mode": mode, "arguments": {"mode": keys}}))
+        )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trajectory, "_trajectory", _not_asked)
+        found = check_own(cases)
+    assert None not in found
+
+
+def _not_asked(*_: object) -> None:
+    raise AssertionError("a row was asked alone")

@@ -113,7 +113,7 @@ def test_the_forms_plans_are_made_at_compile_and_read_back_with_the_spec(
     load_spec(path)
     monkeypatch.setattr(trajectory, "compared_flags", None)  # making the trajectory's plan again would fail
     (scorer,) = [s for s in load_spec(path).case_scorers["paris"][0] if isinstance(s, trajectory.Trajectory)]
-    assert columns.plan(scorer) == '[{"city":"Paris"}]'  # the expected arguments as the table encodes them
+    assert columns.plan(scorer).text == '[{"city":"Paris"}]'  # the expected arguments as the table encodes them
 
 
 def test_the_same_text_elsewhere_hits_under_its_own_name(
