@@ -98,7 +98,8 @@ class ScoreOptions:
     """Read span files through the traces cache (`collector/traces/cache.py`): a re-scoring of
     unchanged files reads their traces table instead of rebuilding the traces (`--no-cache`: off)."""
     columnar: bool = True
-    """Take the warm path (`columnar_entries.py`) where it applies; off: every trace decoded and scored."""
+    """Take the table path (`columnar_entries.py`) where it applies, cached or not; off: the per-trace path,
+    every trace decoded and scored (taken again when a table cannot be read; the tests' reference)."""
     store_values: bool = True
     """Pack each scored sample's score-store values beside its JSON where it is scored (in a sharded
     run, by its worker); off when no score store is written (`--no-store`), which would drop them."""
