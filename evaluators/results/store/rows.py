@@ -193,11 +193,9 @@ class _Level:
 
     def take(self, size: int) -> dict[str, pa.Array]:
         """The first `size` waiting rows' columns (they stop waiting): each value made once, then repeated."""
-        low, high = self._of[0], self._of[size - 1] + 1
-        columns = zip(*self._values[low:high], strict=True)
+        columns = zip(*self._values[: self._of[size - 1] + 1], strict=True)  # the first row's are the first
         made = [column(values, _type(name)) for name, values in zip(self._names, columns, strict=True)]
-        picks = array("q", (position - low for position in self._of[:size]))
-        indices = pa.Array.from_buffers(pa.int64(), size, [None, pa.py_buffer(picks)])
+        indices = pa.Array.from_buffers(pa.int64(), size, [None, pa.py_buffer(self._of[:size])])
         # Values no waiting row repeats any more are dropped; positions start from 0 again.
         left = self._of[size:]
         keep = left[0] if left else len(self._values)

@@ -29,6 +29,7 @@ from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, entry_head, park
 from evaltrace.evaluators.results.store.arrays import bitmap, column
 from evaltrace.evaluators.results.store.identities import ScorerIdentity
+from evaltrace.evaluators.results.store.rows import RunContext, ScorerIndex, ScoreRows
 from evaltrace.evaluators.results.store.schema import RUNS_SCHEMA, SCORES_SCHEMA
 from evaltrace.evaluators.results.store.sides import pack_sides, sample_side, unpack_side
 from evaltrace.evaluators.results.store.writer import open_store
@@ -234,3 +235,37 @@ def test_values_that_do_not_fit_a_column_raise() -> None:
         column(["yes"], pa.bool_())
     with pytest.raises(TypeError):
         column([1], pa.list_(pa.int8()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.lists(st.integers(0, 3), max_size=3), max_size=8), batch_rows=st.integers(1, 5))
+def test_rows_are_the_same_whatever_batches_they_are_cut_into(shape: list[list[int]], batch_rows: int) -> None:
+    """An entry's and a sample's values are kept once and repeated onto their rows (`ScoreRows`), across batches."""
+    sample = SampleRow.of(conversation_sample())
+    started = datetime(2026, 1, 1, tzinfo=UTC)
+    tables = []
+    for size in (batch_rows, 10_000):
+        rows = ScoreRows(RunContext("run", started), ScorerIndex(None), batch_rows=size)
+        batches = []
+        for entry_index, samples in enumerate(shape):  # per entry, per sample: how many results it has
+            sides = [
+                sample_side(sample._replace(trace_id=f"t{n}", scores=sample.scores[:n]), IDENTITIES[:n])
+                for n in samples
+            ]
+            fields = EntryFields(f"case {entry_index}", None, ("a",), "mean", "passed", True, 1.0)
+            batches += rows.add_sides(entry_index, fields, sides)
+        last = rows.flush()
+        batches += [] if last is None else [last]
+        assert all(len(batch) == size for batch in batches[:-1])
+        tables.append(pa.Table.from_batches(batches, schema=SCORES_SCHEMA) if batches else None)
+    if not shape:
+        assert tables == [None, None]
+        return
+    cut, whole = tables
+    assert cut is not None and whole is not None and cut.equals(whole)
+    rows_of = [
+        [(e, None)] if not ns else [(e, s) for s, n in enumerate(ns) for _ in range(max(n, 1))]
+        for e, ns in enumerate(shape)
+    ]
+    indexes = zip(cut["entry_index"].to_pylist(), cut["sample_index"].to_pylist(), strict=True)
+    assert list(indexes) == [row for rows in rows_of for row in rows]
