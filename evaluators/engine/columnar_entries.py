@@ -240,17 +240,22 @@ class _Rows:
         row with its case's scorer object (its configuration); every form is asked, as the per-trace
         path asks each scorer.
         """
-        per_case = [self._router.spec.case_scorers[case.id][0] for _, case in asked]
-        verdicts: list[list[Score | None]] = [[None] * len(scorers) for scorers in per_case]
+        by_case: dict[str, list[int]] = {}  # places in `asked`, by case: a case's rows share its scorers
+        for place, (_, case) in enumerate(asked):
+            by_case.setdefault(case.id, []).append(place)
+        verdicts: list[list[Score | None]] = [[] for _ in asked]
         groups: dict[type[Scorer], tuple[list[Scorer], list[int], list[tuple[int, int]]]] = {}
-        for place, scorers in enumerate(per_case):  # by class: its scorers, their rows, their places in `verdicts`
+        for case_id, places in by_case.items():  # by class: its scorers, their rows, their places in `verdicts`
+            scorers = self._router.spec.case_scorers[case_id][0]
+            for place in places:
+                verdicts[place] = [None] * len(scorers)
             for slot, scorer in enumerate(scorers):
-                of_class, rows, places = groups.setdefault(type(scorer), ([], [], []))
-                of_class.append(scorer)
-                rows.append(asked[place][0])
-                places.append((place, slot))
-        for of_class, rows, places in groups.values():
-            for (place, slot), score in zip(places, _ask(of_class, calls, rows), strict=True):
+                of_class, rows, where = groups.setdefault(type(scorer), ([], [], []))
+                of_class += [scorer] * len(places)
+                rows += [asked[place][0] for place in places]
+                where += [(place, slot) for place in places]
+        for of_class, rows, where in groups.values():
+            for (place, slot), score in zip(where, _ask(of_class, calls, rows), strict=True):
                 verdicts[place][slot] = score
         return [None if None in scores else cast("list[Score]", scores) for scores in verdicts]
 

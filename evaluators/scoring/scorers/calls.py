@@ -256,7 +256,7 @@ def tool_efficiency_forms(scorers: list[ToolEfficiency], batch: BatchCalls, rows
     """Per row (with its scorer), the passing `Score` of `tool_efficiency` when repeats and loops are within limits."""
     found: list[Score | None] = []
     for scorer, index in zip(scorers, rows, strict=True):
-        memos = batch.memo(scorer, "call ids"), batch.memo(scorer, "canonical keys"), batch.memo(scorer, "passing")
+        memos = batch.memo(scorer, "canonical", run=True), batch.memo(scorer, "passing")
         nested = scorer.nested and batch.rows_nested[index]
         found.append(None if nested else _efficiency(scorer, RowCalls(batch, index), *memos))
     return found
@@ -266,13 +266,13 @@ tool_efficiency_form = columnar_forms(ToolEfficiency, tool_efficiency_forms)
 
 
 def _efficiency(
-    scorer: ToolEfficiency, row: RowCalls, ids: dict[int, int], keys: dict[Any, int], passing: dict[int, Score]
+    scorer: ToolEfficiency, row: RowCalls, canonical: dict[str, str], passing: dict[int, Score]
 ) -> Score | None:
     names = row.names
     if not names:
         none = "The agent made no tool calls, so none was redundant."
         return scorer.result(True, 1.0, none) if scorer.spec_check else None
-    if _all_distinct(row, ids, keys):  # no repeat, no loop: the reference's pass whatever the limits
+    if _all_distinct(row, canonical):  # no repeat, no loop: the reference's pass whatever the limits
         if (found := passing.get(len(names))) is None:
             why = f"No redundant calls among {len(names)}."
             found = passing[len(names)] = scorer.result(True, 1.0, why, redundant=[], loops=[])
@@ -286,23 +286,21 @@ def _efficiency(
     return scorer.result(True, value, reason, **details) if passed else None
 
 
-def _all_distinct(row: RowCalls, ids: dict[int, int], keys: dict[Any, int]) -> bool:
+def _all_distinct(row: RowCalls, canonical: dict[str, str]) -> bool:
     """Whether the row's calls all differ in name or canonical arguments, each recorded (the reference's keys).
 
-    Each distinct call of the batch (`call_keys`) gets its key's id once (`ids`, into `keys`); the row compares ids.
+    Each distinct arguments text's canonical form is made once a run (`canonical`, kept with the scorer).
     """
     if len(set(row.names)) == len(row.names):  # the keys differ in name: each call need only be recorded
         return None not in row.arguments
-    names, texts, calls, seen = row.batch.names, row.batch.arguments, row.batch.call_keys, set()
-    for j in range(row.first_call, row.first_call + len(row.names)):
-        found = ids.get(calls[j])  # the same id: the same name, arguments text and truncation
-        if found is None:
-            text = texts[j]
-            key = None if text is None else (names[j], canonical_arguments(json.loads(text)))
-            found = ids[calls[j]] = -1 if key is None else keys.setdefault(key, len(keys))
-        if found < 0 or found in seen:
+    seen: set[tuple[str, str]] = set()
+    for name, text in zip(row.names, row.arguments, strict=True):
+        if text is None:
             return False
-        seen.add(found)
+        key = name, canonical.get(text) or canonical.setdefault(text, canonical_arguments(json.loads(text)))
+        if key in seen:
+            return False
+        seen.add(key)
     return True
 
 
