@@ -36,7 +36,7 @@ from evaltrace.evaluators.results.report.model import (
 from evaltrace.evaluators.results.report.sample_row import SampleRow, sample_jsons
 from evaltrace.evaluators.results.report.terminal import FailureDigest
 from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, park
-from evaltrace.evaluators.results.store.identities import ScorerPairing
+from evaltrace.evaluators.results.store.identities import ScorerIdentity, ScorerPairing
 from evaltrace.evaluators.results.store.sides import pack_sides
 from evaltrace.evaluators.scoring.scorers.base import Scorer, ScorerConfig
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
@@ -294,11 +294,17 @@ class SpecRouter:
             tally.add(*kept, jsons=scores_jsons)  # a lone sample's scores' JSON is its entry's
         # Parked with the values the score store needs, so it never parses the JSON back.
         # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
-        pair, sides = self._pairing.identities, [b""] * len(rows)
-        if self._pack_sides:
-            sides = pack_sides(samples, [pair(case_id, sample.scores) for case_id, sample in rows])
+        sides = pack_sides(samples, self._identities(rows)) if self._pack_sides else [b""] * len(rows)
         for (case_id, sample), (payload, _), side in zip(rows, jsons, sides, strict=True):
             spill.add(case_id, sample.start_time, sample.trace_id, park(payload, side))
+
+    def _identities(self, rows: Sequence[tuple[str, SampleRow]]) -> list[list[ScorerIdentity | None]]:
+        """Each sample's scorers (`ScorerPairing.identities`), paired once per case and scorer names."""
+        paired: dict[object, list[ScorerIdentity | None]] = {}
+        keys = [(case_id, *[(score.scorer, score.turn) for score in sample.scores]) for case_id, sample in rows]
+        for key, (case_id, sample) in zip(keys, rows, strict=True):
+            paired[key] = paired.get(key) or self._pairing.identities(case_id, sample.scores)
+        return [paired[key] for key in keys]
 
     def _policy(self, case: Case) -> RepeatPolicy:
         policy = self._policies.get(case.id)

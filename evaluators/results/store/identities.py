@@ -44,13 +44,11 @@ class ScorerPairing:
         self._spec = spec
         self._defaults = (tuple(defaults),)
         self._hashes: dict[int, ScorerIdentity] = {}
-        self._paired: dict[tuple[object, ...], list[ScorerIdentity | None]] = {}
-        """`identities` by case and results' (scorer, turn): a case's samples are paired alike."""
 
     def __getstate__(self) -> dict[str, object]:
         # The identities are kept by object id, which means nothing in another process (a Ray
         # worker unpickling the router could meet an unrelated scorer at a kept id): dropped.
-        return {**self.__dict__, "_hashes": {}, "_paired": {}}
+        return {**self.__dict__, "_hashes": {}}
 
     def turns(self, case_id: str | None) -> tuple[tuple[Scorer, ...], ...]:
         """The scorers of each turn of the entry (one tuple for a single-turn case or a trace)."""
@@ -60,13 +58,6 @@ class ScorerPairing:
 
     def identities(self, case_id: str | None, scores: Sequence[Scored]) -> list[ScorerIdentity | None]:
         """The scorer behind each of a sample's results, in order (`None` where no scorer made it)."""
-        key = (case_id, *[(score.scorer, score.turn) for score in scores])
-        found = self._paired.get(key)
-        if found is None:
-            found = self._paired[key] = self._pair(case_id, scores)
-        return found
-
-    def _pair(self, case_id: str | None, scores: Sequence[Scored]) -> list[ScorerIdentity | None]:
         turns = self.turns(case_id)
         position: dict[int | None, int] = {}
         found: list[ScorerIdentity | None] = []
