@@ -276,15 +276,15 @@ def trajectory_forms(scorers: list[Trajectory], batch: BatchCalls, rows: list[in
     names, texts = batch.same_names(rows, [known.names for known in plans]), batch.joined_arguments
     cut, nested, passing = batch.rows_truncated, batch.rows_nested, cast("_Passing", {})
     found: list[Score | None] = []
+    configured: dict[int, _Known] = {}  # by scorer object: a case's rows share it
     for scorer, known, index, same in zip(scorers, plans, rows, names, strict=True):
-        if same is False and known.pairs is not None:
+        if (same is False and known.pairs is not None) or scorer.expected is None:
             found.append(None)
         elif same and known.pairs is not None and texts[index] == cast("str", known.text)[1:-1]:
             found.append(None if cut[index] or (scorer.nested and nested[index]) else _alike(scorer, known, passing))
-        elif scorer.expected is None:
-            found.append(None)
         else:
-            found.append(_trajectory(scorer, _configured(scorer), RowCalls(batch, index), passing))
+            known_row = configured.get(key := id(scorer)) or configured.setdefault(key, _configured(scorer))
+            found.append(_trajectory(scorer, known_row, RowCalls(batch, index), passing))
     return found
 
 
