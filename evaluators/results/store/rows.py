@@ -19,7 +19,7 @@ import pyarrow as pa
 from evaltrace.evaluators.results.report.model import EntryResult
 from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry
-from evaltrace.evaluators.results.store.arrays import column
+from evaltrace.collector.arrow_arrays import column
 from evaltrace.evaluators.results.store.identities import ScorerPairing
 from evaltrace.evaluators.results.store.schema import SCORES_SCHEMA
 from evaltrace.evaluators.results.store.sides import (
@@ -193,12 +193,15 @@ class _Level:
 
     def take(self, size: int) -> dict[str, pa.Array]:
         """The first `size` waiting rows' columns (they stop waiting): each value made once, then repeated."""
-        columns = zip(*self._values[: self._of[size - 1] + 1], strict=True)  # the first row's are the first
+        used = self._of[size - 1] + 1  # the first row's values are the first
+        columns = zip(*self._values[:used], strict=True)
         made = [column(values, _type(name)) for name, values in zip(self._names, columns, strict=True)]
-        indices = pa.Array.from_buffers(pa.int64(), size, [None, pa.py_buffer(self._of[:size])])
+        if used < size:  # values repeated onto several rows (an entry's samples, a sample's results)
+            indices = pa.Array.from_buffers(pa.int64(), size, [None, pa.py_buffer(self._of[:size])])
+            made = [values.take(indices) for values in made]
         # Values no waiting row repeats any more are dropped; positions start from 0 again.
         left = self._of[size:]
         keep = left[0] if left else len(self._values)
         del self._values[:keep]
         self._of = array("q", (position - keep for position in left))
-        return {name: values.take(indices) for name, values in zip(self._names, made, strict=True)}
+        return dict(zip(self._names, made, strict=True))
