@@ -219,11 +219,11 @@ class Trajectory(ExpectedCallsScorer):
 
 # The columnar form: the passing `Score` of a table row, or `None`; each row with its case's scorer.
 # A row of as many calls as expected passes when its names are the expected ones and its arguments
-# match position by position: equal in text to the expected arguments as the table encodes them
-# (every row at once), else accepted by the argument matcher (`RowPairs`). The reason and details then
-# follow from the names and the reference's matching. With extras allowed (in_order, superset,
-# recall): every expected call made in order, no name twice, else the reference's alignment on the
-# same question (`_aligned`). NaN, truncated arguments and nested agents' calls go to the reference.
+# match position by position: equal in text to the expected ones as the table encodes them (every row
+# at once), else accepted by the matcher (`RowPairs`); the reason and details follow from the names
+# and the reference's matching. With extras allowed (in_order, superset, recall): every expected call
+# made in order, no name twice, else the reference's alignment (`_aligned`). NaN, truncated arguments
+# and nested agents' calls go to the reference.
 
 
 class _Plan(NamedTuple):
@@ -235,12 +235,13 @@ class _Plan(NamedTuple):
 
 
 class _Known(NamedTuple):
-    """What `_trajectory` reads of a scorer's configuration, made again per row it is asked of (cheap)."""
+    """What `_trajectory` reads of a scorer's configuration, made once a batch from it and its plan."""
 
     wanted: list[str]
     arguments: list[Any]
     compared: list[bool]  # per expected call, whether its arguments are compared (`compared_flags`)
-    text: str | None  # `_Plan.text`, None if not JSON
+    text: str | None  # `_Plan.text`, None if not JSON (nor then `encoded`: each compared one's, as the table's)
+    encoded: list[str | None] | None
 
 
 _Passing = dict[tuple[Any, ...], Score]  # rows passing alike: (mode, pairs or expected names, names)
@@ -269,8 +270,7 @@ def _plan(scorer: Trajectory) -> _Plan:
 def trajectory_forms(scorers: list[Trajectory], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
     """Per row (with its scorer), the passing `Score` of `trajectory` when the calls are the expected ones.
 
-    Rows of a plan with pairs and as many calls as expected are settled by array operations over the
-    batch (names, then arguments' texts); the others asked alone (`_trajectory`, with the matcher).
+    Rows of as many calls as expected settled by array operations (names, texts), others alone (`_trajectory`).
     """
     plans: list[_Plan] = [plan(scorer) for scorer in scorers]
     names, texts = batch.same_names(rows, [known.names for known in plans]), batch.joined_arguments
@@ -304,7 +304,9 @@ def _configured(scorer: Trajectory) -> _Known:
     """What `_trajectory` reads of `scorer`'s configuration (its plan's text made at compile)."""
     assert scorer.expected is not None
     wanted, arguments = [want.name for want in scorer.expected], [want.arguments for want in scorer.expected]
-    return _Known(wanted, arguments, compared_flags(scorer.arguments, wanted, arguments), plan(scorer).text or None)
+    compared, text = compared_flags(scorer.arguments, wanted, arguments), plan(scorer).text or None
+    encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)] if text else None
+    return _Known(wanted, arguments, compared, text, encoded)
 
 
 def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
@@ -361,10 +363,8 @@ def _aligned(scorer: Trajectory, known: _Known, row: RowCalls) -> Score | None:
     Asked the reference's question of each pair (same name; arguments not compared, equal in text, or
     accepted by the matcher), given only when every expected call is paired (in order, for `in_order`).
     """
-    wanted, compared = known.wanted, known.compared
-    try:
-        encoded = [comparable_text(a) if c else None for a, c in zip(known.arguments, compared, strict=True)]
-    except (TypeError, ValueError):  # not a JSON value, or NaN: the reference decides
+    wanted, compared, encoded = known.wanted, known.compared, known.encoded
+    if encoded is None:  # not a JSON value, or NaN: the reference decides
         return None
     names, texts = row.names, row.arguments
     asked = RowPairs(scorer.arguments, wanted, known.arguments, compared, texts, _known(scorer, row))  # by expected
