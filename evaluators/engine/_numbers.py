@@ -24,22 +24,12 @@ class ExactSum:
         """The sum of the non-finite terms (inf, nan), which decide the result when present."""
 
     def add(self, value: float) -> None:
-        self.extend([value])
-
-    def extend(self, values: Sequence[float]) -> None:
-        """Add each of `values`: scores' values are mostly 1.0 and 0.0, counted without a conversion each."""
-        self.count += len(values)
-        ones, zeros = values.count(1.0), values.count(0.0)
-        if ones + zeros == len(values):
-            self.units += ones * self._UNITS
-            return
-        for value in values:
-            if not math.isfinite(value):
-                self.special += value
-            elif value != 1.0:
-                numerator, denominator = float(value).as_integer_ratio()
-                self.units += numerator * (self._UNITS // denominator)
-        self.units += ones * self._UNITS
+        self.count += 1
+        if math.isfinite(value):
+            numerator, denominator = float(value).as_integer_ratio()
+            self.units += numerator * (self._UNITS // denominator)
+        else:
+            self.special += value
 
     def merge(self, other: ExactSum) -> None:
         self.count += other.count

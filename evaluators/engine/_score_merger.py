@@ -144,7 +144,9 @@ class _Merged:
         if failures:
             self.failed += len(failures)
             self.first_failure = earlier(self.first_failure, min(failures, key=itemgetter(0)))
-        self.values.extend([row.value for row in rows if row.value is not None])
+        for row in rows:
+            if row.value is not None:
+                self.values.add(row.value)
         errors = [(key, row.error) for key, row in zip(keys, rows, strict=True) if row.error is not None]
         if errors:
             self.error = earlier(self.error, min(errors, key=itemgetter(0)))

@@ -157,24 +157,3 @@ def test_exact_sum_does_not_depend_on_order_or_split() -> None:
     for value in (1.0, float("inf")):
         special.add(value)
     assert special.mean() == float("inf") and ExactSum().mean() is None
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    values=st.lists(
-        st.one_of(st.sampled_from([1.0, 0.0, -0.0, 1, True]), st.floats(allow_nan=False, allow_infinity=False)),
-        max_size=12,
-    )
-)
-def test_exact_sum_of_a_column_at_once_is_the_sum_one_by_one(values: list[float]) -> None:
-    """`extend` (a scorer's column of values, counted at once) adds what `add` adds one value at a time."""
-    alone, once = ExactSum(), ExactSum()
-    for value in values:
-        alone.units, alone.count = alone.units + _units(value), alone.count + 1
-    once.extend(values)
-    assert (once.count, once.units) == (alone.count, alone.units)
-
-
-def _units(value: float) -> int:
-    numerator, denominator = float(value).as_integer_ratio()
-    return numerator * ((1 << 1074) // denominator)
