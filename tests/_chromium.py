@@ -19,11 +19,12 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -185,7 +186,8 @@ def headless_page(executable: str) -> Iterator[Page]:
         ]  # fmt: skip
         log = Path(profile) / "chromium.log"
         with log.open("w") as errors:
-            process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=errors)
+            # its own process group, so that every process of this browser can be waited for (see _stop)
+            process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=errors, process_group=0)
         try:
             port = _debugging_port(Path(profile), process, log)
             tabs = httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=10, trust_env=False).json()
@@ -193,12 +195,39 @@ def headless_page(executable: str) -> Iterator[Page]:
             with connect(url, max_size=None, proxy=None) as socket:
                 yield Page(socket)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """End the browser and every process it started, before its profile folder is removed.
+
+    The main process can exit before its children: under load the network service was seen still
+    running (and writing into the profile) ~0.15 s after it, so removing the folder once the main
+    process alone had exited failed with 'Directory not empty'. The whole process group is waited for.
+    """
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if not _group_gone(process.pid, timeout=10.0):
+        with suppress(ProcessLookupError):  # children still there 10 s on: no clean exit left to wait for
+            os.killpg(process.pid, signal.SIGKILL)
+        if not _group_gone(process.pid, timeout=10.0):
+            raise AssertionError(f"chromium's processes (group {process.pid}) did not exit")
+
+
+def _group_gone(group: int, timeout: float) -> bool:
+    """Whether no process of `group` is left within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def _debugging_port(profile: Path, process: subprocess.Popen[bytes], log: Path) -> int:
