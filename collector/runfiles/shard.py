@@ -15,7 +15,6 @@ others do not.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,6 +22,7 @@ from functools import cached_property
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evaltrace.collector.arrow_arrays import column
 from evaltrace.collector.runfiles.layout import MEMORY_POOL
 
 
@@ -55,11 +55,11 @@ class Shard(RowFilter):
     @cached_property
     def _others(self) -> pa.Array:
         """The hex pairs of the shards before the last one (what the last shard leaves out)."""
-        return _strings([p for p in _PAIRS if int(p, 16) % self.count != self.count - 1])
+        return column([p for p in _PAIRS if int(p, 16) % self.count != self.count - 1], pa.string())
 
     @cached_property
     def _own(self) -> pa.Array:
-        return _strings([p for p in _PAIRS if int(p, 16) % self.count == self.index])
+        return column([p for p in _PAIRS if int(p, 16) % self.count == self.index], pa.string())
 
     def mask(self, trace_ids: pa.Array) -> pa.Array:
         """A boolean mask of the rows of `trace_ids` (a string array) that belong to this shard."""
@@ -71,14 +71,6 @@ class Shard(RowFilter):
     def keep(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The rows of `batch` (which has a `trace_id` column) in this shard."""
         return batch if self.count == 1 else super().keep(batch)
-
-
-def _strings(pairs: list[str]) -> pa.Array:
-    """`pairs` as a string array, packed here: `pa.array` on a list imports pandas to look at it (~0.5 s a worker)."""
-    offsets = array("i", range(0, 2 * len(pairs) + 1, 2))
-    return pa.Array.from_buffers(
-        pa.string(), len(pairs), [None, pa.py_buffer(offsets), pa.py_buffer("".join(pairs).encode())]
-    )
 
 
 def shard_keys(trace_ids: pa.Array, count: int) -> pa.Array:
@@ -101,7 +93,7 @@ class TraceIds(RowFilter):
 
     @cached_property
     def _values(self) -> pa.Array:
-        return pa.array(sorted(self.ids), pa.string())
+        return column(sorted(self.ids), pa.string())
 
     def mask(self, trace_ids: pa.Array) -> pa.Array:
         """The rows whose trace id is one of `ids`."""

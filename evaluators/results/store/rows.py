@@ -16,17 +16,16 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from evaltrace.collector.arrow_arrays import column, micros
 from evaltrace.evaluators.results.report.model import EntryResult
 from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry
-from evaltrace.collector.arrow_arrays import column
 from evaltrace.evaluators.results.store.identities import ScorerPairing
 from evaltrace.evaluators.results.store.schema import SCORES_SCHEMA
 from evaltrace.evaluators.results.store.sides import (
     ERROR_AT,
     RESULT_COLUMNS,
     SampleSide,
-    micros,
     sample_side,
     unpack_side,
 )
@@ -159,7 +158,7 @@ class ScoreRows:
         del self._results[:size]
         errors = columns[ERROR_AT]
         self.errors += len(errors) - errors.count(None)
-        # Not `pa.array`: see `arrays.py` (it would import pandas for the first batch).
+        # Not `pa.array`: see `collector/arrow_arrays.py` (it would import pandas for the first batch).
         arrays = {name: column(values, _type(name)) for name, values in zip(_RESULT_NAMES, columns, strict=True)}
         arrays.update(self._entries.take(size))
         arrays.update(self._samples.take(size))

@@ -14,15 +14,11 @@ from __future__ import annotations
 import json
 import marshal
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from evaltrace.collector.arrow_arrays import micros
 from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.results.store.identities import ScorerIdentity
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
 
 RESULT_COLUMNS = ("trace_id", "turn", "scorer", "scorer_version", "config_hash", "passed", "value", "reason", "error")
 """A result's columns of the scores table as `SampleSide.results` holds them, followed by `details`."""
@@ -39,15 +35,6 @@ class SampleSide(NamedTuple):
     """The sample's trace: the trace id of the one row of a sample without results."""
     results: tuple[tuple[Any, ...], ...]
     """Per scorer result, its columns (`RESULT_COLUMNS`, then the details as JSON text)."""
-
-
-def micros(moment: datetime | None) -> int | None:
-    """`moment` as microseconds since the epoch, as Arrow stores a UTC timestamp (a naive time is UTC)."""
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // _MICROSECOND
 
 
 _DETAILS = json.JSONEncoder(ensure_ascii=False, default=str)

@@ -22,10 +22,10 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evaltrace.collector.arrow_arrays import column
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.results.report.model import REPORT_SCHEMA_VERSION, Report
 from evaltrace.evaluators.results.report.writer import ReportEntry
-from evaltrace.evaluators.results.store.arrays import column
 from evaltrace.evaluators.results.store.location import new_run_id, store_error
 from evaltrace.evaluators.results.store.reader import spec_sha256
 from evaltrace.evaluators.results.store.rows import RunContext, ScorerIndex, ScoreRows

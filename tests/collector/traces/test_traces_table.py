@@ -300,6 +300,21 @@ def test_a_warm_read_does_not_import_the_converter(runs: list[Path], tmp_path: P
     assert "rebuild" not in modules and "_assemble" not in modules and "_table_decode" in modules
 
 
+def test_building_the_table_does_not_import_pandas(runs: list[Path], tmp_path: Path) -> None:
+    """A first scoring builds the table in each worker: packing its columns must not load pandas (~0.5-0.9 s)."""
+    files = [str(r) for r in runs]
+    script = (
+        "import sys; from pathlib import Path; from evaltrace.collector.traces import cache\n"
+        f"traces = cache.cached_traces([Path(p) for p in {files!r}], root=Path({str(tmp_path / 'cache')!r}))\n"
+        f"print(len(list(traces)), len(list(Path({str(tmp_path / 'cache' / 'traces')!r}).glob('*.parquet'))))\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    counts, pandas = result.stdout.splitlines()
+    assert counts == f"{len(list(read_traces(runs)))} 1"  # built and written, every trace read
+    assert pandas == "False"
+
+
 def test_histories_and_shards_have_tables_of_their_own(runs: list[Path], tmp_path: Path, spy: ConverterSpy) -> None:
     root = tmp_path / "cache"
     without = list(cache.cached_traces(runs, histories=False, root=root))

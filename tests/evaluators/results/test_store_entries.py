@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from report_runs import PLUGIN
 from test_score_store import prepare, score_into
 
+from evaltrace.collector.arrow_arrays import bitmap, column
 from evaltrace.evaluators.engine import scoring
 from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult
 from evaltrace.evaluators.results.report.sample_row import SampleRow
 from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, entry_head, park
-from evaltrace.evaluators.results.store.arrays import bitmap, column
 from evaltrace.evaluators.results.store.identities import ScorerIdentity
 from evaltrace.evaluators.results.store.rows import RunContext, ScorerIndex, ScoreRows
 from evaltrace.evaluators.results.store.schema import RUNS_SCHEMA, SCORES_SCHEMA
