@@ -210,7 +210,14 @@ def lcs_pairs(n_left: int, n_right: int, compatible: Callable[[int, int], bool])
     Returns:
         `(left, right)` index pairs, increasing on both sides.
     """
-    ok = [[compatible(i, j) for j in range(n_right)] for i in range(n_left)]
+    # A compatible pair (k, k) after a prefix of them is in a longest subsequence (any pair using item k
+    # on one side can be swapped for it), so the walk below takes it: only the rest needs the table.
+    start = 0
+    while start < n_left and start < n_right and compatible(start, start):
+        start += 1
+    pairs = [(k, k) for k in range(start)]
+    ok = [[compatible(i, j) for j in range(start, n_right)] for i in range(start, n_left)]
+    n_left, n_right = n_left - start, n_right - start
     table = [[0] * (n_right + 1) for _ in range(n_left + 1)]
     for i in range(n_left - 1, -1, -1):
         for j in range(n_right - 1, -1, -1):
@@ -218,11 +225,10 @@ def lcs_pairs(n_left: int, n_right: int, compatible: Callable[[int, int], bool])
                 table[i][j] = table[i + 1][j + 1] + 1
             else:
                 table[i][j] = max(table[i + 1][j], table[i][j + 1])
-    pairs: list[tuple[int, int]] = []
     i = j = 0
     while i < n_left and j < n_right:
         if ok[i][j] and table[i][j] == table[i + 1][j + 1] + 1:
-            pairs.append((i, j))
+            pairs.append((i + start, j + start))
             i, j = i + 1, j + 1
         elif table[i + 1][j] >= table[i][j + 1]:
             i += 1
@@ -276,10 +282,6 @@ class RowPairs:
         known: dict[tuple[int, str | None], bool],
     ) -> None:
         self._match, self.names, self._arguments, self._compared, self._texts = match, names, arguments, compared, texts
-        # With the same keys required at every depth and strings compared as they are, the matcher
-        # accepts only values Python finds equal (it is stricter: `True` is not `1`), so unequal
-        # values need no asking: one comparison in C, where the matcher walks the values in Python.
-        self._plain_exact = not match.per_tool and match.mode == "exact" and not match.trim and not match.casefold
         self._known = known
         self._values: list[Any] | None = None
         self.unsure = False
@@ -311,11 +313,9 @@ class RowPairs:
         if values is None:
             self.unsure = True
             return False
-        wanted, actual, match = self._arguments[i], values[j], self._match
+        wanted = self._arguments[i]
         assert wanted is not None  # compared
-        if self._plain_exact:
-            return wanted == actual and arguments_match(wanted, actual, False, match)
-        return arguments_match(wanted, actual, False, match.for_tool(self.names[i]))
+        return arguments_match(wanted, values[j], False, self._match.for_tool(self.names[i]))
 
     def _parse(self) -> list[Any] | None:
         """The row's arguments as the decoder parses them, once per row; `None` if not one JSON value each."""

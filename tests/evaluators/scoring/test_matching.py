@@ -118,6 +118,35 @@ def test_lcs_pairs_are_increasing_and_longest() -> None:
     assert all(left[i] == right[j] for i, j in pairs)
 
 
+def _lcs_by_whole_table(n_left: int, n_right: int, ok: list[list[bool]]) -> list[tuple[int, int]]:
+    """`lcs_pairs` as it was before its common-prefix step: the whole table, then the same walk."""
+    table = [[0] * (n_right + 1) for _ in range(n_left + 1)]
+    for i in range(n_left - 1, -1, -1):
+        for j in range(n_right - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if ok[i][j] else max(table[i + 1][j], table[i][j + 1])
+    pairs, i, j = [], 0, 0
+    while i < n_left and j < n_right:
+        if ok[i][j] and table[i][j] == table[i + 1][j + 1] + 1:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 7), st.integers(0, 7), st.integers(0, 7), st.data())
+def test_lcs_pairs_equal_the_whole_tables_pairs(n_left: int, n_right: int, prefix: int, data: st.DataObject) -> None:
+    # The pairs (reasons and details name them), not only their number, must be the whole table's,
+    # for any relation (not only equality: the matcher's), most often with a compatible diagonal prefix.
+    ok = [data.draw(st.lists(st.booleans(), min_size=n_right, max_size=n_right)) for _ in range(n_left)]
+    for k in range(min(prefix, n_left, n_right)):
+        ok[k][k] = True
+    assert lcs_pairs(n_left, n_right, lambda i, j: ok[i][j]) == _lcs_by_whole_table(n_left, n_right, ok)
+
+
 def test_canonical_arguments_treat_int_and_float_alike_but_not_bool() -> None:
     assert canonical_arguments({"b": 1, "a": [2.0]}) == canonical_arguments({"a": [2], "b": 1.0})
     assert canonical_arguments({"a": True}) != canonical_arguments({"a": 1})
