@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 from evaltrace.collector.traces.records import Trace
@@ -69,12 +70,19 @@ class KillsWorker(Scorer):
 
 @register
 class Sleeps(Scorer):
-    """Test scorer that sleeps `seconds` on every trace (to interrupt a run mid-way)."""
+    """Test scorer that sleeps `seconds` on every trace (to interrupt a run mid-way).
+
+    With `started` (a folder), it first creates a file there named by its process id: a test waits for
+    those rather than guessing how long start-up takes.
+    """
 
     name: ClassVar[str] = "t_engine_sleep"
     seconds: float
+    started: str = ""
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
+        if self.started:
+            (Path(self.started) / str(os.getpid())).touch()
         time.sleep(self.seconds)
         return self.result(True, 1.0, "slept")
 

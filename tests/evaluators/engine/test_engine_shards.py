@@ -176,7 +176,10 @@ def test_a_killed_worker_fails_the_run_instead_of_hanging(run_dir: tuple[Path, P
 def test_ctrl_c_stops_the_workers_too(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
     runs, _ = run_dir
     spec = tmp_path / "slow.yaml"
-    spec.write_text("cases:\n  - id: w\n    input: Weather in Paris?\n    expect: {t_engine_sleep: {seconds: 5}}\n")
+    started = tmp_path / "started"
+    started.mkdir()
+    sleep = json.dumps({"seconds": 5, "started": str(started)})
+    spec.write_text(f"cases:\n  - id: w\n    input: Weather in Paris?\n    expect: {{t_engine_sleep: {sleep}}}\n")
     # The CLI in a session of its own (a process group, as a terminal has), with the test scorers.
     driver = (
         f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import _engine_scorers; "
@@ -184,7 +187,12 @@ def test_ctrl_c_stops_the_workers_too(run_dir: tuple[Path, Path], tmp_path: Path
     )
     command = [sys.executable, "-c", driver, "score", str(runs), "--spec", str(spec), "--workers", "2"]
     proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(3)  # the workers are forked and sleeping in the scorer
+    # Both workers in the scorer (40 weather traces over 2 shards): each has set its Ctrl-C handling.
+    # Waiting a fixed time instead sent SIGINT before the CLI was even running when under load.
+    deadline = time.monotonic() + 300  # a guard against a hang, not a measure
+    while len(list(started.iterdir())) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=30)[1]
+        time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
