@@ -228,13 +228,30 @@ def start_process(
     receivers: dict[Connection, int],
     processes: list[multiprocessing.process.BaseProcess],
 ) -> None:
-    """Fork a process running `target(*args, sender)`, whose messages `receivers` reads (keyed by its place)."""
+    """Fork a process running `target(*args, sender)`, whose messages `receivers` reads (keyed by its place).
+
+    Ctrl-C reaches the whole process group: the process ignores it, the parent handles it and stops it.
+    SIGINT is held back over the fork, so that one arriving before the child ignores it cannot raise
+    KeyboardInterrupt there (in the parent's frames: the child would run the parent's handlers).
+    """
     receiver, sender = multiprocessing.get_context("fork").Pipe(duplex=False)
-    process = multiprocessing.get_context("fork").Process(target=target, args=(*args, sender), name=name, daemon=True)
-    process.start()
-    sender.close()  # the process holds the only write end: its exit ends our reads
-    receivers[receiver] = len(processes)
-    processes.append(process)
+    process = multiprocessing.get_context("fork").Process(
+        target=_ignoring_ctrl_c, args=(target, *args, sender), name=name, daemon=True
+    )
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        process.start()
+        sender.close()  # the process holds the only write end: its exit ends our reads
+        receivers[receiver] = len(processes)
+        processes.append(process)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C held meanwhile is raised here
+
+
+def _ignoring_ctrl_c(target: Callable[..., None], *args: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a held one is dropped: ignored
+    target(*args)
 
 
 def stop_processes(receivers: dict[Connection, int], processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
@@ -321,8 +338,6 @@ def _work(
 ) -> None:
     """A worker's whole life: score one shard, then hand over; errors go to the parent as messages."""
     message: tuple[str, Any]
-    # Ctrl-C reaches the whole process group: the parent handles it and stops the workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         spill = _PipeSpill(sender)
         local = dataclasses.replace(options, progress=spill.count)

@@ -12,7 +12,6 @@ name order are the rows a one-process run writes, in order), while the parent st
 from __future__ import annotations
 
 import multiprocessing
-import signal
 import sys
 import traceback
 from bisect import bisect_left
@@ -91,7 +90,6 @@ def _write_part(
 ) -> None:
     """A store writer's whole life: the rows of `cases` written as the part `name`; errors go to the parent."""
     message: tuple[str, Any]
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         rows = ScoreRows(parts.run, ScorerIndex(router.spec))
         # As the parent's `_finish`: the rows are many acyclic tuples; a collection would also scan
