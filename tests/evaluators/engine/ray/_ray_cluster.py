@@ -130,6 +130,9 @@ class Cluster:
         # A Ray started without an address writes ~/.ray/auth_token, and `ray start` then turns token
         # auth on, which drivers given an address do not: the test clusters keep it off either way.
         self.env["RAY_AUTH_MODE"] = "disabled"
+        # Ray Client's server starts a server process per `ray://` client and gives up on it after 30 s
+        # ("Initialization failure from server"): at load 30-46 its start (importing Ray) took longer.
+        self.env["RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S"] = "300"
         self.nodes: list[Node] = []
 
     @property
