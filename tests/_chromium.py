@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _serving import end
 from _venvs import locked
 from websockets.sync.client import ClientConnection, connect
 
@@ -205,12 +206,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     running (and writing into the profile) ~0.15 s after it, so removing the folder once the main
     process alone had exited failed with 'Directory not empty'. The whole process group is waited for.
     """
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    end(process)
     if not _group_gone(process.pid, timeout=10.0):
         with suppress(ProcessLookupError):  # children still there 10 s on: no clean exit left to wait for
             os.killpg(process.pid, signal.SIGKILL)

@@ -1,7 +1,8 @@
-"""A test HTTP server answering on a thread of its own for the length of a block."""
+"""A test HTTP server answering on a thread of its own for the length of a block; a server process's end."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,3 +20,13 @@ def serving(server: ThreadingHTTPServer) -> Iterator[int]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def end(process: subprocess.Popen[bytes] | subprocess.Popen[str], timeout: float = 10.0) -> None:
+    """Terminate `process` and wait for it; killed when it has not exited `timeout` seconds on."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

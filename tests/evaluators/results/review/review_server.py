@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from _serving import end
+
 URL = re.compile(r"evaltrace review: (http://127\.0\.0\.1:(\d+)/#token=([A-Za-z0-9_-]+))")
 START_TIMEOUT = 60.0
 
@@ -47,12 +49,7 @@ def review_server(*args: str | Path, cwd: Path) -> Iterator[Server]:
             raise AssertionError(f"no URL printed: {first!r}, stderr: {errors[-2000:]}")
         yield Server(url=match[1], port=int(match[2]), token=match[3], pid=process.pid)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        end(process)
         for pipe in (process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()
