@@ -25,7 +25,6 @@ built and scored but never written.
 from __future__ import annotations
 
 import logging
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evaltrace.collector.arrow_arrays import column
 from evaltrace.collector.gc_policy import bulk_collections
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.collector.traces.cache import built_batches, is_cached, table_batches
@@ -154,11 +154,6 @@ def score_table(
     score_stream_now(iter_table_traces(rows.undecided(_guarded(batches))), router, stats, spill, options)
 
 
-def _int64s(values: list[int]) -> pa.Array:
-    """`values` as an Arrow array, packed here: `pa.array` on a list would import pandas to look at it."""
-    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(array("q", values))])
-
-
 def _guarded(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     while True:
         try:
@@ -198,7 +193,7 @@ class _Rows:
             last = calls.top_rows[-1] if calls.top_rows else None
             self._carried = {last} if last in left else set()
             if left:
-                kept = batch.filter(pc.is_in(batch.column("top_row"), _int64s(sorted(left))))
+                kept = batch.filter(pc.is_in(batch.column("top_row"), column(sorted(left), pa.int64())))
                 if kept.num_rows:
                     yield kept
 
