@@ -196,7 +196,7 @@ class _Level:
         columns = zip(*self._values[:used], strict=True)
         made = [column(values, _type(name)) for name, values in zip(self._names, columns, strict=True)]
         if used < size:  # values repeated onto several rows (an entry's samples, a sample's results)
-            indices = pa.Array.from_buffers(pa.int64(), size, [None, pa.py_buffer(self._of[:size])])
+            indices = column(self._of[:size], pa.int64())
             made = [values.take(indices) for values in made]
         # Values no waiting row repeats any more are dropped; positions start from 0 again.
         left = self._of[size:]
