@@ -10,48 +10,61 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING
 
-import typer
-
-from evaltrace.cli import calibrate as calibrate_command
-from evaltrace.cli import clean, compact, compare, doctor, history, runs, schema, score, scorers, traces, version
-from evaltrace.cli import collect as collect_command
-from evaltrace.cli import import_ as import_command
-from evaltrace.cli import labels as labels_command
-from evaltrace.cli import replay as replay_command
-from evaltrace.cli import review as review_command
-from evaltrace.cli import run as run_command
-from evaltrace.cli._app import OutputClosed, app
-from evaltrace.cli._scoring import EXIT_CODES_HELP
 from evaltrace.collector.errors import EvaltraceError
 from evaltrace.collector.terminal import inline
+
+if TYPE_CHECKING:
+    import typer
 
 # The CLI's pyarrow buffers come from the C library's malloc rather than the wheels' default
 # mimalloc: reading span files was 15% faster and peaked 80 MB lower (benchmarks/RESULTS.md).
 # Set before pyarrow is first imported (commands import it lazily); a user's choice wins.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
-# The commands, in the order `evaltrace --help` lists them (Typer keeps the order of registration).
-app.callback()(version.root)
-app.command()(version.version)
-app.command()(doctor.doctor)
-app.command(epilog=EXIT_CODES_HELP)(score.score)
-app.command()(schema.schema)
-app.command(epilog=EXIT_CODES_HELP)(run_command.run)
-app.command(epilog=compare.COMPARE_EXIT_CODES)(compare.compare)
-app.command(epilog=history.HISTORY_EXIT_CODES)(history.history)
-app.command()(runs.runs)
-app.command()(clean.clean)
-app.command()(compact.compact)
-app.command("scorers")(scorers.scorers)
-app.command("traces")(traces.traces_command)
-app.command("show")(traces.show_command)
-app.command("replay")(replay_command.replay)
-app.command("import")(import_command.import_command)
-app.command("collect")(collect_command.collect)
-app.command("review")(review_command.review)
-app.add_typer(labels_command.labels_app)
-app.command("calibrate", epilog=calibrate_command.CALIBRATE_EXIT_CODES)(calibrate_command.calibrate)
+
+@cache
+def _app() -> typer.Typer:
+    """The app with every command registered, in the order `evaltrace --help` lists them.
+
+    The commands (Typer, pydantic, pyarrow: a few hundred ms) are imported here, inside `main`'s error
+    boundary rather than when this module is, so a Ctrl-C while they load is an interruption, not a traceback.
+    """
+    from evaltrace.cli import calibrate as calibrate_command
+    from evaltrace.cli import clean, compact, compare, doctor, history, runs, schema, score, scorers, traces, version
+    from evaltrace.cli import collect as collect_command
+    from evaltrace.cli import import_ as import_command
+    from evaltrace.cli import labels as labels_command
+    from evaltrace.cli import replay as replay_command
+    from evaltrace.cli import review as review_command
+    from evaltrace.cli import run as run_command
+    from evaltrace.cli._app import app
+    from evaltrace.cli._scoring import EXIT_CODES_HELP
+
+    app.callback()(version.root)
+    app.command()(version.version)
+    app.command()(doctor.doctor)
+    app.command(epilog=EXIT_CODES_HELP)(score.score)
+    app.command()(schema.schema)
+    app.command(epilog=EXIT_CODES_HELP)(run_command.run)
+    app.command(epilog=compare.COMPARE_EXIT_CODES)(compare.compare)
+    app.command(epilog=history.HISTORY_EXIT_CODES)(history.history)
+    app.command()(runs.runs)
+    app.command()(clean.clean)
+    app.command()(compact.compact)
+    app.command("scorers")(scorers.scorers)
+    app.command("traces")(traces.traces_command)
+    app.command("show")(traces.show_command)
+    app.command("replay")(replay_command.replay)
+    app.command("import")(import_command.import_command)
+    app.command("collect")(collect_command.collect)
+    app.command("review")(review_command.review)
+    app.add_typer(labels_command.labels_app)
+    app.command("calibrate", epilog=calibrate_command.CALIBRATE_EXIT_CODES)(calibrate_command.calibrate)
+    return app
+
 
 _INTERRUPTED = 130
 """The exit code after Ctrl-C (128 + SIGINT), as shells report it."""
@@ -82,18 +95,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
     args = _fill_optional_values(list(argv) if argv is not None else sys.argv[1:])
     try:
-        result = app(args=args, prog_name="evaltrace", standalone_mode=False)
+        import typer
+
+        from evaltrace.cli._app import OutputClosed
+
+        result = _app()(args=args, prog_name="evaltrace", standalone_mode=False)
     except EvaltraceError as exc:
         _error(str(exc))
         return 2
+    except KeyboardInterrupt:  # also while the commands are still being imported
+        result = _INTERRUPTED
+    except typer.Abort:
+        result = _INTERRUPTED
     except typer.TyperException as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
             print(exc.format_message(), file=sys.stderr)  # the help text itself
         else:
             _error(exc.format_message())
         return 2
-    except (typer.Abort, KeyboardInterrupt):
-        result = _INTERRUPTED
     except OutputClosed:
         _discard_stdout()
         return _OUTPUT_CLOSED
