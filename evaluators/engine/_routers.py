@@ -30,7 +30,6 @@ from evaltrace.evaluators.results.report.model import (
     EntryStatus,
     SampleResult,
     SampleStatus,
-    ScorerInfo,
     UnmatchedTrace,
 )
 from evaltrace.evaluators.results.report.sample_row import SampleRow, sample_jsons
@@ -38,9 +37,10 @@ from evaltrace.evaluators.results.report.terminal import FailureDigest
 from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, park
 from evaltrace.evaluators.results.store.identities import ScorerIdentity, ScorerPairing
 from evaltrace.evaluators.results.store.sides import pack_sides
-from evaltrace.evaluators.scoring.scorers.base import Scorer, ScorerConfig
+from evaltrace.evaluators.scoring.scorers.base import Scorer
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy, normalize_input
+from evaltrace.evaluators.scoring.spec.scorer_infos import ScorerList, distinct, scorer_row
 
 _UNMATCHED_INPUT_CHARS = 200
 _SAMPLE_STATUSES: tuple[SampleStatus, ...] = get_args(SampleStatus)
@@ -109,34 +109,6 @@ class Totals:
             self.rates.append(pass_rate)
 
 
-class ScorerInfos:
-    """The report's scorer list: each (name, configuration hash) once, in the order first given."""
-
-    def __init__(self) -> None:
-        self._infos: dict[tuple[str, str], ScorerInfo | None] = {}
-        self._texts: list[tuple[str, int, str, str]] = []
-        """Scorers whose configuration is known as text (name, version, hash, text): made at the end, at once."""
-
-    def add(self, scorer: Scorer, known: ScorerConfig | None = None) -> None:
-        """Note `scorer`, with its `scorer_config` when already known."""
-        digest = known[0] if known is not None else scorer.config_hash()
-        key = (scorer.name, digest)
-        if key in self._infos:
-            return
-        if known is not None and known[1] is not None:
-            self._infos[key] = None
-            self._texts.append((scorer.name, scorer.version, digest, known[1]))
-            return
-        config = scorer.model_dump(mode="json")
-        self._infos[key] = ScorerInfo(name=scorer.name, version=scorer.version, config_hash=digest, config=config)
-
-    def infos(self) -> list[ScorerInfo]:
-        for info in ScorerInfo.from_config_json(self._texts):
-            self._infos[(info.name, info.config_hash)] = info
-        self._texts = []
-        return [info for info in self._infos.values() if info is not None]
-
-
 class TraceRouter:
     """Without a spec: every trace is scored by the defaults and is its own entry."""
 
@@ -151,12 +123,9 @@ class TraceRouter:
     def scorers(self) -> list[Scorer]:
         return list(self._scorers)
 
-    def scorer_infos(self) -> list[ScorerInfo]:
+    def scorer_infos(self) -> ScorerList:
         """The report's scorer list."""
-        infos = ScorerInfos()
-        for scorer in self._scorers:
-            infos.add(scorer)
-        return infos.infos()
+        return distinct(scorer_row(scorer) for scorer in self._scorers)
 
     def route(self, trace: Trace, stats: RunStats) -> list[Job]:
         return [_keyed(trace.case_id, score_trace(trace, None, self._scorers, stats))]
@@ -211,14 +180,9 @@ class SpecRouter:
     def scorers(self) -> list[Scorer]:
         return [s for case in self.selected for turn in self.spec.case_scorers[case.id] for s in turn]
 
-    def scorer_infos(self) -> list[ScorerInfo]:
-        """The report's scorer list, from the configurations the spec computed when it was compiled."""
-        infos = ScorerInfos()
-        for case in self.selected:
-            scorers = [s for turn in self.spec.case_scorers[case.id] for s in turn]
-            for scorer, known in zip(scorers, self.spec.scorer_configs[case.id], strict=True):
-                infos.add(scorer, known)
-        return infos.infos()
+    def scorer_infos(self) -> ScorerList:
+        """The report's scorer list, from the rows the spec made when it was compiled."""
+        return self.spec.scorer_infos(self.selected)
 
     def route(self, trace: Trace, stats: RunStats) -> list[Job]:
         cases = self._cases_for(trace)

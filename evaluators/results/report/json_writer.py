@@ -74,7 +74,7 @@ class ReportWriter(AbortOnExit):
 
     def finish(self, report: Report) -> None:
         """Write the header keys of `report` (its `entries` are not written) and publish the file."""
-        header = report.model_dump_json(exclude={"entries"}).encode()
+        header = report.header_json()
         self._put((b"]," if self._entries else b'{"entries":[],') + header[1:] + b"\n")
         try:
             self._out.flush()

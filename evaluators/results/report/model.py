@@ -20,14 +20,15 @@ passes when the pass rate is at least the confidence threshold (default 1.0: eve
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import Sequence
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from evaltrace.evaluators.scoring.spec.scorer_infos import ScorerInfo as ScorerInfo
+from evaltrace.evaluators.scoring.spec.scorer_infos import ScorerList
 
 REPORT_SCHEMA_VERSION = 1
 # Pass rates are sums of fractions; a rounding error must not fail a gate sitting exactly at the threshold.
@@ -127,49 +128,6 @@ class EntryResult(_ReportModel):
     tags: list[str] = Field(default_factory=list)
 
 
-class ScorerInfo(_ReportModel):
-    """A scorer that ran, so a past report's scores can be compared with a new scoring."""
-
-    name: str
-    version: int
-    config_hash: str
-    config: dict[str, Any]
-
-    @classmethod
-    def from_config_json(cls, rows: Sequence[tuple[str, int, str, str]]) -> list[ScorerInfo]:
-        """Scorers given as (name, version, configuration hash, configuration as `config_json()` text).
-
-        The texts come from `json.dumps` of a scorer's JSON-mode dump (a scoring worker made them):
-        they are parsed in one go, and `config_json()` gives them back.
-        """
-        configs = json.loads("[" + ",".join(text for *_, text in rows) + "]")
-        made = []
-        for (name, version, digest, text), config in zip(rows, configs, strict=True):
-            # Validated: faster than `model_construct` for this model.
-            info = cls(name=name, version=version, config_hash=digest, config=config)
-            _CONFIG_JSON[id(info)] = (weakref.ref(info, partial(_forget, id(info))), info.config, text)
-            made.append(info)
-        return made
-
-    def config_json(self) -> str:
-        """The configuration as JSON text: `json.dumps` of it, as the score store keeps it."""
-        known = _CONFIG_JSON.get(id(self))
-        if known is not None and known[0]() is self and known[1] is self.config:
-            return known[2]
-        return json.dumps(self.config)
-
-
-def _forget(key: int, _: object) -> None:
-    _CONFIG_JSON.pop(key, None)
-
-
-_CONFIG_JSON: dict[int, tuple[weakref.ref[ScorerInfo], dict[str, Any], str]] = {}
-"""The JSON text a `ScorerInfo` was made from (`from_config_json`), by object: a scoring worker made the
-text, and a 10,000-case spec's texts took the parent a tenth of a second to make again. Kept beside the
-model rather than in it, so it takes no part in comparing reports; dropped with the model, and not used
-once `config` was replaced."""
-
-
 class LatencyStats(_ReportModel):
     """Trace durations over the scored traces."""
 
@@ -256,7 +214,8 @@ class Report(_ReportModel):
     gate_reason: str
     counts: Counts
     entries: list[EntryResult]
-    scorers: list[ScorerInfo] = Field(default_factory=list)
+    scorers: ScorerList = Field(default_factory=ScorerList)
+    """Each scorer that ran, once per (name, configuration hash): a list of `ScorerInfo` (see `ScorerList`)."""
     scorer_counts: list[ScorerCount] = Field(default_factory=list)
     """Per scorer, in the order first seen: verdicts passed, failed, not applied, and on unrecorded evidence."""
     latency: LatencyStats = Field(default_factory=LatencyStats)
@@ -271,6 +230,17 @@ class Report(_ReportModel):
     def to_json(self) -> str:
         """The report as indented JSON text."""
         return self.model_dump_json(indent=2) + "\n"
+
+    def header_json(self) -> bytes:
+        """`model_dump_json(exclude={"entries"})`, the scorer list copied from its rows' JSON (`ScorerList.json`)."""
+        head = self.model_dump_json(include=_BEFORE_SCORERS).encode()
+        tail = self.model_dump_json(include=_AFTER_SCORERS).encode()
+        return head[:-1] + b',"scorers":' + self.scorers.json() + b"," + tail[1:]
+
+
+_FIELDS = list(Report.model_fields)
+_BEFORE_SCORERS = set(_FIELDS[: _FIELDS.index("scorers")]) - {"entries"}
+_AFTER_SCORERS = set(_FIELDS[_FIELDS.index("scorers") + 1 :])
 
 
 def evaluate_gate(entries: list[EntryResult], confidence: float) -> Gate:

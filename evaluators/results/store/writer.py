@@ -263,8 +263,8 @@ class StoreWriter:
             "score_rows": self._rows.total,
             "scorer_errors": self._rows.errors,
             "scorers": [
-                {"name": s.name, "version": s.version, "config_hash": s.config_hash, "config": s.config_json()}
-                for s in report.scorers
+                {"name": name, "version": version, "config_hash": digest, "config": text}
+                for name, version, digest, text in report.scorers.configs()
             ],
             "latency_p50_seconds": report.latency.p50_seconds,
             "latency_p95_seconds": report.latency.p95_seconds,

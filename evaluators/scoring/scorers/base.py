@@ -164,20 +164,6 @@ class Scorer(BaseModel, ABC):
         return self.result(None, reason=reason, unrecorded=True, **details)
 
 
-ScorerConfig = tuple[str, str | None]
-"""A scorer's configuration hash, and its configuration as JSON text (`None`: not JSON-encodable)."""
-
-
-def scorer_config(scorer: Scorer) -> ScorerConfig:
-    """`scorer`'s configuration hash and configuration JSON text (as the report and the score store keep them)."""
-    dumped = scorer.model_dump(mode="json")  # once, for the text and the hash
-    try:
-        text: str | None = json.dumps(dumped)
-    except (TypeError, ValueError):  # left for the report to fail on, as it always has
-        text = None
-    return scorer.config_hash(dumped), text
-
-
 def reads_histories(scorers: Iterable[Scorer]) -> bool:
     """Whether any of `scorers` reads the iterations' prompts (so traces must be read with them)."""
     return any(scorer.reads_histories for scorer in scorers)

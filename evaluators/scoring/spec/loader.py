@@ -18,6 +18,7 @@ as it grows cost more than the rest of a large spec's validation.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -29,12 +30,7 @@ from pydantic import BaseModel, ValidationError
 from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.evaluators.errors import SpecError
 from evaltrace.evaluators.scoring.columns import prepare
-from evaltrace.evaluators.scoring.scorers.base import (
-    Scorer,
-    ScorerConfig,
-    is_builtin,
-    scorer_config,
-)
+from evaltrace.evaluators.scoring.scorers.base import Scorer, is_builtin
 from evaltrace.evaluators.scoring.spec._errors import locate, render_pydantic_error, render_schema_error
 from evaltrace.evaluators.scoring.spec._expect import (
     ScorerBuilder,
@@ -45,6 +41,7 @@ from evaltrace.evaluators.scoring.spec._expect import (
 )
 from evaltrace.evaluators.scoring.spec.cache import SpecEntry
 from evaltrace.evaluators.scoring.spec.model import Case, Expect, ExpectedToolCall, Spec, normalize_input
+from evaltrace.evaluators.scoring.spec.scorer_infos import ScorerList, ScorerRow, scorer_row
 
 
 @dataclass(frozen=True)
@@ -58,8 +55,10 @@ class LoadedSpec:
     """The spec's `scorers:`, applied to every entry."""
     case_scorers: dict[str, tuple[tuple[Scorer, ...], ...]]
     """Per case id, the scorers of each turn (one tuple for a single-turn case), globals first."""
-    scorer_configs: dict[str, tuple[ScorerConfig, ...]]
-    """Per case id, its scorers' (all turns', in order) `scorer_config`: hashed once, when compiled."""
+    scorer_rows: list[ScorerRow]
+    """The report's scorer list, made when compiled (`scorer_infos.py`): each (name, hash) once, first seen first."""
+    case_rows: dict[str, tuple[int, ...]]
+    """Per case id, its scorers' (all turns', in order) rows in `scorer_rows`."""
     by_input: dict[str, list[Case]]
     """Per whitespace-normalised input (a multi-turn case's first turn's), its cases in file order."""
 
@@ -67,6 +66,11 @@ class LoadedSpec:
     def cases(self) -> list[Case]:
         """The spec's cases, in file order."""
         return list(self.spec.cases)
+
+    def scorer_infos(self, cases: Iterable[Case]) -> ScorerList:
+        """The report's scorer list for these cases: their scorers, each (name, hash) once, first seen first."""
+        rows = self.scorer_rows
+        return ScorerList([rows[i] for i in dict.fromkeys(i for case in cases for i in self.case_rows[case.id])])
 
 
 def load_spec(path: str | Path, *, cache: bool = True) -> LoadedSpec:
@@ -248,7 +252,6 @@ def compile_spec(spec: Spec, label: str) -> LoadedSpec:
     builder = ScorerBuilder()
     globals_ = tuple(builder.build(scorer_ref_request(ref, i), label) for i, ref in enumerate(spec.scorers))
     per_case: dict[str, tuple[tuple[Scorer, ...], ...]] = {}
-    configs: dict[int, ScorerConfig] = {}  # by scorer object: shared scorers (the globals) are hashed once
     for case in spec.cases:
         where = f"{label}: case {case.id!r}"
         if case.turns is not None:
@@ -256,16 +259,14 @@ def compile_spec(spec: Spec, label: str) -> LoadedSpec:
         else:
             expects = [(case.expect, "expect")]
         per_case[case.id] = tuple(globals_ + _build(builder, expect, prefix, where) for expect, prefix in expects)
-    scorer_configs = {
-        case_id: tuple(configs.get(id(s)) or _compiled(configs, s) for s in _flat(turns))
-        for case_id, turns in per_case.items()
-    }
+    rows = _ScorerRows()
     return LoadedSpec(
         path=label,
         spec=spec,
         global_scorers=globals_,
         case_scorers=per_case,
-        scorer_configs=scorer_configs,
+        case_rows={case_id: tuple(rows.index(s) for s in _flat(turns)) for case_id, turns in per_case.items()},
+        scorer_rows=rows.rows,
         by_input=_by_input(spec.cases),
     )
 
@@ -305,10 +306,24 @@ def _share_equal_parts(spec: Spec) -> None:
                     expect.__dict__[key] = parts.setdefault(found, part)
 
 
-def _compiled(configs: dict[int, ScorerConfig], scorer: Scorer) -> ScorerConfig:
-    """`scorer`'s config, hashed once per scorer object; its columnar form's plan made too (kept in the cache)."""
-    prepare(scorer)
-    return configs.setdefault(id(scorer), scorer_config(scorer))
+class _ScorerRows:
+    """The spec's distinct scorers' rows (`scorer_row`), in the order first met."""
+
+    def __init__(self) -> None:
+        self.rows: list[ScorerRow] = []
+        self._by_object: dict[int, int] = {}  # shared scorers (the globals) are dumped and hashed once
+        self._by_key: dict[tuple[str, str], int] = {}
+
+    def index(self, scorer: Scorer) -> int:
+        """`scorer`'s row; its columnar form's plan made too (kept in the cache)."""
+        known = self._by_object.get(id(scorer))
+        if known is None:
+            prepare(scorer)
+            row = scorer_row(scorer)
+            known = self._by_object[id(scorer)] = self._by_key.setdefault((row[0], row[2]), len(self.rows))
+            if known == len(self.rows):
+                self.rows.append(row)
+        return known
 
 
 def _flat(turns: tuple[tuple[Scorer, ...], ...]) -> list[Scorer]:

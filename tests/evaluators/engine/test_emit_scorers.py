@@ -10,17 +10,22 @@ from __future__ import annotations
 import json
 import pickle
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pyarrow.parquet as pq
 import pytest
+from pydantic import ValidationError
 from test_engine_shards import record_spec_run
 
+from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine import scoring
 from evaltrace.evaluators.engine.scoring import ScoreOptions
-from evaltrace.evaluators.results.report.model import ScorerInfo
+from evaltrace.evaluators.results.report.model import Report, ScorerInfo
 from evaltrace.evaluators.results.store.identities import ScorerPairing
 from evaltrace.evaluators.results.store.writer import open_store
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec, load_spec
+from evaltrace.evaluators.scoring.spec.scorer_infos import ScorerList, distinct, scorer_row
 
 
 @pytest.fixture(scope="module")
@@ -61,25 +66,52 @@ def test_the_scorer_list_and_stored_texts_are_the_spec_scorers(
     assert [row["config_hash"] for row in stored] == [info.config_hash for info in expected]
 
 
-def test_a_scorer_given_its_json_text_is_the_scorer_given_its_configuration() -> None:
-    config = {"expected": [{"name": "caf\u00e9", "arguments": {"n": 1.5, "k": [1, None]}}], "mode": "strict"}
-    text = json.dumps(config)
-    (made,) = ScorerInfo.from_config_json([("trajectory", 2, "0123456789ab", text)])
-    plain = ScorerInfo(name="trajectory", version=2, config_hash="0123456789ab", config=config)
-    assert made == plain and made.model_dump_json() == plain.model_dump_json()
-    assert made.config_json() == plain.config_json() == text
+class _Configured(Scorer):
+    """A scorer whose configuration is any JSON data (and, for the fallback, any Python value)."""
+
+    name: ClassVar[str] = "t_emit_configured"
+    config: Any = None
+
+    def score(self, trace: Trace, case: Any | None = None) -> Score:
+        return self.result(True)
 
 
-def test_scorers_made_from_texts_at_once_keep_their_order_and_texts() -> None:
-    configs = [{"b": 1, "a": "\u00e9"}, {"expected": []}, {}]
-    rows = [(f"s{i}", i, f"{i:012d}", json.dumps(config)) for i, config in enumerate(configs)]
-    made = ScorerInfo.from_config_json(rows)
-    assert [(m.name, m.version, m.config_hash, m.config) for m in made] == [
-        r[:3] + (c,) for r, c in zip(rows, configs, strict=True)
-    ]
-    assert [m.config_json() for m in made] == [r[3] for r in rows] and list(made[0].config) == ["b", "a"]
-    made[0].config = {"other": True}  # a replaced configuration is dumped anew
-    assert made[0].config_json() == '{"other": true}' and ScorerInfo.from_config_json([]) == []
+CONFIGS = [
+    {"expected": [{"name": "caf\u00e9 \u2603 \U0001f600", "arguments": {"n": 1.5, "k": [1, None], "e": 1e-05}}]},
+    {"big": 1e16, "small": -2.5e-300, "inf": float("inf"), "nan": float("nan"), "int": 2**70, "ctl": "\x00\u2028</"},
+    {"b": 1, "a": {"nested": [True, False, {}]}},
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_a_scorer_row_is_the_report_s_scorer_info_and_the_store_s_text(config: object) -> None:
+    """The row made when the spec is compiled gives the same JSON, model and text as the model made at the end did."""
+    scorer = _Configured(config=config)
+    dumped = scorer.model_dump(mode="json")
+    info = ScorerInfo(name=scorer.name, version=scorer.version, config_hash=scorer.config_hash(), config=dumped)
+    listed = ScorerList([scorer_row(scorer)])
+    assert listed.json() == b"[" + info.model_dump_json().encode() + b"]"
+    assert listed.configs() == [(info.name, info.version, info.config_hash, json.dumps(info.config))]
+    assert list(listed) == [info] or config is CONFIGS[1]  # nan != nan: compared as JSON below
+    assert ScorerList(infos=listed.infos()).json() == listed.json()
+
+
+def test_a_scorer_list_is_a_report_field_as_a_list_of_scorer_infos_was() -> None:
+    rows = [scorer_row(_Configured(config=config)) for config in CONFIGS[::2]]
+    listed = distinct([*rows, rows[0]])  # each (name, hash) once
+    infos = listed.infos()
+    head = {"evaltrace_version": "0", "created_at": "2026-01-01T00:00:00Z", "inputs": {}, "passed": True}
+    fields = {**head, "pass_rate": 1.0, "confidence": 1.0, "gate_reason": "", "counts": {}, "entries": []}
+    lazy, plain = (
+        Report.model_validate({**fields, "scorers": listed}),
+        Report.model_validate({**fields, "scorers": infos}),
+    )
+    assert lazy.scorers is listed and isinstance(plain.scorers, ScorerList) and lazy == plain
+    assert lazy.to_json() == plain.to_json() and lazy.model_dump() == plain.model_dump()
+    assert lazy.header_json() == plain.header_json() == lazy.model_dump_json(exclude={"entries"}).encode()
+    assert Report.model_validate_json(lazy.to_json()) == lazy and len(lazy.scorers) == 2 and lazy.scorers[1] == infos[1]
+    with pytest.raises(ValidationError, match="scorers.0.version"):
+        Report.model_validate({**fields, "scorers": [{"name": "x", "version": "?", "config_hash": "", "config": {}}]})
 
 
 def test_a_pickled_pairing_keeps_no_identity_by_object_id(run_dir: tuple[Path, Path]) -> None:

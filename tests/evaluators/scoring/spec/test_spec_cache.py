@@ -67,11 +67,12 @@ def _entries(root: Path) -> list[Path]:
 def _same(loaded: LoadedSpec, fresh: LoadedSpec) -> None:
     """`loaded` is the spec `fresh` compiled: its cases, scorers, their hashes and configurations."""
     assert loaded.spec == fresh.spec and loaded.global_scorers == fresh.global_scorers
-    assert loaded.case_scorers == fresh.case_scorers and loaded.scorer_configs == fresh.scorer_configs
+    assert loaded.case_scorers == fresh.case_scorers and loaded.case_rows == fresh.case_rows
+    assert loaded.scorer_rows == fresh.scorer_rows
     for case_id, turns in loaded.case_scorers.items():
         hashes = [s.config_hash() for turn in turns for s in turn]
         assert hashes == [s.config_hash() for turn in fresh.case_scorers[case_id] for s in turn]
-        assert hashes == [digest for digest, _ in loaded.scorer_configs[case_id]]
+        assert hashes == [loaded.scorer_rows[i][2] for i in loaded.case_rows[case_id]]
         assert all(s.spec_check for turn in turns for s in turn[1:])
         # Read back as it was compiled, down to which fields were set (models sharing that set in the pickle).
         dumps = [s.model_dump(exclude_unset=True) for turn in turns for s in turn]
