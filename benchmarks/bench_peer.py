@@ -28,7 +28,9 @@ minutes, so only runs close in time compare):
 
 Each is a fresh process: wall time, CPU time (user + system, children included), the largest
 process's peak RSS (`wait4`'s `ru_maxrss`) and the peak of the whole process tree's summed RSS
-(sampled every 20 ms from /proc, so multi-process runs are not flattered). After every run the
+(sampled every 20 ms from /proc, so multi-process runs are not flattered), and beside it the tree's
+summed PSS (`smaps_rollup`): forked workers share their parent's pages, which summed RSS counts once
+per process and PSS once in all, so PSS is what the tree takes from the machine. After every run the
 failing cases are read back and must be exactly the planted ones, in every tool: the benchmark
 stops with an error if any tool disagrees.
 """
@@ -150,27 +152,33 @@ class Run:
     returncode: int
     query: float | None = None  # the floor's query alone
     cache_miss: bool = False  # a warm run that wrote the traces cache (the code changed since it was filled)
+    tree_pss_mb: float = 0.0  # the tree's summed PSS at its peak, sampled (0: not measured, an older result)
 
 
-def _tree_rss_kb(pid: int) -> int:
-    """Summed VmRSS of `pid` and its descendants (0 for those already gone)."""
-    total, stack = 0, [pid]
+def _tree_kb(pid: int) -> tuple[int, int]:
+    """Summed VmRSS and PSS of `pid` and its descendants, in KB (0 for those already gone)."""
+    rss, pss, stack = 0, 0, [pid]
     while stack:
         current = stack.pop()
         try:
-            with open(f"/proc/{current}/status", encoding="ascii") as status:
-                total += next((int(line.split()[1]) for line in status if line.startswith("VmRSS:")), 0)
+            rss += _proc_kb(f"/proc/{current}/status", "VmRSS:")
+            pss += _proc_kb(f"/proc/{current}/smaps_rollup", "Pss:")
             for task in os.listdir(f"/proc/{current}/task"):
                 with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as children:
                     stack += [int(c) for c in children.read().split()]
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
-    return total
+    return rss, pss
+
+
+def _proc_kb(path: str, key: str) -> int:
+    with open(path, encoding="ascii") as lines:
+        return next((int(line.split()[1]) for line in lines if line.startswith(key)), 0)
 
 
 def measure(tool: str, cmd: Sequence[str], env: dict[str, str], stdout: Path) -> Run:
     """Run `cmd` to completion; its wall and CPU time and peak memory (see the module docstring)."""
-    peak_tree = 0
+    peak_tree = peak_pss = 0
     done = threading.Event()
     with stdout.open("wb") as out:
         started = time.perf_counter()
@@ -178,9 +186,10 @@ def measure(tool: str, cmd: Sequence[str], env: dict[str, str], stdout: Path) ->
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.PIPE, env=env, cwd=stdout.parent)
 
         def sample() -> None:
-            nonlocal peak_tree
+            nonlocal peak_tree, peak_pss
             while not done.is_set():
-                peak_tree = max(peak_tree, _tree_rss_kb(proc.pid))
+                rss, pss = _tree_kb(proc.pid)
+                peak_tree, peak_pss = max(peak_tree, rss), max(peak_pss, pss)
                 done.wait(0.02)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -196,7 +205,7 @@ def measure(tool: str, cmd: Sequence[str], env: dict[str, str], stdout: Path) ->
         tail = errors.decode(errors="replace").strip().splitlines()[-15:]
         raise SystemExit(f"{tool} failed (exit {proc.returncode}): {' '.join(cmd)}\n" + "\n".join(tail))
     cpu = usage.ru_utime + usage.ru_stime
-    return Run(tool, wall, cpu, usage.ru_maxrss / 1024, peak_tree / 1024, proc.returncode)
+    return Run(tool, wall, cpu, usage.ru_maxrss / 1024, peak_tree / 1024, proc.returncode, tree_pss_mb=peak_pss / 1024)
 
 
 # --- the three tools --------------------------------------------------------------------------
@@ -401,7 +410,7 @@ def report_table(results: dict[str, list[Run]], no_cache: bool) -> str:
         "floor": "DuckDB floor, process",
     }
     lines = [
-        f"{'tool':42} {'wall s':>7} {'(min-max)':>13} {'CPU s':>7} {'peak MB':>8} {'tree MB':>8} "
+        f"{'tool':42} {'wall s':>7} {'(min-max)':>13} {'CPU s':>7} {'peak MB':>8} {'tree MB':>8} {'PSS MB':>7} "
         f"{'x wall':>7} {'x CPU':>6}  aim",
     ]
     for tool in TOOLS:
@@ -416,13 +425,16 @@ def report_table(results: dict[str, list[Run]], no_cache: bool) -> str:
             aim = f">= {AIMS[tool]:.0f}x: {'met' if met else 'NOT met'}; RSS <= {RSS_AIM_MB:.0f} MB: {rss}"
         lines.append(
             f"{label[tool]:42} {wall:7.2f} {spread:>13} {cpu:7.2f} {_median(runs, 'peak_mb'):8.0f} "
-            f"{_median(runs, 'tree_mb'):8.0f} {base / wall:6.1f}x {base_cpu / cpu:5.1f}x  {aim}"
+            f"{_median(runs, 'tree_mb'):8.0f} {_median(runs, 'tree_pss_mb'):7.0f} {base / wall:6.1f}x "
+            f"{base_cpu / cpu:5.1f}x  {aim}"
         )
     query = statistics.median(r.query for r in results["floor"] if r.query is not None)
     misses = sum(r.cache_miss for r in results["warm"])
     if misses:
         lines.insert(0, f"({misses} warm runs missed the cache and are left out of the warm row when any hit it)")
-    lines.append(f"{'DuckDB floor, query alone':42} {query:7.3f} {'':>13} {'':>7} {'':>8} {'':>8} {base / query:6.0f}x")
+    lines.append(
+        f"{'DuckDB floor, query alone':42} {query:7.3f} {'':>13} {'':>7} {'':>8} {'':>8} {'':>7} {base / query:6.0f}x"
+    )
     return "\n".join(lines)
 
 
@@ -519,7 +531,7 @@ def main() -> None:
             results[tool].append(run)
             print(
                 f"round {round_ + 1} {tool:10} {run.wall:7.2f} s wall, {run.cpu:7.2f} s CPU, "
-                f"peak {run.peak_mb:5.0f} MB, tree {run.tree_mb:5.0f} MB"
+                f"peak {run.peak_mb:5.0f} MB, tree {run.tree_mb:5.0f} MB (PSS {run.tree_pss_mb:5.0f} MB)"
                 + (f", query {run.query:.3f} s" if run.query is not None else "")
                 + (" (MISSED the cache: the code changed since it was filled)" if run.cache_miss else ""),
                 flush=True,
