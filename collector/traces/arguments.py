@@ -59,21 +59,6 @@ class Rules:
     casefold: bool = False
 
 
-def value_diffs(expected: Any, actual: Any, rules: ArgumentRules, path: str = "") -> list[str]:
-    """The differences between two values, each `path: expected X, got Y`; empty when they match.
-
-    Args:
-        expected: The expected value.
-        actual: The recorded value.
-        rules: Key mode, trimming and case folding.
-        path: Location prefix used in the messages.
-
-    Returns:
-        One message per difference found (an empty list means the values match).
-    """
-    return list(iter_value_diffs(expected, actual, rules, path))
-
-
 def iter_argument_diffs(
     expected: Mapping[str, Any], arguments: Any, truncated: bool, rules: ArgumentRules
 ) -> Iterator[str]:
@@ -122,7 +107,7 @@ def _values_match(expected: Any, actual: Any, rules: ArgumentRules) -> bool:
 
 
 def iter_value_diffs(expected: Any, actual: Any, rules: ArgumentRules, path: str = "") -> Iterator[str]:
-    """Lazily, the differences `value_diffs` lists (stop at the first for a yes/no answer)."""
+    """Lazily, how two values differ, each `path: expected X, got Y` (none: they match; stop at the first)."""
     kind = type(expected)
     if kind is type(actual) and kind is not dict and kind is not list and expected == actual:
         return  # equal values of one type stay equal after trimming and case folding

@@ -29,7 +29,6 @@ from evaltrace.collector.traces.arguments import (
     iter_argument_diffs,
 )
 from evaltrace.collector.traces.arguments import short as short
-from evaltrace.collector.traces.arguments import value_diffs as value_diffs
 from evaltrace.collector.traces.records import ToolCall
 from evaltrace.evaluators.scoring.scorers.base import Scorer
 

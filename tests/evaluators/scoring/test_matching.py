@@ -7,6 +7,7 @@ from _rule_traces import call
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from evaltrace.collector.traces.arguments import ArgumentRules, iter_value_diffs
 from evaltrace.collector.traces.records import ToolCall
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
@@ -16,10 +17,13 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     canonical_arguments,
     lcs_pairs,
     max_bipartite_matching,
-    value_diffs,
 )
 
 DEFAULT = ArgumentMatch()
+
+
+def value_diffs(expected: Any, actual: Any, rules: ArgumentRules) -> list[str]:
+    return list(iter_value_diffs(expected, actual, rules))
 
 
 @pytest.mark.parametrize(
