@@ -107,23 +107,21 @@ def decode_spans(request: dict[str, Any], limits: SpanLimits | None = None) -> d
     Raises:
         InputError: the request is not valid OTLP/JSON (naming the field).
     """
-    out: decode.Decoded[ReadableSpan] = decode.Decoded()
-    hold = _Hold(limits, out)
-    for places, resource, scope, items in _groups(request, _TRACE_LEVELS):
-        _collect(items, partial(_span, resource=resource, scope=scope, hold=hold), places, out)
-    return out
+    return _decode(request, limits, _TRACE_LEVELS, _span)
 
 
 def decode_log_records(request: dict[str, Any], limits: SpanLimits | None = None) -> decode.Decoded[ReadableLogRecord]:
-    """The log records of a parsed OTLP/JSON logs request; invalid ones counted in `rejected`.
+    """The log records of a parsed OTLP/JSON logs request; invalid ones counted in `rejected` (raises as above)."""
+    return _decode(request, limits, _LOGS_LEVELS, _log_record)
 
-    Raises:
-        InputError: the request is not valid OTLP/JSON (naming the field).
-    """
-    out: decode.Decoded[ReadableLogRecord] = decode.Decoded()
+
+def _decode(
+    request: dict[str, Any], limits: SpanLimits | None, levels: tuple[tuple[str, str], ...], build: Callable[..., T]
+) -> decode.Decoded[T]:
+    out: decode.Decoded[T] = decode.Decoded()
     hold = _Hold(limits, out)
-    for places, resource, scope, items in _groups(request, _LOGS_LEVELS):
-        _collect(items, partial(_log_record, resource=resource, scope=scope, hold=hold), places, out)
+    for places, resource, scope, items in _groups(request, levels):
+        _collect(items, partial(build, resource=resource, scope=scope, hold=hold), places, out)
     return out
 
 
