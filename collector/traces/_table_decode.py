@@ -141,6 +141,14 @@ def _calls(struct: pa.StructArray, pending: _Pending) -> list[ToolCall]:
     return calls
 
 
+def bare_calls(names: Sequence[str], arguments: Sequence[Any], truncated: Sequence[bool]) -> list[ToolCall]:
+    """Tool calls of these names, arguments and truncation flags, every other field its default, built as decoded."""
+    build = _CALL.build
+    return [
+        build(name=n, arguments=a, arguments_truncated=t) for n, a, t in zip(names, arguments, truncated, strict=True)
+    ]
+
+
 def _iterations(struct: pa.StructArray, listed: Sequence[list[ToolCall]], pending: _Pending) -> list[Iteration]:
     """The iterations; `listed[i]` is the tool calls of iteration `i`'s trace (see `table.py`)."""
     names = ("index", "span_id", "model", "provider", "start_time", "end_time", "error", "stop_reason")

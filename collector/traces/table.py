@@ -37,6 +37,7 @@ from typing import Final
 import pyarrow as pa
 
 from evaltrace.collector.traces._table_columns import ColumnBuilder, RowFill
+from evaltrace.collector.traces._table_decode import bare_calls
 from evaltrace.collector.traces._table_decode import iter_traces as _decode
 from evaltrace.collector.traces._table_encode import comparable_text
 from evaltrace.collector.traces.records import Trace
@@ -46,6 +47,7 @@ __all__ = [
     "SCHEMA",
     "TABLE_VERSION",
     "TableEncoder",
+    "bare_calls",
     "comparable_text",
     "from_table",
     "iter_table_traces",

@@ -24,21 +24,19 @@ arguments that were not recorded is missing, and the reason says the arguments w
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NamedTuple, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.collector.traces.table import comparable_text
+from evaltrace.collector.traces.table import bare_calls, comparable_text
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_forms, plan, sure_pass
+from evaltrace.evaluators.scoring.scorers._alignment import Alignment, TrajectoryMode, align, mode_value
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
-    ExpectedCall,
     ExpectedCallsScorer,
     RowPairs,
     argument_diffs,
-    call_matches,
     compared_flags,
     format_call,
     lcs_pairs,
@@ -46,65 +44,11 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     positions,
     texts_match,
 )
-from evaltrace.evaluators.scoring.scorers.base import Score
+from evaltrace.evaluators.scoring.scorers.base import Score, check_applies
 from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
 from evaltrace.evaluators.scoring.scorers.registry import register
 
-TrajectoryMode = Literal["strict", "in_order", "any_order", "superset", "subset", "precision", "recall"]
 _EXTRAS_ALLOWED = ("in_order", "superset", "recall")
-
-
-@dataclass(frozen=True)
-class _Alignment:
-    """How expected and actual calls pair up, computed once for every mode."""
-
-    n_expected: int
-    n_actual: int
-    matched: dict[int, int]  # expected index -> actual index, maximum matching
-    ordered: list[tuple[int, int]]  # LCS pairs
-    strict: bool
-
-
-def _align(expected: list[ExpectedCall], actual: list[ToolCall], match: ArgumentMatch) -> _Alignment:
-    # Only same-name pairs can match: comparing those alone gives the same matrix with far fewer calls.
-    by_name = positions([call.name for call in actual])
-    ok = [[False] * len(actual) for _ in expected]
-    for i, e in enumerate(expected):
-        for j in by_name.get(e.name, ()):
-            ok[i][j] = call_matches(e, actual[j], match)
-
-    def compatible(i: int, j: int) -> bool:
-        return ok[i][j]
-
-    strict = len(expected) == len(actual) and all(ok[i][i] for i in range(len(expected)))
-    return _Alignment(
-        n_expected=len(expected),
-        n_actual=len(actual),
-        matched=max_bipartite_matching(
-            len(expected), len(actual), compatible, lambda i: by_name.get(expected[i].name, ())
-        ),
-        ordered=lcs_pairs(len(expected), len(actual), compatible),
-        strict=strict,
-    )
-
-
-def _ratio(part: int, whole: int, empty: float) -> float:
-    return empty if whole == 0 else part / whole
-
-
-def mode_value(mode: TrajectoryMode, al: _Alignment) -> float:
-    """The graded value of `mode` for an alignment (see the module table)."""
-    m = len(al.matched)
-    if mode == "strict":
-        return 1.0 if al.strict else 0.0
-    if mode == "in_order":
-        return _ratio(len(al.ordered), al.n_expected, 1.0)
-    if mode == "any_order":
-        return _ratio(m, max(al.n_expected, al.n_actual), 1.0)
-    if mode in ("superset", "recall"):
-        return _ratio(m, al.n_expected, 1.0)
-    # subset and precision: nothing done is vacuously a subset; precision needs nothing expected
-    return _ratio(m, al.n_actual, 1.0 if mode == "subset" or al.n_expected == 0 else 0.0)
 
 
 @register
@@ -127,12 +71,15 @@ class Trajectory(ExpectedCallsScorer):
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Align the recorded calls with `expected` and grade them in `mode`."""
+        return self.graded(trace.all_tool_calls(nested=self.nested))
+
+    def graded(self, actual: list[ToolCall]) -> Score:
+        """`score` of a trace's calls (`all_tool_calls`: a table row's, for the columnar form)."""
         if self.expected is None:
             return self.result(None, reason="No expected tool calls are configured.")
-        actual = trace.all_tool_calls(nested=self.nested)
         if not self.expected and actual:
             return self._no_calls_expected(actual)
-        al = _align(self.expected, actual, self.arguments)
+        al = align(self.expected, actual, self.arguments)
         value = mode_value(self.mode, al)
         if self.mode in ("strict", "superset", "subset"):
             passed = value == 1.0
@@ -153,7 +100,7 @@ class Trajectory(ExpectedCallsScorer):
         reason = f"Failed ({self.mode}): no tool calls were expected, but {len(actual)} were made: {named}{more}."
         return self.result(False, 0.0, reason, expected=[], actual=[c.name for c in actual], matched=[], in_order=[])
 
-    def _blind(self, al: _Alignment, actual: list[ToolCall]) -> list[str]:
+    def _blind(self, al: Alignment, actual: list[ToolCall]) -> list[str]:
         """Labels of unmatched calls whose arguments were not recorded but an expected call compares."""
         assert self.expected is not None
         used = set(al.matched.values())
@@ -161,7 +108,7 @@ class Trajectory(ExpectedCallsScorer):
         labels = unrecorded_labels(actual)
         return [label for j, label in enumerate(labels) if label and j not in used and actual[j].name in wanted]
 
-    def _missing(self, al: _Alignment) -> tuple[list[int], list[int]]:
+    def _missing(self, al: Alignment) -> tuple[list[int], list[int]]:
         """Expected indices missing altogether, and those present but out of order."""
         if self.mode in ("strict", "in_order"):
             in_order = {i for i, _ in al.ordered}
@@ -170,7 +117,7 @@ class Trajectory(ExpectedCallsScorer):
             return absent, late
         return [i for i in range(al.n_expected) if i not in al.matched], []
 
-    def _reason(self, al: _Alignment, actual: list[ToolCall], passed: bool, value: float) -> str:
+    def _reason(self, al: Alignment, actual: list[ToolCall], passed: bool, value: float) -> str:
         assert self.expected is not None
         absent, late = self._missing(al)
         used = set(al.matched.values()) | {j for _, j in al.ordered}
@@ -196,7 +143,7 @@ class Trajectory(ExpectedCallsScorer):
             )
         return f"{head}: " + "; ".join(parts) + "."
 
-    def _near(self, i: int, al: _Alignment, actual: list[ToolCall]) -> str:
+    def _near(self, i: int, al: Alignment, actual: list[ToolCall]) -> str:
         """Why the closest same-name unmatched call did not match expected call `i`."""
         assert self.expected is not None
         used = set(al.matched.values())
@@ -207,7 +154,7 @@ class Trajectory(ExpectedCallsScorer):
                 return f" (call #{j + 1} {call.name} differs: {'; '.join(diffs[:3])})"
         return ""
 
-    def _details(self, al: _Alignment, actual: list[ToolCall]) -> dict[str, Any]:
+    def _details(self, al: Alignment, actual: list[ToolCall]) -> dict[str, Any]:
         assert self.expected is not None
         return {
             "expected": [e.name for e in self.expected],
@@ -217,13 +164,14 @@ class Trajectory(ExpectedCallsScorer):
         }
 
 
-# The columnar form: the passing `Score` of a table row, or `None`; each row with its case's scorer.
+# The columnar form: the reference's `Score` of a table row, or `None`; each row with its case's scorer.
 # A row of as many calls as expected passes when its names are the expected ones and its arguments
 # match position by position: equal in text to the expected ones as the table encodes them (every row
 # at once), else accepted by the matcher (`RowPairs`); the reason and details follow from the names
 # and the reference's matching. With extras allowed (in_order, superset, recall): every expected call
-# made in order, no name twice, else the reference's alignment (`_aligned`). NaN, truncated arguments
-# and nested agents' calls go to the reference.
+# made in order, no name twice, else the reference's alignment (`_aligned`). Any other row (a failure)
+# is graded by the reference's own code (`Trajectory.graded`) on its calls (`_graded`); only rows
+# whose nested agents' calls count, or whose texts do not parse, go to the reference.
 
 
 class _Plan(NamedTuple):
@@ -262,13 +210,13 @@ def _plan(scorer: Trajectory) -> _Plan:
         return _Plan(tuple(names), text, None if texts is None else ())
     # The reference's own alignment of a row made with the expected texts (the decoded trace's calls).
     made = [ToolCall.model_construct(name=name, arguments=json.loads(t)) for name, t in zip(names, texts, strict=True)]
-    found = _align(scorer.expected, made, scorer.arguments)
+    found = align(scorer.expected, made, scorer.arguments)
     pairs = tuple(found.matched[i] for i in range(len(names)))
     return _Plan(tuple(names), text, None if not found.strict else () if pairs == tuple(range(len(names))) else pairs)
 
 
 def trajectory_forms(scorers: list[Trajectory], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the passing `Score` of `trajectory` when the calls are the expected ones.
+    """Per row (with its scorer), the `Score` of `trajectory`: passes by array operations where they can tell.
 
     Rows of as many calls as expected settled by array operations (names, texts), others alone (`_trajectory`).
     """
@@ -278,10 +226,10 @@ def trajectory_forms(scorers: list[Trajectory], batch: BatchCalls, rows: list[in
     found: list[Score | None] = []
     configured: dict[int, _Known] = {}  # by scorer object: a case's rows share it
     for scorer, known, index, same in zip(scorers, plans, rows, names, strict=True):
-        if (same is False and known.pairs is not None) or scorer.expected is None:
-            found.append(None)
-        elif same and known.pairs is not None and texts[index] == cast("str", known.text)[1:-1]:
-            found.append(None if cut[index] or (scorer.nested and nested[index]) else _alike(scorer, known, passing))
+        if scorer.expected is None or (same is False and known.pairs is not None):
+            found.append(_graded(scorer, RowCalls(batch, index)))
+        elif same and known.pairs is not None and texts[index] == cast("str", known.text)[1:-1] and not cut[index]:
+            found.append(None if scorer.nested and nested[index] else _alike(scorer, known, passing))
         else:
             known_row = configured.get(key := id(scorer)) or configured.setdefault(key, _configured(scorer))
             found.append(_trajectory(scorer, known_row, RowCalls(batch, index), passing))
@@ -311,16 +259,16 @@ def _configured(scorer: Trajectory) -> _Known:
 
 def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
     if row.truncated or (scorer.nested and row.nested):
-        return None
+        return _graded(scorer, row)
     names, texts, wanted = row.names, row.arguments, known.wanted
     if len(wanted) != len(names):
         return _with_extras(scorer, known, row, passing)
     if names != wanted:
-        return None
+        return _graded(scorer, row)
     steps, by_name = range(len(names)), positions(names)
     pairs = RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, _known(scorer, row))
     if not texts_match(known.text, known.compared, texts) and not pairs.all_match(zip(steps, steps, strict=True)):
-        return None  # equal values may differ in text: the matcher asked
+        return _graded(scorer, row)  # equal values may differ in text: the matcher asked
     found = max_bipartite_matching(len(names), len(names), pairs.compatible, lambda i: by_name[names[i]])
     matched = tuple(found[i] for i in steps)
     same = _Plan(tuple(names), None, () if matched == tuple(steps) else matched)
@@ -331,7 +279,7 @@ def _with_extras(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Pas
     """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
     names, wanted = row.names, known.wanted
     if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
-        return None
+        return _graded(scorer, row)
     if len(set(names)) != len(names):  # which call pairs with which: the reference's own alignment
         return _aligned(scorer, known, row)
     position = {name: j for j, name in enumerate(names)}
@@ -339,14 +287,14 @@ def _with_extras(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Pas
     for i, name in enumerate(wanted):
         j = position.get(name)
         if j is None:
-            return None
+            return _graded(scorer, row)
         if pairs and j <= pairs[-1][1]:  # out of order: a failure in order, allowed by superset and recall
-            return None if scorer.mode == "in_order" else _aligned(scorer, known, row)
+            return _aligned(scorer, known, row)
         pairs.append([i, j])
     if not texts_match(known.text, known.compared, [row.arguments[j] for _, j in pairs]):
         asked = RowPairs(scorer.arguments, wanted, known.arguments, known.compared, row.arguments, _known(scorer, row))
         if not asked.all_match((i, j) for i, j in pairs):
-            return None
+            return _graded(scorer, row)
     # No name made twice: the matching and the ordered pairs are both these pairs, the rest extras.
     if (found := passing.get(key := (scorer.mode, tuple(wanted), tuple(names)))) is None:
         used = {j for _, j in pairs}
@@ -364,8 +312,8 @@ def _aligned(scorer: Trajectory, known: _Known, row: RowCalls) -> Score | None:
     accepted by the matcher), given only when every expected call is paired (in order, for `in_order`).
     """
     wanted, compared, encoded = known.wanted, known.compared, known.encoded
-    if encoded is None:  # not a JSON value, or NaN: the reference decides
-        return None
+    if encoded is None:  # not a JSON value, or NaN: the reference's own grading
+        return _graded(scorer, row)
     names, texts = row.names, row.arguments
     asked = RowPairs(scorer.arguments, wanted, known.arguments, compared, texts, _known(scorer, row))  # by expected
 
@@ -378,11 +326,24 @@ def _aligned(scorer: Trajectory, known: _Known, row: RowCalls) -> Score | None:
     ordered = lcs_pairs(count, len(names), compatible)
     matched = max_bipartite_matching(count, len(names), compatible)
     if asked.unsure or (len(ordered) if scorer.mode == "in_order" else len(matched)) != count:
-        return None
+        return _graded(scorer, row)
     used = set(matched.values()) | {j for _, j in ordered}
     extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
     pairs = [[i, j] for i, j in sorted(matched.items())], [[i, j] for i, j in ordered]
     return _passed(scorer, wanted, names, *pairs, why=f"extra {extra} (allowed in this mode)" if extra else None)
+
+
+def _graded(scorer: Trajectory, row: RowCalls) -> Score | None:
+    """The reference's `Score` (`run_scorer`'s) by its own grading of the row's calls; `None`: it needs the trace."""
+    if scorer.nested and row.nested:  # nested agents' calls are in their own rows: the reference
+        return None
+    try:
+        values = row.argument_values()
+    except ValueError:  # not a table evaltrace wrote: the reference
+        return None
+    flags = row.call_values("arguments_truncated") if row.truncated else [False] * len(values)
+    calls = bare_calls(row.names, values, cast("list[bool]", flags))  # what the grading reads of them
+    return check_applies(scorer, scorer.graded(calls))
 
 
 def _passed(

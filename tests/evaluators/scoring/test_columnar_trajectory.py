@@ -151,8 +151,9 @@ def test_extra_calls_take_the_columnar_path_where_allowed() -> None:
         found, decoded = columnar(trace, scorer)
         assert found is not None and found == run_scorer(scorer, decoded), mode
         assert found.reason == f"Passed ({mode}, score 1.00): extra #2 fetch (allowed in this mode)."
-    found, _ = columnar(trace, Trajectory.model_validate({"expected": expected[::-1], "mode": "in_order"}))
-    assert found is None  # out of order: the reference says so
+    backwards = Trajectory.model_validate({"expected": expected[::-1], "mode": "in_order"})
+    found, decoded = columnar(trace, backwards)
+    assert found == run_scorer(backwards, decoded) and found.passed is False  # out of order: the reference's failure
 
 
 def test_no_calls_expected_or_made_takes_the_columnar_path() -> None:
@@ -161,7 +162,8 @@ def test_no_calls_expected_or_made_takes_the_columnar_path() -> None:
     assert found is not None and found == run_scorer(scorer, decoded)
 
 
-def test_failures_are_left_to_the_reference() -> None:
+def test_failures_are_the_references_own() -> None:
+    # Graded by the reference's own code on the row's calls: its reason and details, not a template.
     trace = _plain("search", "fetch")
     swapped = [{"name": "fetch", "arguments": None}, {"name": "search", "arguments": None}]
     other_city = [{"name": "search", "arguments": {"city": "Rome"}}, {"name": "fetch"}]
@@ -170,8 +172,8 @@ def test_failures_are_left_to_the_reference() -> None:
     for expected, arguments in ((swapped, {}), (other_city, {}), (other_case, {}), (fewer_keys, {"mode": "exact"})):
         scorer = Trajectory.model_validate({"expected": expected, "mode": "strict", "arguments": arguments})
         found, decoded = columnar(trace, scorer)
-        assert found is None, expected
-        assert not run_scorer(scorer, decoded).passed
+        assert found is not None and found == run_scorer(scorer, decoded), expected
+        assert found.passed is False
 
 
 def test_arguments_that_match_with_other_text_take_the_columnar_path() -> None:
@@ -204,8 +206,8 @@ def test_rows_of_a_batch_share_the_matchers_answers_by_argument_text() -> None:
         scorer = Trajectory.model_validate(
             {"expected": [{"name": "search", "arguments": {"city": "Paris"}}], "mode": mode}
         )
-        found = check_rows([*traces, *traces], scorer)  # each row's pass the reference's
-        assert [score is not None for score in found] == [True, False, True, False, True] * 2
+        found = check_rows([*traces, *traces], scorer)  # each row's score the reference's
+        assert [score is not None and score.passed for score in found] == [True, False, True, False, True] * 2
 
 
 def test_a_repeated_tool_name_is_paired_as_the_reference_pairs_it() -> None:
