@@ -2,10 +2,10 @@
 
 The per-trace `Scorer.score` of every scorer stays the reference (and the only path of plugin
 scorers). A built-in rule scorer may have a columnar form, written beside it in its module: from
-rows of the traces table it returns, per row, the reference's exact `Score` when it can tell for
-sure that the entry passes, else `None` (the reference then scores the entry, so failures get their
-reason and details from it). A form answers only for its exact class: a subclass (a plugin) may
-score differently. A form is registered when its scorer's module is imported, so a run imports only
+rows of the traces table it returns, per row, the reference's exact `Score` where it is sure of it (a
+pass; a failure only as the reference's own code grades it, as `trajectory`'s), else `None` (the
+reference then scores the entry). A form answers only for its exact class: a subclass may score
+differently. A form is registered when its scorer's module is imported, so a run imports only
 the forms of its scorers: `@columnar_form(ScorerClass)` for a form of one row (`Form`), or
 `columnar_forms(ScorerClass, many, plan)` for one of a batch's rows at once (`Forms`), each row
 with its own scorer object (its case's configuration), whose one-row form is derived from it.
@@ -14,7 +14,7 @@ compiled (`prepare`) and kept with the scorer, so in the compiled-spec cache too
 
 The engine asks each scorer class's form once per batch, on the rows of every case it scores
 (`ask_rows`, `engine/columnar_entries.py`, local and Ray runs alike): `BatchCalls` is a batch's
-columns and `RowCalls` one top-level row's; a row the forms do not all pass is scored by the reference.
+columns and `RowCalls` one top-level row's; a row the forms do not all answer is scored by the reference.
 
 A batch's columns are read the first time a form asks: a field of every call as one flat list
 (one Arrow call), cut per row by the list offsets; per-row flags and per-call ids (`call_keys`,
@@ -48,7 +48,7 @@ from evaltrace.evaluators.scoring._kernels import (
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 
 Form = Callable[[Any, "RowCalls"], Score | None]
-"""A columnar form of one row: (scorer, row) -> the sure passing `Score`, or `None` for the reference."""
+"""A columnar form of one row: (scorer, row) -> the reference's `Score` (sure of it), or `None` for the reference."""
 
 Forms = Callable[[list[Any], "BatchCalls", list[int]], list[Score | None]]
 """A columnar form of a batch's rows: (each row's scorer, batch, row positions) -> a `Form`'s answer per row."""
