@@ -5,18 +5,11 @@ Apart from the scorer (`trajectory.py`) so that module holds the scorer and its 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from evaltrace.collector.traces.records import ToolCall
-from evaltrace.evaluators.scoring.scorers.arguments import (
-    ArgumentMatch,
-    ExpectedCall,
-    call_matches,
-    lcs_pairs,
-    max_bipartite_matching,
-    positions,
-)
+from evaltrace.evaluators.scoring.scorers.arguments import ExpectedCall, lcs_pairs, max_bipartite_matching, positions
 
 TrajectoryMode = Literal["strict", "in_order", "any_order", "superset", "subset", "precision", "recall"]
 
@@ -32,14 +25,17 @@ class Alignment:
     strict: bool
 
 
-def align(expected: list[ExpectedCall], actual: list[ToolCall], match: ArgumentMatch) -> Alignment:
-    """How `actual` pairs with `expected` under `match`: the matching and the ordered pairs, for every mode."""
+def align(expected: list[ExpectedCall], actual: list[str], matches: Callable[[int, int], bool]) -> Alignment:
+    """How calls named `actual` pair with `expected`: the matching and the ordered pairs, for every mode.
+
+    `matches(i, j)`: whether call `j` matches expected call `i` of its name (`call_matches`), asked once a pair.
+    """
     # Only same-name pairs can match: comparing those alone gives the same matrix with far fewer calls.
-    by_name = positions([call.name for call in actual])
+    by_name = positions(actual)
     ok = [[False] * len(actual) for _ in expected]
     for i, e in enumerate(expected):
         for j in by_name.get(e.name, ()):
-            ok[i][j] = call_matches(e, actual[j], match)
+            ok[i][j] = matches(i, j)
 
     def compatible(i: int, j: int) -> bool:
         return ok[i][j]

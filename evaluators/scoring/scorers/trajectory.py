@@ -37,7 +37,9 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     ExpectedCallsScorer,
     RowPairs,
     argument_diffs,
+    call_matches,
     compared_flags,
+    expected_matches,
     format_call,
     lcs_pairs,
     max_bipartite_matching,
@@ -79,7 +81,8 @@ class Trajectory(ExpectedCallsScorer):
             return self.result(None, reason="No expected tool calls are configured.")
         if not self.expected and actual:
             return self._no_calls_expected(actual)
-        al = align(self.expected, actual, self.arguments)
+        expected, match = self.expected, self.arguments
+        al = align(expected, [call.name for call in actual], lambda i, j: call_matches(expected[i], actual[j], match))
         value = mode_value(self.mode, al)
         if self.mode in ("strict", "superset", "subset"):
             passed = value == 1.0
@@ -209,8 +212,8 @@ def _plan(scorer: Trajectory) -> _Plan:
     if texts is None or len(set(names)) == len(names):  # no name twice: only the identity can pair them
         return _Plan(tuple(names), text, None if texts is None else ())
     # The reference's own alignment of a row made with the expected texts (the decoded trace's calls).
-    made = [ToolCall.model_construct(name=name, arguments=json.loads(t)) for name, t in zip(names, texts, strict=True)]
-    found = align(scorer.expected, made, scorer.arguments)
+    made, expected, match = [json.loads(t) for t in texts], scorer.expected, scorer.arguments
+    found = align(expected, names, lambda i, j: expected_matches(expected[i], names[j], made[j], False, match))
     pairs = tuple(found.matched[i] for i in range(len(names)))
     return _Plan(tuple(names), text, None if not found.strict else () if pairs == tuple(range(len(names))) else pairs)
 
