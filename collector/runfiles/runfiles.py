@@ -208,13 +208,13 @@ def _count(value: str | None) -> int:
     return int(value) if value is not None and value.isdigit() else 0
 
 
-def recording_losses(files: Iterable[Location], signal: str = SIGNAL_SPANS) -> RecordingLosses:
-    """What the writers of `files` lost in all, spans or log records (footers only; see `LossTally`).
+def recording_losses(files: Iterable[Location]) -> RecordingLosses:
+    """What the writers of span `files` lost in all (footers only; see `LossTally`).
 
     Raises:
         InputError: as `open_run_file`.
     """
-    tally = LossTally(signal)
+    tally = LossTally()
     for path in files:
         handle = open_run_file(path)
         try:

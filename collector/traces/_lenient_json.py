@@ -126,8 +126,8 @@ def _may_be_deep(text: str) -> bool:
     return len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH
 
 
-def within_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether lists and dicts in `value` nest at most `limit` levels (checked without recursion)."""
+def within_depth(value: Any) -> bool:
+    """Whether lists and dicts in `value` nest at most `MAX_DEPTH` levels (checked without recursion)."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
@@ -137,7 +137,7 @@ def within_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
             children = node
         else:
             continue
-        if depth >= limit:
+        if depth >= MAX_DEPTH:
             return False
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
     return True

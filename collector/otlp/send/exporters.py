@@ -55,7 +55,7 @@ class OtlpTarget(BaseModel):
     """The option named in errors."""
 
 
-def parse_headers(pairs: Sequence[str], option: str = "--header") -> dict[str, str]:
+def parse_headers(pairs: Sequence[str]) -> dict[str, str]:
     """`K=V` pairs as a mapping (later pairs win).
 
     Raises:
@@ -65,7 +65,7 @@ def parse_headers(pairs: Sequence[str], option: str = "--header") -> dict[str, s
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
-            raise InputError(f"{option}: expected NAME=VALUE, got a value without '=' or without a name")
+            raise InputError("--header: expected NAME=VALUE, got a value without '=' or without a name")
         headers[name.strip()] = value.strip()
     return headers
 
