@@ -40,29 +40,14 @@ __all__ = [
 ]
 
 _TS = pa.timestamp("ns", tz="UTC")
-_BASE_TYPES: dict[str, pa.DataType] = {
-    "trace_id": pa.string(),
-    "span_id": pa.string(),
-    "parent_span_id": pa.string(),
-    "name": pa.string(),
-    "kind": pa.string(),
-    "status_code": pa.string(),
-    "status_message": pa.string(),
-    "start_time": _TS,
-    "end_time": _TS,
-    "duration_ns": pa.int64(),
-    "run_id": pa.string(),
-    "service_name": pa.string(),
-    "scope_name": pa.string(),
-    "scope_version": pa.string(),
-    "resource": pa.string(),
-}
+# Every base column is a string but these.
+_BASE_TYPES: dict[str, pa.DataType] = {"start_time": _TS, "end_time": _TS, "duration_ns": pa.int64()}
 EVENT_TYPE = pa.struct([("time", _TS), ("name", pa.string()), ("attributes", pa.string())])
 LINK_TYPE = pa.struct([("trace_id", pa.string()), ("span_id", pa.string()), ("attributes", pa.string())])
 _NOT_NULL = {"trace_id", "span_id", "name", "kind", "status_code", "start_time", "end_time"}
 
 SCHEMA = pa.schema(
-    [pa.field(c, _BASE_TYPES[c], nullable=c not in _NOT_NULL) for c in BASE_COLUMNS]
+    [pa.field(c, _BASE_TYPES.get(c, pa.string()), nullable=c not in _NOT_NULL) for c in BASE_COLUMNS]
     + [pa.field(c, pa.string()) for c in PROMOTED_STRING_KEYS]
     + [pa.field(c, pa.int64()) for c in PROMOTED_INT_KEYS]
     + [

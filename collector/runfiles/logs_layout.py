@@ -23,24 +23,13 @@ from evaltrace.collector.runfiles.schema import (
 )
 
 _TS = pa.timestamp("ns", tz="UTC")
+# Every column is a string but these.
 _TYPES: dict[str, pa.DataType] = {
-    "trace_id": pa.string(),
-    "span_id": pa.string(),
     "trace_flags": pa.int32(),
     "time": _TS,
     "observed_time": _TS,
     "severity_number": pa.int32(),
-    "severity_text": pa.string(),
-    "event_name": pa.string(),
-    "body": pa.string(),
-    "attributes": pa.string(),
-    "log_id": pa.string(),
-    "run_id": pa.string(),
-    "service_name": pa.string(),
-    "scope_name": pa.string(),
-    "scope_version": pa.string(),
-    "resource": pa.string(),
     "dropped_attributes_count": pa.int32(),
 }
 _NOT_NULL = {"observed_time", "attributes", "log_id"}
-LOGS_SCHEMA = pa.schema([pa.field(c, _TYPES[c], nullable=c not in _NOT_NULL) for c in LOG_COLUMNS])
+LOGS_SCHEMA = pa.schema([pa.field(c, _TYPES.get(c, pa.string()), nullable=c not in _NOT_NULL) for c in LOG_COLUMNS])
