@@ -30,6 +30,7 @@ import hashlib
 import io
 import logging
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -113,6 +114,9 @@ class _Pickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         cls = type(obj)
+        if isinstance(obj, tuple) and hasattr(cls, "_fields") and not hasattr(obj, "__dict__"):
+            # A named tuple (a form's plan) made by `tuple.__new__`: its own `__new__` is Python, a call per plan.
+            return tuple.__new__, (cls, tuple(obj))
         if not isinstance(obj, BaseModel) or not cls.model_config.get("frozen"):
             return NotImplemented
         if cls.__getstate__ is not BaseModel.__getstate__:  # type: ignore[comparison-overlap]  # overridden
@@ -127,11 +131,12 @@ def _model(
     fields: set[str],
     private: dict[str, Any] | None,
     extra: dict[str, Any] | None,
+    _set: Callable[[object, str, object], None] = object.__setattr__,  # a local: called 4 times per model
 ) -> BaseModel:
     """A model `_Pickler` wrote, rebuilt as pydantic's `__setstate__` does (no validation: it was validated)."""
     model = cls.__new__(cls)
-    object.__setattr__(model, "__dict__", values)
-    object.__setattr__(model, "__pydantic_fields_set__", fields)
-    object.__setattr__(model, "__pydantic_extra__", extra)
-    object.__setattr__(model, "__pydantic_private__", private)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", fields)
+    _set(model, "__pydantic_extra__", extra)
+    _set(model, "__pydantic_private__", private)
     return model
