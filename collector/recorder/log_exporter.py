@@ -19,16 +19,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-
-if TYPE_CHECKING:
-    from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
-else:
-    try:  # the SDK renamed its log exporter interface; older ones have the first names only
-        from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
-    except ImportError:  # pragma: no cover - depends on the installed SDK
-        from opentelemetry.sdk._logs.export import LogExporter as LogRecordExporter
-        from opentelemetry.sdk._logs.export import LogExportResult as LogRecordExportResult
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
 
 from evaltrace.collector.recorder._rolling import FileKind
 from evaltrace.collector.recorder.exporter import RecordingExporter, latest_span_run_id
