@@ -91,10 +91,8 @@ def _dependency_conflict(ep: EntryPoint) -> str | None:
     llama-index-multi-modal-llms-openai beside llama-index-core): the app then records nothing.
     An instrumentor none of whose libraries is installed is skipped too, rightly: not reported.
     """
-    try:
-        from opentelemetry.instrumentation.dependencies import get_dist_dependency_conflicts
-    except ImportError:  # an older opentelemetry-instrumentation: no such check to mirror
-        return None
+    from opentelemetry.instrumentation.dependencies import get_dist_dependency_conflicts
+
     dist = ep.dist
     if dist is None or not any(_installed(name) for name in _instrumented(dist)):
         return None
