@@ -144,3 +144,25 @@ def test_every_rule_scorer_registers_its_columnar_form_beside_it() -> None:
     found = json.loads(done.stdout)
     assert sorted(found) == sorted(_RULES_WITH_FORMS)
     assert all(scorer == form for scorer, form in found.values())  # each form is in its scorer's module
+
+
+_COLLECTIONS_WHILE_IMPORTING = """
+import gc, json, sys
+from evaltrace.cli._scoring import score_options
+from evaltrace.cli._scoring_options import JudgeArgs, SelectionArgs
+counts: list[int] = []
+gc.callbacks.append(lambda phase, info: counts.append(info["generation"]) if phase == "start" else None)
+options = score_options(None, SelectionArgs(), None, 0, False, JudgeArgs())
+imported = "numpy" in sys.modules and "pyarrow" in sys.modules
+print(json.dumps({"during": counts, "enabled": gc.isenabled(), "imported": imported}))
+"""
+
+
+def test_the_scoring_machinery_is_imported_without_cyclic_collections() -> None:
+    """Its ~120 collections found no garbage; the collector is back on after it."""
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECTIONS_WHILE_IMPORTING], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found == {"during": [], "enabled": True, "imported": True}
