@@ -22,9 +22,9 @@ from pydantic_core import CoreSchema, core_schema
 if TYPE_CHECKING:
     from evaltrace.evaluators.scoring.scorers.base import Scorer
 
-ScorerRow = tuple[str, int, str, str | None, bytes]
-"""A scorer: name, version, configuration hash, configuration as `json.dumps` text (`None`: not JSON
-data) and its `ScorerInfo`'s JSON. A plain tuple: the cache reads 10,000 of them back per run."""
+ScorerRow = tuple[str, int, str, str, bytes]
+"""A scorer: name, version, configuration hash, configuration as `json.dumps` text and its `ScorerInfo`'s
+JSON. A plain tuple: the cache reads 10,000 of them back per run."""
 
 
 class ScorerInfo(BaseModel):
@@ -40,14 +40,10 @@ class ScorerInfo(BaseModel):
 
 def scorer_row(scorer: Scorer) -> ScorerRow:
     """`scorer`'s row, its configuration dumped once for the text, the hash and the report's JSON."""
-    dumped = scorer.model_dump(mode="json")
-    try:
-        text: str | None = json.dumps(dumped)
-    except (TypeError, ValueError):  # left for the report to fail on, as it always has
-        text = None
+    dumped = scorer.model_dump(mode="json")  # JSON data: pydantic refuses to dump anything else
     digest = scorer.config_hash(dumped)
     info = ScorerInfo(name=scorer.name, version=scorer.version, config_hash=digest, config=dumped)
-    return scorer.name, scorer.version, digest, text, info.model_dump_json().encode()
+    return scorer.name, scorer.version, digest, json.dumps(dumped), info.model_dump_json().encode()
 
 
 def distinct(rows: Iterable[ScorerRow]) -> ScorerList:
@@ -83,25 +79,18 @@ class ScorerList(Sequence[ScorerInfo]):
 
     def configs(self) -> list[tuple[str, int, str, str]]:
         """Each scorer's name, version, hash and configuration as `json.dumps` text, as the score store keeps them."""
-        rows = self.rows()
-        if any(row[3] is None for row in rows):  # fails here as `json.dumps` fails on it
-            return [(i.name, i.version, i.config_hash, json.dumps(i.config)) for i in self.infos()]
-        return [(name, version, digest, text) for name, version, digest, text, _ in rows if text is not None]
+        return [row[:4] for row in self.rows()]
 
     def infos(self) -> list[ScorerInfo]:
         """The models, made once (all configurations parsed in one go)."""
         if self._infos is None:
             rows = self.rows()
-            texts = [row[3] for row in rows]
-            if None in texts:  # made from the JSON the model wrote
-                self._infos = [ScorerInfo.model_validate_json(row[4]) for row in rows]
-            else:
-                configs = json.loads("[" + ",".join(text or "" for text in texts) + "]")
-                # Validated: faster than `model_construct` for this model.
-                self._infos = [
-                    ScorerInfo(name=name, version=version, config_hash=digest, config=config)
-                    for (name, version, digest, *_), config in zip(rows, configs, strict=True)
-                ]
+            configs = json.loads("[" + ",".join(row[3] for row in rows) + "]")
+            # Validated: faster than `model_construct` for this model.
+            self._infos = [
+                ScorerInfo(name=name, version=version, config_hash=digest, config=config)
+                for (name, version, digest, *_), config in zip(rows, configs, strict=True)
+            ]
         return self._infos
 
     @overload
