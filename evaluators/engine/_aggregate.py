@@ -142,7 +142,11 @@ def decide_case(case: Case, policy: RepeatPolicy, tally: CaseTally) -> EntryResu
     return EntryResult(**{**_decided_fields(case, policy, tally), "scores": tally.scores.result()})
 
 
-def decide_case_json(case: Case, policy: RepeatPolicy, tally: CaseTally) -> tuple[EntryFields, bytes]:
+Decided = tuple[EntryFields, bytes]
+"""A decided case: the entry's fields, and its JSON up to its samples (`entry_head`)."""
+
+
+def decide_case_json(case: Case, policy: RepeatPolicy, tally: CaseTally) -> Decided:
     """`decide_case` as the report is written: the entry's fields and its JSON up to its samples (`entry_head`).
 
     No model is made: the fields are dumped as they are, with the scores' JSON the tally keeps (a
@@ -150,6 +154,17 @@ def decide_case_json(case: Case, policy: RepeatPolicy, tally: CaseTally) -> tupl
     """
     fields = _decided_fields(case, policy, tally)
     return EntryFields.of(fields), entry_head(fields, tally.scores.result_json())
+
+
+def passing_entry_json(case: Case, policy: RepeatPolicy, sample: SampleRow, scores: bytes) -> Decided:
+    """`decide_case_json` for a case whose one sample (`scores`: its scores' JSON) passed, without a tally.
+
+    Any rule passes it with a pass rate of 1.0 (`_apply_rule` of 1 of 1), unless `min_samples` asks for more.
+    """
+    assert sample.status == "passed" and policy.min_samples <= 1
+    fields = _entry_fields(case, (sample.trace_id, sample.output), policy)
+    fields.update(status="passed", passed=True, pass_rate=1.0)
+    return EntryFields.of(fields), entry_head(fields, scores)
 
 
 def scores_from_json(data: bytes) -> list[ScoreResult]:
@@ -160,7 +175,7 @@ def scores_from_json(data: bytes) -> list[ScoreResult]:
 def _decided_fields(case: Case, policy: RepeatPolicy, tally: CaseTally) -> dict[str, Any]:
     """Every field of the decided entry, in `EntryResult`'s order, but `samples` (and `scores`, left empty)."""
     scored, passed_count, first_failure = tally.verdicts()
-    fields = _entry_fields(case, tally, policy)
+    fields = _entry_fields(case, tally.first[1] if tally.first else (None, None), policy)
     if tally.samples < policy.min_samples:
         fields.update(_missing(tally.samples, policy.min_samples))
     elif scored:
@@ -270,12 +285,13 @@ def _apply_rule(policy: RepeatPolicy, n_pass: int, n: int) -> tuple[bool, float]
     return passed, 1.0 if passed else 0.0
 
 
-def _entry_fields(case: Case, tally: CaseTally, policy: RepeatPolicy) -> dict[str, Any]:
+def _entry_fields(case: Case, first: tuple[str | None, str | None], policy: RepeatPolicy) -> dict[str, Any]:
     """Every field of the case's entry but `samples` (`scores` empty), as when nothing applied to it.
 
-    In `EntryResult`'s order and types (floats as floats), as `entry_head` dumps them without the model.
+    `first`: the earliest sample's trace id and output. In `EntryResult`'s order and types (floats as
+    floats), as `entry_head` dumps them without the model.
     """
-    trace_id, output = tally.first[1] if tally.first else (None, None)
+    trace_id, output = first
     rule = f"pass@{policy.k}" if policy.rule == "pass@k" else policy.rule
     return {
         "case_id": case.id,

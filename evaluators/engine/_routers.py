@@ -16,11 +16,17 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol, get_args
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from evaltrace.collector.arrow_arrays import column
 from evaltrace.collector.traces.records import Trace
 from evaltrace.evaluators.engine._aggregate import (
     CaseTally,
+    Decided,
     ScorerTally,
     decide_case_json,
+    passing_entry_json,
     trace_entry,
 )
 from evaltrace.evaluators.engine._spill import Spill
@@ -34,9 +40,11 @@ from evaltrace.evaluators.results.report.model import (
 )
 from evaltrace.evaluators.results.report.sample_row import SampleRow, sample_jsons
 from evaltrace.evaluators.results.report.terminal import FailureDigest
-from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, park
-from evaltrace.evaluators.results.store.identities import ScorerIdentity, ScorerPairing
-from evaltrace.evaluators.results.store.sides import pack_sides
+from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, drop_head, park, unpark
+from evaltrace.evaluators.results.store.identities import ScorerIdentity
+from evaltrace.evaluators.results.store.rows import ScorerIndex, entry_rows
+from evaltrace.evaluators.results.store.sides import pack_sides, sample_sides
+from evaltrace.evaluators.results.store.writer import store_writer
 from evaltrace.evaluators.scoring.scorers.base import Scorer
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
 from evaltrace.evaluators.scoring.spec.model import Case, RepeatPolicy, normalize_input
@@ -48,8 +56,6 @@ _LISTED = frozenset({"failed", "missing"})
 """The entries `FailureDigest` keeps."""
 
 Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
-Decided = tuple[EntryFields, bytes]
-"""A case decided by a worker: the entry's fields, and its JSON up to its samples (`entry_head`)."""
 
 
 class SampleSpill(Protocol):
@@ -74,6 +80,10 @@ class RouterState:
     """Cases decided from their tally by a worker when it handed this state over (`hand_over`), in
     parallel with the other workers; kept only while no other part of the run adds to the case
     (`merge` with another worker's samples of it, or a conversation scored later)."""
+    whole: dict[str, EntryFields] = field(default_factory=dict)
+    """Cases whose first sample was parked as their whole entry (`SpecRouter.keep_rows`), without a tally."""
+    stored: list[pa.RecordBatch] = field(default_factory=list)
+    """The score store's rows of those entries (`rows.entry_rows`)."""
 
     def merge(self, other: RouterState) -> None:
         """Take over `other`'s conversations (joined by key), unmatched traces (after ours) and tallies."""
@@ -81,6 +91,8 @@ class RouterState:
             self.conversations.setdefault(key, []).extend(traces)
         self.unmatched.extend(other.unmatched)
         self.scorer_tally.merge(other.scorer_tally)
+        self.whole.update(other.whole)  # a case parked whole twice: its two records make it a case of two
+        self.stored.extend(other.stored)
         for case_id, tally in other.tallies.items():
             if case_id in self.tallies:
                 self.tallies[case_id].merge(tally)
@@ -170,7 +182,8 @@ class SpecRouter:
         self._by_input = spec.by_input  # made when the spec was compiled
         self.has_multi_turn = any(case.turns is not None for case in cases)
         self._policies: dict[str, RepeatPolicy] = {}
-        self._pairing = ScorerPairing(spec)
+        self._pairing = ScorerIndex(spec)
+        self._positions = {case.id: position for position, case in enumerate(selected)}
         self.state = RouterState()
 
     @property
@@ -239,12 +252,18 @@ class SpecRouter:
         if case_id is not None:
             self.keep_rows(spill, [(case_id, SampleRow.of(sample))])
 
-    def keep_rows(self, spill: SampleSpill, rows: Sequence[tuple[str, SampleRow]]) -> None:
-        """Keep samples, each of its case, given as values (the warm path keeps a batch's at once, from columns)."""
+    def keep_rows(self, spill: SampleSpill, rows: Sequence[tuple[str, SampleRow]], *, whole: bool = False) -> None:
+        """Keep samples, each of its case, given as values (the warm path keeps a batch's at once, from columns).
+
+        `whole`: a passing sample, so far its case's only one, is parked as the case's whole entry
+        (`_keep_whole`): the in-process warm path's, whose `emit` reads them back.
+        """
         state = self.state
         state.scorer_tally.add(*(sample.scores for _, sample in rows))  # in the rows' order: the table's first-seen
+        jsons = sample_jsons([sample for _, sample in rows])
+        if whole:
+            rows, jsons = self._keep_whole(spill, rows, jsons)
         samples = [sample for _, sample in rows]
-        jsons = sample_jsons(samples)
         by_case: dict[str, tuple[list[SampleRow], list[bytes]]] = {}
         for (case_id, sample), (_, scores) in zip(rows, jsons, strict=True):
             group = by_case.get(case_id) or by_case.setdefault(case_id, ([], []))
@@ -258,17 +277,46 @@ class SpecRouter:
             tally.add(*kept, jsons=scores_jsons)  # a lone sample's scores' JSON is its entry's
         # Parked with the values the score store needs, so it never parses the JSON back.
         # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
-        sides = pack_sides(samples, self._identities(rows)) if self._pack_sides else [b""] * len(rows)
+        sides = (
+            pack_sides(samples, [self._paired(case_id, sample) for case_id, sample in rows])
+            if self._pack_sides
+            else [b""] * len(rows)
+        )
         for (case_id, sample), (payload, _), side in zip(rows, jsons, sides, strict=True):
             spill.add(case_id, sample.start_time, sample.trace_id, park(payload, side))
 
-    def _identities(self, rows: Sequence[tuple[str, SampleRow]]) -> list[list[ScorerIdentity | None]]:
-        """Each sample's scorers (`ScorerPairing.identities`), paired once per case and scorer names."""
-        paired: dict[object, list[ScorerIdentity | None]] = {}
-        keys = [(case_id, *[(score.scorer, score.turn) for score in sample.scores]) for case_id, sample in rows]
-        for key, (case_id, sample) in zip(keys, rows, strict=True):
-            paired[key] = paired.get(key) or self._pairing.identities(case_id, sample.scores)
-        return [paired[key] for key in keys]
+    def _keep_whole(
+        self, spill: SampleSpill, rows: Sequence[tuple[str, SampleRow]], jsons: list[tuple[bytes, bytes]]
+    ) -> tuple[list[tuple[str, SampleRow]], list[tuple[bytes, bytes]]]:
+        """Park each passing sample that is so far its case's only one as the case's whole entry; returns the others.
+
+        The entry's JSON is the one `decide_case_json` gives a case of that one sample (`passing_entry_json`),
+        parked with the sample's, its head's length as the record's tag; its store rows are made per batch,
+        from the samples' values (`entry_rows`). A case that gets another sample is tallied at the end (`_unfold`).
+        """
+        state, left, whole = self.state, [], []
+        for row, found in zip(rows, jsons, strict=True):
+            case_id, sample = row
+            case, policy = self._by_id[case_id], self._policy(self._by_id[case_id])
+            taken = case_id in state.whole or case_id in state.tallies
+            if taken or sample.status != "passed" or policy.min_samples > 1:
+                left.append((row, found))
+                continue
+            fields, head = passing_entry_json(case, policy, sample, found[1])
+            state.whole[case_id] = fields
+            spill.add(case_id, sample.start_time, sample.trace_id, park(head + found[0], b""), tag=len(head))
+            whole.append((self._positions[case_id], fields, policy.min_samples, sample, self._paired(case_id, sample)))
+        if whole and self._pack_sides:
+            sides = sample_sides([entry[3] for entry in whole], [entry[4] for entry in whole])
+            state.stored.append(entry_rows([(*entry[:3], side) for entry, side in zip(whole, sides, strict=True)]))
+        return [row for row, _ in left], [found for _, found in left]
+
+    def _paired(self, case_id: str, sample: SampleRow) -> list[ScorerIdentity | None]:
+        """`ScorerPairing.identities` of a sample's scores, at once when they are its case's scorers' in order."""
+        scorers = self.spec.case_scorers[case_id][0]
+        if [(scorer.name, None) for scorer in scorers] == [(score.scorer, score.turn) for score in sample.scores]:
+            return [self._pairing.identity(scorer) for scorer in scorers]
+        return self._pairing.identities(case_id, sample.scores)
 
     def _policy(self, case: Case) -> RepeatPolicy:
         policy = self._policies.get(case.id)
@@ -277,8 +325,19 @@ class SpecRouter:
         return policy
 
     def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
+        unfolded, store = self._unfold(spill), store_writer(sink)
+        taken = column([self._positions[case_id] for case_id in unfolded], pa.int32())
+        for rows in self.state.stored:  # given first: the store sorts them in
+            if store is not None:
+                store.add_rows(rows.filter(pc.invert(pc.is_in(rows.column("entry_index"), taken))))
         for case in self.selected:
-            known = self.state.decided.get(case.id)
+            whole, known = self.state.whole.get(case.id), self.state.decided.get(case.id)
+            if whole is not None:
+                totals.add(whole.status, whole.pass_rate)
+                if sink is not None:  # its JSON and store rows made when it was kept
+                    (record,) = spill.records(case.id)
+                    sink.add(ReportEntry.from_json(unpark(record)[0] + b"]}", stored=self._pack_sides))
+                continue
             fields, head = known if known is not None else self._decide(case.id, self._tally(case))
             totals.add(fields.status, fields.pass_rate)
             if fields.status in _LISTED and totals.digest.full:
@@ -287,7 +346,26 @@ class SpecRouter:
                 totals.digest.add(EntryResult.model_validate_json(head + b"]}"), spill.count(case.id))
             if sink is not None:
                 # The samples' JSON is only copied to the sink.
-                sink.add(ReportEntry.decided(head, fields, partial(spill.records, case.id)))
+                records = (
+                    partial(_without_heads, spill, case.id) if case.id in unfolded else partial(spill.records, case.id)
+                )
+                sink.add(ReportEntry.decided(head, fields, records))
+
+    def _unfold(self, spill: Spill) -> set[str]:
+        """Tally the cases parked whole that got more samples (their entries are decided as any other's).
+
+        Returns them: their samples' store rows are made from their records (`_without_heads`).
+        """
+        state, unfolded = self.state, set()
+        for case_id in [case_id for case_id in state.whole if case_id in state.tallies or spill.count(case_id) > 1]:
+            tally = state.tallies.setdefault(case_id, self._tally(self._by_id[case_id]))
+            for tag, record in spill.ordered(case_id):
+                if tag:
+                    tally.add(SampleRow.of(SampleResult.model_validate_json(unpark(record)[0][tag:])))
+            del state.whole[case_id]
+            state.decided.pop(case_id, None)
+            unfolded.add(case_id)
+        return unfolded
 
     def _tally(self, case: Case) -> CaseTally:
         return self.state.tallies.get(case.id) or CaseTally.for_policy(self._policy(case))
@@ -306,6 +384,11 @@ class SpecRouter:
         state = self.state
         state.decided = {case_id: self._decide(case_id, tally) for case_id, tally in state.tallies.items()}
         return state
+
+
+def _without_heads(spill: Spill, group: str) -> list[bytes]:
+    """`group`'s records, those parked whole (`_keep_whole`) without their entry's head (their tag: its length)."""
+    return [drop_head(record, tag) if tag else record for tag, record in spill.ordered(group)]
 
 
 async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:

@@ -36,6 +36,12 @@ def unpark(record: bytes) -> tuple[bytes, bytes]:
     return record[_LENGTH.size : end], record[end:]
 
 
+def drop_head(record: bytes, length: int) -> bytes:
+    """A record whose JSON starts with `length` bytes not the sample's (an entry's head), without them."""
+    json, side = unpark(record)
+    return park(json[length:], side)
+
+
 class EntryFields(NamedTuple):
     """An entry's own values, without its scores and samples: what the score store's rows repeat."""
 
@@ -82,7 +88,7 @@ class ReportEntry:
     several writers (`formats.FanOut`) is read and parsed once for all of them.
     """
 
-    __slots__ = ("_entry", "_json", "_records", "_result", "_head")
+    __slots__ = ("_entry", "_json", "_records", "_result", "_head", "stored")
 
     def __init__(
         self,
@@ -97,6 +103,8 @@ class ReportEntry:
         self._records: list[tuple[bytes, bytes]] | None = None
         """The samples as (JSON, side part) pairs, once read."""
         self._result: EntryResult | None = entry
+        self.stored = False
+        """Its score-store rows were given to the store already (`StoreWriter.add_rows`)."""
 
     @classmethod
     def of(cls, entry: EntryResult) -> ReportEntry:
@@ -104,9 +112,11 @@ class ReportEntry:
         return cls(entry, None)
 
     @classmethod
-    def from_json(cls, payload: bytes) -> ReportEntry:
-        """An entry given as its compact JSON object (parsed only if `result()` is asked)."""
-        return cls(None, payload)
+    def from_json(cls, payload: bytes, *, stored: bool = False) -> ReportEntry:
+        """An entry given as its compact JSON object (parsed only if `result()` is asked); `stored`: see `stored`."""
+        entry = cls(None, payload)
+        entry.stored = stored
+        return entry
 
     @classmethod
     def decided(cls, head: bytes, fields: EntryFields, records: Callable[[], Iterable[bytes]]) -> ReportEntry:
@@ -136,7 +146,7 @@ class ReportEntry:
 
     def json_bytes(self) -> bytes:
         """The entry's compact JSON object in one piece (what `json_chunks` gives, joined)."""
-        return b"".join(self.json_chunks())
+        return self._json if self._json is not None else b"".join(self.json_chunks())
 
     def json_chunks(self) -> Iterator[bytes]:
         """The entry as the pieces of its compact JSON object: the samples' JSON copied as stored."""

@@ -44,6 +44,15 @@ class ScorerPairing:
         self._spec = spec
         self._defaults = (tuple(defaults),)
         self._hashes: dict[int, ScorerIdentity] = {}
+        """Per scorer object; a spec's scorers with the hashes it computed when it was compiled."""
+        if spec is not None:
+            self._known(spec)
+
+    def _known(self, spec: LoadedSpec) -> None:
+        for case_id, turns in spec.case_scorers.items():
+            scorers = [scorer for turn in turns for scorer in turn]
+            for scorer, row in zip(scorers, spec.case_rows[case_id], strict=True):
+                self._hashes[id(scorer)] = ScorerIdentity(scorer.name, scorer.version, spec.scorer_rows[row][2])
 
     def __getstate__(self) -> dict[str, object]:
         # The identities are kept by object id, which means nothing in another process (a Ray

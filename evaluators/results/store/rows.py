@@ -172,6 +172,34 @@ class ScoreRows:
         )
 
 
+def entry_rows(entries: Sequence[tuple[int, EntryFields, int | None, SampleSide]]) -> pa.RecordBatch:
+    """The rows of entries of one sample each (entry index, fields, `min_samples`, values), made at once.
+
+    The rows `ScoreRows.add_sides` makes of them, each column made once for all; the run's two
+    columns are left out (`StoreWriter.add_rows` adds them).
+    """
+    of: list[int] = []
+    results: list[Values] = []
+    for at, (*_, side) in enumerate(entries):
+        found = side.results or ((side.trace_id, *_NO_RESULT[1:]),)  # a sample without results: one row
+        of.extend(repeat(at, len(found)))
+        results.extend(found)
+    values = [
+        (index, fields.case_id, fields.tier, fields.tags, fields.rule, least, *fields[4:], 0, *side.values)
+        for index, fields, least, side in entries
+    ]
+    names = (*_ENTRY_COLUMNS[2:], *_SAMPLE_COLUMNS)
+    made = {name: column(found, _type(name)) for name, found in zip(names, zip(*values, strict=True), strict=True)}
+    if len(of) > len(entries):  # an entry's values repeated on each of its results' rows
+        indices = column(of, pa.int64())
+        made = {name: found.take(indices) for name, found in made.items()}
+    made.update(
+        (name, column(found, _type(name)))
+        for name, found in zip(_RESULT_NAMES, zip(*results, strict=True), strict=True)
+    )
+    return pa.RecordBatch.from_arrays([made[name] for name in SCORES_SCHEMA.names[2:]], SCORES_SCHEMA.names[2:])
+
+
 def _type(name: str) -> pa.DataType:
     return SCORES_SCHEMA.field(name).type
 

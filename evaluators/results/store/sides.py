@@ -56,7 +56,7 @@ def pack_sides(samples: Sequence[SampleRow], identities: Sequence[Sequence[Score
         samples: the scored samples.
         identities: per sample, the scorer of each of its results (`ScorerPairing.identities`).
     """
-    made: _Made = {}
+    made: _Made = {}  # alive while packing: marshal's bytes for a value depend on whether it is shared
     packed = []
     for sample, paired in zip(samples, identities, strict=True):
         try:
@@ -64,6 +64,14 @@ def pack_sides(samples: Sequence[SampleRow], identities: Sequence[Sequence[Score
         except ValueError:  # a value marshal does not take (a plugin's str subclass), details with a cycle
             packed.append(b"")
     return packed
+
+
+def sample_sides(
+    samples: Sequence[SampleRow], identities: Sequence[Sequence[ScorerIdentity | None]]
+) -> list[SampleSide]:
+    """Each sample's values for its rows (what `pack_sides` packs); a `ScoreRow` shared by samples is made once."""
+    made: _Made = {}
+    return [_side(sample, paired, made) for sample, paired in zip(samples, identities, strict=True)]
 
 
 def unpack_side(data: bytes) -> SampleSide:

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from evaltrace.collector.arrow_arrays import column
+from evaltrace.collector.arrow_arrays import column, micros
 from evaltrace.collector.errors import InputError
 from evaltrace.evaluators.results.report.model import REPORT_SCHEMA_VERSION, Report
 from evaltrace.evaluators.results.report.writer import ReportEntry
@@ -144,7 +145,10 @@ class StoreWriter:
             self._scores.discard()
             raise
         self._rows = ScoreRows(RunContext(self.run_id, self._started), index, batch_rows)
+        self._batch_rows = batch_rows
         self._parquet: pq.ParquetWriter | None = None
+        self._held: list[pa.RecordBatch] | None = None
+        """With rows given by `add_rows`: every row, held for one sort by entry before it is written."""
         self._entries = 0
         self._parts: StoreParts | None = None
         self.published = False
@@ -168,10 +172,27 @@ class StoreWriter:
         self._rows.total += rows
         self._rows.errors += errors
 
+    def add_rows(self, batch: pa.RecordBatch) -> None:
+        """Rows of entries the engine made as it decided them (`rows.entry_rows`, the run's columns left out).
+
+        Their entries come `stored`.
+
+        Given before the entries; the run's rows are then held in memory (as Arrow columns) and
+        written sorted by entry index (stably: each entry's rows come from one place, in order).
+        """
+        assert self._parquet is None and self._parts is None, "rows are given before any entry"
+        count = batch.num_rows
+        started = column([micros(self._started)] * count, SCORES_SCHEMA.field("run_started_at").type)
+        run = [column([self.run_id] * count, pa.string()), started]
+        self._held = self._held or []
+        self._held.append(pa.RecordBatch.from_arrays([*run, *batch.columns], schema=SCORES_SCHEMA))
+        self._rows.total += count
+        self._rows.errors += count - batch.column("error").null_count
+
     def add(self, entry: ReportEntry) -> None:
         """Turn the entry into rows; write a row group whenever a batch is full."""
-        if self._parts is not None:
-            self._entries += 1  # its rows are in a part already
+        if self._parts is not None or entry.stored:
+            self._entries += 1  # its rows are in a part, or were given to `add_rows`, already
             return
         for batch in self._rows.add_report_entry(self._entries, entry):
             self._write(batch)
@@ -200,6 +221,10 @@ class StoreWriter:
 
     def _publish_scores(self) -> None:
         self._write(self._rows.flush())  # opens the Parquet writer too, when no row group was written yet
+        if self._held is not None:
+            table = pa.Table.from_batches(self._held, schema=SCORES_SCHEMA)
+            self._held = None
+            self._write_rows(table.take(pc.sort_indices(table, [("entry_index", "ascending")])))
         assert self._parquet is not None
         try:
             self._parquet.close()
@@ -221,11 +246,19 @@ class StoreWriter:
             shutil.rmtree(self._parts.folder, ignore_errors=True)
 
     def _write(self, batch: pa.RecordBatch | None) -> None:
+        if self._held is not None:
+            self._held.extend([batch] if batch is not None else [])
+        else:
+            self._write_rows(batch)
+
+    def _write_rows(self, rows: pa.RecordBatch | pa.Table | None) -> None:
         try:
             if self._parquet is None:
                 self._parquet = pq.ParquetWriter(self._scores.handle, SCORES_SCHEMA, compression=_COMPRESSION)
-            if batch is not None:
-                self._parquet.write_batch(batch)
+            if isinstance(rows, pa.Table):
+                self._parquet.write_table(rows, row_group_size=self._batch_rows)
+            elif rows is not None:
+                self._parquet.write_batch(rows)
         except OSError as exc:
             raise store_error(self.folder, exc) from None
 

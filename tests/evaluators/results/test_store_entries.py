@@ -73,7 +73,8 @@ class _Sides:
 
     def add(self, entry: ReportEntry) -> None:
         self.entries.append(entry.json_bytes())
-        self.packed.append(bool(entry.sides()))  # a case without samples has no sides either way
+        # A case without samples has no sides either way; one decided whole gave its rows to the store (`stored`).
+        self.packed.append(bool(entry.sides()) or entry.stored)
 
 
 @pytest.mark.parametrize("case", ["samples", "repeats"])
