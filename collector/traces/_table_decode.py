@@ -141,12 +141,10 @@ def _calls(struct: pa.StructArray, pending: _Pending) -> list[ToolCall]:
     return calls
 
 
-def bare_calls(names: Sequence[str], arguments: Sequence[Any], truncated: Sequence[bool]) -> list[ToolCall]:
-    """Tool calls of these names, arguments and truncation flags, every other field its default, built as decoded."""
-    build = _CALL.build
-    return [
-        build(name=n, arguments=a, arguments_truncated=t) for n, a, t in zip(names, arguments, truncated, strict=True)
-    ]
+def bare_calls(**fields: Sequence[Any]) -> list[ToolCall]:
+    """Tool calls of these fields' values (a list per field, by position), the others their defaults, as decoded."""
+    build, names = _CALL.build, list(fields)
+    return [build(**dict(zip(names, values, strict=True))) for values in zip(*fields.values(), strict=True)]
 
 
 def _iterations(struct: pa.StructArray, listed: Sequence[list[ToolCall]], pending: _Pending) -> list[Iteration]:

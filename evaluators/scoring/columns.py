@@ -205,13 +205,13 @@ class RowCalls:
                 return "\n".join(texts)
         return None
 
-    def argument_values(self) -> list[Any]:
-        """Each call's arguments as the trace holds them (`None`: not recorded).
+    def json_values(self, field_name: str = "arguments_json") -> list[Any]:
+        """Each call's `*_json` field (its arguments, by default) as the trace holds it (`None`: not recorded).
 
         One parse of all of them as one JSON array (as the trace decoder does): each text is a whole
         JSON value, so the array's items are exactly the values, for one call's overhead.
         """
-        texts = self.arguments
+        texts = cast("list[str | None]", self.call_values(field_name))  # `arguments`: the same list's slice
         values: list[Any] = json.loads("[" + ",".join("null" if text is None else text for text in texts) + "]")
         return values
 

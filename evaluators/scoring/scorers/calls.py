@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
+from evaltrace.collector.traces.table import bare_calls
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import call_label, canonical_arguments, clip, format_call, short
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
@@ -60,7 +61,10 @@ class ToolErrors(Scorer):
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Count the failed calls."""
-        calls = trace.all_tool_calls(nested=self.nested)
+        return self.graded(trace.all_tool_calls(nested=self.nested))
+
+    def graded(self, calls: list[ToolCall]) -> Score:
+        """`score` of a trace's calls (`all_tool_calls`: a table row's, for the columnar form)."""
         if not calls:
             if self.spec_check:
                 return self.result(True, 1.0, "The agent made no tool calls, so none failed.")
@@ -215,22 +219,25 @@ class Budget(Scorer):
 
 # The columnar forms (see `columns.py`): a sure pass with the reference's exact `Score`, else `None`.
 # `tool_errors`: no call has an error recorded and, with `error_results`, no result's JSON text holds
-# `"error"` (so no result is an object with an `error` field). `budget`: the counts within every
-# limit set. `tool_efficiency`: calls compared by name and canonical arguments, as the reference
-# does, from the decoded JSON; a call whose arguments were not recorded, sharing its tool with
-# another, is left to it. With `nested`, a row whose calls started nested agents is left to the
+# `"error"` (so no result is an object with an `error` field); any other row is graded by the
+# reference's own code (`ToolErrors.graded`) on its calls' names, errors and results. `budget`: the
+# counts within every limit set. `tool_efficiency`: calls compared by name and canonical arguments,
+# as the reference does, from the decoded JSON; a call whose arguments were not recorded, sharing
+# its tool with another, is left to it. With `nested`, a row whose calls started nested agents is left to the
 # reference (their calls count).
 
 
 def tool_errors_forms(scorers: list[ToolErrors], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the passing `Score` of `tool_errors` when no call can have failed, else `None`."""
+    """Per row (with its scorer), the `Score` of `tool_errors`: a pass where no call can have failed, else graded."""
     failed, offsets = batch.rows_failed, batch.offsets
     found: list[Score | None] = []
     for scorer, index in zip(scorers, rows, strict=True):
         count, passing = offsets[index + 1] - offsets[index], batch.memo(scorer, "passing")  # by count
         nested = scorer.nested and batch.rows_nested[index]
-        if failed[index] or nested or (scorer.error_results and batch.rows_error_text[index]):
+        if nested:
             found.append(None)
+        elif failed[index] or (scorer.error_results and batch.rows_error_text[index]):
+            found.append(_errors_graded(scorer, RowCalls(batch, index)))
         elif not count:  # a pass as a check of the spec's only
             none = "The agent made no tool calls, so none failed."
             found.append(scorer.result(True, 1.0, none) if scorer.spec_check else None)
@@ -241,6 +248,12 @@ def tool_errors_forms(scorers: list[ToolErrors], batch: BatchCalls, rows: list[i
 
 
 tool_errors_form = columnar_forms(ToolErrors, tool_errors_forms)
+
+
+def _errors_graded(scorer: ToolErrors, row: RowCalls) -> Score:
+    """The reference's `Score` by its own code on the row's calls (which exist: `check_applies` keeps it as it is)."""
+    results = row.json_values("result_json") if scorer.error_results else [None] * len(row.names)
+    return scorer.graded(bare_calls(name=row.names, error=row.call_values("error"), result=results))
 
 
 @columnar_form(Budget)
@@ -277,7 +290,7 @@ def _efficiency(
             why = f"No redundant calls among {len(names)}."
             found = passing[len(names)] = scorer.result(True, 1.0, why, redundant=[], loops=[])
         return found
-    arguments = row.argument_values()
+    arguments = row.json_values()
     if _unrecorded_repeat(names, arguments, row.call_values("arguments_truncated")):
         return None  # repeats cannot be ruled out: the reference reports the unrecorded calls
     passed, value, reason, details = scorer.graded(

@@ -241,7 +241,7 @@ class _Calls:
     def arguments(self) -> list[Any]:
         """Each call's arguments as `ToolCall.arguments` (the table's JSON text decoded)."""
         if self._arguments is None:
-            self._arguments = self.row.argument_values()
+            self._arguments = self.row.json_values()
         return self._arguments
 
     @property

@@ -341,11 +341,11 @@ def _graded(scorer: Trajectory, row: RowCalls) -> Score | None:
     if scorer.nested and row.nested:  # nested agents' calls are in their own rows: the reference
         return None
     try:
-        values = row.argument_values()
+        values = row.json_values()
     except ValueError:  # not a table evaltrace wrote: the reference
         return None
     flags = row.call_values("arguments_truncated") if row.truncated else [False] * len(values)
-    calls = bare_calls(row.names, values, cast("list[bool]", flags))  # what the grading reads of them
+    calls = bare_calls(name=row.names, arguments=values, arguments_truncated=flags)  # what the grading reads
     return check_applies(scorer, scorer.graded(calls))
 
 

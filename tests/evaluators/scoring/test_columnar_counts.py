@@ -99,9 +99,15 @@ def test_clean_calls_and_budgets_take_the_columnar_path() -> None:
     assert check_same(Trace(trace_id="b" * 32, status="success"), ToolErrors().as_spec_check()) is not None
 
 
-def test_possible_failures_are_left_to_the_reference() -> None:
-    for result, error in (({"error": "boom"}, None), ({"error": None}, None), ("ok", "timeout")):
+def test_possible_failures_are_graded_by_the_references_own_code() -> None:
+    # A result that holds "error" or a call with an error: `ToolErrors.graded` on the row's calls.
+    for result, error, passed in (
+        ({"error": "boom"}, None, False),
+        ({"error": None}, None, True),
+        ("ok", "timeout", False),
+    ):
         calls = [ToolCall(name="search", arguments={}, result=result, error=error)]
-        assert check_same(Trace(trace_id="a" * 32, status="success", tool_calls=calls), ToolErrors()) is None
+        found = check_same(Trace(trace_id="a" * 32, status="success", tool_calls=calls), ToolErrors())
+        assert found is not None and found.passed is passed
     calls = [ToolCall(name="search", arguments={})] * 3
     assert check_same(Trace(trace_id="a" * 32, status="success", tool_calls=calls), Budget(max_tool_calls=2)) is None
