@@ -40,6 +40,7 @@ namespace (`evaltrace clean --cache`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -219,10 +220,8 @@ class Namespace:
 
 def touch(entry: Path) -> None:
     """Mark `entry` as just used: pruning removes the least recently used first."""
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache is still usable
         os.utime(entry)
-    except OSError:
-        pass  # a read-only cache is still usable
 
 
 def _written(root: Path, entry: Path) -> None:

@@ -11,6 +11,7 @@ sink wrote, so a failed import leaves nothing behind to be read twice after a re
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Callable
@@ -80,10 +81,8 @@ class FileSink:
         writer, temp = self._writer, self._temp
         self._writer = self._temp = None
         if writer is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing after a failed write: only removing the file matters
                 writer.close()
-            except Exception:  # closing after a failed write: only removing the file matters
-                pass
         for path in [*self.written, *([temp] if temp is not None else [])]:
             path.unlink(missing_ok=True)
         self.written.clear()

@@ -8,6 +8,7 @@ A table that cannot be written is logged and abandoned; the traces or batches st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
@@ -99,10 +100,8 @@ class TableWriter:
         """Close and delete the temporary file, unless it was published."""
         if self._published:
             return
-        try:
+        with contextlib.suppress(Exception):  # closing a writer that failed: only the file's removal matters
             self._writer.close()
-        except Exception:  # closing a writer that failed: only the file's removal matters
-            pass
         self.temp.unlink(missing_ok=True)
         self._published = True  # nothing left to do
 

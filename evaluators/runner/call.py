@@ -10,6 +10,7 @@ runner's root span current), so nothing it sets leaks into the runner or into an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import threading
@@ -115,7 +116,5 @@ def _deliver(
         if not future.done():  # else it timed out (was cancelled) meanwhile
             future.set_result((value, exc))
 
-    try:
+    with contextlib.suppress(RuntimeError):  # the loop is closed: the run finished while this call was still going
         loop.call_soon_threadsafe(settle)
-    except RuntimeError:  # the loop is closed: the run finished while this call was still going
-        pass

@@ -22,6 +22,7 @@ be written, the import goes to a temporary folder removed when the process ends.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import shutil
@@ -91,10 +92,8 @@ def _imported(path: Path, fmt: OtlpFormat, temp: Path, key: str) -> Path:
 
 
 def _repeat_warning(folder: Path) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         logger.warning("%s", (folder / _WARNING_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        pass
 
 
 def _key(path: Path) -> str:

@@ -10,6 +10,7 @@ data (the page sets it as DOM text) except the trace tree, which is the HTML rep
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -134,10 +135,8 @@ class ReviewData:
         wanted = {t: i for i, t in enumerate(trace_ids) if t and t not in self._traces}
         if run is None or not wanted:
             return
-        try:
+        with contextlib.suppress(InputError, OSError):  # the span files moved, or the run's relative paths name nothing
             self._traces.update((t.trace_id, t) for t in find_traces(resolve_paths(run.inputs), wanted, cache=True))
-        except (InputError, OSError):
-            pass  # the span files moved, or the run's relative paths name nothing from here
         if self.paths and any(t not in self._traces for t in wanted):
             self._all_path_traces()  # the PATH arguments: where the user says the traces are now
 
