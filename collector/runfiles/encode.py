@@ -113,7 +113,7 @@ def _as_int(value: Any) -> int | None:
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
     elif isinstance(value, str) and len(text := value.strip()) <= 20:
-        digits = text[1:] if text.startswith("-") else text
+        digits = text.removeprefix("-")
         number = int(text) if digits.isascii() and digits.isdigit() else None
     return number if number is not None and _INT64_MIN <= number <= _INT64_MAX else None
 

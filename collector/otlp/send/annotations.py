@@ -113,9 +113,7 @@ class LangfuseScores(_RestResults):
                 "(the Langfuse project's API keys)"
             )
         token = base64.b64encode(f"{public}:{secret}".encode()).decode("ascii")
-        base = url.rstrip("/")
-        if base.endswith(_LANGFUSE_OTEL_PATH):  # the OTLP endpoint given: its API is at the same host
-            base = base[: -len(_LANGFUSE_OTEL_PATH)]
+        base = url.rstrip("/").removesuffix(_LANGFUSE_OTEL_PATH)  # the OTLP endpoint given: its API is at that host
         super().__init__(RestClient(base, option, timeout, {"Authorization": f"Basic {token}"}))
 
     def check(self) -> None:

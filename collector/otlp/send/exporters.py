@@ -141,8 +141,7 @@ def signal_url(endpoint: str, signal: Signal) -> str:
     parts = urlsplit(endpoint)
     base = parts.path.rstrip("/")
     for path in _SIGNAL_PATHS:
-        if base.endswith(path):
-            base = base[: -len(path)]
+        base = base.removesuffix(path)
     return urlunsplit(parts._replace(path=f"{base}/v1/{signal}"))  # a query string stays after the path
 
 
