@@ -129,7 +129,6 @@ class _LogCounts:
     """Log records seen in the summary pass."""
 
     def __init__(self) -> None:
-        self.without_trace = 0
         self.events: Counter[str] = Counter()
         self.unattached = 0
         self.seen_without_trace: set[str] = set()
