@@ -107,7 +107,11 @@ class Output(Scorer):
             counted = "the output check" if checks == 1 else f"all {checks} output checks"
             reason = f"{no_answer(trace)[0].upper()}{no_answer(trace)[1:]}; {counted} failed."
             return self.result(False, 0.0, reason, unrecorded=True)
-        failures = self._failures(text)
+        return self.answered(text)
+
+    def answered(self, text: str) -> Score:
+        """`score` of a recorded final answer (a table row's, for the columnar form), some check configured."""
+        checks, failures = self._check_count(), self._failures(text)
         value = (checks - len(failures)) / checks
         reason = "; ".join(failures) + "." if failures else f"All {checks} output checks passed."
         return self.result(not failures, value, reason, failures=failures)
@@ -186,17 +190,20 @@ class Outcome(Scorer):
 # from the row's columns: the answer is the `output` column, else the last model reply's text (the
 # model calls' `output_messages`, as `Trace.final_answer`). `output`: every configured check holds
 # on the answer (a `json_schema` check reads a JSON answer inside a code fence, as the reference
-# does). `outcome`: the run's outcome, classified from the columns, is the expected one.
+# does); a recorded answer that fails one is graded by the reference's own code (`Output.answered`).
+# `outcome`: the run's outcome, classified from the columns, is the expected one.
 
 
 def output_forms(scorers: list[Output], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the passing `Score` of `output` when an answer was recorded and every check holds."""
+    """Per row (with its scorer), the `Score` of `output` when an answer was recorded: a pass, or `answered`'s."""
     found: list[Score | None] = []
     for scorer, index in zip(scorers, rows, strict=True):
         checks, passing = scorer._check_count(), batch.memo(scorer, "passing")
         text = RowCalls(batch, index).final_answer() if checks else None
-        if text is None or scorer._failures(text):
+        if text is None:
             found.append(None)
+        elif scorer._failures(text):  # the reference's own grading of the answer
+            found.append(scorer.answered(text))
         else:
             why = f"All {checks} output checks passed."
             found.append(passing.get(0) or passing.setdefault(0, scorer.result(True, 1.0, why, failures=[])))

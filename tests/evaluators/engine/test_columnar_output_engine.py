@@ -87,7 +87,9 @@ def test_warm_scoring_answers_the_passing_checks_with_the_reference_report(
     answered.clear()
     warm = _score(runs, spec, tmp_path / "warm.json", cache=True)
     assert warm == cold == reference
-    # the 12 good and 12 unpriced runs pass output, steps, outcome; 6 cut runs ask for Paris (steps); cost: good and cut
-    assert answered == first == {"output": 24, "steps": 24 + 6, "outcome": 24, "cost": 24}
+    # the 12 good and 12 unpriced runs pass output, steps, outcome; 6 cut runs ask for Paris (steps); cost: good
+    # and cut; the 12 runs whose recorded answer fails output are graded by its form (`Output.answered`)
+    assert answered == first == {"output": 24 + 12, "steps": 24 + 6, "outcome": 24, "cost": 24}
     verdicts = Counter((s["scorer"], s["passed"]) for e in warm["entries"] for x in e["samples"] for s in x["scores"])
-    assert {name: verdicts[(name, True)] for name in answered} == dict(answered)
+    assert {name: verdicts[(name, True)] for name in answered} == {**answered, "output": 24}
+    assert verdicts[("output", False)] >= 12

@@ -364,19 +364,21 @@ def test_steps_with_nested_agents_leave_their_calls_to_the_reference() -> None:
 
 
 @pytest.mark.parametrize(
-    ("replies", "answered"),
+    ("replies", "passes"),
     [
-        (["Paris", "Lima"], False),  # the last reply is the answer
+        (["Paris", "Lima"], False),  # the last reply is the answer (a failure: graded by `Output.answered`)
         (["Lima", "Paris"], True),
         (["Paris", None], True),  # a reply with no text is skipped
         (["Paris", ""], False),  # an empty text is a text
         ([None, None], False),  # no answer at all
     ],
 )
-def test_the_answer_is_the_last_reply_with_text(replies: list[str | None], answered: bool) -> None:
+def test_the_answer_is_the_last_reply_with_text(replies: list[str | None], passes: bool) -> None:
     iterations = [Iteration(index=i, output_messages=_reply(text) or []) for i, text in enumerate(replies)]
     trace = Trace(trace_id="r" * 32, status="success", output=None, iterations=iterations)
-    assert (check_same(trace, Output.model_validate({"contains": "Paris"})) is not None) == answered
+    found = check_same(trace, Output.model_validate({"contains": "Paris"}))
+    assert (found is not None and found.passed) == passes
+    assert (found is None) == (replies == [None, None])  # no answer: the reference says what is missing
 
 
 def test_a_forbidden_step_that_cannot_be_ruled_out_is_left_to_the_reference() -> None:
