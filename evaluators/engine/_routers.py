@@ -256,7 +256,8 @@ class SpecRouter:
         """Keep samples, each of its case, given as values (the warm path keeps a batch's at once, from columns).
 
         `whole`: a passing sample, so far its case's only one, is parked as the case's whole entry
-        (`_keep_whole`): the in-process warm path's, whose `emit` reads them back.
+        (`_keep_whole`): the in-process warm path's (a row's scores are its case's scorers', in order),
+        whose `emit` reads them back.
         """
         state = self.state
         state.scorer_tally.add(*(sample.scores for _, sample in rows))  # in the rows' order: the table's first-seen
@@ -305,7 +306,8 @@ class SpecRouter:
             fields, head = passing_entry_json(case, policy, sample, found[1])
             state.whole[case_id] = fields
             spill.add(case_id, sample.start_time, sample.trace_id, park(head + found[0], b""), tag=len(head))
-            whole.append((self._positions[case_id], fields, policy.min_samples, sample, self._paired(case_id, sample)))
+            paired = [self._pairing.identity(scorer) for scorer in self.spec.case_scorers[case_id][0]]
+            whole.append((self._positions[case_id], fields, policy.min_samples, sample, paired))
         if whole and self._pack_sides:
             sides = sample_sides([entry[3] for entry in whole], [entry[4] for entry in whole])
             state.stored.append(entry_rows([(*entry[:3], side) for entry, side in zip(whole, sides, strict=True)]))
