@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.collector.traces.table import comparable_text
+from evaltrace.collector.traces.table import bare_calls, comparable_text
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
@@ -35,7 +35,7 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     lcs_pairs,
     max_bipartite_matching,
 )
-from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, check_applies
 from evaltrace.evaluators.scoring.scorers.evidence import RECORD_HINT
 from evaltrace.evaluators.scoring.scorers.registry import register
 from evaltrace.evaluators.scoring.scorers.schemas import (
@@ -80,8 +80,11 @@ class ToolCallValidity(Scorer):
         """Validate every call whose tool has a known schema."""
         offered = {s.name for s in trace.tool_schemas}
         schemas = {s.name: s.parameters for s in trace.tool_schemas if s.parameters is not None}
+        return self.graded(offered, schemas, trace.all_tool_calls(nested=self.nested))
+
+    def graded(self, offered: set[str], schemas: dict[str, Any], calls: list[ToolCall]) -> Score:
+        """`score` of a trace's offered tools, their recorded schemas and its calls (a table row's, for the form)."""
         schemas.update(self.schemas)
-        calls = trace.all_tool_calls(nested=self.nested)
         if not calls:
             if self.spec_check:  # nothing to validate: no call can be invalid
                 return self.result(True, 1.0, "The agent made no tool calls, so none was invalid.")
@@ -216,8 +219,8 @@ def correctness_reason(mode: str, expected: list[str], actual: list[str], common
 # The columnar forms (see `columns.py`): a sure pass with the reference's exact `Score`, else `None`.
 # `tool_call_validity`: every call of a tool with a schema validates against it (through the cached
 # validators), every call's tool was offered, and at least one call was checked; a call that cannot
-# be checked (no schema, arguments not recorded) passes only as a default. A schema the reference
-# would skip or only partly check (broken, or with patterns RE2 cannot run) is left to it.
+# be checked (no schema, arguments not recorded) passes only as a default. Any other row (a failure,
+# a schema with patterns RE2 cannot run, no calls) is graded by the reference's own code on its tools and calls.
 # `tool_correctness`: names and order modes are exact from the names. In arguments mode, a call
 # surely matches an expected one of its name when the expected arguments are not compared, equal
 # the call's JSON text as the table encodes it, or else are accepted by the argument matcher
@@ -233,16 +236,14 @@ def offered_tools(row: RowCalls) -> list[dict[str, Any]]:
 
 
 def tool_call_validity_forms(scorers: list[ToolCallValidity], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the passing `Score` of `tool_call_validity` when every checkable call is valid."""
+    """Per row (with its scorer), the `Score` of `tool_call_validity`: a pass when every checkable call is valid."""
     found: list[Score | None] = []
     for scorer, index in zip(scorers, rows, strict=True):
         verdicts, passing = batch.memo(scorer, "verdicts"), batch.memo(scorer, "passing")  # `passing`: by counts
-        nested = scorer.nested and batch.rows_nested[index]
-        counts = None if nested else _counts(scorer, batch, index, verdicts)
-        if counts is None or (counts == (0, 0) and not scorer.spec_check):
+        if scorer.nested and batch.rows_nested[index]:
             found.append(None)
-        elif counts == (0, 0):  # no calls: a pass as a check of the spec's only
-            found.append(scorer.result(True, 1.0, "The agent made no tool calls, so none was invalid."))
+        elif (counts := _counts(scorer, batch, index, verdicts)) in (None, (0, 0)):  # the reference's own grading
+            found.append(_validity_graded(scorer, RowCalls(batch, index)))
         else:
             found.append(passing.get(counts) or passing.setdefault(counts, _validity_pass(scorer, *counts)))
     return found
@@ -270,6 +271,18 @@ def _counts(
 
 
 tool_call_validity_form = columnar_forms(ToolCallValidity, tool_call_validity_forms)
+
+
+def _validity_graded(scorer: ToolCallValidity, row: RowCalls) -> Score:
+    """The reference's `Score` (`run_scorer`'s) by its own code on the row's tools and calls, parsed as decoded."""
+    tools = offered_tools(row)
+    texts = ",".join("null" if tool["parameters_json"] is None else tool["parameters_json"] for tool in tools)
+    values = zip(tools, json.loads(f"[{texts}]"), strict=True)  # as `score` reads `trace.tool_schemas`
+    schemas = {tool["name"]: value for tool, value in values if value is not None}
+    calls = bare_calls(
+        name=row.names, arguments=row.json_values(), arguments_truncated=row.call_values("arguments_truncated")
+    )
+    return check_applies(scorer, scorer.graded({tool["name"] for tool in tools}, schemas, calls))
 
 
 _VALID, _UNCHECKED, _DOUBT = 0, 1, 2

@@ -146,12 +146,12 @@ def test_each_distinct_call_of_a_batch_gets_its_own_verdict() -> None:
     ]
     traces.append(traces[0].model_copy(update={"tool_calls": [ToolCall(name="get_weather", arguments_truncated=True)]}))
     scorer = ToolCallValidity()
-    found = check_rows(traces, scorer)
-    assert [score is not None for score in found] == [True, False, True, False, False, False]
+    found = check_rows(traces, scorer)  # each the reference's; the failures graded by its own code
+    assert [score is not None and score.passed is True for score in found] == [True, False, True, False, False, False]
     # The verdicts are kept for the next batches by the offered tools' and the call's texts.
     stricter = [ToolSchema(name="get_weather", parameters={**_WEATHER, "required": ["city", "days"]})]
     again = [traces[0], traces[0].model_copy(update={"tool_schemas": stricter}), traces[2]]
-    assert [score is not None for score in check_rows(again, scorer)] == [True, False, True]
+    assert [score is not None and score.passed is True for score in check_rows(again, scorer)] == [True, False, True]
 
 
 @_PASSING
@@ -178,10 +178,12 @@ def test_valid_calls_take_the_columnar_path(
     found = check_same(trace, _marked(scorer, check))
     checked = any(name != "search" for name in names)
     skipped = "search" in names or unrecorded
-    assert (found is not None) == (checked and not (skipped and check) or (not calls and check))
+    assert (found is not None and found.passed is True) == (
+        checked and not (skipped and check) or (not calls and check)
+    )
 
 
-def test_doubtful_calls_are_left_to_the_reference() -> None:
+def test_failing_calls_are_graded_by_the_references_own_code() -> None:
     tools = [ToolSchema(name="get_weather", parameters=_WEATHER)]
     for call in (
         ToolCall(name="get_weather", arguments={"city": 3}),  # invalid
@@ -189,12 +191,14 @@ def test_doubtful_calls_are_left_to_the_reference() -> None:
         ToolCall(name="get_weather", arguments={"city": "Paris"}, arguments_truncated=True),
     ):
         trace = Trace(trace_id="d" * 32, status="success", tool_calls=[call], tool_schemas=tools)
-        assert check_same(trace, ToolCallValidity()) is None
+        found = check_same(trace, ToolCallValidity())
+        assert found is not None and found.passed is False
     unrecorded = [ToolCall(name="get_weather", arguments={"city": "Oslo"}), ToolCall(name="get_weather")]
     trace = Trace(trace_id="d" * 32, status="success", tool_calls=unrecorded, tool_schemas=tools)
     found = check_same(trace, ToolCallValidity())
     assert found is not None and found.details == {"invalid": [], "checked": 1, "skipped": 1}
-    assert check_same(trace, ToolCallValidity().as_spec_check()) is None  # a check must see every call
+    found = check_same(trace, ToolCallValidity().as_spec_check())  # a check must see every call
+    assert found is not None and found.passed is False
 
 
 # tool_correctness ------------------------------------------------------------------------------
