@@ -305,11 +305,7 @@ def scored_groups(
     files: Any, count: int, blob: bytes, retries: int, stage: Callable[..., pa.Table] = score_group
 ) -> Any:
     """The pipeline over the dataset of `files`: read, shuffle by shard key, score each group (`stage`)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # see `shuffled`
-        return shuffled(files, count, retries).map_groups(
-            stage, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries
-        )
+    return _map_groups(shuffled(files, count, retries), stage, blob, retries)
 
 
 def shards_dataset(count: int, blob: bytes, retries: int, stage: Callable[..., pa.Table]) -> Any:
@@ -317,8 +313,7 @@ def shards_dataset(count: int, blob: bytes, retries: int, stage: Callable[..., p
     import ray.data
 
     shards = ray.data.from_items([{"shard": index} for index in range(count)], override_num_blocks=count)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # see `shuffled`
+    with warnings.catch_warnings(action="ignore", category=DeprecationWarning):  # see `shuffled`
         return shards.map_batches(
             stage, batch_size=1, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries
         )
@@ -326,11 +321,13 @@ def shards_dataset(count: int, blob: bytes, retries: int, stage: Callable[..., p
 
 def grouped_by(dataset: Any, key: str, stage: Callable[..., pa.Table], blob: bytes, retries: int) -> Any:
     """`dataset` grouped by `key` and each group given to `stage` (with `blob`): one more shuffle and map."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # see `shuffled`
-        return dataset.groupby(key).map_groups(
-            stage, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries
-        )
+    with warnings.catch_warnings(action="ignore", category=DeprecationWarning):  # see `shuffled`
+        return _map_groups(dataset.groupby(key), stage, blob, retries)
+
+
+def _map_groups(grouped: Any, stage: Callable[..., pa.Table], blob: bytes, retries: int) -> Any:
+    with warnings.catch_warnings(action="ignore", category=DeprecationWarning):  # see `shuffled`
+        return grouped.map_groups(stage, batch_format="pyarrow", fn_kwargs={"parts_blob": blob}, max_retries=retries)
 
 
 def shuffled(files: Any, count: int, retries: int) -> Any:
@@ -340,12 +337,11 @@ def shuffled(files: Any, count: int, retries: int) -> Any:
     its worker each time fails the run. Ray 2.60 deprecates task options given this way (none has a
     name of its own yet): the warning is not shown.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with warnings.catch_warnings(action="ignore", category=DeprecationWarning):
         rows = files.map_batches(
             read_file, batch_size=1, batch_format="pyarrow", fn_kwargs={"count": count}, max_retries=retries
         )
-    return rows.groupby(KEY)
+        return rows.groupby(KEY)
 
 
 def quiet_ray_data(context: Any) -> None:
