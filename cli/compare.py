@@ -48,14 +48,7 @@ def compare(
         str | None,
         typer.Option("--html", metavar="FILE", help="Write the comparison as a self-contained HTML page to FILE."),
     ] = None,
-    store: Annotated[
-        str | None,
-        typer.Option(
-            "--store",
-            metavar="DIR",
-            help="The score store run ids are looked up in (EVALTRACE_STORE; default .evaltrace/store).",
-        ),
-    ] = None,
+    store: opt.StoreOption = None,
 ) -> None:
     """Compare two scoring runs: regressions, fixes, pass-rate deltas with significance, latency, tokens, cost."""
     from evaltrace.evaluators.results.compare.comparison import CompareOptions, compare_sides
