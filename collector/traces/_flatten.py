@@ -68,6 +68,11 @@ def _listify(node: Any) -> Any:
     return {key: _listify(value) for key, value in node.items()}
 
 
+def as_list(value: Any) -> list[Any]:
+    """`value` if it is a list, else an empty list (a recorded field that should hold a list may hold anything)."""
+    return value if isinstance(value, list) else []
+
+
 def dig(node: Any, *path: str) -> Any:
     """The value at `path` inside nested dicts, or `None` where any step is missing."""
     for key in path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaltrace.collector.traces._flatten import content, dig, text
+from evaltrace.collector.traces._flatten import as_list, content, dig, text
 from evaltrace.collector.traces._lenient_json import parse_json
 from evaltrace.collector.traces._provider import block_error, unwrap_blocks
 from evaltrace.collector.traces.conventions.payload import arguments_value, normalize_role
@@ -107,11 +107,11 @@ def _message(item: Any, lookup: ArgumentLookup, warnings: list[str]) -> Message 
     fields = dig(item, "message")
     if not isinstance(fields, dict):
         return None
-    calls = [_tool_call_part(dig(tc, "tool_call"), lookup, warnings) for tc in _as_list(fields.get("tool_calls"))]
+    calls = [_tool_call_part(dig(tc, "tool_call"), lookup, warnings) for tc in as_list(fields.get("tool_calls"))]
     calls += _legacy_function_call(fields, warnings)
     parts = [p for p in calls if p is not None]
     role = normalize_role(fields.get("role")) or ("assistant" if parts else "user")
-    content_parts = [_content_part(c, lookup, warnings) for c in _as_list(fields.get("contents"))]
+    content_parts = [_content_part(c, lookup, warnings) for c in as_list(fields.get("contents"))]
     body = [p for p in content_parts if p is not None]
     if role == "tool":
         result = content(fields.get("content"))
@@ -190,10 +190,6 @@ def tool_calls_of(messages: list[Message]) -> list[ToolCall]:
     return calls
 
 
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def messages_from_response_json(value: Any, warnings: list[str]) -> list[Message] | None:
     """Reply messages rebuilt from a raw response JSON, for LLM spans without flattened output messages.
 
@@ -229,7 +225,7 @@ def _response_items(items: list[Any], warnings: list[str]) -> list[Message]:
             part = _call(text(item.get("call_id")), text(item.get("name")), item.get("arguments"), warnings)
             calls += [part] if part is not None else []
         elif item.get("type") == "message":
-            texts = [text(c.get("text")) for c in _as_list(item.get("content")) if isinstance(c, dict)]
+            texts = [text(c.get("text")) for c in as_list(item.get("content")) if isinstance(c, dict)]
             parts = [MessagePart(type="text", text=t) for t in texts if t is not None]
             messages.append(Message(role=normalize_role(item.get("role")) or "assistant", parts=parts))
     if calls:
@@ -244,7 +240,7 @@ def _chat_message(fields: Any, warnings: list[str]) -> Message | None:
     body = text(fields.get("content"))
     if body:
         parts.append(MessagePart(type="text", text=body))
-    for call in _as_list(fields.get("tool_calls")):
+    for call in as_list(fields.get("tool_calls")):
         name, arguments = text(dig(call, "function", "name")), dig(call, "function", "arguments")
         part = _call(text(dig(call, "id")), name, arguments, warnings)
         parts += [part] if part is not None else []

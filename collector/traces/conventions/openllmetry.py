@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from evaltrace.collector.runfiles.spans import Span
-from evaltrace.collector.traces._flatten import content, dropped_warning, nest_list, text
+from evaltrace.collector.traces._flatten import as_list, content, dropped_warning, nest_list, text
 from evaltrace.collector.traces._lenient_json import json_list, parse_json
 from evaltrace.collector.traces._normalized import AgentRun, LlmCall, NormalizedSpan, ToolExec
 from evaltrace.collector.traces._spanutil import as_int, first_attr, keys_may_contain, span_error
@@ -203,7 +203,7 @@ def _messages(items: list[Any], warnings: list[str]) -> list[Message]:
 
 
 def _message(fields: dict[str, Any], warnings: list[str]) -> Message | None:
-    calls = [_call_part(c, warnings) for c in _as_list(fields.get("tool_calls"))]
+    calls = [_call_part(c, warnings) for c in as_list(fields.get("tool_calls"))]
     legacy = fields.get("function_call")
     if isinstance(legacy, dict):
         calls.append(_call_part(legacy, warnings))
@@ -246,7 +246,3 @@ def _tool_schemas(attrs: dict[str, Any]) -> list[ToolSchema]:
         definitions = json_list(attrs.get("gen_ai.tool.definitions")) or []
     schemas = [tool_schema(d) for d in definitions]
     return [s for s in schemas if s is not None]
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
