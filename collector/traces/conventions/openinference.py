@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 from evaltrace.collector.runfiles.spans import Span
-from evaltrace.collector.traces._flatten import content, dig, dropped_warning, nest_list, text
+from evaltrace.collector.traces._flatten import as_list, content, dig, dropped_warning, nest_list, text
 from evaltrace.collector.traces._lenient_json import json_object, parse_json
 from evaltrace.collector.traces._normalized import AgentRun, LlmCall, NormalizedSpan, ToolExec
 from evaltrace.collector.traces._spanutil import as_int, span_error
@@ -180,8 +180,7 @@ def _tool_schemas(attrs: dict[str, Any]) -> list[ToolSchema]:
         parsed = json_object(dig(item, "tool", "json_schema"))
         definitions.append(parsed if parsed is not None else dig(item, "tool"))
     if tools is None:
-        offered = (json_object(attrs.get("llm.invocation_parameters")) or {}).get("tools")
-        definitions = offered if isinstance(offered, list) else []
+        definitions = as_list((json_object(attrs.get("llm.invocation_parameters")) or {}).get("tools"))
     schemas = [tool_schema(d) for d in definitions]
     return [s for s in schemas if s is not None]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaltrace.collector.traces._flatten import content, text
+from evaltrace.collector.traces._flatten import as_list, content, text
 from evaltrace.collector.traces._lenient_json import json_object, parse_json, parse_json_deep
 from evaltrace.collector.traces.conventions.envelopes import opaque_output, unwrap_answer
 from evaltrace.collector.traces.records import ToolSchema
@@ -155,8 +155,7 @@ def _call_text(call: dict[str, Any], role: str, keys: tuple[str, ...]) -> str | 
         strings = [v for v in kwargs.values() if isinstance(v, str)]
         if len(strings) == 1:
             return text(strings[0])
-    args = call.get("args")
-    for arg in args if isinstance(args, list) else []:
+    for arg in as_list(call.get("args")):
         found = _find_text(arg, role, keys)
         if found is not None:
             return found
