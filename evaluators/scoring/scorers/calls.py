@@ -222,9 +222,9 @@ class Budget(Scorer):
 # `"error"` (so no result is an object with an `error` field); any other row is graded by the
 # reference's own code (`ToolErrors.graded`) on its calls' names, errors and results. `budget`: the
 # counts within every limit set. `tool_efficiency`: calls compared by name and canonical arguments,
-# as the reference does, from the decoded JSON; a call whose arguments were not recorded, sharing
-# its tool with another, is left to it. With `nested`, a row whose calls started nested agents is left to the
-# reference (their calls count).
+# as the reference does (its `graded`, a failure too), from the decoded JSON; a call whose arguments
+# were not recorded, sharing its tool with another, is left to it. With `nested`, a row whose calls
+# started nested agents is left to the reference (their calls count).
 
 
 def tool_errors_forms(scorers: list[ToolErrors], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
@@ -266,7 +266,7 @@ def budget_form(scorer: Budget, row: RowCalls) -> Score | None:
 
 
 def tool_efficiency_forms(scorers: list[ToolEfficiency], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the passing `Score` of `tool_efficiency` when repeats and loops are within limits."""
+    """Per row (with its scorer), the `Score` of `tool_efficiency`: a pass when no call repeats, else its `graded`."""
     found: list[Score | None] = []
     for scorer, index in zip(scorers, rows, strict=True):
         memos = batch.memo(scorer, "canonical", run=True), batch.memo(scorer, "passing")
@@ -296,7 +296,7 @@ def _efficiency(
     passed, value, reason, details = scorer.graded(
         list(zip(names, arguments, strict=True)), functools.partial(_failed, row)
     )
-    return scorer.result(True, value, reason, **details) if passed else None
+    return scorer.result(passed, value, reason, **details)  # none unrecorded: the reference's very `Score`
 
 
 def _all_distinct(row: RowCalls, canonical: dict[str, str]) -> bool:
