@@ -41,9 +41,8 @@ from evaltrace.evaluators.results.report.model import (
 from evaltrace.evaluators.results.report.sample_row import SampleRow, sample_jsons
 from evaltrace.evaluators.results.report.terminal import FailureDigest
 from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, drop_head, park, unpark
-from evaltrace.evaluators.results.store.identities import ScorerIdentity
 from evaltrace.evaluators.results.store.rows import ScorerIndex, entry_rows
-from evaltrace.evaluators.results.store.sides import pack_sides, sample_sides
+from evaltrace.evaluators.results.store.sides import SampleSide, pack_sides
 from evaltrace.evaluators.results.store.writer import store_writer
 from evaltrace.evaluators.scoring.scorers.base import Scorer
 from evaltrace.evaluators.scoring.spec.loader import LoadedSpec
@@ -279,7 +278,7 @@ class SpecRouter:
         # Parked with the values the score store needs, so it never parses the JSON back.
         # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
         sides = (
-            pack_sides(samples, [self._paired(case_id, sample) for case_id, sample in rows])
+            pack_sides(samples, [self._pairing.identities(case_id, sample.scores) for case_id, sample in rows])
             if self._pack_sides
             else [b""] * len(rows)
         )
@@ -292,8 +291,9 @@ class SpecRouter:
         """Park each passing sample that is so far its case's only one as the case's whole entry; returns the others.
 
         The entry's JSON is the one `decide_case_json` gives a case of that one sample (`passing_entry_json`),
-        parked with the sample's, its head's length as the record's tag; its store rows are made per batch,
-        from the samples' values (`entry_rows`). A case that gets another sample is tallied at the end (`_unfold`).
+        parked with the sample's (and its store values, `pack_sides`), its head's length as the record's tag;
+        its store rows are made per batch, from the samples' values (`entry_rows`). A case that gets another
+        sample is tallied at the end (`_unfold`), its record read as any other sample's (`_without_heads`).
         """
         state, left, whole = self.state, [], []
         for row, found in zip(rows, jsons, strict=True):
@@ -305,20 +305,18 @@ class SpecRouter:
                 continue
             fields, head = passing_entry_json(case, policy, sample, found[1])
             state.whole[case_id] = fields
-            spill.add(case_id, sample.start_time, sample.trace_id, park(head + found[0], b""), tag=len(head))
-            paired = [self._pairing.identity(scorer) for scorer in self.spec.case_scorers[case_id][0]]
-            whole.append((self._positions[case_id], fields, policy.min_samples, sample, paired))
+            scorers = [self._pairing.identity(scorer) for scorer in self.spec.case_scorers[case_id][0]]
+            whole.append(
+                (self._positions[case_id], fields, policy.min_samples, row, scorers, head + found[0], len(head))
+            )
+        sides: list[SampleSide] = []
+        samples, paired = [entry[3][1] for entry in whole], [entry[4] for entry in whole]
+        packed = pack_sides(samples, paired, sides) if self._pack_sides else [b""] * len(whole)
+        for (*_, (case_id, sample), _, json, tag), side in zip(whole, packed, strict=True):
+            spill.add(case_id, sample.start_time, sample.trace_id, park(json, side), tag=tag)
         if whole and self._pack_sides:
-            sides = sample_sides([entry[3] for entry in whole], [entry[4] for entry in whole])
             state.stored.append(entry_rows([(*entry[:3], side) for entry, side in zip(whole, sides, strict=True)]))
         return [row for row, _ in left], [found for _, found in left]
-
-    def _paired(self, case_id: str, sample: SampleRow) -> list[ScorerIdentity | None]:
-        """`ScorerPairing.identities` of a sample's scores, at once when they are its case's scorers' in order."""
-        scorers = self.spec.case_scorers[case_id][0]
-        if [(scorer.name, None) for scorer in scorers] == [(score.scorer, score.turn) for score in sample.scores]:
-            return [self._pairing.identity(scorer) for scorer in scorers]
-        return self._pairing.identities(case_id, sample.scores)
 
     def _policy(self, case: Case) -> RepeatPolicy:
         policy = self._policies.get(case.id)
@@ -330,8 +328,9 @@ class SpecRouter:
         unfolded, store = self._unfold(spill), store_writer(sink)
         taken = column([self._positions[case_id] for case_id in unfolded], pa.int32())
         for rows in self.state.stored:  # given first: the store sorts them in
-            if store is not None:
-                store.add_rows(rows.filter(pc.invert(pc.is_in(rows.column("entry_index"), taken))))
+            kept = rows.filter(pc.invert(pc.is_in(rows.column("entry_index"), taken)))
+            if store is not None and kept.num_rows:  # none: the store streams its rows as they come
+                store.add_rows(kept)
         for case in self.selected:
             whole, known = self.state.whole.get(case.id), self.state.decided.get(case.id)
             if whole is not None:
@@ -348,20 +347,15 @@ class SpecRouter:
                 totals.digest.add(EntryResult.model_validate_json(head + b"]}"), spill.count(case.id))
             if sink is not None:
                 # The samples' JSON is only copied to the sink.
-                records = (
-                    partial(_without_heads, spill, case.id) if case.id in unfolded else partial(spill.records, case.id)
-                )
+                records = partial(_without_heads if case.id in unfolded else Spill.records, spill, case.id)
                 sink.add(ReportEntry.decided(head, fields, records))
 
     def _unfold(self, spill: Spill) -> set[str]:
-        """Tally the cases parked whole that got more samples (their entries are decided as any other's).
-
-        Returns them: their samples' store rows are made from their records (`_without_heads`).
-        """
+        """Tally the cases parked whole that got more samples (decided as any other, `_without_heads`); returns them."""
         state, unfolded = self.state, set()
         for case_id in [case_id for case_id in state.whole if case_id in state.tallies or spill.count(case_id) > 1]:
             tally = state.tallies.setdefault(case_id, self._tally(self._by_id[case_id]))
-            for tag, record in spill.ordered(case_id):
+            for tag, record in spill.tagged(case_id):
                 if tag:
                     tally.add(SampleRow.of(SampleResult.model_validate_json(unpark(record)[0][tag:])))
             del state.whole[case_id]
@@ -390,7 +384,7 @@ class SpecRouter:
 
 def _without_heads(spill: Spill, group: str) -> list[bytes]:
     """`group`'s records, those parked whole (`_keep_whole`) without their entry's head (their tag: its length)."""
-    return [drop_head(record, tag) if tag else record for tag, record in spill.ordered(group)]
+    return [drop_head(record, tag) if tag else record for tag, record in spill.tagged(group)]
 
 
 async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:

@@ -49,29 +49,29 @@ def details_text(details: dict[str, Any] | None) -> str | None:
     return None if details is None else _DETAILS.encode(details)
 
 
-def pack_sides(samples: Sequence[SampleRow], identities: Sequence[Sequence[ScorerIdentity | None]]) -> list[bytes]:
+def pack_sides(
+    samples: Sequence[SampleRow],
+    identities: Sequence[Sequence[ScorerIdentity | None]],
+    unpacked: list[SampleSide] | None = None,
+) -> list[bytes]:
     """Each sample's values for its rows, packed; empty for one that cannot be (the store then parses its JSON).
 
     Args:
         samples: the scored samples.
         identities: per sample, the scorer of each of its results (`ScorerPairing.identities`).
+        unpacked: given, each sample's values are also added to it, as they were packed.
     """
     made: _Made = {}  # alive while packing: marshal's bytes for a value depend on whether it is shared
     packed = []
     for sample, paired in zip(samples, identities, strict=True):
+        side = _side(sample, paired, made)
         try:
-            packed.append(marshal.dumps(tuple(_side(sample, paired, made))))  # marshal takes no tuple subclass
+            packed.append(marshal.dumps(tuple(side)))  # marshal takes no tuple subclass
         except ValueError:  # a value marshal does not take (a plugin's str subclass), details with a cycle
             packed.append(b"")
+        if unpacked is not None:
+            unpacked.append(side)
     return packed
-
-
-def sample_sides(
-    samples: Sequence[SampleRow], identities: Sequence[Sequence[ScorerIdentity | None]]
-) -> list[SampleSide]:
-    """Each sample's values for its rows (what `pack_sides` packs); a `ScoreRow` shared by samples is made once."""
-    made: _Made = {}
-    return [_side(sample, paired, made) for sample, paired in zip(samples, identities, strict=True)]
 
 
 def unpack_side(data: bytes) -> SampleSide:
