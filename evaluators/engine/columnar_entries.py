@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -52,6 +53,7 @@ from evaltrace.evaluators.scoring.spec.model import Case
 if TYPE_CHECKING:
     from evaltrace.collector.runfiles.spans import Span
     from evaltrace.evaluators.engine.scoring import ScoreOptions
+    from evaltrace.evaluators.scoring.scorers.prices import TokenCounts
 
 logger = logging.getLogger("evaltrace")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -177,12 +179,10 @@ def _guarded(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 class _Tokens:
     """A model call's usage as `call_cost` reads it, from the table's usage struct."""
 
-    __slots__ = ("input_tokens", "output_tokens", "cache_read_tokens")
+    __slots__ = _FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens")
 
-    def __init__(self, usage: dict[str, int | None]) -> None:
-        self.input_tokens = usage["input_tokens"]
-        self.output_tokens = usage["output_tokens"]
-        self.cache_read_tokens = usage["cache_read_tokens"]
+    def __init__(self, input_tokens: int | None, output_tokens: int | None, cache_read_tokens: int | None) -> None:
+        self.input_tokens, self.output_tokens, self.cache_read_tokens = input_tokens, output_tokens, cache_read_tokens
 
 
 class _Rows:
@@ -341,12 +341,12 @@ class _Columns(BatchCalls):
     def run(self, index: int) -> Run:
         """Row `index`'s run as `RunStats` counts it: duration, tokens, and its model calls' models and usages."""
         first, last = self.iteration_bounds(index)
-        models = cast("list[str | None]", self.iteration_field("model")[first:last])
-        usages = cast("list[dict[str, int | None]]", self.iteration_field("usage")[first:last])
         used = self.usages[index]
-        return (
-            self.duration(index),
-            used["input_tokens"],
-            used["output_tokens"],
-            list(zip(models, map(_Tokens, usages), strict=True)),
-        )
+        return self.duration(index), used["input_tokens"], used["output_tokens"], self._calls[first:last]
+
+    @cached_property
+    def _calls(self) -> list[tuple[str | None, TokenCounts]]:
+        """Every model call of the batch, flat: its model and its usage's counts, converted once per batch."""
+        usage = pc.struct_field(self._batch.column("iterations").values, "usage")  # as `iteration_field` reads it
+        counts = (pc.struct_field(usage, name).to_pylist() for name in _Tokens._FIELDS)
+        return list(zip(cast("list[str | None]", self.iteration_field("model")), map(_Tokens, *counts), strict=True))
