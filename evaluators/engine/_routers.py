@@ -80,7 +80,8 @@ class RouterState:
     parallel with the other workers; kept only while no other part of the run adds to the case
     (`merge` with another worker's samples of it, or a conversation scored later)."""
     whole: dict[str, EntryFields] = field(default_factory=dict)
-    """Cases whose first sample was parked as their whole entry (`SpecRouter.keep_rows`), without a tally."""
+    """Cases whose first sample was parked as their whole entry (`SpecRouter.keep_rows`), without a tally:
+    only where the spill is the emitting process's own (never handed over, never merged)."""
     stored: list[pa.RecordBatch] = field(default_factory=list)
     """The score store's rows of those entries (`rows.entry_rows`)."""
 
@@ -90,8 +91,6 @@ class RouterState:
             self.conversations.setdefault(key, []).extend(traces)
         self.unmatched.extend(other.unmatched)
         self.scorer_tally.merge(other.scorer_tally)
-        self.whole.update(other.whole)  # a case parked whole twice: its two records make it a case of two
-        self.stored.extend(other.stored)
         for case_id, tally in other.tallies.items():
             if case_id in self.tallies:
                 self.tallies[case_id].merge(tally)
@@ -355,7 +354,7 @@ class SpecRouter:
         state, unfolded = self.state, set()
         for case_id in [case_id for case_id in state.whole if case_id in state.tallies or spill.count(case_id) > 1]:
             tally = state.tallies.setdefault(case_id, self._tally(self._by_id[case_id]))
-            for tag, record in spill.tagged(case_id):
+            for tag, record in spill.ordered(case_id):
                 if tag:
                     tally.add(SampleRow.of(SampleResult.model_validate_json(unpark(record)[0][tag:])))
             del state.whole[case_id]
@@ -384,7 +383,7 @@ class SpecRouter:
 
 def _without_heads(spill: Spill, group: str) -> list[bytes]:
     """`group`'s records, those parked whole (`_keep_whole`) without their entry's head (their tag: its length)."""
-    return [drop_head(record, tag) if tag else record for tag, record in spill.tagged(group)]
+    return [drop_head(record, tag) if tag else record for tag, record in spill.ordered(group)]
 
 
 async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:

@@ -52,18 +52,14 @@ class Spill:
 
     def records(self, group: str) -> list[bytes]:
         """`group`'s results' JSON, by start time then trace id (what `ordered` gives, without the tags)."""
-        return [payload for _, payload in self.tagged(group)]
-
-    def tagged(self, group: str) -> list[tuple[int, bytes]]:
-        """`group`'s results as (tag, JSON), by start time then trace id: `ordered`, read at once."""
         rows = self._groups.get(group)
         if not rows:
             return []
         self._file.flush()
-        if _pread is not None:  # one call per result, and the file position (and read buffer) left alone
+        if _pread is not None:  # one call per result, and the file position is left alone
             fd = self._file.fileno()
-            return [(tag, _pread(fd, length, offset)) for *_, offset, length, tag in sorted(rows)]
-        return list(self.ordered(group))
+            return [_pread(fd, length, offset) for _, _, offset, length, _ in (sorted(rows) if len(rows) > 1 else rows)]
+        return [payload for _, payload in self.ordered(group)]
 
     def ordered(self, group: str) -> Iterator[tuple[int, bytes]]:
         """`group`'s results as (tag, JSON), by start time then trace id, one read at a time."""

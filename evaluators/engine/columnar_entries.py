@@ -110,7 +110,7 @@ def score_warm(
     try:
         with Spill() as spill, scorer_time_limit(options.scorer_timeout), bulk_collections():
             for shard in shards:
-                score_shard(files, shard, histories, router, stats, spill, options, whole=True)
+                score_shard(files, shard, histories, router, stats, spill, options)
             return finish(spill)
     except TableFault as fault:  # the per-trace path reads the table again, discards it and rebuilds
         logger.info("traces cache unusable for the warm path (%s); scoring trace by trace", fault)
@@ -126,16 +126,13 @@ def score_shard(
     spill: SampleSpill,
     options: ScoreOptions,
     spans: Iterable[list[Span]] | None = None,
-    *,
-    whole: bool = False,
 ) -> None:
     """Score `shard` of `files` from its table (`score_table`): the cached one, or, a first scoring, one built now.
 
     A table built is written to the cache as its batches go by; one the cache cannot hold, or any
     without `options.cache` (`--no-cache`: the cache neither read nor written), is still scored from
     its batches. `spans`: the shard's spans of each trace, read elsewhere (a Ray Data group's), for
-    building its table. `whole`: passing lone samples parked as their cases' entries (`SpecRouter.keep_rows`),
-    for a `finish` in this process.
+    building its table.
 
     Raises:
         TableFault: the cached table could not be read, or the table could not be built (a value it
@@ -143,17 +140,11 @@ def score_shard(
     """
     batches = table_batches(files, histories=histories, shard=shard) if options.cache else None
     built = batches or built_batches(files, histories=histories, shard=shard, spans=spans, cache=options.cache)
-    score_table(built, router, stats, spill, options, whole=whole)
+    score_table(built, router, stats, spill, options)
 
 
 def score_table(
-    batches: Iterator[pa.RecordBatch],
-    router: Router,
-    stats: RunStats,
-    spill: SampleSpill,
-    options: ScoreOptions,
-    *,
-    whole: bool = False,
+    batches: Iterator[pa.RecordBatch], router: Router, stats: RunStats, spill: SampleSpill, options: ScoreOptions
 ) -> None:
     """Score one cached table's rows: from the columns where the forms decide, the rest per trace.
 
@@ -161,7 +152,7 @@ def score_table(
         TableFault: the table could not be read.
     """
     assert isinstance(router, SpecRouter)
-    rows = _Rows(router, stats, spill, options, whole)
+    rows = _Rows(router, stats, spill, options)
     score_stream_now(iter_table_traces(rows.undecided(_guarded(batches))), router, stats, spill, options)
 
 
@@ -188,11 +179,8 @@ class _Tokens:
 class _Rows:
     """Decides a batch's rows from their columns; what is left goes on, filtered, to the decoder."""
 
-    def __init__(
-        self, router: SpecRouter, stats: RunStats, spill: SampleSpill, options: ScoreOptions, whole: bool
-    ) -> None:
+    def __init__(self, router: SpecRouter, stats: RunStats, spill: SampleSpill, options: ScoreOptions) -> None:
         self._router, self._stats, self._spill, self._options = router, stats, spill, options
-        self._whole = whole
         self._seen: set[str] = set()
         self._carried: set[int] = set()
         """The previous batch's last top row, when undecided: its nested rows may go on in this batch."""
@@ -293,7 +281,9 @@ class _Rows:
                 cost_usd=None if cost is None else float(cost),
             )
             rows.append((case.id, sample))
-        self._router.keep_rows(self._spill, rows, whole=self._whole)
+        # Cases decided whole only with this process's own spill: its router's `emit` reads them back (a
+        # worker's samples go to its parent's spill, and its state is merged there without them).
+        self._router.keep_rows(self._spill, rows, whole=isinstance(self._spill, Spill))
 
 
 def _ask(scorers: list[Scorer], calls: BatchCalls, rows: list[int]) -> list[Score | None]:
