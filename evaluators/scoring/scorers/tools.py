@@ -262,7 +262,7 @@ def _counts(
     offered, keys, checked = batch.schema_ids[index], batch.call_keys, 0
     for j in range(start, end):
         if (verdict := verdicts.get((offered, keys[j]))) is None:
-            verdict = verdicts[offered, keys[j]] = _verdict(scorer, RowCalls(batch, index), offered, j)
+            verdict = verdicts[offered, keys[j]] = _verdict(scorer, batch, index, offered, j)
         if verdict == _DOUBT:
             return None
         checked += verdict == _VALID
@@ -288,16 +288,16 @@ def _validity_graded(scorer: ToolCallValidity, row: RowCalls) -> Score:
 _VALID, _UNCHECKED, _DOUBT = 0, 1, 2
 
 
-def _verdict(scorer: ToolCallValidity, row: RowCalls, offered: int, j: int) -> int:
-    """The reference's check of the batch's call `j` (`_check`), under the tools `offered` (a `schema_ids` id).
+def _verdict(scorer: ToolCallValidity, batch: BatchCalls, index: int, offered: int, j: int) -> int:
+    """The reference's check of the batch's call `j` (`_check`) of row `index`, under its tools `offered` (an id).
 
     Kept for the run too, by the tools' and the call's texts: the next batches' rows repeat most calls.
     """
-    tools = row.batch.memo(scorer, "tools")
+    tools = batch.memo(scorer, "tools")
     if (known := tools.get(offered)) is None:
-        known = tools[offered] = _known_schemas(scorer, row)
-    text, cut = row.batch.arguments[j], bool(row.batch.call_field("arguments_truncated")[j])
-    key, run = (known[2], row.batch.names[j], text, cut), row.batch.memo(scorer, "verdicts", run=True)
+        known = tools[offered] = _known_schemas(scorer, RowCalls(batch, index))
+    text, cut = batch.arguments[j], bool(batch.call_field("arguments_truncated")[j])
+    key, run = (known[2], batch.names[j], text, cut), batch.memo(scorer, "verdicts", run=True)
     if (verdict := run.get(key)) is None:
         verdict = run[key] = _checked(scorer, known, key[1:])
     return verdict
