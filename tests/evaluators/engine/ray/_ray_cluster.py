@@ -217,6 +217,11 @@ class Cluster:
         given = {**self.env, **(env or {})}
         return subprocess.run(cmd, env=given, capture_output=True, text=True, timeout=timeout, cwd=self.temp)
 
+    def log_tails(self, pattern: str, chars: int = 2000) -> str:
+        """The end of each of the cluster's Ray log files named like `pattern` (`ray_client_server_*.err`)."""
+        found = sorted((self.temp / "session_latest" / "logs").glob(pattern))
+        return "\n".join(f"--- {path.name}:\n{path.read_text(errors='replace')[-chars:]}" for path in found)
+
     def start_evaltrace(self, *args: str) -> subprocess.Popen[str]:
         """`evaltrace` started without waiting, for the tests that act while it runs."""
         cmd = [str(self.python), "-m", "evaltrace.cli", *args]

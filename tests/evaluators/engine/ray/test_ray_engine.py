@@ -565,12 +565,22 @@ def test_a_file_uri_scores_as_its_path(cluster: Cluster, crossing_run: tuple[Pat
     assert reports[0]["counts"]["traces"] == 51
 
 
+_CLIENT_SERVER_FAILED = "Starting Ray client server failed"
+
+
 def test_a_ray_client_address_scores_the_same(cluster: Cluster, tmp_path: Path) -> None:
     # Ray Client runs no streaming task: through `ray://` the pipeline runs in the driver, as before.
     runs, spec = SAMPLES / "runs", SAMPLES / "evals.yaml"
     local = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "local.json"))
     address = ["--engine", "ray", "--ray-address", f"ray://{HEAD_IP}:{cluster.client_port}"]
     ray = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "ray.json"), *address)
+    if _CLIENT_SERVER_FAILED in ray.stderr:
+        # Ray's own per-client server process died while starting (once in a CI run, 2026-11-29; passed
+        # alone): evaltrace answered it as it should (one error line, exit 2). Its log is kept, and the
+        # client joins again once; a second failure fails the test with that log.
+        first = cluster.log_tails("ray_client_server_*.err")
+        ray = cluster.evaltrace(*_score_args(runs, spec, tmp_path / "ray.json"), *address)
+        assert _CLIENT_SERVER_FAILED not in ray.stderr, first + "\n" + cluster.log_tails("ray_client_server_*.err")
     assert ray.returncode == local.returncode == 0, ray.stderr[-3000:]
     reports = [json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("local", "ray")]
     assert _comparable(reports[1]) == _comparable(reports[0])
