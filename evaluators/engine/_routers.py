@@ -294,7 +294,9 @@ class SpecRouter:
         its store rows are made per batch, from the samples' values (`entry_rows`). A case that gets another
         sample is tallied at the end (`_unfold`), its record read as any other sample's (`_without_heads`).
         """
-        state, left, whole = self.state, [], []
+        state, left, samples, paired = self.state, [], [], []
+        entries: list[tuple[int, EntryFields, int]] = []  # what `entry_rows` takes of each, but its values
+        parked: list[tuple[str, bytes, int]] = []  # case, the entry's JSON to its sample's end, its head's length
         for row, found in zip(rows, jsons, strict=True):
             case_id, sample = row
             case, policy = self._by_id[case_id], self._policy(self._by_id[case_id])
@@ -304,17 +306,16 @@ class SpecRouter:
                 continue
             fields, head = passing_entry_json(case, policy, sample, found[1])
             state.whole[case_id] = fields
-            scorers = [self._pairing.identity(scorer) for scorer in self.spec.case_scorers[case_id][0]]
-            whole.append(
-                (self._positions[case_id], fields, policy.min_samples, row, scorers, head + found[0], len(head))
-            )
+            entries.append((self._positions[case_id], fields, policy.min_samples))
+            samples.append(sample)
+            paired.append([self._pairing.identity(scorer) for scorer in self.spec.case_scorers[case_id][0]])
+            parked.append((case_id, head + found[0], len(head)))
         sides: list[SampleSide] = []
-        samples, paired = [entry[3][1] for entry in whole], [entry[4] for entry in whole]
-        packed = pack_sides(samples, paired, sides) if self._pack_sides else [b""] * len(whole)
-        for (*_, (case_id, sample), _, json, tag), side in zip(whole, packed, strict=True):
+        packed = pack_sides(samples, paired, sides) if self._pack_sides else [b""] * len(samples)
+        for (case_id, json, tag), sample, side in zip(parked, samples, packed, strict=True):
             spill.add(case_id, sample.start_time, sample.trace_id, park(json, side), tag=tag)
-        if whole and self._pack_sides:
-            state.stored.append(entry_rows([(*entry[:3], side) for entry, side in zip(whole, sides, strict=True)]))
+        if entries and self._pack_sides:
+            state.stored.append(entry_rows([(*entry, side) for entry, side in zip(entries, sides, strict=True)]))
         return [row for row, _ in left], [found for _, found in left]
 
     def _policy(self, case: Case) -> RepeatPolicy:

@@ -42,8 +42,11 @@ def scorer_row(scorer: Scorer) -> ScorerRow:
     """`scorer`'s row, its configuration dumped once for the text, the hash and the report's JSON."""
     dumped = scorer.model_dump(mode="json")  # JSON data: pydantic refuses to dump anything else
     digest = scorer.config_hash(dumped)
-    info = ScorerInfo(name=scorer.name, version=scorer.version, config_hash=digest, config=dumped)
-    return scorer.name, scorer.version, digest, json.dumps(dumped), info.model_dump_json().encode()
+    return _row(ScorerInfo(name=scorer.name, version=scorer.version, config_hash=digest, config=dumped))
+
+
+def _row(info: ScorerInfo) -> ScorerRow:
+    return info.name, info.version, info.config_hash, json.dumps(info.config), info.model_dump_json().encode()
 
 
 def distinct(rows: Iterable[ScorerRow]) -> ScorerList:
@@ -67,10 +70,7 @@ class ScorerList(Sequence[ScorerInfo]):
     def rows(self) -> list[ScorerRow]:
         """Each scorer's row (made from the models when the list was given models)."""
         if self._rows is None:
-            self._rows = [
-                (i.name, i.version, i.config_hash, json.dumps(i.config), i.model_dump_json().encode())
-                for i in self.infos()
-            ]
+            self._rows = [_row(info) for info in self.infos()]
         return self._rows
 
     def json(self) -> bytes:
