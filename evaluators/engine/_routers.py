@@ -40,7 +40,7 @@ from evaltrace.evaluators.results.report.model import (
 )
 from evaltrace.evaluators.results.report.sample_row import SampleRow, sample_jsons
 from evaltrace.evaluators.results.report.terminal import FailureDigest
-from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, drop_head, park, unpark
+from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, park
 from evaltrace.evaluators.results.store.rows import ScorerIndex, entry_rows
 from evaltrace.evaluators.results.store.sides import SampleSide, pack_sides
 from evaltrace.evaluators.results.store.writer import store_writer
@@ -292,7 +292,7 @@ class SpecRouter:
         The entry's JSON is the one `decide_case_json` gives a case of that one sample (`passing_entry_json`),
         parked with the sample's (and its store values, `pack_sides`), its head's length as the record's tag;
         its store rows are made per batch, from the samples' values (`entry_rows`). A case that gets another
-        sample is tallied at the end (`_unfold`), its record read as any other sample's (`_without_heads`).
+        sample is tallied at the end (`_unfold`), its record read as any other sample's (its head left out, `Parked`).
         """
         state, left, samples, paired = self.state, [], [], []
         entries: list[tuple[int, EntryFields, int]] = []  # what `entry_rows` takes of each, but its values
@@ -336,8 +336,7 @@ class SpecRouter:
             if whole is not None:
                 totals.add(whole.status, whole.pass_rate)
                 if sink is not None:  # its JSON and store rows made when it was kept
-                    (record,) = spill.records(case.id)
-                    sink.add(ReportEntry.from_json(unpark(record)[0] + b"]}", stored=self._pack_sides))
+                    sink.add(ReportEntry.from_json(spill.parked(case.id).whole() + b"]}", stored=self._pack_sides))
                 continue
             fields, head = known if known is not None else self._decide(case.id, self._tally(case))
             totals.add(fields.status, fields.pass_rate)
@@ -345,19 +344,17 @@ class SpecRouter:
                 totals.digest.add_omitted()
             elif fields.status in _LISTED:  # the summary lists these, failing scores and all
                 totals.digest.add(EntryResult.model_validate_json(head + b"]}"), spill.count(case.id))
-            if sink is not None:
-                # The samples' JSON is only copied to the sink.
-                records = partial(_without_heads if case.id in unfolded else Spill.records, spill, case.id)
-                sink.add(ReportEntry.decided(head, fields, records))
+            if sink is not None:  # the samples' JSON is only copied to the sink
+                sink.add(ReportEntry.decided(head, fields, partial(spill.parked, case.id)))
 
     def _unfold(self, spill: Spill) -> set[str]:
-        """Tally the cases parked whole that got more samples (decided as any other, `_without_heads`); returns them."""
+        """Tally the cases parked whole that got more samples (decided as any other, heads left out); returns them."""
         state, unfolded = self.state, set()
         for case_id in [case_id for case_id in state.whole if case_id in state.tallies or spill.count(case_id) > 1]:
             tally = state.tallies.setdefault(case_id, self._tally(self._by_id[case_id]))
-            for tag, record in spill.ordered(case_id):
-                if tag:
-                    tally.add(SampleRow.of(SampleResult.model_validate_json(unpark(record)[0][tag:])))
+            for head, json in spill.parked(case_id).samples():
+                if head:
+                    tally.add(SampleRow.of(SampleResult.model_validate_json(json[head:])))
             del state.whole[case_id]
             state.decided.pop(case_id, None)
             unfolded.add(case_id)
@@ -380,11 +377,6 @@ class SpecRouter:
         state = self.state
         state.decided = {case_id: self._decide(case_id, tally) for case_id, tally in state.tallies.items()}
         return state
-
-
-def _without_heads(spill: Spill, group: str) -> list[bytes]:
-    """`group`'s records, those parked whole (`_keep_whole`) without their entry's head (their tag: its length)."""
-    return [drop_head(record, tag) if tag else record for tag, record in spill.ordered(group)]
 
 
 async def _keyed(key: str | None, job: Coroutine[Any, Any, SampleResult]) -> tuple[str | None, SampleResult]:

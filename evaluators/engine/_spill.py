@@ -3,72 +3,131 @@
 The report lists a case's samples (and, without a spec, the entries) by start time, which is
 known only once every trace is in, while traces arrive in file order. Keeping every result in
 memory until then made scoring memory grow with the run (~19 KB per trace). Instead each result
-is written as JSON to an anonymous temporary file as soon as it is scored; memory keeps only a
-small index row per result (sort key, offset, length, a tag), and the JSON is read back in order
-when the report is written.
+is written as JSON to an anonymous temporary file soon after it is scored (results are held by
+group up to a few MB, so that a group's lie in a few runs); memory keeps only a small index row per
+result (sort key, offset, length, a tag), and the JSON is read back in order when the report is written.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import IO
 
+from evaltrace.evaluators.results.report.writer import Parked
+
 _FAR_FUTURE = datetime.max.replace(tzinfo=UTC)
 _BUFFER = 1 << 18
+_HELD = 2 << 20
+"""Bytes of results held in memory, by group, before they are written (see `_Group`)."""
 _pread = getattr(os, "pread", None)
-"""Positional reads where the platform has them (not Windows)."""
+"""Positional reads where the platform has them (not Windows): the file's position is left alone."""
 
-# (start time, trace id, offset, length, tag): the first two are the report order; the offset
-# breaks ties in arrival order, as the stable sort of the in-memory lists did.
+# (start time, trace id, offset in its group, length, tag): the first two are the report order; the
+# offset breaks ties in arrival order, as the stable sort of the in-memory lists did.
 _Row = tuple[datetime, str, int, int, int]
+Added = tuple[str, datetime | None, str | None, bytes, int]
+"""One result as `Spill.add` takes it: group, start, trace id, JSON, tag."""
+
+
+class _Group:
+    """One group's results: their index rows, the runs of them written to the file, those not written yet.
+
+    Results arrive mixed (a worker's message holds many cases' samples); held by group until `_HELD`
+    bytes wait, each group's are written as one run, so a group is read back in a few reads, not one per result.
+    """
+
+    __slots__ = ("rows", "runs", "held", "written")
+
+    def __init__(self) -> None:
+        self.rows: list[_Row] = []
+        self.runs: list[tuple[int, int]] = []
+        """(file offset, length) of each run written."""
+        self.held = bytearray()
+        self.written = 0
+        """The runs' bytes: the offset in the group of the first held byte."""
 
 
 class Spill:
     """An append-only file of JSON results, grouped by a key, read back sorted by start time."""
 
     def __init__(self) -> None:
-        # A sample's record is a few KB: an 8 KB buffer (the default) wrote every few samples, 256 KB every ~100.
+        # Runs of a few KB (many groups, few results each) are written through a 256 KB buffer.
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="evaltrace-scores-", buffering=_BUFFER)
         self._size = 0
-        self._groups: dict[str, list[_Row]] = {}
+        self._held = 0
+        self._groups: dict[str, _Group] = {}
 
     def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
         """Park one result's JSON under `group`; `tag` is a small caller-defined code kept in memory."""
-        self._file.write(payload)
-        row = (start or _FAR_FUTURE, trace_id or "", self._size, len(payload), tag)
-        self._groups.setdefault(group, []).append(row)
-        self._size += len(payload)
+        self.add_rows([(group, start, trace_id, payload, tag)])
+
+    def add_rows(self, rows: Iterable[Added]) -> None:
+        """Park results as `add` does, in order (a worker's message of them at once)."""
+        groups, held = self._groups, self._held
+        for group, start, trace_id, payload, tag in rows:
+            into = groups.get(group)
+            if into is None:
+                into = groups[group] = _Group()
+            into.rows.append((start or _FAR_FUTURE, trace_id or "", into.written + len(into.held), len(payload), tag))
+            into.held += payload
+            held += len(payload)
+        self._held = held
+        if held > _HELD:
+            self._write_held()
+
+    def _write_held(self) -> None:
+        for into in self._groups.values():
+            if into.held:
+                self._file.write(into.held)
+                into.runs.append((self._size, len(into.held)))
+                self._size += len(into.held)
+                into.written += len(into.held)
+                into.held.clear()
+        self._held = 0
 
     def count(self, group: str) -> int:
         """How many results `group` holds."""
-        return len(self._groups.get(group, ()))
+        into = self._groups.get(group)
+        return len(into.rows) if into is not None else 0
 
     def flush(self) -> None:
-        """Write what the buffer holds: before a fork, lest the child's copy of the buffer be written again."""
+        """Write what the file's buffer holds: before a fork, lest the child's copy of the buffer be written again."""
         self._file.flush()
 
-    def records(self, group: str) -> list[bytes]:
-        """`group`'s results' JSON, by start time then trace id (what `ordered` gives, without the tags)."""
-        rows = self._groups.get(group)
-        if not rows:
-            return []
-        self._file.flush()
-        if _pread is not None:  # one call per result, and the file position is left alone
-            fd = self._file.fileno()
-            return [_pread(fd, length, offset) for _, _, offset, length, _ in (sorted(rows) if len(rows) > 1 else rows)]
-        return [payload for _, payload in self.ordered(group)]
+    def parked(self, group: str) -> Parked:
+        """`group`'s results (records, see `writer.park`) by start time then trace id, their tags as their heads."""
+        rows = sorted(self._group(group).rows)
+        return Parked(self._read(group), [(offset, length, tag) for _, _, offset, length, tag in rows])
 
     def ordered(self, group: str) -> Iterator[tuple[int, bytes]]:
-        """`group`'s results as (tag, JSON), by start time then trace id, one read at a time."""
-        rows = sorted(self._groups.get(group, ()))
-        self._file.flush()
-        for _, _, offset, length, tag in rows:
-            self._file.seek(offset)
-            yield tag, self._file.read(length)
+        """`group`'s results as (tag, JSON), by start time then trace id."""
+        data = self._read(group)
+        for _, _, offset, length, tag in sorted(self._group(group).rows):
+            yield tag, data[offset : offset + length]
+
+    def _group(self, group: str) -> _Group:
+        return self._groups.get(group) or _Group()
+
+    def _read(self, group: str) -> bytes:
+        """`group`'s results' bytes, in arrival order: a read per run written, then those held."""
+        into = self._group(group)
+        if into.runs:
+            self._file.flush()
+        if _pread is not None:  # a forked process reads the file while its parent writes it: no seek
+            fd = self._file.fileno()
+            runs = [_pread(fd, length, offset) for offset, length in into.runs]
+        else:
+            runs = [self._read_at(offset, length) for offset, length in into.runs]
+        return b"".join([*runs, into.held]) if into.held or len(runs) > 1 else runs[0] if runs else b""
+
+    def _read_at(self, offset: int, length: int) -> bytes:
+        self._file.seek(offset)
+        data = self._file.read(length)
         self._file.seek(0, 2)  # back to the end, should more results be added
+        return data
 
     def close(self) -> None:
         """Delete the file (it is anonymous: closing removes it)."""

@@ -34,6 +34,7 @@ import dataclasses
 import shutil
 import zlib
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -60,7 +61,7 @@ from evaltrace.evaluators.engine.ray_data import (
 from evaltrace.evaluators.engine.ray_sorted import JSON, EntryTarget, entry_target, read_json, write_json
 from evaltrace.evaluators.engine.sample import RunStats
 from evaltrace.evaluators.results.report.model import EntryResult, EntryStatus
-from evaltrace.evaluators.results.report.writer import EntrySink, ReportEntry
+from evaltrace.evaluators.results.report.writer import EntrySink, Parked, ReportEntry
 from evaltrace.evaluators.results.store.rows import ScorerIndex, ScoreRows
 from evaltrace.evaluators.results.store.writer import StoreParts, store_writer
 
@@ -326,7 +327,7 @@ def decide_span(
     for index, case in zip(cases, selected, strict=True):
         fields, head = decided[case.id]
         records = samples.get(case.id, [])
-        entry = ReportEntry.decided(head, fields, lambda records=records: records)  # type: ignore[misc]
+        entry = ReportEntry.decided(head, fields, partial(Parked.of, records))
         listed = head if fields.status in _LISTED else None
         done.outcomes[index] = Outcome(fields.status, fields.pass_rate, listed, len(records))
         done.entries.append((index, entry))

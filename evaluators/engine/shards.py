@@ -208,8 +208,7 @@ def _collect(
             kind, payload = receive(ready, index, processes)
             if kind == "rows":
                 rows, counts[index] = payload
-                for row in rows:
-                    spill.add(*row)
+                spill.add_rows(rows)
                 if options.progress is not None:
                     options.progress(sum(counts))
             else:  # "done"

@@ -112,7 +112,7 @@ def _part_batches(router: SpecRouter, spill: Spill, rows: ScoreRows, cases: rang
     for index in cases:
         case_id = router.selected[index].id
         fields, head = router.state.decided[case_id]
-        yield from rows.add_report_entry(index, ReportEntry.decided(head, fields, partial(spill.records, case_id)))
+        yield from rows.add_report_entry(index, ReportEntry.decided(head, fields, partial(spill.parked, case_id)))
     last = rows.flush()
     if last is not None:
         yield last

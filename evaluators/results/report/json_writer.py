@@ -68,8 +68,8 @@ class ReportWriter(AbortOnExit):
     def add(self, entry: ReportEntry) -> None:
         """Write one entry: its compact JSON, the samples copied as they were stored."""
         # The opening is written with the first entry, so an error before any entry leaves stdout empty.
-        opening = b"," if self._entries else b'{"entries":['
-        self._put(opening + entry.json_bytes())  # one write per entry
+        self._put(b"," if self._entries else b'{"entries":[')
+        self._put(entry.json_bytes())  # not joined to the opening: an entry may be MBs
         self._entries += 1
 
     def finish(self, report: Report) -> None:

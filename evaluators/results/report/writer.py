@@ -15,7 +15,8 @@ worker decided comes as its JSON up to its samples and the fields the store's ro
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import Any, NamedTuple, Protocol, Self
 
 from pydantic_core import to_json
@@ -26,20 +27,54 @@ _LENGTH = struct.Struct("<I")
 
 
 def park(json: bytes, side: bytes) -> bytes:
-    """One sample's record: its compact JSON and a side part, as `unpark` splits them again."""
+    """One sample's record: its compact JSON and a side part, as `Parked` reads them back."""
     return _LENGTH.pack(len(json)) + json + side
 
 
-def unpark(record: bytes) -> tuple[bytes, bytes]:
-    """A record's JSON and side part."""
-    end = _LENGTH.size + _LENGTH.unpack_from(record)[0]
-    return record[_LENGTH.size : end], record[end:]
+class Parked(NamedTuple):
+    """Records (see `park`) where they wait, in order: `data` and each one's (offset, length, head) in it.
 
+    `head`: how many bytes of a record's JSON come before its sample's (an entry's head, parked with
+    the sample that was its case's whole entry). Many samples' JSON is sliced out and joined at once,
+    a slice per sample and no read or copy of its own.
+    """
 
-def drop_head(record: bytes, length: int) -> bytes:
-    """A record whose JSON starts with `length` bytes not the sample's (an entry's head), without them."""
-    json, side = unpark(record)
-    return park(json[length:], side)
+    data: bytes
+    at: Sequence[tuple[int, int, int]]
+
+    @classmethod
+    def of(cls, records: Sequence[bytes]) -> Parked:
+        """Records held in memory, in order."""
+        offsets = accumulate((len(record) for record in records), initial=0)  # one more than the records
+        return cls(b"".join(records), [(at, len(record), 0) for at, record in zip(offsets, records, strict=False)])
+
+    def json(self, before: bytes = b"", after: bytes = b"") -> bytes:
+        """The samples' JSON (heads left out) comma-joined, the items of an entry's `samples`, between two ends."""
+        with memoryview(self.data) as data:  # slices of a view copy nothing: `join` copies each sample once
+            pieces = [piece for at, end, head in self._json_spans(data) for piece in (b",", data[at + head : end])]
+            pieces[:1] = [before]  # the first comma's place (or, for no sample, before the end)
+            pieces.append(after)
+            return b"".join(pieces)
+
+    def whole(self) -> bytes:
+        """The one record's JSON, its head included (its case's whole entry but the closing `]}`)."""
+        ((offset, end, _),) = self._json_spans(self.data)
+        return self.data[offset:end]
+
+    def samples(self) -> Iterator[tuple[int, bytes]]:
+        """Each record's head length and JSON (its head included), in order."""
+        for offset, end, head in self._json_spans(self.data):
+            yield head, self.data[offset:end]
+
+    def sides(self) -> list[bytes]:
+        """The records' side parts, in order."""
+        spans = zip(self._json_spans(self.data), self.at, strict=True)
+        return [self.data[end : offset + length] for (_, end, _), (offset, length, _) in spans]
+
+    def _json_spans(self, data: bytes | memoryview) -> list[tuple[int, int, int]]:
+        """Per record, where its JSON starts and ends in `data`, and its head's length."""
+        unpack, size = _LENGTH.unpack_from, _LENGTH.size
+        return [(offset + size, offset + size + unpack(data, offset)[0], head) for offset, _, head in self.at]
 
 
 class EntryFields(NamedTuple):
@@ -84,24 +119,21 @@ class ReportEntry:
 
     An entry comes whole (`of`), as its JSON (`from_json`), or as a scoring worker `decided` it: its
     JSON up to its samples, its fields, and its samples' records, read from disk on first use.
-    `result()` parses the entry at most once and the records are read once, so an entry given to
+    `result()` parses the entry at most once and its JSON is made once, so an entry given to
     several writers (`formats.FanOut`) is read and parsed once for all of them.
     """
 
-    __slots__ = ("_entry", "_json", "_records", "_result", "_head", "stored")
+    __slots__ = ("_entry", "_json", "_result", "_head", "_parked", "stored")
 
     def __init__(
-        self,
-        entry: EntryResult | None,
-        json: bytes | None,
-        head: tuple[bytes, EntryFields, Callable[[], Iterable[bytes]]] | None = None,
+        self, entry: EntryResult | None, json: bytes | None, head: tuple[bytes, EntryFields] | None = None
     ) -> None:
         self._entry = entry
         self._json = json
         self._head = head
-        """A `decided` entry's JSON up to its samples, its fields and its records' reader."""
-        self._records: list[tuple[bytes, bytes]] | None = None
-        """The samples as (JSON, side part) pairs, once read."""
+        """A `decided` entry's JSON up to its samples and its fields."""
+        self._parked: Callable[[], Parked] | Parked | None = None
+        """A `decided` entry's samples: their reader, then (once read) their records."""
         self._result: EntryResult | None = entry
         self.stored = False
         """Its score-store rows were given to the store already (`StoreWriter.add_rows`)."""
@@ -119,13 +151,15 @@ class ReportEntry:
         return entry
 
     @classmethod
-    def decided(cls, head: bytes, fields: EntryFields, records: Callable[[], Iterable[bytes]]) -> ReportEntry:
-        """An entry given as its JSON up to its samples (`entry_head`) and its fields, with its records.
+    def decided(cls, head: bytes, fields: EntryFields, samples: Callable[[], Parked]) -> ReportEntry:
+        """An entry given as its JSON up to its samples (`entry_head`) and its fields, with its samples' records.
 
-        The samples' records (see `park`) are read on first use. A scoring worker decided the entry:
+        The records (see `park`) are read on first use. A scoring worker decided the entry:
         nothing is parsed unless `result()` is asked.
         """
-        return cls(None, None, (head, fields, records))
+        entry = cls(None, None, (head, fields))
+        entry._parked = samples
+        return entry
 
     def fields(self) -> EntryFields | None:
         """The entry's fields when it was `decided`, else `None`."""
@@ -133,10 +167,9 @@ class ReportEntry:
 
     def sides(self) -> list[bytes] | None:
         """The side parts of the samples' records, in order; `None` unless every record has one."""
-        records = self._samples()
-        if records is None or any(not side for _, side in records):
-            return None
-        return [side for _, side in records]
+        parked = self._samples()
+        sides = parked.sides() if parked is not None else None
+        return None if sides is None or not all(sides) else sides
 
     def result(self) -> EntryResult:
         """The entry, samples included: parsed from its JSON (once), as a reader of the JSON report sees it."""
@@ -145,28 +178,20 @@ class ReportEntry:
         return self._result
 
     def json_bytes(self) -> bytes:
-        """The entry's compact JSON object in one piece (what `json_chunks` gives, joined)."""
-        return self._json if self._json is not None else b"".join(self.json_chunks())
+        """The entry's compact JSON object, made once: the samples' JSON copied as stored."""
+        if self._json is None:
+            parked = self._samples()
+            if parked is not None and self._head is not None:
+                self._json = parked.json(self._head[0], b"]}")
+            else:
+                assert self._entry is not None
+                self._json = self._entry.model_dump_json().encode()
+        return self._json
 
-    def json_chunks(self) -> Iterator[bytes]:
-        """The entry as the pieces of its compact JSON object: the samples' JSON copied as stored."""
-        if self._json is not None:
-            yield self._json
-            return
-        records = self._samples()
-        if records is None or self._head is None:
-            assert self._entry is not None
-            yield self._entry.model_dump_json().encode()
-            return
-        yield self._head[0]
-        for index, (payload, _) in enumerate(records):
-            yield b"," + payload if index else payload
-        yield b"]}"
-
-    def _samples(self) -> list[tuple[bytes, bytes]] | None:
-        if self._records is None and self._head is not None:
-            self._records = [unpark(record) for record in self._head[2]()]
-        return self._records
+    def _samples(self) -> Parked | None:
+        if self._parked is not None and not isinstance(self._parked, Parked):
+            self._parked = self._parked()
+        return self._parked
 
 
 _NO_SCORES = b',"scores":[],'

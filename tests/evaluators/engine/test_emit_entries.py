@@ -25,13 +25,13 @@ from evaltrace.evaluators.engine._aggregate import (
 from evaltrace.evaluators.engine._routers import Decided, RouterState, SpecRouter
 from evaltrace.evaluators.results.report.model import EntryResult, SampleResult
 from evaltrace.evaluators.results.report.sample_row import SampleRow
-from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, entry_head, park
+from evaltrace.evaluators.results.report.writer import EntryFields, Parked, ReportEntry, entry_head, park
 from evaltrace.evaluators.scoring.spec.loader import compile_spec, validate_strictly
 from evaltrace.evaluators.scoring.spec.model import Case
 
 
-def _parked(samples: list[SampleResult]) -> list[bytes]:
-    return [park(sample.model_dump_json().encode(), b"") for sample in sorted(samples, key=sample_order)]
+def _parked(samples: list[SampleResult]) -> Parked:
+    return Parked.of([park(sample.model_dump_json().encode(), b"") for sample in sorted(samples, key=sample_order)])
 
 
 def _model_head(entry: EntryResult) -> bytes:

@@ -29,9 +29,9 @@ def test_records_are_the_groups_results_in_report_order(rows: list[tuple[str, in
             expected.setdefault(group, []).append(key)
         for group in ("a", "b", "", "never"):
             wanted = [payload for *_, payload in sorted(expected.get(group, []))]
-            assert spill.records(group) == wanted
             assert [payload for _, payload in spill.ordered(group)] == wanted
+            assert [tag for *_, tag in spill.parked(group).at] == [tag for tag, _ in spill.ordered(group)]
             assert spill.count(group) == len(wanted)
         # Reading leaves the file ready for more results.
         spill.add("a", T0 - timedelta(days=1), "t0", b'{"late":true}')
-        assert spill.records("a")[0] == b'{"late":true}'
+        assert next(spill.ordered("a"))[1] == b'{"late":true}'

@@ -24,7 +24,7 @@ from evaltrace.collector import resolve_paths
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.evaluators.engine.ray_data import ShardResult, score_shard
 from evaltrace.evaluators.engine.scoring import ScoreOptions, new_run
-from evaltrace.evaluators.results.report.writer import unpark
+from evaltrace.evaluators.results.report.writer import Parked
 from evaltrace.evaluators.scoring.scorers.output import Output
 from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 from evaltrace.evaluators.scoring.spec.loader import load_spec
@@ -85,7 +85,7 @@ def test_a_warm_task_takes_the_forms_and_scores_the_same(
     assert warm.input_error is None
     assert [row[3] for row in warm.rows] == [row[3] for row in cold.rows]  # each sample's scored JSON
     # One scored sample each: its SampleResult JSON, parked beside the score store's values.
-    samples = [json.loads(unpark(row[3])[0]) for row in warm.rows]
+    samples = json.loads(b"[" + Parked.of([row[3] for row in warm.rows]).json() + b"]")
     passed = Counter(s["scorer"] for sample in samples for s in sample["scores"] if s["passed"] is True)
     scored = Counter(s["scorer"] for sample in samples for s in sample["scores"])
     assert answered["trajectory"] == scored["trajectory"] > passed["trajectory"] > 0  # failures graded there too

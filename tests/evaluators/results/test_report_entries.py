@@ -13,6 +13,7 @@ from evaltrace.evaluators.results.report.model import EntryResult, SampleResult,
 from evaltrace.evaluators.results.report.writer import (
     EntryFields,
     EntryList,
+    Parked,
     ReportEntry,
     ReportFormat,
     entry_head,
@@ -44,9 +45,9 @@ class StoredSamples:
         self.records = [park(s.model_dump_json().encode(), b"") for s in samples]
         self.reads = 0
 
-    def __call__(self) -> list[bytes]:
+    def __call__(self) -> Parked:
         self.reads += 1
-        return list(self.records)
+        return Parked.of(self.records)
 
 
 def decided(entry: EntryResult, stored: StoredSamples) -> ReportEntry:
@@ -60,25 +61,25 @@ def test_an_entry_with_stored_samples_is_the_same_typed_or_as_json() -> None:
     entry = decided(case_entry(), stored)
     whole = case_entry().model_copy(update={"samples": samples})
     assert entry.result() == whole
-    assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
-    assert json.loads(b"".join(entry.json_chunks()))["samples"][1]["scores"][0]["reason"] == "sample 1 said no"
+    assert EntryResult.model_validate_json(entry.json_bytes()) == whole
+    assert json.loads(entry.json_bytes())["samples"][1]["scores"][0]["reason"] == "sample 1 said no"
     assert entry.fields() == EntryFields.of(vars(case_entry()))
     assert stored.reads == 1  # read on first use, then kept for the entry's other writers
 
 
 def test_an_entry_without_samples_keeps_an_empty_list() -> None:
     entry = decided(case_entry(), StoredSamples([]))
-    assert b"".join(entry.json_chunks()).endswith(b'"samples":[]}')
+    assert entry.json_bytes().endswith(b'"samples":[]}')
     assert entry.result() == case_entry()
 
 
 def test_an_entry_given_as_json_is_parsed_only_for_the_typed_view() -> None:
     payload = case_entry().model_dump_json().encode()
     entry = ReportEntry.from_json(payload)
-    assert list(entry.json_chunks()) == [payload]
+    assert entry.json_bytes() == payload
     assert entry.result() == case_entry()
     assert ReportEntry.of(case_entry()).result() is not None
-    assert list(ReportEntry.of(case_entry()).json_chunks()) == [payload]
+    assert ReportEntry.of(case_entry()).json_bytes() == payload
 
 
 def test_every_writer_gets_the_same_entries(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from evaltrace.evaluators.engine import scoring
 from evaltrace.evaluators.engine.scoring import ScoreOptions
 from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult
 from evaltrace.evaluators.results.report.sample_row import SampleRow
-from evaltrace.evaluators.results.report.writer import EntryFields, ReportEntry, entry_head, park
+from evaltrace.evaluators.results.report.writer import EntryFields, Parked, ReportEntry, entry_head, park
 from evaltrace.evaluators.results.store.identities import ScorerIdentity
 from evaltrace.evaluators.results.store.rows import RunContext, ScorerIndex, ScoreRows
 from evaltrace.evaluators.results.store.schema import SCORES_SCHEMA
@@ -140,15 +140,16 @@ def test_a_decided_entry_reads_its_records_once_and_gives_the_json_and_the_sides
     sample = conversation_sample()
     reads: list[int] = []
 
-    def records() -> list[bytes]:
+    def records() -> Parked:
         reads.append(1)
-        return [park(sample.model_dump_json().encode(), pack_sides([SampleRow.of(sample)], [IDENTITIES])[0])] * 2
+        return Parked.of(
+            [park(sample.model_dump_json().encode(), pack_sides([SampleRow.of(sample)], [IDENTITIES])[0])] * 2
+        )
 
     head = EntryResult(case_id="c", trace_id="t1", passed=False, status="failed", pass_rate=0.0, rule="mean")
     entry = ReportEntry.decided(entry_head(head.model_dump(exclude={"samples"})), EntryFields.of(vars(head)), records)
     whole = head.model_copy(update={"samples": [sample, sample]})
-    assert EntryResult.model_validate_json(b"".join(entry.json_chunks())) == whole
-    assert entry.json_bytes() == b"".join(entry.json_chunks())
+    assert EntryResult.model_validate_json(entry.json_bytes()) == whole
     assert entry.result() == whole and entry.result() is entry.result()
     assert entry.fields() == EntryFields.of(vars(head))
     assert [unpack_side(side) for side in entry.sides() or []] == [sample_side(SampleRow.of(sample), IDENTITIES)] * 2
