@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -41,16 +41,15 @@ def stream_groups(
     for index, path in enumerate(files):
         expected = ends_at[index]
         waiting = deque(expected)
-        seen: dict[str, int] = {}
+        seen: Counter[str] = Counter()  # the file's rows of each trace so far (only `expected` ones are read)
         for trace_ids, span_ids, batch in read_batches(path):
+            seen.update(trace_ids)  # counted in C: a third of the per-span loop's cost
             for trace_id, span_id, row in zip(trace_ids, span_ids, batch, strict=True):
                 rows = open_traces.get(trace_id)
                 if rows is None:
                     rows = open_traces[trace_id] = {}
                 rows.setdefault(span_id, row)
-                if trace_id in expected:
-                    seen[trace_id] = seen.get(trace_id, 0) + 1
-            while waiting and seen.get(waiting[0], 0) >= expected[waiting[0]]:
+            while waiting and seen[waiting[0]] >= expected[waiting[0]]:
                 yield from _closed(open_traces, waiting.popleft())
         for trace_id in waiting:  # rows the count expected and the read did not give: the file's end settles it
             yield from _closed(open_traces, trace_id)
