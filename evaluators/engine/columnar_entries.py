@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -39,7 +40,7 @@ from evaltrace.collector.gc_policy import bulk_collections
 from evaltrace.collector.runfiles.shard import Shard
 from evaltrace.collector.traces.cache import built_batches, is_cached, table_batches
 from evaltrace.collector.traces.table import iter_table_traces
-from evaltrace.evaluators.engine._aggregate import sample_status, score_rows, status_passed
+from evaltrace.evaluators.engine._aggregate import sample_statuses, score_rows, status_passed
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import SampleSpill, SpecRouter
 from evaltrace.evaluators.engine._spill import Spill
@@ -233,56 +234,69 @@ class _Rows:
 
         Each scorer class's form is asked once for the batch, on the rows of every case it scores, each
         row with its case's scorer object (its configuration); every form is asked, as the per-trace
-        path asks each scorer.
+        path asks each scorer. The answers go by array operations into one flat list, a row's in a run.
         """
         by_case: dict[str, list[int]] = {}  # places in `asked`, by case: a case's rows share its scorers
         for place, (_, case) in enumerate(asked):
             by_case.setdefault(case.id, []).append(place)
-        verdicts: list[list[Score | None]] = [[] for _ in asked]
-        groups: dict[type[Scorer], tuple[list[Scorer], list[int], list[tuple[int, int]]]] = {}
-        for case_id, places in by_case.items():  # by class: its scorers, their rows, their places in `verdicts`
-            scorers = self._router.spec.case_scorers[case_id][0]
-            for place in places:
-                verdicts[place] = [None] * len(scorers)
-            for slot, scorer in enumerate(scorers):
+        sizes, indexes = np.zeros(len(asked), np.int64), np.asarray([index for index, _ in asked], np.int64)
+        for case_id, places in by_case.items():
+            sizes[places] = len(self._router.spec.case_scorers[case_id][0])
+        starts = np.cumsum(sizes) - sizes  # where each row's scores start in the flat list
+        groups: dict[type[Scorer], tuple[list[Scorer], list[int], list[np.ndarray[Any, Any]]]] = {}
+        for case_id, places in by_case.items():  # by class: its scorers, their rows, their places in the flat list
+            at = np.asarray(places)
+            for slot, scorer in enumerate(self._router.spec.case_scorers[case_id][0]):
                 of_class, rows, where = groups.setdefault(type(scorer), ([], [], []))
                 of_class += [scorer] * len(places)
-                rows += [asked[place][0] for place in places]
-                where += [(place, slot) for place in places]
+                rows += indexes[at].tolist()
+                where.append(starts[at] + slot)
+        flat, missing = np.empty(int(sizes.sum()), object), np.zeros(int(sizes.sum()), np.int64)
         for of_class, rows, where in groups.values():
-            for (place, slot), score in zip(where, _ask(of_class, calls, rows), strict=True):
-                verdicts[place][slot] = score
-        return [None if None in scores else cast("list[Score]", scores) for scores in verdicts]
+            answers = _ask(of_class, calls, rows)
+            at = np.concatenate(where)
+            flat[at], missing[at] = np.fromiter(answers, object, len(answers)), [score is None for score in answers]
+        seen, listed = np.concatenate(([0], np.cumsum(missing))), flat.tolist()
+        decided = (seen[starts + sizes] == seen[starts]).tolist()
+        return [
+            listed[start : start + size] if sure else None
+            for sure, start, size in zip(decided, starts.tolist(), sizes.tolist(), strict=True)
+        ]
 
     def _keep(self, calls: _Columns, kept: list[tuple[int, Case, list[Score]]]) -> None:
-        """Keep the batch's passing rows' samples, made from their columns and scores, at once (`keep_rows`)."""
-        costs = self._stats.add_runs([calls.run(index) for index, _, _ in kept])
+        """Keep the batch's passing rows' samples, made from their columns and scores, at once (`keep_rows`).
+
+        Each sample holds the values a `SampleResult` would (its float fields as floats), made by column:
+        `sample_jsons` gives its JSON.
+        """
+        indices = [index for index, _, _ in kept]
+        costs = self._stats.add_runs([calls.run(index) for index in indices])
+        found = score_rows([scores for *_, scores in kept])
+        statuses = sample_statuses(found)
+        ids, used = [calls.ids[index] for index in indices], [calls.usages[index] for index in indices]
         roots, conversations, errors = (calls.column(name) for name in ("root_span_id", "conversation_id", "error"))
-        rows = []
-        for (index, case, _), found, cost in zip(kept, score_rows([s for *_, s in kept]), costs, strict=True):
-            start, used = calls.starts[index], calls.usages[index]
-            status, trace_id = sample_status(found), calls.ids[index]
-            # The values a `SampleResult` would hold (its float fields as floats): `sample_jsons` gives its JSON.
-            sample = SampleRow(
-                trace_id=trace_id,
-                trace_ids=[trace_id],
-                root_span_ids=[cast("str | None", roots[index])],
-                conversation_id=cast("str | None", conversations[index]),
-                status=status,
-                passed=status_passed(status),
-                scores=found,
-                input=calls.inputs[index],
-                output=RowCalls(calls, index).final_answer(),
-                error=cast("str | None", errors[index]),
-                start_time=None if start is None else _EPOCH + timedelta(0, 0, start),
-                duration_seconds=calls.duration(index),
-                input_tokens=used["input_tokens"] or 0,
-                output_tokens=used["output_tokens"] or 0,
-                cost_usd=None if cost is None else float(cost),
-            )
-            rows.append((case.id, sample))
+        starts = [calls.starts[index] for index in indices]
+        columns = (
+            ids,
+            [[trace_id] for trace_id in ids],
+            [[roots[index]] for index in indices],
+            [conversations[index] for index in indices],
+            statuses,
+            [status_passed(status) for status in statuses],
+            found,
+            [calls.inputs[index] for index in indices],
+            [RowCalls(calls, index).final_answer() for index in indices],
+            [errors[index] for index in indices],
+            [None if start is None else _EPOCH + timedelta(0, 0, start) for start in starts],
+            [calls.duration(index) for index in indices],
+            [counts["input_tokens"] or 0 for counts in used],
+            [counts["output_tokens"] or 0 for counts in used],
+            [None if cost is None else float(cost) for cost in costs],
+        )
+        samples = list(map(SampleRow._make, zip(*columns, strict=True)))
         # Cases decided whole only with this process's own spill: its router's `emit` reads them back (a
         # worker's samples go to its parent's spill, and its state is merged there without them).
+        rows = [(case.id, sample) for (_, case, _), sample in zip(kept, samples, strict=True)]
         self._router.keep_rows(self._spill, rows, whole=isinstance(self._spill, Spill))
 
 

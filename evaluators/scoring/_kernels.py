@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+Ints = np.ndarray[Any, np.dtype[np.int64]]
+Bools = np.ndarray[Any, np.dtype[np.bool_]]
+Objects = np.ndarray[Any, np.dtype[np.object_]]
+T = TypeVar("T")
 
 
 # Arrow arithmetic with a Python number, and `to_numpy`, import pandas (for its type checks): the
@@ -91,3 +97,45 @@ def names_alike(
     for k, same in zip(alike.tolist(), (differ[ends] == differ[ends - lengths]).tolist(), strict=True):
         found[k] = same
     return found
+
+
+def by_object(items: Sequence[T]) -> list[tuple[T, Ints]]:
+    """The positions of `items` by object (identity), in order of first appearance: a case's rows share its scorer."""
+    ids = np.fromiter(map(id, items), np.int64, len(items))
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    groups = np.split(np.argsort(inverse, kind="stable"), np.cumsum(np.bincount(inverse))[:-1])
+    return [(items[int(first[u])], groups[u]) for u in np.argsort(first).tolist()]
+
+
+def made_once(keys: Ints, make: Callable[..., object], *given: Any) -> Objects:
+    """`make(*given, key)` for each of `keys`, made once per distinct key: rows alike share one object."""
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    made = np.empty(
+        len(distinct), object
+    )  # filled one by one: a pydantic model is iterable, `np.array` would unpack it
+    for place, key in enumerate(distinct.tolist()):
+        made[place] = make(*given, key)
+    found: Objects = made[inverse]
+    return found
+
+
+def sums_within(usage: pa.StructArray, tops: Ints, bounds: list[tuple[list[str], float | None, float | None]]) -> Bools:
+    """Per row of `tops`: whether each bound's sum of `usage` fields is recorded and within its (min, max).
+
+    As `metric_value` and `Limit.violation` find (`total_tokens`: input plus output); sums past 2**53
+    are left out (not exact as floats).
+    """
+    fields = {
+        name: pc.struct_field(usage, name)
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
+    }
+    recorded = {name: as_bools(pc.is_valid(counts))[tops] for name, counts in fields.items()}
+    value = {name: np.where(recorded[name], as_ints(counts)[tops], 0) for name, counts in fields.items()}
+    recorded["total_tokens"] = recorded["input_tokens"] | recorded["output_tokens"]
+    value["total_tokens"] = value["input_tokens"] + value["output_tokens"]
+    sure = np.ones(len(tops), bool)
+    for parts, low, high in bounds:
+        total = np.sum([value[part] for part in parts], axis=0, dtype=np.int64)
+        sure &= np.logical_and.reduce([recorded[part] for part in parts]) & (np.abs(total) < 2**53)
+        sure &= (high is None or total <= high) & (low is None or total >= low)
+    return sure

@@ -16,11 +16,10 @@ The engine asks each scorer class's form once per batch, on the rows of every ca
 (`ask_rows`, `engine/columnar_entries.py`, local and Ray runs alike): `BatchCalls` is a batch's
 columns and `RowCalls` one top-level row's; a row the forms do not all answer is scored by the reference.
 
-A batch's columns are read the first time a form asks: a field of every call as one flat list
-(one Arrow call), cut per row by the list offsets; per-row flags and per-call ids (`call_keys`,
-`schema_ids`) by kernels over the whole batch. Forms keep what rows share (`memo`): each distinct
-call is checked once, a row's work is lookups. No `Trace` is built. Only top-level rows
-(`parent_row` null) are indexed: they are the traces the engine scores.
+A batch's columns are read when a form first asks: per-row counts and flags, per-call ids
+(`call_keys`, `schema_ids`) by kernels over the whole batch, a field of every call as one flat list.
+A batch form decides each scorer's rows at once by array operations, each distinct call checked
+once (`memo`); rows alike share one `Score` object. Only top-level rows (`parent_row` null) are indexed.
 """
 
 from __future__ import annotations
@@ -37,6 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evaltrace.evaluators.scoring._kernels import (
+    Bools,
+    Ints,
     as_bools,
     as_ints,
     code_ids,
@@ -122,23 +123,8 @@ def prepare(scorer: Scorer) -> None:
         plan(scorer)
 
 
-_PASS_FIELDS = frozenset(("scorer", "passed", "value", "reason", "details"))
 _KEPT: dict[int, tuple[Scorer, dict[str, dict[Any, Any]]]] = {}  # per scorer: its forms' dicts for the run (`memo`)
 _KEPT_MAX = 65536  # entries of a dict; and 1024 scorers at most (a spec of one scorer a case would keep 10,000 dicts)
-
-
-def sure_pass(scorer: Scorer, value: float | None, reason: str, **details: Any) -> Score:
-    """`scorer.result(True, value, reason, **details)` built as validation builds it, without validating.
-
-    A form's own values need no checking; per row, validating was a quarter of the `trajectory` form's
-    time. The same `Score` (test_columnar_trajectory's `test_a_sure_pass_is_the_validated_score`).
-    """
-    score = Score.__new__(Score)
-    fields = {"scorer": scorer.name, "passed": True, "value": value, "reason": reason, "error": None}
-    held = {"__dict__": {**fields, "details": details or None}, "__pydantic_fields_set__": set(_PASS_FIELDS)}
-    for slot, value_of_slot in {**held, "__pydantic_extra__": None, "__pydantic_private__": None}.items():
-        object.__setattr__(score, slot, value_of_slot)
-    return score
 
 
 class RowCalls:
@@ -165,12 +151,12 @@ class RowCalls:
     @property
     def truncated(self) -> bool:
         """Whether any call's arguments were cut when recorded."""
-        return self.batch.rows_truncated[self.index]
+        return bool(self.batch.rows_truncated[self.index])
 
     @property
     def nested(self) -> bool:
         """Whether any call started a nested agent run (`child_row` set)."""
-        return self.batch.rows_nested[self.index]
+        return bool(self.batch.rows_nested[self.index])
 
     @property
     def nested_runs(self) -> bool:
@@ -271,29 +257,30 @@ class BatchCalls:
             found.clear()
         return found
 
+    def array(self, name: str) -> pa.Array:
+        """A top-level column of the batch as it is (for kernels over every row)."""
+        return self._batch.column(name)
+
     def column(self, name: str) -> list[object]:
         """A top-level column of the batch as Python values (converted once, on first use)."""
-        found = self._columns.get(name)
-        if found is None:
+        if (found := self._columns.get(name)) is None:
             found = self._columns[name] = self._batch.column(name).to_pylist()
         return found
 
     def call_field(self, name: str) -> list[object]:
         """One field of every call in the batch, flat, as Python values (converted once, on first use)."""
-        found = self._call_fields.get(name)
-        if found is None:
+        if (found := self._call_fields.get(name)) is None:
             found = self._call_fields[name] = pc.struct_field(self._values, name).to_pylist()
         return found
 
     def iteration_bounds(self, index: int) -> tuple[int, int]:
         """Where row `index`'s model calls start and end in the flat iteration lists."""
-        return self._iteration_offsets[index], self._iteration_offsets[index + 1]
+        return self.iteration_offsets[index], self.iteration_offsets[index + 1]
 
     def iteration_field(self, name: str) -> list[object]:
         """One field of every model call in the batch, flat, as Python values (converted once, on first use)."""
         key = f"iterations.{name}"  # call fields share the cache: a key no call field can have
-        found = self._call_fields.get(key)
-        if found is None:
+        if (found := self._call_fields.get(key)) is None:
             values = self._batch.column("iterations").values  # offsets index into the unsliced array
             found = self._call_fields[key] = pc.struct_field(values, name).to_pylist()
         return found
@@ -324,7 +311,8 @@ class BatchCalls:
         return [None if None in (row := texts[start:end]) else ",".join(row) for start, end in bounds]  # type: ignore[arg-type]
 
     @functools.cached_property
-    def _iteration_offsets(self) -> list[int]:
+    def iteration_offsets(self) -> list[int]:
+        """Where each row's model calls start in the flat iteration lists (as `offsets` for the calls)."""
         offsets: list[int] = self._batch.column("iterations").offsets.to_pylist()
         return offsets
 
@@ -369,32 +357,42 @@ class BatchCalls:
         ids: dict[tuple[int, ...], int] = {}
         return [ids.setdefault(tuple(offered[start:end]), len(ids)) for start, end in itertools.pairwise(bounds)]
 
-    # Per-row flags, each from one kernel over every call of the batch and a sum per row's calls.
     @functools.cached_property
-    def rows_truncated(self) -> list[bool]:
+    def call_counts(self) -> Ints:
+        """Per row: how many tool calls it made."""
+        return np.diff(np.asarray(self.offsets))
+
+    def calls_of(self, tops: Ints) -> tuple[Ints, Ints]:
+        """The calls of rows `tops`, in order: each one's position in the batch, and its row's place in `tops`."""
+        counts = self.call_counts[tops]
+        owner, starts = np.repeat(np.arange(len(tops)), counts), np.asarray(self.offsets)[tops] - np.cumsum(counts)
+        return np.repeat(starts + counts, counts) + np.arange(len(owner)), owner
+
+    # Per-row flags and counts, each from one kernel over every call of the batch and a sum per row's calls.
+    @functools.cached_property
+    def rows_truncated(self) -> Bools:
         """Per row: whether any call's arguments were cut when recorded."""
-        return self._any_per_row(as_bools(pc.struct_field(self._values, "arguments_truncated")))
+        return self._per_row(as_bools(pc.struct_field(self._values, "arguments_truncated"))) > 0
 
     @functools.cached_property
-    def rows_nested(self) -> list[bool]:
+    def rows_nested(self) -> Bools:
         """Per row: whether any call started a nested agent run (`child_row` set)."""
-        return self._any_per_row(as_bools(pc.is_valid(pc.struct_field(self._values, "child_row"))))
+        return self._per_row(as_bools(pc.is_valid(pc.struct_field(self._values, "child_row")))) > 0
 
     @functools.cached_property
-    def rows_failed(self) -> list[bool]:
-        """Per row: whether any call has a non-empty error."""
-        return self._any_per_row(as_ints(pc.utf8_length(pc.struct_field(self._values, "error"))) > 0)
+    def failed_calls(self) -> Ints:
+        """Per row: how many of its calls have a non-empty error."""
+        return self._per_row(as_ints(pc.utf8_length(pc.struct_field(self._values, "error"))) > 0)
 
     @functools.cached_property
-    def rows_error_text(self) -> list[bool]:
+    def rows_error_text(self) -> Bools:
         """Per row: whether any call's result JSON text holds `"error"`."""
         # Written by evaltrace's own encoder, which never escapes a letter: a result object with an
         # `error` key holds the text `"error"`. Its absence proves there is none; its presence proves nothing.
-        return self._any_per_row(as_bools(pc.match_substring(pc.struct_field(self._values, "result_json"), '"error"')))
+        return self._per_row(as_bools(pc.match_substring(pc.struct_field(self._values, "result_json"), '"error"'))) > 0
 
-    def _any_per_row(self, flags: np.ndarray[Any, Any]) -> list[bool]:
-        """Per row: whether any of its calls' `flags` (one per call of the batch) is true."""
-        counts = np.concatenate(([0], np.cumsum(flags)))
-        offsets = np.asarray(self.offsets)
-        found: list[bool] = (counts[offsets[1:]] > counts[offsets[:-1]]).tolist()
+    def _per_row(self, flags: Bools) -> Ints:
+        """Per row: how many of its calls' `flags` (one per call of the batch) are true."""
+        counts, offsets = np.concatenate(([0], np.cumsum(flags))), np.asarray(self.offsets)
+        found: Ints = counts[offsets[1:]] - counts[offsets[:-1]]
         return found

@@ -23,12 +23,14 @@ import functools
 import json
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
+import numpy as np
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.collector.traces.table import bare_calls
+from evaltrace.evaluators.scoring._kernels import Bools, Ints, by_object, made_once
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import call_label, canonical_arguments, clip, format_call, short
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
@@ -228,22 +230,31 @@ class Budget(Scorer):
 
 
 def tool_errors_forms(scorers: list[ToolErrors], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the `Score` of `tool_errors`: a pass where no call can have failed, else graded."""
-    failed, offsets = batch.rows_failed, batch.offsets
-    found: list[Score | None] = []
-    for scorer, index in zip(scorers, rows, strict=True):
-        count, passing = offsets[index + 1] - offsets[index], batch.memo(scorer, "passing")  # by count
-        nested = scorer.nested and batch.rows_nested[index]
-        if nested:
-            found.append(None)
-        elif failed[index] or (scorer.error_results and batch.rows_error_text[index]):
-            found.append(_errors_graded(scorer, RowCalls(batch, index)))
-        elif not count:  # a pass as a check of the spec's only
-            none = "The agent made no tool calls, so none failed."
-            found.append(scorer.result(True, 1.0, none) if scorer.spec_check else None)
+    """Per row (with its scorer), the `Score` of `tool_errors`: a pass where no call can have failed, else graded.
+
+    By each scorer's rows at once: a pass shared by the rows of as many calls (across batches too).
+    """
+    at, found = np.asarray(rows, np.int64), np.full(len(rows), None, object)
+    counts, nested, failed = batch.call_counts[at], batch.rows_nested[at], batch.failed_calls[at] > 0
+    for scorer, places in by_object(scorers):
+        left = nested[places] if scorer.nested else np.zeros(len(places), bool)  # their calls count: the reference
+        doubt = ~left & (failed[places] | (batch.rows_error_text[at[places]] if scorer.error_results else False))
+        sure = ~left & ~doubt & (counts[places] > 0)
+        passing = batch.memo(scorer, "passing", run=True)  # by count
+        found[places[sure]] = made_once(counts[places][sure], _errors_pass, scorer, passing)
+        for k in places[doubt].tolist():
+            found[k] = _errors_graded(scorer, RowCalls(batch, rows[k]))
+        if scorer.spec_check:  # no calls: a pass as a check of the spec's only
+            found[places[~left & ~doubt & (counts[places] == 0)]] = _errors_pass(scorer, passing, 0)
+    return cast("list[Score | None]", found.tolist())
+
+
+def _errors_pass(scorer: ToolErrors, passing: dict[int, Score], count: int) -> Score:
+    if (found := passing.get(count)) is None:
+        if count:
+            found = passing[count] = scorer.result(True, 1.0, f"All {count} tool calls succeeded.", failures=[])
         else:
-            why = f"All {count} tool calls succeeded."
-            found.append(passing.get(count) or passing.setdefault(count, scorer.result(True, 1.0, why, failures=[])))
+            found = passing[count] = scorer.result(True, 1.0, "The agent made no tool calls, so none failed.")
     return found
 
 
@@ -266,30 +277,32 @@ def budget_form(scorer: Budget, row: RowCalls) -> Score | None:
 
 
 def tool_efficiency_forms(scorers: list[ToolEfficiency], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the `Score` of `tool_efficiency`: a pass when no call repeats, else its `graded`."""
-    found: list[Score | None] = []
-    for scorer, index in zip(scorers, rows, strict=True):
-        memos = batch.memo(scorer, "canonical", run=True), batch.memo(scorer, "passing")
-        nested = scorer.nested and batch.rows_nested[index]
-        found.append(None if nested else _efficiency(scorer, RowCalls(batch, index), *memos))
-    return found
+    """Per row (with its scorer), the `Score` of `tool_efficiency`: a pass when no call repeats, else its `graded`.
+
+    By each scorer's rows at once: rows whose calls all differ (`_distinct`) pass, shared by rows of as
+    many calls; the others row by row (`_efficiency`).
+    """
+    at, found = np.asarray(rows, np.int64), np.full(len(rows), None, object)
+    for scorer, places in by_object(scorers):
+        tops = at[places]
+        left = batch.rows_nested[tops] if scorer.nested else np.zeros(len(tops), bool)  # their calls count
+        canonical, passing = batch.memo(scorer, "canonical", run=True), batch.memo(scorer, "passing", run=True)
+        sure = _distinct(scorer, batch, tops, canonical) & ~left
+        found[places[sure]] = made_once(batch.call_counts[tops[sure]], _distinct_pass, scorer, passing)
+        for k in places[~sure & ~left].tolist():
+            found[k] = _efficiency(scorer, RowCalls(batch, rows[k]))
+    return cast("list[Score | None]", found.tolist())
 
 
 tool_efficiency_form = columnar_forms(ToolEfficiency, tool_efficiency_forms)
 
 
-def _efficiency(
-    scorer: ToolEfficiency, row: RowCalls, canonical: dict[str, str], passing: dict[int, Score]
-) -> Score | None:
+def _efficiency(scorer: ToolEfficiency, row: RowCalls) -> Score | None:
+    """The reference's `Score` by its own grading of the row's calls; `None` where an unrecorded call may repeat."""
     names = row.names
     if not names:
         none = "The agent made no tool calls, so none was redundant."
         return scorer.result(True, 1.0, none) if scorer.spec_check else None
-    if _all_distinct(row, canonical):  # no repeat, no loop: the reference's pass whatever the limits
-        if (found := passing.get(len(names))) is None:
-            why = f"No redundant calls among {len(names)}."
-            found = passing[len(names)] = scorer.result(True, 1.0, why, redundant=[], loops=[])
-        return found
     arguments = row.json_values()
     if _unrecorded_repeat(names, arguments, row.call_values("arguments_truncated")):
         return None  # repeats cannot be ruled out: the reference reports the unrecorded calls
@@ -299,22 +312,35 @@ def _efficiency(
     return scorer.result(passed, value, reason, **details)  # none unrecorded: the reference's very `Score`
 
 
-def _all_distinct(row: RowCalls, canonical: dict[str, str]) -> bool:
-    """Whether the row's calls all differ in name or canonical arguments, each recorded (the reference's keys).
+def _distinct(scorer: ToolEfficiency, batch: BatchCalls, tops: Ints, canonical: dict[str, str]) -> Bools:
+    """Per row of `tops`: whether it made calls, each recorded, all differing in name or canonical arguments.
 
-    Each distinct arguments text's canonical form is made once a run (`canonical`, kept with the scorer).
+    The reference's keys: each distinct arguments text's canonical form made once a run (`canonical`),
+    each distinct (name, canonical form) numbered, the numbers counted per row.
     """
-    if len(set(row.names)) == len(row.names):  # the keys differ in name: each call need only be recorded
-        return None not in row.arguments
-    seen: set[tuple[str, str]] = set()
-    for name, text in zip(row.names, row.arguments, strict=True):
-        if text is None:
-            return False
-        key = name, canonical.get(text) or canonical.setdefault(text, canonical_arguments(json.loads(text)))
-        if key in seen:
-            return False
-        seen.add(key)
-    return True
+    calls, owner = batch.calls_of(tops)
+    _, first, inverse = np.unique(np.asarray(batch.call_keys, np.int64)[calls], return_index=True, return_inverse=True)
+    numbers, names, texts = batch.memo(scorer, "numbers", run=True), batch.names, batch.arguments
+    made = []
+    for j in calls[first].tolist():
+        if (text := texts[j]) is None:
+            made.append(-1)  # not recorded: never a sure pass
+            continue
+        form = canonical.get(text) or canonical.setdefault(text, canonical_arguments(json.loads(text)))
+        made.append(numbers.get(key := (names[j], form)) or numbers.setdefault(key, len(numbers) + 1))
+    number = np.asarray(made, np.int64)[inverse]
+    counts = batch.call_counts[tops]
+    seen = np.bincount(np.unique(owner << 32 | np.maximum(number, 0)) >> 32, minlength=len(tops))
+    found: Bools = (seen == counts) & (counts > 0) & (np.bincount(owner, number < 0, len(tops)) == 0)
+    return found
+
+
+def _distinct_pass(scorer: ToolEfficiency, passing: dict[int, Score], count: int) -> Score:
+    """The reference's pass of `count` calls all differing: no repeat, no loop, whatever the limits."""
+    if (found := passing.get(count)) is None:
+        why = f"No redundant calls among {count}."
+        found = passing[count] = scorer.result(True, 1.0, why, redundant=[], loops=[])
+    return found
 
 
 def _unrecorded_repeat(names: list[str], arguments: list[Any], truncated: list[object]) -> bool:

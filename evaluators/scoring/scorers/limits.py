@@ -27,9 +27,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal, NamedTuple, cast
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evaltrace.collector.traces.records import Iteration, Trace, Usage
+from evaltrace.evaluators.scoring._kernels import Bools, Ints, by_object, sums_within
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer
 from evaltrace.evaluators.scoring.scorers.prices import DEFAULT_PRICES, ModelPrice, call_cost, find_price
@@ -332,22 +334,34 @@ def price_calls(
 # `usage`: bounds on the whole run only (`total`; per-model bounds need the model calls, left to the
 # reference), every metric recorded in the row's `usage` column and within its bounds. `latency`:
 # the run's and the calls' durations from the table's microsecond timestamps, each within its
-# bound. `cost`: every model call priced from its model and usage (`price_calls`, the reference's),
-# the sum within `max_usd` (with `unknown_model: skip`, unpriced calls left out as the reference does).
+# bound. `cost`: every model call priced (`price_calls`, the reference's), the sum within `max_usd`.
 
 
 def usage_forms(scorers: list[UsageLimits], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the passing `Score` of `usage` when every run-wide bound is recorded and met."""
-    usages = batch.column("usage")
-    found: list[Score | None] = []
-    for scorer, index in zip(scorers, rows, strict=True):
+    """Per row (with its scorer), the passing `Score` of `usage` when every run-wide bound is recorded and met.
+
+    By each scorer's rows at once: the rows within every bound (`_within`) share the pass judged on the
+    first of them (it names no value); the others are judged row by row.
+    """
+    at, found, usages = np.asarray(rows, np.int64), np.full(len(rows), None, object), batch.column("usage")
+    for scorer, places in by_object(scorers):
         if scorer.per_model or not scorer.total:
-            found.append(None)
             continue
-        passing = batch.memo(scorer, "passing")  # by reason, rows alike share it
-        score = scorer.judged(Usage.model_validate(usages[index]), [])  # the row's values, as the trace holds them
-        found.append(passing.setdefault(score.reason, score) if score.passed else None)
-    return found
+        passing, sure = batch.memo(scorer, "passing", run=True), _within(scorer, batch, at[places])  # by reason
+        for k in [*places[sure][:1].tolist(), *places[~sure].tolist()]:
+            score = scorer.judged(Usage.model_validate(usages[rows[k]]), [])  # the row's values, as the trace's
+            found[k] = passing.setdefault(score.reason, score) if score.passed else None
+        found[places[sure]] = found[places[sure][0]] if sure.any() else None
+    return cast("list[Score | None]", found.tolist())
+
+
+def _within(scorer: UsageLimits, batch: BatchCalls, tops: Ints) -> Bools:
+    """Per row of `tops`: whether each bound's metric (`metric_value`) is recorded and within it."""
+    bounds = [
+        ([_METRIC_NAMES[part.strip()] for part in metric.split("+")], limit.min, limit.max)
+        for metric, limit in scorer.total.items()
+    ]
+    return sums_within(batch.array("usage"), tops, bounds)
 
 
 usage_form = columnar_forms(UsageLimits, usage_forms)

@@ -29,9 +29,11 @@ import json
 import re
 from typing import Any, ClassVar, cast
 
+import numpy as np
 from pydantic import field_validator
 
 from evaltrace.collector.traces.records import Trace
+from evaltrace.evaluators.scoring._kernels import Bools, by_object
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import (
     clip,
@@ -195,34 +197,74 @@ class Outcome(Scorer):
 
 
 def output_forms(scorers: list[Output], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the `Score` of `output` when an answer was recorded: a pass, or `answered`'s."""
-    found: list[Score | None] = []
-    for scorer, index in zip(scorers, rows, strict=True):
-        checks, passing = scorer._check_count(), batch.memo(scorer, "passing")
-        text = RowCalls(batch, index).final_answer() if checks else None
-        if text is None:
-            found.append(None)
-        elif scorer._failures(text):  # the reference's own grading of the answer
-            found.append(scorer.answered(text))
-        else:
-            why = f"All {checks} output checks passed."
-            found.append(passing.get(0) or passing.setdefault(0, scorer.result(True, 1.0, why, failures=[])))
+    """Per row (with its scorer), the `Score` of `output` when an answer was recorded: a pass, or `answered`'s.
+
+    With only case-sensitive `contains`/`not_contains` checks, a recorded output holding every wanted
+    text and none forbidden passes at once; the other rows are checked by the reference's own code.
+    """
+    found, outputs = cast("list[Score | None]", [None] * len(rows)), cast("list[str | None]", batch.column("output"))
+    for scorer, places in by_object(scorers):
+        checks, passing = scorer._check_count(), batch.memo(scorer, "passing", run=True)
+        wanted, forbidden = _as_list(scorer.contains), _as_list(scorer.not_contains)
+        plain = scorer.case_sensitive and checks == len(wanted) + len(forbidden)
+        for k in places.tolist() if checks else ():  # no check: the reference says so
+            text = outputs[rows[k]]
+            if not (plain and text is not None and _holds(text, wanted, forbidden)):
+                text = RowCalls(batch, rows[k]).final_answer()
+                if text is None:
+                    continue
+                if scorer._failures(text):  # the reference's own grading of the answer
+                    found[k] = scorer.answered(text)
+                    continue
+            if (score := passing.get(0)) is None:
+                score = passing[0] = scorer.result(True, 1.0, f"All {checks} output checks passed.", failures=[])
+            found[k] = score
     return found
 
 
+def _holds(text: str, wanted: list[str], forbidden: list[str]) -> bool:
+    return all(part in text for part in wanted) and not any(part in text for part in forbidden)
+
+
 def outcome_forms(scorers: list[Outcome], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the passing `Score` of `outcome` when the run's outcome is the expected one."""
-    found: list[Score | None] = []
-    for scorer, index in zip(scorers, rows, strict=True):
-        passing = batch.memo(scorer, "passing")  # by evidence
-        actual, evidence = _row_outcome(RowCalls(batch, index))
-        if actual != scorer.expected:
-            found.append(None)
-        elif (score := passing.get(evidence)) is None:
-            why = f"Outcome {actual} (as expected): {evidence}."
-            found.append(passing.setdefault(evidence, scorer.result(True, 1.0, why, outcome=actual)))
-        else:
-            found.append(score)
+    """Per row (with its scorer), the passing `Score` of `outcome` when the run's outcome is the expected one.
+
+    Rows whose columns show a normal return (`_returned`) share one answer; the others are classified one by one.
+    """
+    at, found, returned = np.asarray(rows, np.int64), np.full(len(rows), None, object), _returned(batch)
+    for scorer, places in by_object(scorers):
+        passing, sure = batch.memo(scorer, "passing", run=True), returned[at[places]]  # `passing`: by evidence
+        found[places[sure]] = _outcome(scorer, "success", "the run returned normally", passing)
+        for k in places[~sure].tolist():
+            found[k] = _outcome(scorer, *_row_outcome(RowCalls(batch, rows[k])), passing)
+    return cast("list[Score | None]", found.tolist())
+
+
+def _outcome(scorer: Outcome, actual: str, evidence: str, passing: dict[str, Score]) -> Score | None:
+    """The passing `Score` of an outcome found (shared by rows of the same evidence), `None` unless the expected one."""
+    if actual != scorer.expected:
+        return None
+    if (score := passing.get(evidence)) is None:
+        why = f"Outcome {actual} (as expected): {evidence}."
+        score = passing[evidence] = scorer.result(True, 1.0, why, outcome=actual)
+    return score
+
+
+def _returned(batch: BatchCalls) -> Bools:
+    """Per row: whether `_row_outcome` finds a success: no error, an output, the last model call and a call fine."""
+    status, error = batch.column("status"), batch.column("error")
+    output = cast("list[str | None]", batch.column("output"))
+    fine = [
+        s not in ("timeout", "error") and not e and o is not None and bool(o.strip())
+        for s, e, o in zip(status, error, output, strict=True)
+    ]
+    errors, stops = batch.iteration_field("error"), batch.iteration_field("stop_reason")
+    last = [not e and s not in CUT_SHORT for e, s in zip(errors, stops, strict=True)] + [True]  # [-1]: no model call
+    bounds = np.asarray(batch.iteration_offsets)
+    ends = np.where(bounds[1:] > bounds[:-1], bounds[1:] - 1, len(last) - 1)
+    counts = batch.call_counts
+    some_fine = (counts == 0) | (batch.failed_calls < counts)
+    found: Bools = np.asarray(fine, bool) & np.asarray(last, bool)[ends] & some_fine
     return found
 
 

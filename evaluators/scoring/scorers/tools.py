@@ -16,12 +16,14 @@ from __future__ import annotations
 import difflib
 import json
 from collections import Counter
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
+import numpy as np
 from pydantic import Field, field_validator
 
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.collector.traces.table import bare_calls, comparable_text
+from evaltrace.evaluators.scoring._kernels import Ints, by_object, made_once
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
@@ -217,10 +219,9 @@ def correctness_reason(mode: str, expected: list[str], actual: list[str], common
 
 
 # The columnar forms (see `columns.py`): a sure pass with the reference's exact `Score`, else `None`.
-# `tool_call_validity`: every call of a tool with a schema validates against it (through the cached
-# validators), every call's tool was offered, and at least one call was checked; a call that cannot
-# be checked (no schema, arguments not recorded) passes only as a default. Any other row (a failure,
-# a schema with patterns RE2 cannot run, no calls) is graded by the reference's own code on its tools and calls.
+# `tool_call_validity`: every call of a tool with a schema validates (cached validators), every call's
+# tool was offered, one call at least was checked (an unchecked one passes only a default); any other
+# row (a failure, RE2-less patterns, no calls) is graded by the reference's own code.
 # `tool_correctness`: names and order modes are exact from the names. In arguments mode, a call
 # surely matches an expected one of its name when the expected arguments are not compared, equal
 # the call's JSON text as the table encodes it, or else are accepted by the argument matcher
@@ -231,43 +232,53 @@ def correctness_reason(mode: str, expected: list[str], actual: list[str], common
 
 def offered_tools(row: RowCalls) -> list[dict[str, Any]]:
     """The row's `tool_schemas` column: per offered tool, `name`, `description` and `parameters_json`."""
-    tools: list[dict[str, Any]] = row.value("tool_schemas")  # type: ignore[assignment]
+    tools: list[dict[str, Any]] = row.batch.array("tool_schemas")[row.index].as_py()  # this row's alone
     return tools
 
 
 def tool_call_validity_forms(scorers: list[ToolCallValidity], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
-    """Per row (with its scorer), the `Score` of `tool_call_validity`: a pass when every checkable call is valid."""
-    found: list[Score | None] = []
-    for scorer, index in zip(scorers, rows, strict=True):
-        verdicts, passing = batch.memo(scorer, "verdicts"), batch.memo(scorer, "passing")  # `passing`: by counts
-        if scorer.nested and batch.rows_nested[index]:
-            found.append(None)
-        elif (counts := _counts(scorer, batch, index, verdicts)) in (None, (0, 0)):  # the reference's own grading
-            found.append(_validity_graded(scorer, RowCalls(batch, index)))
-        else:
-            found.append(passing.get(counts) or passing.setdefault(counts, _validity_pass(scorer, *counts)))
-    return found
+    """Per row (with its scorer), the `Score` of `tool_call_validity`: a pass when every checkable call is valid.
 
-
-def _counts(
-    scorer: ToolCallValidity, batch: BatchCalls, index: int, verdicts: dict[tuple[int, int], int]
-) -> tuple[int, int] | None:
-    """The row's calls (checked, skipped) when the reference passes them, by each distinct call's verdict; (0, 0): none.
-
-    `verdicts`: by (offered tools, call key), `_VALID`, `_UNCHECKED` or `_DOUBT`, for the batch's rows.
+    By each scorer's rows at once: each distinct call under each distinct set of offered tools checked
+    once (`_counts`), counted per row by array operations; a pass shared by rows of the same counts.
     """
-    start, end = batch.offsets[index], batch.offsets[index + 1]
-    if start == end:
-        return 0, 0
-    offered, keys, checked = batch.schema_ids[index], batch.call_keys, 0
-    for j in range(start, end):
-        if (verdict := verdicts.get((offered, keys[j]))) is None:
-            verdict = verdicts[offered, keys[j]] = _verdict(scorer, batch, index, offered, j)
-        if verdict == _DOUBT:
-            return None
-        checked += verdict == _VALID
-    skipped = end - start - checked
-    return None if not checked or (skipped and scorer.spec_check) else (checked, skipped)  # a check fails unseen calls
+    at, found = np.asarray(rows, np.int64), np.full(len(rows), None, object)
+    for scorer, places in by_object(scorers):
+        tops = at[places]
+        sure = ~batch.rows_nested[tops] if scorer.nested else np.ones(len(tops), bool)  # nested: the reference
+        counts = _counts(scorer, batch, tops)
+        doubt = sure & ((counts[0] < 0) | ((counts[1] > 0) & scorer.spec_check))  # a check fails unseen calls
+        sure, passing = sure & ~doubt, batch.memo(scorer, "passing", run=True)  # `passing`: by counts
+        found[places[sure]] = made_once(counts[0][sure] << 32 | counts[1][sure], _validity_pass, scorer, passing)
+        for k in places[doubt].tolist():  # the reference's own grading
+            found[k] = _validity_graded(scorer, RowCalls(batch, rows[k]))
+    return cast("list[Score | None]", found.tolist())
+
+
+def _counts(scorer: ToolCallValidity, batch: BatchCalls, tops: Ints) -> tuple[Ints, Ints]:
+    """Per row of `tops`, its calls (checked, skipped) when the reference passes them; checked -1: it may not.
+
+    Each distinct (offered tools, call) pair of the batch checked once (`_checked`, kept for the run by texts).
+    """
+    calls, owner = batch.calls_of(tops)
+    offered = np.asarray(batch.schema_ids, np.int64)[tops][owner]
+    pairs = offered << 32 | np.asarray(batch.call_keys, np.int64)[calls]
+    distinct, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
+    tools, run = batch.memo(scorer, "tools"), batch.memo(scorer, "verdicts", run=True)  # by tools' and call's texts
+    names, texts, cut = batch.names, batch.arguments, batch.call_field("arguments_truncated")
+    made = []
+    for offered_id, j, index in zip(
+        (distinct >> 32).tolist(), calls[first].tolist(), tops[owner[first]].tolist(), strict=True
+    ):
+        if (known := tools.get(offered_id)) is None:
+            known = tools[offered_id] = _known_schemas(scorer, RowCalls(batch, index))
+        if (verdict := run.get(key := (known[2], names[j], texts[j], bool(cut[j])))) is None:
+            verdict = run[key] = _checked(scorer, known, key[1:])
+        made.append(verdict)
+    verdict = np.asarray(made, np.int64)[inverse]
+    checked = np.bincount(owner, verdict == _VALID, len(tops)).astype(np.int64)
+    doubt = np.bincount(owner, verdict == _DOUBT, len(tops)) > 0
+    return np.where(doubt | (checked == 0), -1, checked), batch.call_counts[tops] - checked
 
 
 tool_call_validity_form = columnar_forms(ToolCallValidity, tool_call_validity_forms)
@@ -286,21 +297,6 @@ def _validity_graded(scorer: ToolCallValidity, row: RowCalls) -> Score:
 
 
 _VALID, _UNCHECKED, _DOUBT = 0, 1, 2
-
-
-def _verdict(scorer: ToolCallValidity, batch: BatchCalls, index: int, offered: int, j: int) -> int:
-    """The reference's check of the batch's call `j` (`_check`) of row `index`, under its tools `offered` (an id).
-
-    Kept for the run too, by the tools' and the call's texts: the next batches' rows repeat most calls.
-    """
-    tools = batch.memo(scorer, "tools")
-    if (known := tools.get(offered)) is None:
-        known = tools[offered] = _known_schemas(scorer, RowCalls(batch, index))
-    text, cut = batch.arguments[j], bool(batch.call_field("arguments_truncated")[j])
-    key, run = (known[2], batch.names[j], text, cut), batch.memo(scorer, "verdicts", run=True)
-    if (verdict := run.get(key)) is None:
-        verdict = run[key] = _checked(scorer, known, key[1:])
-    return verdict
 
 
 def _checked(
@@ -331,11 +327,15 @@ def _known_schemas(scorer: ToolCallValidity, row: RowCalls) -> tuple[set[str], d
     return (offered | set(scorer.schemas) if offered else set()), schemas, texts
 
 
-def _validity_pass(scorer: ToolCallValidity, checked: int, skipped: int) -> Score:
-    reason = f"All {checked} checked calls match their tool schemas."
-    if skipped:
-        reason += f" {skipped} call(s) not checked (no schema, or arguments not recorded)."
-    return scorer.result(True, 1.0, reason, invalid=[], checked=checked, skipped=skipped)
+def _validity_pass(scorer: ToolCallValidity, passing: dict[int, Score], key: int) -> Score:
+    """The pass of `key`'s counts: checked (high 32 bits), skipped (low)."""
+    if (found := passing.get(key)) is None:
+        checked, skipped = key >> 32, key & 0xFFFFFFFF
+        reason = f"All {checked} checked calls match their tool schemas."
+        if skipped:
+            reason += f" {skipped} call(s) not checked (no schema, or arguments not recorded)."
+        found = passing[key] = scorer.result(True, 1.0, reason, invalid=[], checked=checked, skipped=skipped)
+    return found
 
 
 @columnar_form(ToolCorrectness)

@@ -28,9 +28,10 @@ from typing import Any, ClassVar, NamedTuple, cast
 
 from pydantic import Field
 
+from evaltrace.collector.traces.arguments import arguments_match
 from evaltrace.collector.traces.records import ToolCall, Trace
 from evaltrace.collector.traces.table import bare_calls, comparable_text
-from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_forms, plan, sure_pass
+from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_forms, plan
 from evaltrace.evaluators.scoring.scorers._alignment import Alignment, TrajectoryMode, align, mode_value
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
@@ -46,7 +47,7 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     positions,
     texts_match,
 )
-from evaltrace.evaluators.scoring.scorers.base import Score, check_applies
+from evaltrace.evaluators.scoring.scorers.base import Score, check_applies, sure_pass
 from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
 from evaltrace.evaluators.scoring.scorers.registry import register
 
@@ -168,13 +169,11 @@ class Trajectory(ExpectedCallsScorer):
 
 
 # The columnar form: the reference's `Score` of a table row, or `None`; each row with its case's scorer.
-# A row of as many calls as expected passes when its names are the expected ones and its arguments
-# match position by position: equal in text to the expected ones as the table encodes them (every row
-# at once), else accepted by the matcher (`RowPairs`); the reason and details follow from the names
-# and the reference's matching. With extras allowed (in_order, superset, recall): every expected call
-# made in order, no name twice, else the reference's alignment (`_aligned`). Any other row (a failure)
-# is graded by the reference's own code (`Trajectory.graded`) on its calls (`_graded`); only rows
-# whose nested agents' calls count, or whose texts do not parse, go to the reference.
+# Rows of the expected calls' names and texts pass by array operations over the batch. Any other row's
+# answer follows from its calls' names and which expected calls each matches (`_by_matches`, worked out
+# once a run per distinct such sequence): a pass by the reference's matching, else the reference's own
+# grading of its calls (`_graded`); rows whose nested agents' calls count, or whose texts do not parse,
+# go to the reference.
 
 
 class _Plan(NamedTuple):
@@ -193,9 +192,13 @@ class _Known(NamedTuple):
     compared: list[bool]  # per expected call, whether its arguments are compared (`compared_flags`)
     text: str | None  # `_Plan.text`, None if not JSON (nor then `encoded`: each compared one's, as the table's)
     encoded: list[str | None] | None
+    matches: dict[tuple[str, str | None], int]  # the run's memos: `_matches` by call, `_by_matches` by names
+    verdicts: dict[tuple[Any, ...], Score]  # and matches, the matcher's answers by expected call and text
+    asked: dict[tuple[int, str | None], bool]
 
 
 _Passing = dict[tuple[Any, ...], Score]  # rows passing alike: (mode, pairs or expected names, names)
+_GRADE = Score.model_construct(scorer="", passed=False)  # a row's answer: the reference's grading (`_graded`)
 
 
 def _plan(scorer: Trajectory) -> _Plan:
@@ -221,7 +224,8 @@ def _plan(scorer: Trajectory) -> _Plan:
 def trajectory_forms(scorers: list[Trajectory], batch: BatchCalls, rows: list[int]) -> list[Score | None]:
     """Per row (with its scorer), the `Score` of `trajectory`: passes by array operations where they can tell.
 
-    Rows of as many calls as expected settled by array operations (names, texts), others alone (`_trajectory`).
+    Rows of as many calls as expected settled by array operations (names, texts); others by their
+    calls' names and matches (`_by_matches`), each distinct sequence of them worked out once a run.
     """
     plans: list[_Plan] = [plan(scorer) for scorer in scorers]
     names, texts = batch.same_names(rows, [known.names for known in plans]), batch.joined_arguments
@@ -234,8 +238,8 @@ def trajectory_forms(scorers: list[Trajectory], batch: BatchCalls, rows: list[in
         elif same and known.pairs is not None and texts[index] == cast("str", known.text)[1:-1] and not cut[index]:
             found.append(None if scorer.nested and nested[index] else _alike(scorer, known, passing))
         else:
-            known_row = configured.get(key := id(scorer)) or configured.setdefault(key, _configured(scorer))
-            found.append(_trajectory(scorer, known_row, RowCalls(batch, index), passing))
+            known_row = configured.get(key := id(scorer)) or configured.setdefault(key, _configured(scorer, batch))
+            found.append(_by_matches(scorer, known_row, RowCalls(batch, index), passing))
     return found
 
 
@@ -251,27 +255,63 @@ def _alike(scorer: Trajectory, known: _Plan, passing: _Passing) -> Score:
     return found
 
 
-def _configured(scorer: Trajectory) -> _Known:
-    """What `_trajectory` reads of `scorer`'s configuration (its plan's text made at compile)."""
+def _configured(scorer: Trajectory, batch: BatchCalls) -> _Known:
+    """What `_trajectory` reads of `scorer`'s configuration (its plan's text made at compile), and its run's memos."""
     assert scorer.expected is not None
     wanted, arguments = [want.name for want in scorer.expected], [want.arguments for want in scorer.expected]
     compared, text = compared_flags(scorer.arguments, wanted, arguments), plan(scorer).text or None
     encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)] if text else None
-    return _Known(wanted, arguments, compared, text, encoded)
+    memos = (batch.memo(scorer, name, run=True) for name in ("matches", "verdicts", "matcher"))
+    return _Known(wanted, arguments, compared, text, encoded, *memos)
+
+
+def _by_matches(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
+    """The row's `Score` kept for the run by its calls' names and which expected calls each matches (`_matches`).
+
+    The answer is a function of them alone (a pass's reason and details name calls, not arguments);
+    a failure's (`_GRADE`) is the reference's grading of the row, whose reason quotes its arguments.
+    """
+    if row.truncated or (scorer.nested and row.nested):
+        return _graded(scorer, row)
+    names, masks, matches, verdicts = row.names, [], known.matches, known.verdicts
+    for name, text in zip(names, row.arguments, strict=True):
+        if (mask := matches.get(key := (name, text))) is None:
+            mask = matches[key] = _matches(scorer, known, name, text)
+        masks.append(mask)
+    if -1 in masks or (found := verdicts.get(seen := (*names, *masks))) is None:  # -1: a text not JSON
+        found = _trajectory(scorer, known, row, passing)
+        if found is not None and -1 not in masks:
+            verdicts[seen] = found
+    return _graded(scorer, row) if found is _GRADE else found
+
+
+def _matches(scorer: Trajectory, known: _Known, name: str, text: str | None) -> int:
+    """Which expected calls the call `(name, text)` matches, as bits (`RowPairs`'s answers); -1: a text not JSON."""
+    mask = 0
+    for i in (i for i, want in enumerate(known.wanted) if want == name):
+        sure = not known.compared[i] or (known.encoded is not None and known.encoded[i] == text)
+        if not sure and (sure := known.asked.get((i, text))) is None:  # type: ignore[assignment]
+            try:
+                value = json.loads("null" if text is None else text)
+            except ValueError:
+                return -1
+            sure = known.asked[i, text] = arguments_match(
+                known.arguments[i], value, False, scorer.arguments.for_tool(name)
+            )
+        mask |= sure << i
+    return mask
 
 
 def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
-    if row.truncated or (scorer.nested and row.nested):
-        return _graded(scorer, row)
     names, texts, wanted = row.names, row.arguments, known.wanted
     if len(wanted) != len(names):
         return _with_extras(scorer, known, row, passing)
     if names != wanted:
-        return _graded(scorer, row)
+        return _GRADE
     steps, by_name = range(len(names)), positions(names)
-    pairs = RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, _known(scorer, row))
+    pairs = RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, known.asked)
     if not texts_match(known.text, known.compared, texts) and not pairs.all_match(zip(steps, steps, strict=True)):
-        return _graded(scorer, row)  # equal values may differ in text: the matcher asked
+        return _GRADE  # equal values may differ in text: the matcher asked
     found = max_bipartite_matching(len(names), len(names), pairs.compatible, lambda i: by_name[names[i]])
     matched = tuple(found[i] for i in steps)
     same = _Plan(tuple(names), None, () if matched == tuple(steps) else matched)
@@ -282,7 +322,7 @@ def _with_extras(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Pas
     """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
     names, wanted = row.names, known.wanted
     if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
-        return _graded(scorer, row)
+        return _GRADE
     if len(set(names)) != len(names):  # which call pairs with which: the reference's own alignment
         return _aligned(scorer, known, row)
     position = {name: j for j, name in enumerate(names)}
@@ -290,14 +330,14 @@ def _with_extras(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Pas
     for i, name in enumerate(wanted):
         j = position.get(name)
         if j is None:
-            return _graded(scorer, row)
+            return _GRADE
         if pairs and j <= pairs[-1][1]:  # out of order: a failure in order, allowed by superset and recall
             return _aligned(scorer, known, row)
         pairs.append([i, j])
     if not texts_match(known.text, known.compared, [row.arguments[j] for _, j in pairs]):
-        asked = RowPairs(scorer.arguments, wanted, known.arguments, known.compared, row.arguments, _known(scorer, row))
+        asked = RowPairs(scorer.arguments, wanted, known.arguments, known.compared, row.arguments, known.asked)
         if not asked.all_match((i, j) for i, j in pairs):
-            return _graded(scorer, row)
+            return _GRADE
     # No name made twice: the matching and the ordered pairs are both these pairs, the rest extras.
     if (found := passing.get(key := (scorer.mode, tuple(wanted), tuple(names)))) is None:
         used = {j for _, j in pairs}
@@ -316,9 +356,9 @@ def _aligned(scorer: Trajectory, known: _Known, row: RowCalls) -> Score | None:
     """
     wanted, compared, encoded = known.wanted, known.compared, known.encoded
     if encoded is None:  # not a JSON value, or NaN: the reference's own grading
-        return _graded(scorer, row)
+        return _GRADE
     names, texts = row.names, row.arguments
-    asked = RowPairs(scorer.arguments, wanted, known.arguments, compared, texts, _known(scorer, row))  # by expected
+    asked = RowPairs(scorer.arguments, wanted, known.arguments, compared, texts, known.asked)  # by expected
 
     def compatible(i: int, j: int) -> bool:
         if wanted[i] != names[j]:
@@ -329,7 +369,7 @@ def _aligned(scorer: Trajectory, known: _Known, row: RowCalls) -> Score | None:
     ordered = lcs_pairs(count, len(names), compatible)
     matched = max_bipartite_matching(count, len(names), compatible)
     if asked.unsure or (len(ordered) if scorer.mode == "in_order" else len(matched)) != count:
-        return _graded(scorer, row)
+        return _GRADE
     used = set(matched.values()) | {j for _, j in ordered}
     extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
     pairs = [[i, j] for i, j in sorted(matched.items())], [[i, j] for i, j in ordered]
@@ -357,8 +397,3 @@ def _passed(
         why = f"all {len(wanted)} expected calls matched" if wanted else "no calls expected or made"
     reason = f"Passed ({scorer.mode}, score 1.00): {why}."
     return sure_pass(scorer, 1.0, reason, expected=wanted, actual=list(names), matched=pairs[0], in_order=pairs[1])
-
-
-def _known(scorer: Trajectory, row: RowCalls) -> dict[tuple[int, str | None], bool]:
-    """The matcher's answers the batch's rows share for `scorer` (`RowPairs`), fetched only when a pair is asked."""
-    return row.batch.memo(scorer, "matcher", run=True)  # keyed by expected call and text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evaltrace.collector.traces.records import Trace
 from evaltrace.collector.traces.table import from_table, to_table
-from evaltrace.evaluators.scoring.columns import FORMS, BatchCalls, RowCalls, ask_rows
+from evaltrace.evaluators.scoring.columns import _MANY, FORMS, BatchCalls, Forms, RowCalls, ask_rows
 from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
 
 
@@ -34,7 +34,14 @@ def check_rows(traces: list[Trace], scorer: Scorer) -> list[Score | None]:
     if form is not None:
         rows = [index for _, index in batch.rows()]
         assert ask_rows([scorer] * len(rows), BatchCalls(table.to_batches()[0]), rows) == found
+        assert batch_form(scorer)([scorer] * len(rows), BatchCalls(table.to_batches()[0]), rows) in (found, None)
     return found
+
+
+def batch_form(scorer: Scorer) -> Forms:
+    """The batch form of `scorer`'s class asked directly: an exception it raises fails the test (`ask_rows` hides it)."""
+    many = _MANY.get(type(scorer))
+    return (lambda *_: None) if many is None or many[0] is not FORMS[type(scorer)] else many[1]
 
 
 def check_same(trace: Trace, scorer: Scorer) -> Score | None:
@@ -56,6 +63,7 @@ def check_own(cases: list[tuple[Trace, Scorer]]) -> list[Score | None]:
     batch, scorers = BatchCalls(table.to_batches()[0]), [scorer for _, scorer in cases]
     rows = [index for _, index in batch.rows()]
     found = ask_rows(scorers, batch, rows)
+    assert batch_form(scorers[0])(scorers, BatchCalls(table.to_batches()[0]), rows) in (found, None)
     for scorer, decoded, index, score in zip(scorers, from_table(table), rows, found, strict=True):
         alone = FORMS[type(scorer)](scorer, RowCalls(BatchCalls(table.to_batches()[0]), index))
         assert score == alone

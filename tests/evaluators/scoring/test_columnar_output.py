@@ -141,6 +141,15 @@ def test_columnar_output_equals_the_reference(case: tuple[Trace, dict[str, Any]]
 
 
 @_SETTINGS
+@given(_output_case(), st.booleans())
+def test_columnar_output_of_plain_texts_equals_the_reference(case: tuple[Trace, dict[str, Any]], check: bool) -> None:
+    """Case-sensitive `contains`/`not_contains` alone: the batch form's own text search decides the recorded outputs."""
+    trace, config = case
+    plain = {"contains": config["contains"], "not_contains": config["not_contains"] or trace.final_answer()}
+    check_rows([trace, trace.model_copy(update={"output": None})], _marked(Output.model_validate(plain), check))
+
+
+@_SETTINGS
 @given(_trace(), st.booleans(), st.booleans())
 def test_output_that_holds_takes_the_columnar_path(trace: Trace, from_reply: bool, check: bool) -> None:
     answer = "Paris: rain, 18 C"

@@ -15,9 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.evaluators.scoring.columns import sure_pass
 from evaltrace.evaluators.scoring.scorers import trajectory
-from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer
+from evaltrace.evaluators.scoring.scorers.base import Score, Scorer, run_scorer, sure_pass
 from evaltrace.evaluators.scoring.scorers.trajectory import Trajectory
 
 _NAMES = st.sampled_from(["search", "fetch", "book", "pay", "mail", "ask"])
