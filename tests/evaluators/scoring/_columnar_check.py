@@ -39,7 +39,7 @@ def check_rows(traces: list[Trace], scorer: Scorer) -> list[Score | None]:
 
 
 def batch_form(scorer: Scorer) -> Forms:
-    """The batch form of `scorer`'s class asked directly: an exception it raises fails the test (`ask_rows` hides it)."""
+    """The batch form of `scorer`'s class asked directly: an exception it raises fails a test (`ask_rows` hides it)."""
     many = _MANY.get(type(scorer))
     return (lambda *_: None) if many is None or many[0] is not FORMS[type(scorer)] else many[1]
 

@@ -76,7 +76,7 @@ def test_cases_interleaved_in_a_batch_get_their_own_scorers_answers() -> None:
     assert [score is not None and score.passed for score in found] == [True, False, True, False]
     usage = [UsageLimits.model_validate({"total": {"input": {"max": limit}}}) for limit in (1000, 100)]
     found = check_own([(trace, usage[number % 2]) for number, trace in enumerate(traces)])
-    assert [score is not None for score in found] == [True, False, True, False]  # rows 1 and 3: 101 and 103 input tokens
+    assert [score is not None for score in found] == [True, False, True, False]  # rows 1 and 3: 101, 103 tokens
 
 
 def test_failures_alike_in_names_and_matches_keep_their_own_reasons() -> None:
