@@ -379,6 +379,6 @@ def format_call(name: str, arguments: Any) -> str:
     return f"{name}({short(arguments, 40)})"
 
 
-def call_label(index: int, call: ToolCall) -> str:
+def call_label(index: int, name: str) -> str:
     """`call #N name` (1-based) for messages that point at one recorded call."""
-    return f"call #{index + 1} {call.name}"
+    return f"call #{index + 1} {name}"

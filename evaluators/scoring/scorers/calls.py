@@ -29,7 +29,6 @@ import numpy as np
 from pydantic import Field
 
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.collector.traces.table import bare_calls
 from evaltrace.evaluators.scoring._kernels import Bools, Ints, by_object, made_once
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import call_label, canonical_arguments, clip, format_call, short
@@ -40,10 +39,15 @@ from evaltrace.evaluators.scoring.scorers.registry import register
 
 def call_failure(call: ToolCall, error_results: bool) -> str | None:
     """The error of a failed call, or `None` when it succeeded (or its outcome was not recorded)."""
-    if call.error:
-        return call.error
-    if error_results and isinstance(call.result, dict) and call.result.get("error") not in (None, False, ""):
-        return f"result error: {short(call.result['error'])}"
+    return failure(call.error, call.result, error_results)
+
+
+def failure(error: str | None, result: Any, error_results: bool) -> str | None:
+    """`call_failure` of a call's error and result."""
+    if error:
+        return error
+    if error_results and isinstance(result, dict) and result.get("error") not in (None, False, ""):
+        return f"result error: {short(result['error'])}"
     return None
 
 
@@ -71,18 +75,19 @@ class ToolErrors(Scorer):
             if self.spec_check:
                 return self.result(True, 1.0, "The agent made no tool calls, so none failed.")
             return self.result(None, reason="The agent made no tool calls.")
-        failures = []
-        for i, call in enumerate(calls):
-            error = call_failure(call, self.error_results)
-            if error is not None:
-                failures.append(f"{call_label(i, call)}: {clip(error)}")
-        value = (len(calls) - len(failures)) / len(calls)
+        failures = [(i, call.name, call_failure(call, self.error_results)) for i, call in enumerate(calls)]
+        return self.counted(len(calls), failures)
+
+    def counted(self, count: int, found: list[tuple[int, str, str | None]]) -> Score:
+        """The verdict on `count` calls (some), given `(index, name, call_failure)` of calls that may have failed."""
+        failures = [f"{call_label(i, name)}: {clip(error)}" for i, name, error in found if error is not None]
+        value = (count - len(failures)) / count
         passed = len(failures) <= self.max_errors
         if failures:
-            head = f"{len(failures)} of {len(calls)} tool calls failed (max {self.max_errors})"
+            head = f"{len(failures)} of {count} tool calls failed (max {self.max_errors})"
             reason = f"{head}: " + "; ".join(failures[:3])
         else:
-            reason = f"All {len(calls)} tool calls succeeded."
+            reason = f"All {count} tool calls succeeded."
         return self.result(passed, value, reason, failures=failures)
 
 
@@ -120,13 +125,16 @@ class ToolEfficiency(Scorer):
         return self.result(passed, value, reason, **details)
 
     def graded(
-        self, calls: list[tuple[str, Any]], failed: Callable[[int], bool]
+        self, calls: list[tuple[str, Any]], failed: Callable[[int], bool], forms: Callable[[int], str] | None = None
     ) -> tuple[bool, float, str, dict[str, Any]]:
-        """Passed, value, reason and details of `(name, arguments)` calls, `failed(i)` telling whether call i failed."""
+        """Passed, value, reason and details of `(name, arguments)` calls, `failed(i)` telling whether call i failed.
+
+        `forms(i)`: call i's `canonical_arguments`, where known already (a columnar form's, kept by text).
+        """
         # Arguments that were not recorded cannot be compared: such a call never counts as a repeat.
+        canonical = forms or (lambda i: canonical_arguments(calls[i][1]))
         keys = [
-            (name, f"<not recorded #{i}>" if arguments is None else canonical_arguments(arguments))
-            for i, (name, arguments) in enumerate(calls)
+            (name, f"<not recorded #{i}>" if value is None else canonical(i)) for i, (name, value) in enumerate(calls)
         ]
         redundant = redundant_calls(keys, self.count_retries, failed)
         loops = find_loops(keys)
@@ -243,7 +251,7 @@ def tool_errors_forms(scorers: list[ToolErrors], batch: BatchCalls, rows: list[i
         passing = batch.memo(scorer, "passing", run=True)  # by count
         found[places[sure]] = made_once(counts[places][sure], _errors_pass, scorer, passing)
         for k in places[doubt].tolist():
-            found[k] = _errors_graded(scorer, RowCalls(batch, rows[k]))
+            found[k] = _errors_graded(scorer, batch, rows[k])
         if scorer.spec_check:  # no calls: a pass as a check of the spec's only
             found[places[~left & ~doubt & (counts[places] == 0)]] = _errors_pass(scorer, passing, 0)
     return cast("list[Score | None]", found.tolist())
@@ -261,10 +269,19 @@ def _errors_pass(scorer: ToolErrors, passing: dict[int, Score], count: int) -> S
 tool_errors_form = columnar_forms(ToolErrors, tool_errors_forms)
 
 
-def _errors_graded(scorer: ToolErrors, row: RowCalls) -> Score:
-    """The reference's `Score` by its own code on the row's calls (which exist: `check_applies` keeps it as it is)."""
-    results = row.json_values("result_json") if scorer.error_results else [None] * len(row.names)
-    return scorer.graded(bare_calls(name=row.names, error=row.call_values("error"), result=results))
+def _errors_graded(scorer: ToolErrors, batch: BatchCalls, index: int) -> Score:
+    """The reference's `Score` by its own code (`counted`) on the row's calls' errors, and results that may hold one.
+
+    A result is read only if its text holds `"error"` (`rows_error_text`: evaltrace's encoder escapes no letter).
+    """
+    start, end = batch.offsets[index], batch.offsets[index + 1]
+    errors, texts = cast("list[str | None]", batch.call_field("error")), batch.call_field("result_json")
+    found = []
+    for i, j in enumerate(range(start, end)):
+        text = texts[j] if scorer.error_results and not errors[j] else None
+        result = json.loads(text) if isinstance(text, str) and '"error"' in text else None
+        found.append((i, batch.names[j], failure(errors[j], result, scorer.error_results)))
+    return scorer.counted(end - start, found)
 
 
 @columnar_form(Budget)
@@ -290,14 +307,14 @@ def tool_efficiency_forms(scorers: list[ToolEfficiency], batch: BatchCalls, rows
         sure = _distinct(scorer, batch, tops, canonical) & ~left
         found[places[sure]] = made_once(batch.call_counts[tops[sure]], _distinct_pass, scorer, passing)
         for k in places[~sure & ~left].tolist():
-            found[k] = _efficiency(scorer, RowCalls(batch, rows[k]))
+            found[k] = _efficiency(scorer, RowCalls(batch, rows[k]), canonical)
     return cast("list[Score | None]", found.tolist())
 
 
 tool_efficiency_form = columnar_forms(ToolEfficiency, tool_efficiency_forms)
 
 
-def _efficiency(scorer: ToolEfficiency, row: RowCalls) -> Score | None:
+def _efficiency(scorer: ToolEfficiency, row: RowCalls, canonical: dict[str, str]) -> Score | None:
     """The reference's `Score` by its own grading of the row's calls; `None` where an unrecorded call may repeat."""
     names = row.names
     if not names:
@@ -306,8 +323,13 @@ def _efficiency(scorer: ToolEfficiency, row: RowCalls) -> Score | None:
     arguments = row.json_values()
     if _unrecorded_repeat(names, arguments, row.call_values("arguments_truncated")):
         return None  # repeats cannot be ruled out: the reference reports the unrecorded calls
+    texts = row.arguments
+    forms = [
+        text and (canonical.get(text) or canonical.setdefault(text, canonical_arguments(value)))
+        for text, value in zip(texts, arguments, strict=True)
+    ]
     passed, value, reason, details = scorer.graded(
-        list(zip(names, arguments, strict=True)), functools.partial(_failed, row)
+        list(zip(names, arguments, strict=True)), functools.partial(_failed, row), cast("list[str]", forms).__getitem__
     )
     return scorer.result(passed, value, reason, **details)  # none unrecorded: the reference's very `Score`
 

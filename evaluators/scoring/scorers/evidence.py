@@ -48,7 +48,9 @@ def no_input(trace: Trace) -> str:
 
 def unrecorded_labels(calls: Sequence[ToolCall]) -> list[str]:
     """Per call, its label (`call #N name`) when its arguments were not recorded, else ``."""
-    return [call_label(i, c) if c.arguments is None and not c.arguments_truncated else "" for i, c in enumerate(calls)]
+    return [
+        call_label(i, c.name) if c.arguments is None and not c.arguments_truncated else "" for i, c in enumerate(calls)
+    ]
 
 
 def unrecorded_arguments(calls: Sequence[ToolCall]) -> list[str]:

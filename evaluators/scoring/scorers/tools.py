@@ -134,7 +134,7 @@ class ToolCallValidity(Scorer):
         compiled: dict[str, Compiled],
     ) -> str | None:
         """`None`: not checkable; `""`: valid; else the problem."""
-        label = call_label(index, call)
+        label = call_label(index, call.name)
         if known and call.name not in known:
             hint = closest_name(call.name, sorted(known))
             return f"{label}: tool was not offered" + (f" (did you mean {hint!r}?)" if hint else "")

@@ -304,8 +304,9 @@ def _matches(scorer: Trajectory, known: _Known, name: str, text: str | None) -> 
 
 def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
     names, texts, wanted = row.names, row.arguments, known.wanted
-    if len(wanted) != len(names):
-        return _with_extras(scorer, known, row, passing)
+    if len(wanted) != len(names):  # extra calls, where allowed: the reference's own alignment
+        extras = wanted and len(wanted) < len(names) and scorer.mode in _EXTRAS_ALLOWED
+        return _aligned(scorer, known, row) if extras else _GRADE
     if names != wanted:
         return _GRADE
     steps, by_name = range(len(names)), positions(names)
@@ -316,36 +317,6 @@ def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Pass
     matched = tuple(found[i] for i in steps)
     same = _Plan(tuple(names), None, () if matched == tuple(steps) else matched)
     return None if pairs.unsure else _alike(scorer, same, passing)
-
-
-def _with_extras(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
-    """The passing `Score` where extra calls are allowed: every expected call made in order, no name twice."""
-    names, wanted = row.names, known.wanted
-    if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED:
-        return _GRADE
-    if len(set(names)) != len(names):  # which call pairs with which: the reference's own alignment
-        return _aligned(scorer, known, row)
-    position = {name: j for j, name in enumerate(names)}
-    pairs: list[list[int]] = []
-    for i, name in enumerate(wanted):
-        j = position.get(name)
-        if j is None:
-            return _GRADE
-        if pairs and j <= pairs[-1][1]:  # out of order: a failure in order, allowed by superset and recall
-            return _aligned(scorer, known, row)
-        pairs.append([i, j])
-    if not texts_match(known.text, known.compared, [row.arguments[j] for _, j in pairs]):
-        asked = RowPairs(scorer.arguments, wanted, known.arguments, known.compared, row.arguments, known.asked)
-        if not asked.all_match((i, j) for i, j in pairs):
-            return _GRADE
-    # No name made twice: the matching and the ordered pairs are both these pairs, the rest extras.
-    if (found := passing.get(key := (scorer.mode, tuple(wanted), tuple(names)))) is None:
-        used = {j for _, j in pairs}
-        why = "extra " + ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
-        found = passing[key] = _passed(
-            scorer, wanted, names, pairs, [*map(list, pairs)], why=f"{why} (allowed in this mode)"
-        )
-    return found
 
 
 def _aligned(scorer: Trajectory, known: _Known, row: RowCalls) -> Score | None:
