@@ -50,6 +50,10 @@ class _Group:
         """The runs' bytes: the offset in the group of the first held byte."""
 
 
+_NONE = _Group()
+"""A group no result was parked under (read only)."""
+
+
 class Spill:
     """An append-only file of JSON results, grouped by a key, read back sorted by start time."""
 
@@ -59,6 +63,7 @@ class Spill:
         self._size = 0
         self._held = 0
         self._groups: dict[str, _Group] = {}
+        self._unflushed = False
 
     def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
         """Park one result's JSON under `group`; `tag` is a small caller-defined code kept in memory."""
@@ -87,6 +92,7 @@ class Spill:
                 into.written += len(into.held)
                 into.held.clear()
         self._held = 0
+        self._unflushed = True
 
     def count(self, group: str) -> int:
         """How many results `group` holds."""
@@ -96,32 +102,32 @@ class Spill:
     def flush(self) -> None:
         """Write what the file's buffer holds: before a fork, lest the child's copy of the buffer be written again."""
         self._file.flush()
+        self._unflushed = False
 
     def parked(self, group: str) -> Parked:
         """`group`'s results (records, see `writer.park`) by start time then trace id, their tags as their heads."""
-        rows = sorted(self._group(group).rows)
-        return Parked(self._read(group), [(offset, length, tag) for _, _, offset, length, tag in rows])
+        into = self._groups.get(group, _NONE)
+        rows = sorted(into.rows) if len(into.rows) > 1 else into.rows
+        return Parked(self._read(into), [(offset, length, tag) for _, _, offset, length, tag in rows])
 
     def ordered(self, group: str) -> Iterator[tuple[int, bytes]]:
         """`group`'s results as (tag, JSON), by start time then trace id."""
-        data = self._read(group)
-        for _, _, offset, length, tag in sorted(self._group(group).rows):
+        data, at = self.parked(group)
+        for offset, length, tag in at:
             yield tag, data[offset : offset + length]
 
-    def _group(self, group: str) -> _Group:
-        return self._groups.get(group) or _Group()
-
-    def _read(self, group: str) -> bytes:
-        """`group`'s results' bytes, in arrival order: a read per run written, then those held."""
-        into = self._group(group)
-        if into.runs:
-            self._file.flush()
+    def _read(self, into: _Group) -> bytes:
+        """The group's results' bytes, in arrival order: a read per run written, then those held."""
+        if not into.runs:
+            return bytes(into.held)
+        if self._unflushed:
+            self.flush()
         if _pread is not None:  # a forked process reads the file while its parent writes it: no seek
             fd = self._file.fileno()
             runs = [_pread(fd, length, offset) for offset, length in into.runs]
         else:
             runs = [self._read_at(offset, length) for offset, length in into.runs]
-        return b"".join([*runs, into.held]) if into.held or len(runs) > 1 else runs[0] if runs else b""
+        return runs[0] if len(runs) == 1 and not into.held else b"".join([*runs, into.held])
 
     def _read_at(self, offset: int, length: int) -> bytes:
         self._file.seek(offset)

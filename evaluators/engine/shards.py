@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaltrace.collector.errors import EvaltraceError, InputError
+from evaltrace.collector.gc_policy import collections_paused
 from evaltrace.collector.runfiles.reader import Shard
 from evaltrace.collector.traces.cache import traces_of
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
@@ -175,7 +176,10 @@ def score_sharded(
         for index in range(workers):
             work = (files, Shard(index, workers), histories, columnar, router, stats, options)
             start_process(_work, work, f"evaltrace-score-{index}", receivers, processes)
-        states = _collect(receivers, processes, spill, options)
+        # The messages are acyclic (rows of bytes and strings, the hand-overs' tallies): a collection
+        # would only scan them, and the spill's index rows kept meanwhile.
+        with collections_paused(settle=True):
+            states = _collect(receivers, processes, spill, options)
     finally:
         stop_processes(receivers, processes)
     for state in states:

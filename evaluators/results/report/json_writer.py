@@ -35,6 +35,10 @@ def write_report(report: Report, destination: str) -> None:
         raise InputError(f"{destination}: cannot write the JSON report: {exc.strerror or exc}") from None
 
 
+_JOINED = 1 << 16
+"""An entry's JSON up to this size is written joined to what precedes it (one write); a larger one apart."""
+
+
 class ReportWriter(AbortOnExit):
     """Streams a report to a JSON file (or stdout for `-`): entries as they come, the header last.
 
@@ -68,8 +72,10 @@ class ReportWriter(AbortOnExit):
     def add(self, entry: ReportEntry) -> None:
         """Write one entry: its compact JSON, the samples copied as they were stored."""
         # The opening is written with the first entry, so an error before any entry leaves stdout empty.
-        self._put(b"," if self._entries else b'{"entries":[')
-        self._put(entry.json_bytes())  # not joined to the opening: an entry may be MBs
+        opening, json = b"," if self._entries else b'{"entries":[', entry.json_bytes()
+        if len(json) > _JOINED:  # not copied to join the opening to it
+            self._put(opening)
+        self._put(json if len(json) > _JOINED else opening + json)  # one write per entry
         self._entries += 1
 
     def finish(self, report: Report) -> None:
