@@ -104,6 +104,17 @@ def sample_status(scores: Sequence[ScoreResult | ScoreRow]) -> SampleStatus:
     return "not_applicable"
 
 
+def sample_statuses(samples: Sequence[Sequence[ScoreRow]]) -> list[SampleStatus]:
+    """Each sample's `sample_status`, each `ScoreRow` object looked at once (`score_rows` shares them)."""
+    distinct = {id(score): score for row in samples for score in row}  # every score is alive during the call
+    codes = {key: 2 if score.passed is False else int(bool(score.passed)) for key, score in distinct.items()}
+    return [_BY_CODE[max(map(codes.__getitem__, map(id, row)), default=0)] for row in samples]
+
+
+_BY_CODE: tuple[SampleStatus, ...] = ("not_applicable", "passed", "failed")
+"""A sample's status by its scores' highest code: 2 failed (a `ScoreRow`'s error fails it), 1 passed."""
+
+
 def status_passed(status: SampleStatus) -> bool | None:
     """`True`/`False` for passed/failed, `None` when not applicable."""
     return None if status == "not_applicable" else status == "passed"
@@ -200,6 +211,10 @@ def _nothing_applied(scores: Sequence[ScoreResult], with_reasons: bool) -> dict[
     return {"status": "failed", "passed": False, "pass_rate": 0.0, "reason": nothing_applied(scores, with_reasons)}
 
 
+_HELD = 64
+"""Samples a case's tally holds before counting them (their memory: a few KB each)."""
+
+
 class CaseTally:
     """What deciding a case needs from its samples: counts, the first sample and the first failure.
 
@@ -210,6 +225,8 @@ class CaseTally:
     """
 
     def __init__(self, considered: int | None) -> None:
+        self._held: list[SampleRow] = []
+        """Samples added but not counted yet: counted `_HELD` at a time (`_count`), or when the tally is read."""
         self.considered = considered
         """pass@k: only the k earliest samples count toward the verdict; `None`: all do."""
         self.samples = 0
@@ -224,16 +241,32 @@ class CaseTally:
         self.leading: list[tuple[SampleKey, SampleStatus, str]] = []
         """With `considered`: the earliest samples' status and failure text, sorted, at most k."""
 
+    def __getstate__(self) -> dict[str, Any]:
+        self._count()  # a worker hands its tallies over counted
+        return self.__dict__
+
     @classmethod
     def for_policy(cls, policy: RepeatPolicy) -> CaseTally:
         """An empty tally for a case decided by `policy`."""
         return cls(policy.k if policy.rule == "pass@k" and policy.k is not None else None)
 
-    def add(self, *samples: SampleRow, jsons: Sequence[bytes] | None = None) -> None:
-        """Count samples (`jsons`: their scores' JSON, when already made: `sample_jsons`)."""
+    def add(self, *samples: SampleRow) -> None:
+        """Count samples: held, and counted many at a time.
+
+        A batch of the warm path gives each case a few, and counting costs as much per call as per
+        sample; the counts do not depend on how samples are grouped.
+        """
+        self._held += samples
+        if len(self._held) >= _HELD:
+            self._count()
+
+    def _count(self) -> None:
+        samples, self._held = self._held, []
+        if not samples:
+            return
         keys = [sample_order(sample) for sample in samples]
         self.samples += len(samples)
-        self.scores.add(keys, [sample.scores for sample in samples], jsons)
+        self.scores.add(keys, [sample.scores for sample in samples])
         for key, sample in zip(keys, samples, strict=True):
             self.first = earlier(self.first, (key, (sample.trace_id, sample.output)))
             why = _failure_text(sample) if sample.status == "failed" else ""
@@ -249,6 +282,8 @@ class CaseTally:
 
     def merge(self, other: CaseTally) -> None:
         """Add the samples `other` counted."""
+        self._count()
+        other._count()
         self.samples += other.samples
         self.first = earlier(self.first, other.first)
         self.scores.merge(other.scores)
@@ -259,7 +294,11 @@ class CaseTally:
             self.leading = sorted(self.leading + other.leading)[: self.considered]
 
     def verdicts(self) -> tuple[int, int, str | None]:
-        """Applicable and passing samples among those that count, and why the first failing one failed."""
+        """Applicable and passing samples among those that count, and why the first failing one failed.
+
+        Read first when a case is decided (`_decided_fields`): the held samples are counted then.
+        """
+        self._count()
         if self.considered is None:
             return self.scored, self.passed, self.first_failure[1] if self.first_failure else None
         counted = [(status, why) for _, status, why in self.leading if status != "not_applicable"]

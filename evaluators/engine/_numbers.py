@@ -23,12 +23,13 @@ class ExactSum:
         self.special = 0.0
         """The sum of the non-finite terms (inf, nan), which decide the result when present."""
 
-    def add(self, value: float) -> None:
-        self.count += 1
+    def add(self, value: float, times: int = 1) -> None:
+        """Add `value`, `times` times over."""
+        self.count += times
         if math.isfinite(value):
             numerator, denominator = float(value).as_integer_ratio()
-            self.units += numerator * (self._UNITS // denominator)
-        else:
+            self.units += times * numerator * (self._UNITS // denominator)
+        else:  # an inf or nan added to itself is itself
             self.special += value
 
     def merge(self, other: ExactSum) -> None:

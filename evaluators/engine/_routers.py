@@ -14,6 +14,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
+from operator import attrgetter
 from typing import Any, Protocol, get_args
 
 import pyarrow as pa
@@ -41,6 +42,7 @@ from evaltrace.evaluators.results.report.model import (
 from evaltrace.evaluators.results.report.sample_row import SampleRow, sample_jsons
 from evaltrace.evaluators.results.report.terminal import FailureDigest
 from evaltrace.evaluators.results.report.writer import EntryFields, EntrySink, ReportEntry, park
+from evaltrace.evaluators.results.store.identities import ScorerIdentity
 from evaltrace.evaluators.results.store.rows import ScorerIndex, entry_rows
 from evaltrace.evaluators.results.store.sides import SampleSide, pack_sides
 from evaltrace.evaluators.results.store.writer import store_writer
@@ -51,6 +53,8 @@ from evaltrace.evaluators.scoring.spec.scorer_infos import ScorerList, distinct,
 
 _UNMATCHED_INPUT_CHARS = 200
 _SAMPLE_STATUSES: tuple[SampleStatus, ...] = get_args(SampleStatus)
+_NAMED = attrgetter("scorer", "turn")
+"""What pairs a result with its case's scorer (`ScorerPairing.identities`)."""
 _LISTED = frozenset({"failed", "missing"})
 """The entries `FailureDigest` keeps."""
 
@@ -263,26 +267,31 @@ class SpecRouter:
         if whole:
             rows, jsons = self._keep_whole(spill, rows, jsons)
         samples = [sample for _, sample in rows]
-        by_case: dict[str, tuple[list[SampleRow], list[bytes]]] = {}
-        for (case_id, sample), (_, scores) in zip(rows, jsons, strict=True):
-            group = by_case.get(case_id) or by_case.setdefault(case_id, ([], []))
-            group[0].append(sample)
-            group[1].append(scores)
-        for case_id, (kept, scores_jsons) in by_case.items():
+        by_case: dict[str, list[SampleRow]] = {}
+        for case_id, sample in rows:
+            by_case.setdefault(case_id, []).append(sample)
+        for case_id, kept in by_case.items():
             state.decided.pop(case_id, None)  # a sample scored after the hand-over (a conversation)
             tally = state.tallies.get(case_id)
             if tally is None:
                 tally = state.tallies[case_id] = CaseTally.for_policy(self._policy(self._by_id[case_id]))
-            tally.add(*kept, jsons=scores_jsons)  # a lone sample's scores' JSON is its entry's
+            tally.add(*kept)
         # Parked with the values the score store needs, so it never parses the JSON back.
         # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
-        sides = (
-            pack_sides(samples, [self._pairing.identities(case_id, sample.scores) for case_id, sample in rows])
-            if self._pack_sides
-            else [b""] * len(rows)
-        )
+        sides = pack_sides(samples, self._identities(rows)) if self._pack_sides else [b""] * len(rows)
         for (case_id, sample), (payload, _), side in zip(rows, jsons, sides, strict=True):
             spill.add(case_id, sample.start_time, sample.trace_id, park(payload, side))
+
+    def _identities(self, rows: Sequence[tuple[str, SampleRow]]) -> list[list[ScorerIdentity | None]]:
+        """Each sample's scorers (`ScorerPairing.identities`), paired once per case and scorer names."""
+        paired: dict[tuple[str, tuple[Any, ...]], list[ScorerIdentity | None]] = {}
+        found = []
+        for case_id, sample in rows:
+            key = (case_id, tuple(map(_NAMED, sample.scores)))
+            if (identities := paired.get(key)) is None:
+                identities = paired[key] = self._pairing.identities(case_id, sample.scores)
+            found.append(identities)
+        return found
 
     def _keep_whole(
         self, spill: SampleSpill, rows: Sequence[tuple[str, SampleRow]], jsons: list[tuple[bytes, bytes]]

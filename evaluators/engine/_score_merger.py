@@ -6,6 +6,7 @@ report order by `SampleKey`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from operator import itemgetter
@@ -55,13 +56,8 @@ class ScoreMerger:
         """Every sample's scores once there are two or more; a lone sample's scores are the entry's
         (most cases have one), so it is grouped only when a second one comes."""
 
-    def add(
-        self, keys: Sequence[SampleKey], scores: Sequence[Sequence[ScoreRow]], jsons: Sequence[bytes] | None = None
-    ) -> None:
-        """Count the scores of the samples at `keys` (their `sample_order`), `scores[i]` the sample's at `keys[i]`.
-
-        `jsons`: each sample's scores as JSON (`scores_json`), when already made.
-        """
+    def add(self, keys: Sequence[SampleKey], scores: Sequence[Sequence[ScoreRow]]) -> None:
+        """Count the scores of the samples at `keys` (their `sample_order`), `scores[i]` the sample's at `keys[i]`."""
         if not keys:
             return
         before, self._samples = self._samples, self._samples + len(keys)
@@ -71,7 +67,7 @@ class ScoreMerger:
             self._group(keys, scores)
         first = min(range(len(keys)), key=keys.__getitem__)  # the earliest; of equal keys, the first given
         if self._first is None or keys[first] < self._first[0]:
-            self._first = (keys[first], scores_json(scores[first]) if jsons is None else jsons[first])
+            self._first = (keys[first], scores_json(scores[first]))
 
     def _group_json(self, first: tuple[SampleKey, bytes]) -> None:
         self._group([first[0]], [[ScoreRow.of(score) for score in SCORES.validate_json(first[1])]])
@@ -90,7 +86,7 @@ class ScoreMerger:
             merged = self._groups.get((*group, occurrence[group]))
             if merged is None:
                 merged = self._groups[(*group, occurrence[group])] = _Merged(*group, (earliest, position))
-            merged.add(keys, position, column)
+            merged.add(keys, earliest, position, column)
 
     def merge(self, other: ScoreMerger) -> None:
         """Add the samples `other` counted."""
@@ -135,18 +131,17 @@ class _Merged:
         self.first_failure: tuple[SampleKey, str] | None = None
         self.error: tuple[SampleKey, str] | None = None
 
-    def add(self, keys: Sequence[SampleKey], position: int, rows: Sequence[ScoreRow]) -> None:
-        """Count this scorer's rows of the samples at `keys` (at `position` in each)."""
-        self.seen = min(self.seen, (min(keys), position))
+    def add(self, keys: Sequence[SampleKey], earliest: SampleKey, position: int, rows: Sequence[ScoreRow]) -> None:
+        """Count this scorer's rows of the samples at `keys` (at `position` in each; `earliest`: the least key)."""
+        self.seen = min(self.seen, (earliest, position))
         self.applicable += len(rows) - [row.passed for row in rows].count(None)
         # `str()`: as the report always formatted it, `None` included. Of equal keys, the first given is kept.
         failures = [(key, str(row.reason)) for key, row in zip(keys, rows, strict=True) if row.passed is False]
         if failures:
             self.failed += len(failures)
             self.first_failure = earlier(self.first_failure, min(failures, key=itemgetter(0)))
-        for row in rows:
-            if row.value is not None:
-                self.values.add(row.value)
+        for value, times in Counter([row.value for row in rows if row.value is not None]).items():
+            self.values.add(value, times)  # a case's samples' values are mostly a few, alike
         errors = [(key, row.error) for key, row in zip(keys, rows, strict=True) if row.error is not None]
         if errors:
             self.error = earlier(self.error, min(errors, key=itemgetter(0)))

@@ -7,12 +7,16 @@ depend on which worker scored which sample or in which order they arrived.
 
 from __future__ import annotations
 
+import math
+import pickle
 import random
 from datetime import UTC, datetime, timedelta
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evaltrace.evaluators.engine import _aggregate
 from evaltrace.evaluators.engine._aggregate import CaseTally, ExactSum, aggregate_case, decide_case, sample_order
 from evaltrace.evaluators.results.report.model import EntryResult, SampleResult, ScoreResult
 from evaltrace.evaluators.results.report.sample_row import SampleRow
@@ -157,3 +161,35 @@ def test_exact_sum_does_not_depend_on_order_or_split() -> None:
     for value in (1.0, float("inf")):
         special.add(value)
     assert special.mean() == float("inf") and ExactSum().mean() is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    samples=st.lists(st.tuples(_alike, st.booleans()), min_size=1, max_size=12).map(
+        lambda drawn: [_sample(i, rows, late) for i, (rows, late) in enumerate(drawn)]
+    ),
+    held=st.integers(1, 4),
+    seed=st.integers(0, 2**32),
+)
+def test_held_samples_count_when_read_merged_or_handed_over(samples: list[SampleResult], held: int, seed: int) -> None:
+    """A tally holds samples and counts them `_HELD` at a time: a hand-over (pickled) or a merge counts the rest."""
+    rng = random.Random(seed)
+    with patch.object(_aggregate, "_HELD", held):
+        for policy in POLICIES:
+            tallies = [CaseTally.for_policy(policy) for _ in range(3)]
+            for sample in samples:
+                rng.choice(tallies).add(SampleRow.of(sample))
+            first, second, third = tallies
+            first.merge(pickle.loads(pickle.dumps(second)))  # a worker's tally, sent to its parent
+            first.merge(third)
+            assert decide_case(CASE, policy, first) == _in_order(policy, samples)
+
+
+def test_a_value_added_times_over_sums_as_added_one_by_one() -> None:
+    once, times = ExactSum(), ExactSum()
+    for value in (0.1, 0.1, 0.1, 1e-300, float("nan")):
+        once.add(value)
+    times.add(0.1, 3)
+    times.add(1e-300)
+    times.add(float("nan"))
+    assert (times.count, times.units) == (once.count, once.units) and math.isnan(times.mean() or 0.0)
