@@ -63,9 +63,10 @@ def flat_shape(spans: list[Span]) -> tuple[Span, list[Span], list[Span]] | None:
     chats: list[Span] = []
     tools: list[Span] = []
     for span in spans:
-        operation = span.attributes.get(A.OPERATION_NAME)
+        attrs = span.attributes
+        operation = attrs.get(A.OPERATION_NAME)
         keys = _KEYS.get(operation) if type(operation) is str else None
-        if keys is None or span.events or span.links or span.name in _FRAMEWORK_NAMES or span.attributes.keys() - keys:
+        if keys is None or span.events or span.links or span.name in _FRAMEWORK_NAMES or not keys.issuperset(attrs):
             return None
         if span is root:
             continue
