@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaltrace.collector.traces._table_encode import to_json
 from evaltrace.collector.traces.records import Iteration, Message, MessagePart, ToolCall, ToolSchema, Trace
-from evaltrace.collector.traces.table import SCHEMA, TableEncoder, from_table, to_table
+from evaltrace.collector.traces.table import SCHEMA, TableEncoder, comparable_text, from_table, to_table
 
 
 def _parameters() -> dict[str, Any]:
@@ -98,3 +100,23 @@ def test_not_a_json_value_raises() -> None:
         except TypeError:
             continue
         raise AssertionError(f"{value!r} was encoded")
+
+
+class _Object(dict[str, Any]):
+    """A JSON object that can be weakly referenced."""
+
+
+def test_a_value_that_failed_leaves_nothing_behind() -> None:
+    # One encoder serves every value: what was open when one failed is neither kept alive nor in the
+    # way of the next value, and a real cycle is still refused.
+    failed = _Object(x=math.nan)
+    alive = weakref.ref(failed)
+    with pytest.raises(ValueError, match="Out of range"):
+        comparable_text([[failed]])
+    del failed
+    assert alive() is None
+    assert comparable_text([[{"x": 1}]]) == '[[{"x":1}]]'
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="Circular"):
+        to_json(cycle)
