@@ -345,7 +345,8 @@ class SpecRouter:
             if whole is not None:
                 totals.add(whole.status, whole.pass_rate)
                 if sink is not None:  # its JSON and store rows made when it was kept
-                    sink.add(ReportEntry.from_json(spill.parked(case.id).whole() + b"]}", stored=self._pack_sides))
+                    ((_, json),) = spill.parked(case.id).samples()  # its head included
+                    sink.add(ReportEntry.from_json(json + b"]}", stored=self._pack_sides))
                 continue
             fields, head = known if known is not None else self._decide(case.id, self._tally(case))
             totals.add(fields.status, fields.pass_rate)

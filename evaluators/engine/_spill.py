@@ -63,7 +63,6 @@ class Spill:
         self._size = 0
         self._held = 0
         self._groups: dict[str, _Group] = {}
-        self._unflushed = False
 
     def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
         """Park one result's JSON under `group`; `tag` is a small caller-defined code kept in memory."""
@@ -92,7 +91,6 @@ class Spill:
                 into.written += len(into.held)
                 into.held.clear()
         self._held = 0
-        self._unflushed = True
 
     def count(self, group: str) -> int:
         """How many results `group` holds."""
@@ -102,7 +100,6 @@ class Spill:
     def flush(self) -> None:
         """Write what the file's buffer holds: before a fork, lest the child's copy of the buffer be written again."""
         self._file.flush()
-        self._unflushed = False
 
     def parked(self, group: str) -> Parked:
         """`group`'s results (records, see `writer.park`) by start time then trace id, their tags as their heads."""
@@ -120,8 +117,7 @@ class Spill:
         """The group's results' bytes, in arrival order: a read per run written, then those held."""
         if not into.runs:
             return bytes(into.held)
-        if self._unflushed:
-            self.flush()
+        self._file.flush()
         if _pread is not None:  # a forked process reads the file while its parent writes it: no seek
             fd = self._file.fileno()
             runs = [_pread(fd, length, offset) for offset, length in into.runs]

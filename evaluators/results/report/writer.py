@@ -56,12 +56,6 @@ class Parked(NamedTuple):
             pieces.append(after)
             return b"".join(pieces)
 
-    def whole(self) -> bytes:
-        """The one record's JSON, its head included (its case's whole entry but the closing `]}`)."""
-        ((offset, _, _),) = self.at
-        start = offset + _LENGTH.size
-        return self.data[start : start + _LENGTH.unpack_from(self.data, offset)[0]]
-
     def samples(self) -> Iterator[tuple[int, bytes]]:
         """Each record's head length and JSON (its head included), in order."""
         for offset, end, head in self._json_spans(self.data):
