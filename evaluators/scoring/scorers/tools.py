@@ -251,7 +251,7 @@ def tool_call_validity_forms(scorers: list[ToolCallValidity], batch: BatchCalls,
         sure, passing = sure & ~doubt, batch.memo(scorer, "passing", run=True)  # `passing`: by counts
         found[places[sure]] = made_once(counts[0][sure] << 32 | counts[1][sure], _validity_pass, scorer, passing)
         for k in places[doubt].tolist():  # the reference's own grading
-            found[k] = _validity_graded(scorer, RowCalls(batch, rows[k]))
+            found[k] = _validity_graded(scorer, batch, rows[k])
     return cast("list[Score | None]", found.tolist())
 
 
@@ -284,16 +284,15 @@ def _counts(scorer: ToolCallValidity, batch: BatchCalls, tops: Ints) -> tuple[In
 tool_call_validity_form = columnar_forms(ToolCallValidity, tool_call_validity_forms)
 
 
-def _validity_graded(scorer: ToolCallValidity, row: RowCalls) -> Score:
-    """The reference's `Score` (`run_scorer`'s) by its own code on the row's tools and calls, parsed as decoded."""
-    tools = offered_tools(row)
-    texts = ",".join("null" if tool["parameters_json"] is None else tool["parameters_json"] for tool in tools)
-    values = zip(tools, json.loads(f"[{texts}]"), strict=True)  # as `score` reads `trace.tool_schemas`
-    schemas = {tool["name"]: value for tool, value in values if value is not None}
+def _validity_graded(scorer: ToolCallValidity, batch: BatchCalls, index: int) -> Score:
+    """The reference's `Score` by its own code on the row's calls and tools (`_known_schemas`'s: cached validators)."""
+    tools, offered, row = batch.memo(scorer, "tools"), batch.schema_ids[index], RowCalls(batch, index)
+    if (known := tools.get(offered)) is None:
+        known = tools[offered] = _known_schemas(scorer, row)
     calls = bare_calls(
         name=row.names, arguments=row.json_values(), arguments_truncated=row.call_values("arguments_truncated")
     )
-    return check_applies(scorer, scorer.graded({tool["name"] for tool in tools}, schemas, calls))
+    return check_applies(scorer, scorer.graded(known[0], dict(known[1]), calls))
 
 
 _VALID, _UNCHECKED, _DOUBT = 0, 1, 2

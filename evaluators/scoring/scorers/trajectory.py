@@ -229,7 +229,7 @@ def trajectory_forms(scorers: list[Trajectory], batch: BatchCalls, rows: list[in
     """
     plans: list[_Plan] = [plan(scorer) for scorer in scorers]
     names, texts = batch.same_names(rows, [known.names for known in plans]), batch.joined_arguments
-    cut, nested, passing = batch.rows_truncated, batch.rows_nested, cast("_Passing", {})
+    cut, nested, passing = batch.rows_truncated.tolist(), batch.rows_nested.tolist(), cast("_Passing", {})
     found: list[Score | None] = []
     configured: dict[int, _Known] = {}  # by scorer object: a case's rows share it
     for scorer, known, index, same in zip(scorers, plans, rows, names, strict=True):
@@ -237,9 +237,11 @@ def trajectory_forms(scorers: list[Trajectory], batch: BatchCalls, rows: list[in
             found.append(_graded(scorer, RowCalls(batch, index)))
         elif same and known.pairs is not None and texts[index] == cast("str", known.text)[1:-1] and not cut[index]:
             found.append(None if scorer.nested and nested[index] else _alike(scorer, known, passing))
+        elif cut[index] or (scorer.nested and nested[index]):
+            found.append(_graded(scorer, RowCalls(batch, index)))
         else:
             known_row = configured.get(key := id(scorer)) or configured.setdefault(key, _configured(scorer, batch))
-            found.append(_by_matches(scorer, known_row, RowCalls(batch, index), passing))
+            found.append(_by_matches(scorer, known_row, batch, index, passing))
     return found
 
 
@@ -258,31 +260,34 @@ def _alike(scorer: Trajectory, known: _Plan, passing: _Passing) -> Score:
 def _configured(scorer: Trajectory, batch: BatchCalls) -> _Known:
     """What `_trajectory` reads of `scorer`'s configuration (its plan's text made at compile), and its run's memos."""
     assert scorer.expected is not None
-    wanted, arguments = [want.name for want in scorer.expected], [want.arguments for want in scorer.expected]
-    compared, text = compared_flags(scorer.arguments, wanted, arguments), plan(scorer).text or None
-    encoded = [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)] if text else None
-    memos = (batch.memo(scorer, name, run=True) for name in ("matches", "verdicts", "matcher"))
-    return _Known(wanted, arguments, compared, text, encoded, *memos)
+    if (config := (held := batch.memo(scorer, "configured", run=True)).get(0)) is None:  # made once a run
+        wanted, arguments = [want.name for want in scorer.expected], [want.arguments for want in scorer.expected]
+        compared, text = compared_flags(scorer.arguments, wanted, arguments), plan(scorer).text or None
+        encoded = (
+            [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)] if text else None
+        )
+        config = held[0] = (wanted, arguments, compared, text, encoded)
+    memos = (batch.memo(scorer, name, run=True) for name in ("matches", "verdicts", "matcher"))  # each kept bounded
+    return _Known(*config, *memos)
 
 
-def _by_matches(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
-    """The row's `Score` kept for the run by its calls' names and which expected calls each matches (`_matches`).
+def _by_matches(scorer: Trajectory, known: _Known, batch: BatchCalls, index: int, passing: _Passing) -> Score | None:
+    """Row `index`'s `Score` kept for the run by its calls' names and which expected calls each matches (`_matches`).
 
     The answer is a function of them alone (a pass's reason and details name calls, not arguments);
     a failure's (`_GRADE`) is the reference's grading of the row, whose reason quotes its arguments.
     """
-    if row.truncated or (scorer.nested and row.nested):
-        return _graded(scorer, row)
-    names, masks, matches, verdicts = row.names, [], known.matches, known.verdicts
-    for name, text in zip(names, row.arguments, strict=True):
-        if (mask := matches.get(key := (name, text))) is None:
-            mask = matches[key] = _matches(scorer, known, name, text)
-        masks.append(mask)
-    if -1 in masks or (found := verdicts.get(seen := (*names, *masks))) is None:  # -1: a text not JSON
-        found = _trajectory(scorer, known, row, passing)
+    start, end = batch.offsets[index], batch.offsets[index + 1]
+    names = batch.names[start:end]
+    calls = list(zip(names, batch.arguments[start:end], strict=True))
+    masks = list(map(known.matches.get, calls))
+    for k in [k for k, mask in enumerate(masks) if mask is None]:  # calls first seen
+        masks[k] = known.matches[calls[k]] = _matches(scorer, known, *calls[k])
+    if -1 in masks or (found := known.verdicts.get(seen := (*names, *masks))) is None:  # -1: a text not JSON
+        found = _trajectory(scorer, known, RowCalls(batch, index), passing)
         if found is not None and -1 not in masks:
-            verdicts[seen] = found
-    return _graded(scorer, row) if found is _GRADE else found
+            known.verdicts[seen] = found
+    return _graded(scorer, RowCalls(batch, index)) if found is _GRADE else found
 
 
 def _matches(scorer: Trajectory, known: _Known, name: str, text: str | None) -> int:
