@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -30,7 +30,7 @@ from evaltrace.evaluators.engine._aggregate import (
     passing_entry_json,
     trace_entry,
 )
-from evaltrace.evaluators.engine._spill import Spill
+from evaltrace.evaluators.engine._spill import Added, Spill
 from evaltrace.evaluators.engine.sample import RunStats, score_conversation, score_trace
 from evaltrace.evaluators.results.report.model import (
     EntryResult,
@@ -64,8 +64,8 @@ Job = Coroutine[Any, Any, tuple[str | None, SampleResult]]
 class SampleSpill(Protocol):
     """Where a router parks scored samples: a `Spill`, or a worker's pipe to its parent's spill."""
 
-    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
-        """Park one result's JSON under `group` (see `Spill.add`)."""
+    def add_rows(self, rows: Iterable[Added]) -> None:
+        """Park results' JSON, each under its group, in order: a call's at once (see `Spill.add_rows`)."""
 
 
 @dataclass
@@ -156,7 +156,7 @@ class TraceRouter:
         self.state.scorer_tally.add(sample.scores)
         built = trace_entry(sample, case_id)
         payload = built.model_dump_json().encode()
-        spill.add("", sample.start_time, sample.trace_id, payload, tag=_SAMPLE_STATUSES.index(built.status))
+        spill.add_rows([("", sample.start_time, sample.trace_id, payload, _SAMPLE_STATUSES.index(built.status))])
 
     def emit(self, spill: Spill, totals: Totals, sink: EntrySink | None) -> None:
         for tag, payload in spill.ordered(""):
@@ -279,8 +279,10 @@ class SpecRouter:
         # Parked with the values the score store needs, so it never parses the JSON back.
         # The scorers are paired (and hashed) here: in a sharded run, by the worker that scored the sample.
         sides = pack_sides(samples, self._identities(rows)) if self._pack_sides else [b""] * len(rows)
-        for (case_id, sample), (payload, _), side in zip(rows, jsons, sides, strict=True):
-            spill.add(case_id, sample.start_time, sample.trace_id, park(payload, side))
+        spill.add_rows(
+            (case_id, sample.start_time, sample.trace_id, park(payload, side), 0)
+            for (case_id, sample), (payload, _), side in zip(rows, jsons, sides, strict=True)
+        )
 
     def _identities(self, rows: Sequence[tuple[str, SampleRow]]) -> list[list[ScorerIdentity | None]]:
         """Each sample's scorers (`ScorerPairing.identities`), paired once per case and scorer names."""
@@ -321,8 +323,10 @@ class SpecRouter:
             parked.append((case_id, head + found[0], len(head)))
         sides: list[SampleSide] = []
         packed = pack_sides(samples, paired, sides) if self._pack_sides else [b""] * len(samples)
-        for (case_id, json, tag), sample, side in zip(parked, samples, packed, strict=True):
-            spill.add(case_id, sample.start_time, sample.trace_id, park(json, side), tag=tag)
+        spill.add_rows(
+            (case_id, sample.start_time, sample.trace_id, park(json, side), tag)
+            for (case_id, json, tag), sample, side in zip(parked, samples, packed, strict=True)
+        )
         if entries and self._pack_sides:
             state.stored.append(entry_rows([(*entry, side) for entry, side in zip(entries, sides, strict=True)]))
         return [row for row, _ in left], [found for _, found in left]

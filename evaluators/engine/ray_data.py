@@ -36,7 +36,7 @@ import copy
 import dataclasses
 import logging
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,9 +86,9 @@ class ListSpill:
     def __init__(self) -> None:
         self.rows: list[_Row] = []
 
-    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
-        """Keep one scored sample, as `Spill.add` parks it."""
-        self.rows.append((group, start, trace_id, payload, tag))
+    def add_rows(self, rows: Iterable[_Row]) -> None:
+        """Keep scored samples, as `Spill.add_rows` parks them."""
+        self.rows += rows
 
 
 KEY, FILE, ROW, ERROR, RESULT = "_shard", "_file", "_row", "_error", "_result"

@@ -27,9 +27,8 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +39,7 @@ from evaltrace.collector.runfiles.reader import Shard
 from evaltrace.collector.traces.cache import traces_of
 from evaltrace.evaluators.engine._loop import Router, score_stream_now
 from evaltrace.evaluators.engine._routers import RouterState
-from evaltrace.evaluators.engine._spill import Spill
+from evaltrace.evaluators.engine._spill import Added, Spill
 from evaltrace.evaluators.engine.columnar_entries import TableFault, score_shard
 from evaltrace.evaluators.engine.sample import RunStats, is_async_scorer
 from evaltrace.evaluators.engine.time_limit import scorer_time_limit
@@ -56,9 +55,6 @@ AUTO_MIN_BYTES = 8 * 1024 * 1024
 MAX_AUTO_WORKERS = 8
 _ROWS_PER_MESSAGE = 256
 _BYTES_PER_MESSAGE = 1 << 20
-
-# One parked sample as `Spill.add` takes it: group, start, trace id, JSON, tag.
-_Row = tuple[str, datetime | None, str | None, bytes, int]
 
 
 class WorkerError(EvaltraceError):
@@ -293,14 +289,16 @@ class _PipeSpill:
 
     def __init__(self, sender: Connection) -> None:
         self._sender = sender
-        self._rows: list[_Row] = []
+        self._rows: list[Added] = []
         self._bytes = 0
         self.traces = 0
         self._traces_sent = 0
 
-    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
-        self._rows.append((group, start, trace_id, payload, tag))
-        self._bytes += len(payload)
+    def add_rows(self, rows: Iterable[Added]) -> None:
+        """Send rows as the parent's `Spill.add_rows` takes them: a warm batch's (hundreds) in one message."""
+        before = len(self._rows)
+        self._rows += rows
+        self._bytes += sum(len(row[3]) for row in self._rows[before:])
         if len(self._rows) >= _ROWS_PER_MESSAGE or self._bytes >= _BYTES_PER_MESSAGE:
             self.flush()
 
