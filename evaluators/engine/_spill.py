@@ -62,6 +62,8 @@ class Spill:
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="evaltrace-scores-", buffering=_BUFFER)
         self._size = 0
         self._held = 0
+        self._holding: list[_Group] = []
+        """The groups holding results not written yet (of many groups, most may hold none)."""
         self._groups: dict[str, _Group] = {}
 
     def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
@@ -70,11 +72,13 @@ class Spill:
 
     def add_rows(self, rows: Iterable[Added]) -> None:
         """Park results as `add` does, in order (a worker's message of them at once)."""
-        groups, held = self._groups, self._held
+        groups, held, holding = self._groups, self._held, self._holding
         for group, start, trace_id, payload, tag in rows:
             into = groups.get(group)
             if into is None:
                 into = groups[group] = _Group()
+            if not into.held:
+                holding.append(into)
             into.rows.append((start or _FAR_FUTURE, trace_id or "", into.written + len(into.held), len(payload), tag))
             into.held += payload
             held += len(payload)
@@ -83,14 +87,14 @@ class Spill:
             self._write_held()
 
     def _write_held(self) -> None:
-        for into in self._groups.values():
-            if into.held:
-                self._file.write(into.held)
-                into.runs.append((self._size, len(into.held)))
-                self._size += len(into.held)
-                into.written += len(into.held)
-                into.held.clear()
+        for into in self._holding:
+            self._file.write(into.held)
+            into.runs.append((self._size, len(into.held)))
+            self._size += len(into.held)
+            into.written += len(into.held)
+            into.held.clear()
         self._held = 0
+        self._holding.clear()
 
     def count(self, group: str) -> int:
         """How many results `group` holds."""
