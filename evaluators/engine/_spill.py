@@ -75,8 +75,11 @@ class Spill:
         groups, held, holding = self._groups, self._held, self._holding
         for group, start, trace_id, payload, tag in rows:
             into = groups.get(group)
-            if into is None:
+            if into is None:  # its first result is written at once: a group of one is never held
                 into = groups[group] = _Group()
+                self._write(into, payload)
+                into.rows.append((start or _FAR_FUTURE, trace_id or "", 0, len(payload), tag))
+                continue
             if not into.held:
                 holding.append(into)
             into.rows.append((start or _FAR_FUTURE, trace_id or "", into.written + len(into.held), len(payload), tag))
@@ -88,13 +91,17 @@ class Spill:
 
     def _write_held(self) -> None:
         for into in self._holding:
-            self._file.write(into.held)
-            into.runs.append((self._size, len(into.held)))
-            self._size += len(into.held)
-            into.written += len(into.held)
+            self._write(into, into.held)
             into.held.clear()
         self._held = 0
         self._holding.clear()
+
+    def _write(self, into: _Group, data: bytes | bytearray) -> None:
+        """Write `data` as the group's next run."""
+        self._file.write(data)
+        into.runs.append((self._size, len(data)))
+        self._size += len(data)
+        into.written += len(data)
 
     def count(self, group: str) -> int:
         """How many results `group` holds."""
