@@ -30,9 +30,8 @@ def to_json(value: Any) -> str | None:
 def _table_encoder(*, allow_nan: bool) -> Callable[[Any], str]:
     """How the traces table writes JSON values: compact, text as it is (the columnar forms compare it).
 
-    `JSONEncoder(...).encode`, the same text and errors, without its set-up on every call (a C
-    encoder and a circular-check dict made per value: three quarters of the time a small object
-    took, and most of a first scoring's ~15 encoded values a trace): one C encoder, made once.
+    `JSONEncoder(...).encode`'s text and errors from one C encoder made once: `encode` makes one (and
+    a circular-check dict) per value, three quarters of the time of a small object's text.
     """
     plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=allow_nan)
     make = getattr(json.encoder, "c_make_encoder", None)
@@ -47,7 +46,7 @@ def _table_encoder(*, allow_nan: bool) -> Callable[[Any], str]:
         try:
             return "".join(encoder(value, 0))
         except BaseException:
-            markers.clear()  # the containers open when it failed: left in, a later value could match their ids
+            markers.clear()  # the containers open when it failed: kept alive there, and circular if met again
             raise
 
     return encode
