@@ -29,7 +29,7 @@ _pread = getattr(os, "pread", None)
 # offset breaks ties in arrival order, as the stable sort of the in-memory lists did.
 _Row = tuple[datetime, str, int, int, int]
 Added = tuple[str, datetime | None, str | None, bytes, int]
-"""One result as `Spill.add` takes it: group, start, trace id, JSON, tag."""
+"""One result as `Spill.add_rows` takes it: group, start, trace id, JSON, a tag (a small code kept in memory)."""
 
 
 class _Group:
@@ -66,12 +66,8 @@ class Spill:
         """The groups holding results not written yet (of many groups, most may hold none)."""
         self._groups: dict[str, _Group] = {}
 
-    def add(self, group: str, start: datetime | None, trace_id: str | None, payload: bytes, tag: int = 0) -> None:
-        """Park one result's JSON under `group`; `tag` is a small caller-defined code kept in memory."""
-        self.add_rows([(group, start, trace_id, payload, tag)])
-
     def add_rows(self, rows: Iterable[Added]) -> None:
-        """Park results as `add` does, in order (a worker's message of them at once)."""
+        """Park results' JSON, each under its group, in order (a worker's message, a batch's kept samples)."""
         groups, held, holding = self._groups, self._held, self._holding
         for group, start, trace_id, payload, tag in rows:
             into = groups.get(group)

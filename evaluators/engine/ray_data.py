@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("evaltrace")
 
-# One parked sample as `Spill.add` takes it: group, start, trace id, JSON, tag.
+# One parked sample as `Spill.add_rows` takes it: group, start, trace id, JSON, tag.
 _Row = tuple[str, datetime | None, str | None, bytes, int]
 
 

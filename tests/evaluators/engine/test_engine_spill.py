@@ -24,7 +24,7 @@ def test_records_are_the_groups_results_in_report_order(rows: list[tuple[str, in
         for arrival, (group, second, trace_id) in enumerate(rows):
             start = None if second is None else T0 + timedelta(seconds=second)
             payload = f'{{"n":{arrival}}}'.encode()
-            spill.add(group, start, trace_id, payload, tag=arrival % 3)
+            spill.add_rows([(group, start, trace_id, payload, arrival % 3)])
             key = (start or datetime.max.replace(tzinfo=UTC), trace_id or "", arrival, payload)
             expected.setdefault(group, []).append(key)
         for group in ("a", "b", "", "never"):
@@ -33,5 +33,5 @@ def test_records_are_the_groups_results_in_report_order(rows: list[tuple[str, in
             assert [tag for *_, tag in spill.parked(group).at] == [tag for tag, _ in spill.ordered(group)]
             assert spill.count(group) == len(wanted)
         # Reading leaves the file ready for more results.
-        spill.add("a", T0 - timedelta(days=1), "t0", b'{"late":true}')
+        spill.add_rows([("a", T0 - timedelta(days=1), "t0", b'{"late":true}', 0)])
         assert next(spill.ordered("a"))[1] == b'{"late":true}'

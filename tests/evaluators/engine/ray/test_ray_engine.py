@@ -209,11 +209,12 @@ from pathlib import Path
 from evaltrace.evaluators.engine import _spill, ray_coordinator, ray_data, ray_entries
 from evaltrace.cli.main import run
 parked, received = [], []
-park = _spill.Spill.add
-def counted(self, *args, **kwargs):
-    parked.append(args[0])
-    return park(self, *args, **kwargs)
-_spill.Spill.add = counted
+park = _spill.Spill.add_rows
+def counted(self, rows):
+    rows = list(rows)
+    parked.extend(row[0] for row in rows)
+    return park(self, rows)
+_spill.Spill.add_rows = counted
 results = ray_coordinator.results
 def watched(*args):
     for key, result in results(*args):
