@@ -113,8 +113,8 @@ class FlatRow:
         columns.structs["usage"].add_dict(_summed(it.usage for it in self.iterations))
         models = [it.model for it in self.iterations if it.model]
         lists["models"].extend(list(dict.fromkeys(models)))
-        lists["handoffs"].extend([])
-        lists["warnings"].extend([])
+        lists["handoffs"].close(0)
+        lists["warnings"].close(0)
         calls = lists["tool_calls"]
         for call in self.calls:
             _add_call(calls.items, call)  # type: ignore[arg-type]
@@ -176,8 +176,8 @@ class _Iteration:
             fields[name].append(value)
         columns.structs["usage"].add_dict(self.usage)
         lists["finish_reasons"].extend(list(self.finish_reasons))
-        lists["merged_span_ids"].extend([])
-        lists["duplicate_call_ids"].extend([])
+        lists["merged_span_ids"].close(0)
+        lists["duplicate_call_ids"].close(0)
         lists["input_messages"].close(None)  # no histories
         _add_messages(lists["output_messages"], self.messages, shared)
         lists["other_tool_calls"].close(0)
