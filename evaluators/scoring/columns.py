@@ -13,13 +13,10 @@ with its own scorer object (its case's configuration), whose one-row form is der
 compiled (`prepare`) and kept with the scorer, so in the compiled-spec cache too.
 
 The engine asks each scorer class's form once per batch, on the rows of every case it scores
-(`ask_rows`, `engine/columnar_entries.py`, local and Ray runs alike): `BatchCalls` is a batch's
-columns and `RowCalls` one top-level row's; a row the forms do not all answer is scored by the reference.
-
-A batch's columns are read when a form first asks: per-row counts and flags, per-call ids
-(`call_keys`, `schema_ids`) by kernels over the whole batch, a field of every call as one flat list.
-A batch form decides each scorer's rows at once by array operations, each distinct call checked
-once (`memo`); rows alike share one `Score` object. Only top-level rows (`parent_row` null) are indexed.
+(`ask_rows`, `engine/columnar_entries.py`): `BatchCalls` is a batch's columns, read when a form first
+asks, and `RowCalls` one top-level row's (`parent_row` null: the traces the engine scores). A batch
+form decides each scorer's rows at once by array operations, each distinct call checked once (`memo`);
+rows alike share one `Score` object. A row the forms do not all answer is scored by the reference.
 """
 
 from __future__ import annotations
@@ -35,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evaltrace.collector.traces.records import ToolCall
+from evaltrace.collector.traces.table import bare_calls
 from evaltrace.evaluators.scoring._kernels import (
     Bools,
     Ints,
@@ -164,21 +163,6 @@ class RowCalls:
         calls = zip(self.call_values("child_row"), self.call_values("handoff"), strict=True)
         return any(child is not None and not handoff for child, handoff in calls)
 
-    @property
-    def model_calls(self) -> int:
-        """How many model calls (iterations) the row has."""
-        return self.batch.model_calls[self.index]
-
-    @property
-    def run_micros(self) -> int | None:
-        """The run's wall time in microseconds (`None`: start or end not recorded)."""
-        return self.batch.run_micros[self.index]
-
-    @property
-    def call_micros(self) -> list[int | None]:
-        """Each call's wall time in microseconds, in call order."""
-        return self.batch.call_micros[self.first_call : self._end]
-
     def final_answer(self) -> str | None:
         """`Trace.final_answer()` from the columns: the output, else the last model reply's text."""
         output = self.value("output")
@@ -200,6 +184,18 @@ class RowCalls:
         texts = cast("list[str | None]", self.call_values(field_name))  # `arguments`: the same list's slice
         values: list[Any] = json.loads("[" + ",".join("null" if text is None else text for text in texts) + "]")
         return values
+
+    def tool_calls(self, nested: bool = False) -> list[ToolCall] | None:
+        """The calls as the reference's grading reads them; `None`: it needs the trace (texts not JSON, `nested`)."""
+        if nested and self.nested:
+            return None
+        try:
+            values = self.json_values()
+        except ValueError:  # not a table evaltrace wrote
+            return None
+        return bare_calls(
+            name=self.names, arguments=values, arguments_truncated=self.call_values("arguments_truncated")
+        )
 
     def value(self, column: str) -> object:
         """The row's value of a top-level column of the traces table (`output`, `tool_schemas`, ...)."""

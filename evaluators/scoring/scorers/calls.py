@@ -289,7 +289,7 @@ def budget_form(scorer: Budget, row: RowCalls) -> Score | None:
     """The passing `Score` of `budget` when every count set a limit is within it, else `None`."""
     if scorer.nested and row.nested:
         return None
-    found = scorer.counted(len(row.names), row.model_calls)
+    found = scorer.counted(len(row.names), row.batch.model_calls[row.index])
     return found if found.passed else None
 
 

@@ -371,12 +371,12 @@ usage_form = columnar_forms(UsageLimits, usage_forms)
 def latency_form(scorer: Latency, row: RowCalls) -> Score | None:
     """The passing `Score` of `latency` when every measured duration is within its bound, else `None`.
 
-    Bounds on model calls (`max_iteration_seconds`) need the iterations' times: left to the reference.
-    `timedelta.total_seconds()` divides the same integer by 10**6: `micros / 1_000_000` is the reference's float.
+    `max_iteration_seconds` is left to the reference; `micros / 1_000_000` is `timedelta.total_seconds()`'s float.
     """
     if scorer.max_iteration_seconds is not None:
         return None
-    run, calls = _seconds(row.run_micros), [_seconds(micros) for micros in row.call_micros]
+    micros, start = row.batch.call_micros, row.first_call
+    run, calls = _seconds(row.batch.run_micros[row.index]), map(_seconds, micros[start : start + len(row.names)])
     found = scorer.judged(scorer._durations(run, [], zip(row.names, calls, strict=True)), False)
     return found if found.passed else None
 

@@ -22,17 +22,14 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.collector.traces.table import bare_calls, comparable_text
 from evaltrace.evaluators.scoring._kernels import Ints, by_object, made_once
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_form, columnar_forms
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCall,
     ExpectedCallsScorer,
-    RowPairs,
     call_label,
     call_matches,
-    compared_flags,
     describe_raw_arguments,
     lcs_pairs,
     max_bipartite_matching,
@@ -177,9 +174,12 @@ class ToolCorrectness(ExpectedCallsScorer):
 
     def score(self, trace: Trace, case: Any | None = None) -> Score:
         """Compare the recorded calls with `expected`."""
+        return self.graded(trace.all_tool_calls(nested=self.nested))
+
+    def graded(self, actual: list[ToolCall]) -> Score:
+        """`score` of a trace's calls (a table row's, for the form)."""
         if self.expected is None:
             return self.result(None, reason="No expected tool calls are configured.")
-        actual = trace.all_tool_calls(nested=self.nested)
         expected_names = [e.name for e in self.expected]
         actual_names = [c.name for c in actual]
         common = _common_count(self.mode, self.expected, actual, self.arguments)
@@ -222,12 +222,8 @@ def correctness_reason(mode: str, expected: list[str], actual: list[str], common
 # `tool_call_validity`: every call of a tool with a schema validates (cached validators), every call's
 # tool was offered, one call at least was checked (an unchecked one passes only a default); any other
 # row (a failure, RE2-less patterns, no calls) is graded by the reference's own code.
-# `tool_correctness`: names and order modes are exact from the names. In arguments mode, a call
-# surely matches an expected one of its name when the expected arguments are not compared, equal
-# the call's JSON text as the table encodes it, or else are accepted by the argument matcher
-# (`RowPairs`, as in `trajectory`); the form answers when such pairs account for every call of the
-# shorter side, so the reference's matching count is known. With `nested`, a row whose calls
-# started nested agents is left to the reference (their calls count).
+# `tool_correctness`: the reference's own grading of the row's calls (`ToolCorrectness.graded`); with
+# `nested`, a row whose calls started nested agents is left to the reference (their calls count).
 
 
 def offered_tools(row: RowCalls) -> list[dict[str, Any]]:
@@ -284,15 +280,13 @@ def _counts(scorer: ToolCallValidity, batch: BatchCalls, tops: Ints) -> tuple[In
 tool_call_validity_form = columnar_forms(ToolCallValidity, tool_call_validity_forms)
 
 
-def _validity_graded(scorer: ToolCallValidity, batch: BatchCalls, index: int) -> Score:
+def _validity_graded(scorer: ToolCallValidity, batch: BatchCalls, index: int) -> Score | None:
     """The reference's `Score` by its own code on the row's calls and tools (`_known_schemas`'s: cached validators)."""
     tools, offered, row = batch.memo(scorer, "tools"), batch.schema_ids[index], RowCalls(batch, index)
     if (known := tools.get(offered)) is None:
         known = tools[offered] = _known_schemas(scorer, row)
-    calls = bare_calls(
-        name=row.names, arguments=row.json_values(), arguments_truncated=row.call_values("arguments_truncated")
-    )
-    return check_applies(scorer, scorer.graded(known[0], dict(known[1]), calls))
+    calls = row.tool_calls()
+    return None if calls is None else check_applies(scorer, scorer.graded(known[0], dict(known[1]), calls))
 
 
 _VALID, _UNCHECKED, _DOUBT = 0, 1, 2
@@ -339,60 +333,6 @@ def _validity_pass(scorer: ToolCallValidity, passing: dict[int, Score], key: int
 
 @columnar_form(ToolCorrectness)
 def tool_correctness_form(scorer: ToolCorrectness, row: RowCalls) -> Score | None:
-    """The passing `Score` of `tool_correctness` when its value is known and meets the threshold, else `None`."""
-    expected = scorer.expected
-    if expected is None or (scorer.nested and row.nested):
-        return None
-    wanted = [want.name for want in expected]
-    names = list(row.names)
-    if scorer.mode == "names":
-        common: int | None = sum((Counter(wanted) & Counter(names)).values())
-    elif scorer.mode == "order":
-        common = len(lcs_pairs(len(wanted), len(names), lambda i, j: wanted[i] == names[j]))
-    else:
-        common = _sure_matches(scorer, expected, row)
-    if common is None:
-        return None
-    total = len(wanted) + len(names)
-    value = 1.0 if total == 0 else 2 * common / total
-    if value < scorer.threshold:
-        return None
-    reason = correctness_reason(scorer.mode, wanted, names, common, value)
-    return scorer.result(True, value, reason, expected=wanted, actual=names)
-
-
-def _sure_matches(scorer: ToolCorrectness, expected: list[ExpectedCall], row: RowCalls) -> int | None:
-    """The reference's count of matching calls when sure pairs alone reach the most possible, else `None`."""
-    if row.truncated:
-        return None
-    names, texts = row.names, row.arguments
-    wanted = [_expected_text(scorer, want) for want in expected]
-    expected_names, arguments = [want.name for want in expected], [want.arguments for want in expected]
-    compared = compared_flags(scorer.arguments, expected_names, arguments)
-    asked = RowPairs(
-        scorer.arguments, expected_names, arguments, compared, texts, row.batch.memo(scorer, "matcher", run=True)
-    )
-
-    def sure(i: int, j: int) -> bool:
-        want = wanted[i]
-        if expected[i].name != names[j]:
-            return False
-        if want is True or (want is not None and want == texts[j]):
-            return True
-        return want is not None and asked.answer(i, j)  # equal values may differ in text
-
-    most = min(len(expected), len(names))
-    if all(sure(i, i) for i in range(most)):  # the calls in order: the diagonal is a largest matching
-        return most
-    found = len(max_bipartite_matching(len(expected), len(names), sure))
-    return found if found == most and not asked.unsure else None
-
-
-def _expected_text(scorer: ToolCorrectness, want: ExpectedCall) -> str | Literal[True] | None:
-    """The JSON text a call's arguments must have to surely match `want`; `True`: any; `None`: never sure."""
-    if want.arguments is None or scorer.arguments.for_tool(want.name).mode == "ignore":
-        return True
-    try:  # equal JSON text is an equal value, which matches under every setting
-        return comparable_text(want.arguments)
-    except (TypeError, ValueError):  # NaN, or not a JSON value: the reference decides
-        return None
+    """The reference's `Score` by its own grading of the row's calls; `None`: it needs the trace."""
+    calls = row.tool_calls(scorer.nested)
+    return None if calls is None else check_applies(scorer, scorer.graded(calls))

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from evaltrace.collector.traces.arguments import arguments_match
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.collector.traces.table import bare_calls, comparable_text
+from evaltrace.collector.traces.table import comparable_text
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_forms, plan
 from evaltrace.evaluators.scoring.scorers._alignment import Alignment, TrajectoryMode, align, mode_value
 from evaltrace.evaluators.scoring.scorers.arguments import (
@@ -42,7 +42,6 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     compared_flags,
     expected_matches,
     format_call,
-    lcs_pairs,
     max_bipartite_matching,
     positions,
     texts_match,
@@ -253,7 +252,9 @@ def _alike(scorer: Trajectory, known: _Plan, passing: _Passing) -> Score:
     if (found := passing.get(key := (scorer.mode, known.pairs, known.names))) is None:
         names, steps = list(known.names), range(len(known.names))
         matched = [*map(list, enumerate(cast("tuple[int, ...]", known.pairs) or steps))]
-        found = passing[key] = _passed(scorer, names, names, matched, [[i, i] for i in steps])
+        why = f"all {len(names)} expected calls matched" if names else "no calls expected or made"
+        details = {"expected": names, "actual": list(names), "matched": matched, "in_order": [[i, i] for i in steps]}
+        found = passing[key] = sure_pass(scorer, 1.0, f"Passed ({scorer.mode}, score 1.00): {why}.", **details)
     return found
 
 
@@ -311,7 +312,8 @@ def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Pass
     names, texts, wanted = row.names, row.arguments, known.wanted
     if len(wanted) != len(names):  # extra calls, where allowed: the reference's own alignment
         extras = wanted and len(wanted) < len(names) and scorer.mode in _EXTRAS_ALLOWED
-        return _aligned(scorer, known, row) if extras else _GRADE
+        graded = _graded(scorer, row) if extras else None  # a pass follows from names and matches: kept
+        return graded if graded is not None and graded.passed else _GRADE
     if names != wanted:
         return _GRADE
     steps, by_name = range(len(names)), positions(names)
@@ -324,52 +326,7 @@ def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Pass
     return None if pairs.unsure else _alike(scorer, same, passing)
 
 
-def _aligned(scorer: Trajectory, known: _Known, row: RowCalls) -> Score | None:
-    """The passing `Score` where extra calls are allowed, by the reference's `lcs_pairs` and `max_bipartite_matching`.
-
-    Asked the reference's question of each pair (same name; arguments not compared, equal in text, or
-    accepted by the matcher), given only when every expected call is paired (in order, for `in_order`).
-    """
-    wanted, compared, encoded = known.wanted, known.compared, known.encoded
-    if encoded is None:  # not a JSON value, or NaN: the reference's own grading
-        return _GRADE
-    names, texts = row.names, row.arguments
-    asked = RowPairs(scorer.arguments, wanted, known.arguments, compared, texts, known.asked)  # by expected
-
-    def compatible(i: int, j: int) -> bool:
-        if wanted[i] != names[j]:
-            return False
-        return not compared[i] or encoded[i] == texts[j] or asked.answer(i, j)
-
-    count = len(wanted)
-    ordered = lcs_pairs(count, len(names), compatible)
-    matched = max_bipartite_matching(count, len(names), compatible)
-    if asked.unsure or (len(ordered) if scorer.mode == "in_order" else len(matched)) != count:
-        return _GRADE
-    used = set(matched.values()) | {j for _, j in ordered}
-    extra = ", ".join(f"#{j + 1} {name}" for j, name in enumerate(names) if j not in used)
-    pairs = [[i, j] for i, j in sorted(matched.items())], [[i, j] for i, j in ordered]
-    return _passed(scorer, wanted, names, *pairs, why=f"extra {extra} (allowed in this mode)" if extra else None)
-
-
 def _graded(scorer: Trajectory, row: RowCalls) -> Score | None:
     """The reference's `Score` (`run_scorer`'s) by its own grading of the row's calls; `None`: it needs the trace."""
-    if scorer.nested and row.nested:  # nested agents' calls are in their own rows: the reference
-        return None
-    try:
-        values = row.json_values()
-    except ValueError:  # not a table evaltrace wrote: the reference
-        return None
-    flags = row.call_values("arguments_truncated") if row.truncated else [False] * len(values)
-    calls = bare_calls(name=row.names, arguments=values, arguments_truncated=flags)  # what the grading reads
-    return check_applies(scorer, scorer.graded(calls))
-
-
-def _passed(
-    scorer: Trajectory, wanted: list[str], names: list[str], *pairs: list[Any], why: str | None = None
-) -> Score:
-    """The reference's passing `Score`: value 1, its reason (`why`, after the mode), its details (matched, in order)."""
-    if why is None:
-        why = f"all {len(wanted)} expected calls matched" if wanted else "no calls expected or made"
-    reason = f"Passed ({scorer.mode}, score 1.00): {why}."
-    return sure_pass(scorer, 1.0, reason, expected=wanted, actual=list(names), matched=pairs[0], in_order=pairs[1])
+    calls = row.tool_calls(scorer.nested)
+    return None if calls is None else check_applies(scorer, scorer.graded(calls))

@@ -281,7 +281,8 @@ def test_a_partial_match_above_the_threshold_gives_the_references_reason() -> No
     assert found is not None and found.value == 1.0
     other_value = [{"name": "search", "arguments": {"q": 3}}]
     wrong = ToolCorrectness.model_validate({"expected": other_value, "mode": "arguments"})
-    assert check_same(trace, wrong) is None  # no match: the reference decides (and fails it)
+    found = check_same(trace, wrong)  # no match: failed by the reference's own grading of the row's calls
+    assert found is not None and found.passed is False
 
 
 # tool_efficiency -------------------------------------------------------------------------------
