@@ -36,7 +36,6 @@ from evaltrace.evaluators.scoring.scorers._alignment import Alignment, Trajector
 from evaltrace.evaluators.scoring.scorers.arguments import (
     ArgumentMatch,
     ExpectedCallsScorer,
-    RowPairs,
     argument_diffs,
     call_matches,
     compared_flags,
@@ -44,7 +43,6 @@ from evaltrace.evaluators.scoring.scorers.arguments import (
     format_call,
     max_bipartite_matching,
     positions,
-    texts_match,
 )
 from evaltrace.evaluators.scoring.scorers.base import Score, check_applies, sure_pass
 from evaltrace.evaluators.scoring.scorers.evidence import arguments_not_recorded, unrecorded_labels
@@ -189,8 +187,7 @@ class _Known(NamedTuple):
     wanted: list[str]
     arguments: list[Any]
     compared: list[bool]  # per expected call, whether its arguments are compared (`compared_flags`)
-    text: str | None  # `_Plan.text`, None if not JSON (nor then `encoded`: each compared one's, as the table's)
-    encoded: list[str | None] | None
+    encoded: list[str | None] | None  # each compared one's as the table's text (None: not JSON, as `_Plan.text`)
     matches: dict[tuple[str, str | None], int]  # the run's memos: `_matches` by call, `_by_matches` by names
     verdicts: dict[tuple[Any, ...], Score]  # and matches, the matcher's answers by expected call and text
     asked: dict[tuple[int, str | None], bool]
@@ -267,7 +264,7 @@ def _configured(scorer: Trajectory, batch: BatchCalls) -> _Known:
         encoded = (
             [comparable_text(a) if c else None for a, c in zip(arguments, compared, strict=True)] if text else None
         )
-        config = held[0] = (wanted, arguments, compared, text, encoded)
+        config = held[0] = (wanted, arguments, compared, encoded)
     memos = (batch.memo(scorer, name, run=True) for name in ("matches", "verdicts", "matcher"))  # each kept bounded
     return _Known(*config, *memos)
 
@@ -285,14 +282,14 @@ def _by_matches(scorer: Trajectory, known: _Known, batch: BatchCalls, index: int
     for k in [k for k, mask in enumerate(masks) if mask is None]:  # calls first seen
         masks[k] = known.matches[calls[k]] = _matches(scorer, known, *calls[k])
     if -1 in masks or (found := known.verdicts.get(seen := (*names, *masks))) is None:  # -1: a text not JSON
-        found = _trajectory(scorer, known, RowCalls(batch, index), passing)
+        found = _trajectory(scorer, known, RowCalls(batch, index), cast("list[int]", masks), passing)
         if found is not None and -1 not in masks:
             known.verdicts[seen] = found
     return _graded(scorer, RowCalls(batch, index)) if found is _GRADE else found
 
 
 def _matches(scorer: Trajectory, known: _Known, name: str, text: str | None) -> int:
-    """Which expected calls the call `(name, text)` matches, as bits (`RowPairs`'s answers); -1: a text not JSON."""
+    """Which expected calls the call `(name, text)` matches, as bits (`call_matches`'s answers); -1: a text not JSON."""
     mask = 0
     for i in (i for i, want in enumerate(known.wanted) if want == name):
         sure = not known.compared[i] or (known.encoded is not None and known.encoded[i] == text)
@@ -308,22 +305,21 @@ def _matches(scorer: Trajectory, known: _Known, name: str, text: str | None) -> 
     return mask
 
 
-def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, passing: _Passing) -> Score | None:
-    names, texts, wanted = row.names, row.arguments, known.wanted
+def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, masks: list[int], passing: _Passing) -> Score | None:
+    """A pass by the reference's matching of the row's calls, given which expected calls each matches (`masks`)."""
+    names, wanted = row.names, known.wanted
     if len(wanted) != len(names):  # extra calls, where allowed: the reference's own alignment
         extras = wanted and len(wanted) < len(names) and scorer.mode in _EXTRAS_ALLOWED
         graded = _graded(scorer, row) if extras else None  # a pass follows from names and matches: kept
         return graded if graded is not None and graded.passed else _GRADE
-    if names != wanted:
-        return _GRADE
+    if names != wanted or -1 in masks or not all(mask >> j & 1 for j, mask in enumerate(masks)):
+        return _GRADE  # not each call matching its expected one
     steps, by_name = range(len(names)), positions(names)
-    pairs = RowPairs(scorer.arguments, names, known.arguments, known.compared, texts, known.asked)
-    if not texts_match(known.text, known.compared, texts) and not pairs.all_match(zip(steps, steps, strict=True)):
-        return _GRADE  # equal values may differ in text: the matcher asked
-    found = max_bipartite_matching(len(names), len(names), pairs.compatible, lambda i: by_name[names[i]])
+    found = max_bipartite_matching(
+        len(names), len(names), lambda i, j: masks[j] >> i & 1 == 1, lambda i: by_name[names[i]]
+    )
     matched = tuple(found[i] for i in steps)
-    same = _Plan(tuple(names), None, () if matched == tuple(steps) else matched)
-    return None if pairs.unsure else _alike(scorer, same, passing)
+    return _alike(scorer, _Plan(tuple(names), None, () if matched == tuple(steps) else matched), passing)
 
 
 def _graded(scorer: Trajectory, row: RowCalls) -> Score | None:
