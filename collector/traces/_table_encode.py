@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import threading
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -30,23 +31,31 @@ def to_json(value: Any) -> str | None:
 def _table_encoder(*, allow_nan: bool) -> Callable[[Any], str]:
     """How the traces table writes JSON values: compact, text as it is (the columnar forms compare it).
 
-    `JSONEncoder(...).encode`'s text and errors from one C encoder made once: `encode` makes one (and
-    a circular-check dict) per value, three quarters of the time of a small object's text.
+    `JSONEncoder(...).encode`'s text and errors from a C encoder made once per thread: `encode` makes
+    one (and a circular-check dict) per value, three quarters of the time of a small object's text.
+    Per thread, not per process: scorers compare texts on the time limit's helper thread, and a call
+    past its limit is abandoned still running; sharing its circular-check dict, a value the next call
+    meets again would be taken for a cycle.
     """
     plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=allow_nan)
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # a Python built without the C accelerator
         return plain.encode
-    markers: dict[int, Any] = {}
-    encoder = make(markers, plain.default, json.encoder.encode_basestring, None, ":", ",", False, False, allow_nan)
+    local = threading.local()
 
     def encode(value: Any) -> str:
         if isinstance(value, str):
             return json.encoder.encode_basestring(value)
         try:
-            return "".join(encoder(value, 0))
+            made = local.made
+        except AttributeError:  # this thread's first value
+            markers: dict[int, Any] = {}
+            string = json.encoder.encode_basestring
+            made = local.made = (markers, make(markers, plain.default, string, None, ":", ",", False, False, allow_nan))
+        try:
+            return "".join(made[1](value, 0))
         except BaseException:
-            markers.clear()  # the containers open when it failed: kept alive there, and circular if met again
+            made[0].clear()  # the containers open when it failed: kept alive there, and circular if met again
             raise
 
     return encode

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import weakref
 from typing import Any
 
@@ -121,3 +122,36 @@ def test_a_value_that_failed_leaves_nothing_behind() -> None:
     cycle.append(cycle)
     with pytest.raises(ValueError, match="Circular"):
         to_json(cycle)
+
+
+class _PausingDict(dict[str, Any]):
+    """A mapping whose encoding waits, mid-value, for the other thread to be inside the same value."""
+
+    barrier = threading.Barrier(2, timeout=10)
+
+    def items(self) -> Any:  # the C encoder asks a dict subclass for its items
+        self.barrier.wait()
+        return super().items()
+
+
+def test_two_threads_encode_one_shared_value_at_once() -> None:
+    # Scorers compare texts on the time limit's helper thread, and one past its limit is abandoned still
+    # running while the next call runs: with one circular-check dict between them, the shared list's
+    # id, open in one thread, would be taken for a cycle in the other.
+    shared = [_PausingDict(city="Paris"), 1]
+    texts: list[str] = []
+    errors: list[BaseException] = []
+
+    def encode() -> None:
+        try:
+            texts.append(comparable_text(shared))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=encode) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert errors == []
+    assert texts == ['[{"city":"Paris"},1]'] * 2
