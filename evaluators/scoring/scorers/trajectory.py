@@ -193,6 +193,10 @@ class _Known(NamedTuple):
     asked: dict[tuple[int, str | None], bool]
 
 
+class _Named(NamedTuple):
+    name: str  # what a full pass's `_reason` and `_details` read of a call
+
+
 _Passing = dict[tuple[Any, ...], Score]  # rows passing alike: (mode, pairs or expected names, names)
 _GRADE = Score.model_construct(scorer="", passed=False)  # a row's answer: the reference's grading (`_graded`)
 
@@ -308,10 +312,14 @@ def _matches(scorer: Trajectory, known: _Known, name: str, text: str | None) -> 
 def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, masks: list[int], passing: _Passing) -> Score | None:
     """A pass by the reference's matching of the row's calls, given which expected calls each matches (`masks`)."""
     names, wanted = row.names, known.wanted
-    if len(wanted) != len(names):  # extra calls, where allowed: the reference's own alignment
-        extras = wanted and len(wanted) < len(names) and scorer.mode in _EXTRAS_ALLOWED
-        graded = _graded(scorer, row) if extras else None  # a pass follows from names and matches: kept
-        return graded if graded is not None and graded.passed else _GRADE
+    if len(wanted) != len(names):  # extra calls, where allowed: the reference's own alignment of the matches
+        if not wanted or len(wanted) > len(names) or scorer.mode not in _EXTRAS_ALLOWED or -1 in masks:
+            return _GRADE
+        al = align(scorer.expected or [], names, lambda i, j: masks[j] >> i & 1 == 1)
+        if mode_value(scorer.mode, al) != 1.0:  # a pass below 1 may name arguments (`_near`): graded per row
+            return _GRADE
+        calls = cast("list[ToolCall]", [_Named(name) for name in names])  # a full pass's reason reads names only
+        return sure_pass(scorer, 1.0, scorer._reason(al, calls, True, 1.0), **scorer._details(al, calls))
     if names != wanted or -1 in masks or not all(mask >> j & 1 for j, mask in enumerate(masks)):
         return _GRADE  # not each call matching its expected one
     steps, by_name = range(len(names)), positions(names)
