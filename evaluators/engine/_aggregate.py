@@ -97,22 +97,23 @@ class ScorerTally:
 
 def sample_status(scores: Sequence[ScoreResult | ScoreRow]) -> SampleStatus:
     """`failed` if any score failed or errored, `passed` if any passed, else `not_applicable`."""
-    if any(s.error is not None or s.passed is False for s in scores):
-        return "failed"
-    if any(s.passed for s in scores):
-        return "passed"
-    return "not_applicable"
+    return _BY_CODE[max(map(_code, scores), default=0)]
+
+
+def _code(score: ScoreResult | ScoreRow) -> int:
+    """A score's weight in its sample's status: 2 failed or errored, 1 passed, 0 not applicable."""
+    return 2 if score.error is not None or score.passed is False else int(bool(score.passed))
 
 
 def sample_statuses(samples: Sequence[Sequence[ScoreRow]]) -> list[SampleStatus]:
     """Each sample's `sample_status`, each `ScoreRow` object looked at once (`score_rows` shares them)."""
     distinct = {id(score): score for row in samples for score in row}  # every score is alive during the call
-    codes = {key: 2 if score.passed is False else int(bool(score.passed)) for key, score in distinct.items()}
+    codes = {key: _code(score) for key, score in distinct.items()}
     return [_BY_CODE[max(map(codes.__getitem__, map(id, row)), default=0)] for row in samples]
 
 
 _BY_CODE: tuple[SampleStatus, ...] = ("not_applicable", "passed", "failed")
-"""A sample's status by its scores' highest code: 2 failed (a `ScoreRow`'s error fails it), 1 passed."""
+"""A sample's status by its scores' highest `_code`."""
 
 
 def status_passed(status: SampleStatus) -> bool | None:
