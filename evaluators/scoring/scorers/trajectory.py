@@ -30,7 +30,7 @@ from pydantic import Field
 
 from evaltrace.collector.traces.arguments import arguments_match
 from evaltrace.collector.traces.records import ToolCall, Trace
-from evaltrace.collector.traces.table import comparable_text
+from evaltrace.collector.traces.table import bare_calls, comparable_text
 from evaltrace.evaluators.scoring.columns import BatchCalls, RowCalls, columnar_forms, plan
 from evaltrace.evaluators.scoring.scorers._alignment import Alignment, TrajectoryMode, align, mode_value
 from evaltrace.evaluators.scoring.scorers.arguments import (
@@ -193,10 +193,6 @@ class _Known(NamedTuple):
     asked: dict[tuple[int, str | None], bool]
 
 
-class _Named(NamedTuple):
-    name: str  # what a full pass's `_reason` and `_details` read of a call
-
-
 _Passing = dict[tuple[Any, ...], Score]  # rows passing alike: (mode, pairs or expected names, names)
 _GRADE = Score.model_construct(scorer="", passed=False)  # a row's answer: the reference's grading (`_graded`)
 
@@ -318,7 +314,7 @@ def _trajectory(scorer: Trajectory, known: _Known, row: RowCalls, masks: list[in
         al = align(scorer.expected or [], names, lambda i, j: masks[j] >> i & 1 == 1)
         if mode_value(scorer.mode, al) != 1.0:  # a pass below 1 may name arguments (`_near`): graded per row
             return _GRADE
-        calls = cast("list[ToolCall]", [_Named(name) for name in names])  # a full pass's reason reads names only
+        calls = bare_calls(name=names)  # a full pass's reason reads names only (once per distinct row: `verdicts`)
         return sure_pass(scorer, 1.0, scorer._reason(al, calls, True, 1.0), **scorer._details(al, calls))
     if names != wanted or -1 in masks or not all(mask >> j & 1 for j, mask in enumerate(masks)):
         return _GRADE  # not each call matching its expected one
